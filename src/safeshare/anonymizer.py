@@ -1,0 +1,317 @@
+"""The anonymization workflow (thesis §4.3; DESIGN.md "Data flow").
+
+::
+
+    engine --GROUP BY--> FrequencyTable --Evaluator--> lattice search --> node
+           <--ReleasePlan-- apply node, suppress failing classes
+
+:class:`Anonymizer` holds the parameters (schema, privacy models, suppression
+limit, metric, algorithm), validated when it is built; :meth:`Anonymizer.fit`
+reads the data through an engine and returns an :class:`AnonymizationResult`,
+which knows the chosen node and can produce the :class:`ReleasePlan` that an
+engine applies to every record. Writing, verifying and reporting live in
+:mod:`safeshare.release`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
+from safeshare.data.frequency import FrequencyTable
+from safeshare.data.schema import Schema
+from safeshare.errors import ConfigError, InputError
+from safeshare.evaluation import Classes, Evaluator
+from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.lattice.lattice import Node
+from safeshare.metrics.loss import InformationLoss, NonUniformEntropy, all_metric_values, make_metric, metric_name
+from safeshare.models.base import NodeAssessment, PrivacyCriterion, PrivacyModel
+from safeshare.search.exhaustive import ExhaustiveSearch
+from safeshare.search.ola import OLA
+from safeshare.search.result import SearchResult
+
+ALGORITHMS = ("ola", "exhaustive")
+
+
+def resolve_hierarchies(schema: Schema, grouped: pd.DataFrame) -> list[Hierarchy]:
+    """The hierarchy of every QI: loaded ones as they are, builders run on the column's values."""
+    out = []
+    for qi in schema.quasi_identifiers:
+        spec = schema.hierarchy_spec(qi)
+        if isinstance(spec, Hierarchy):
+            out.append(spec)
+        else:
+            values = sorted(grouped[qi].astype(str).unique())
+            out.append(spec.build(values, name=qi))
+    return out
+
+
+def build_frequency_table(
+    engine: Engine, schema: Schema, sensitive: Sequence[str] = ()
+) -> tuple[FrequencyTable, dict[str, float]]:
+    """Group the data by the QIs (and ``sensitive``) and encode it. Returns the table and timings."""
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    schema.check_columns(engine.columns(), getattr(engine, "label", "the input"))
+    for column in sensitive:
+        if column not in engine.columns():
+            raise InputError(f"unknown column {column!r} required by a privacy model")
+    grouped = engine.grouped_counts([*schema.quasi_identifiers, *sensitive])
+    timings["group_by"] = time.perf_counter() - start
+    start = time.perf_counter()
+    hierarchies = resolve_hierarchies(schema, grouped)
+    table = FrequencyTable.from_grouped(grouped, schema.quasi_identifiers, hierarchies, sensitive)
+    timings["encode"] = time.perf_counter() - start
+    return table, timings
+
+
+@dataclass
+class AnonymizationResult:
+    """The outcome of :meth:`Anonymizer.fit`.
+
+    Attributes
+    ----------
+    table: the frequency table the search ran on.
+    evaluator: the evaluator (reusable for further searches on the same data).
+    criterion: the privacy models with the suppression limit.
+    metric: the information loss the search minimized.
+    search: the search's own result (checked nodes, minimal nodes, ...).
+    node: the chosen node, or ``None`` when no node qualifies.
+    classes: the equivalence classes of ``node`` before suppression.
+    assessment: which classes are released and how many records are suppressed.
+    timings: seconds per phase.
+    """
+
+    schema: Schema
+    table: FrequencyTable
+    evaluator: Evaluator
+    criterion: PrivacyCriterion
+    metric: InformationLoss
+    search: SearchResult
+    node: Node | None
+    classes: Classes | None
+    assessment: NodeAssessment | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def found(self) -> bool:
+        return self.node is not None
+
+    @property
+    def levels(self) -> dict[str, int]:
+        """QI -> chosen generalization level."""
+        if self.node is None:
+            return {}
+        return dict(zip(self.table.qi_names, self.node, strict=True))
+
+    @property
+    def records_in(self) -> int:
+        return self.table.n_records
+
+    @property
+    def suppressed_records(self) -> int:
+        return self.assessment.suppressed_records if self.assessment else self.records_in
+
+    @property
+    def released_class_sizes(self) -> np.ndarray:
+        """Sizes of the released (not suppressed) classes."""
+        if self.classes is None or self.assessment is None:
+            return np.zeros(0, dtype=np.int64)
+        keep = self.assessment.acceptable & (self.classes.sizes > 0)
+        return self.classes.sizes[keep].astype(np.int64)
+
+    @property
+    def min_class_size(self) -> int:
+        sizes = self.released_class_sizes
+        return int(sizes.min()) if sizes.size else 0
+
+    def loss_values(self) -> dict[str, float]:
+        """Every metric at the chosen node (raw and normalized)."""
+        if self.node is None:
+            return {}
+        return all_metric_values(self.evaluator, self.node, self.classes)
+
+    def suppressed_tuples(self) -> pd.DataFrame:
+        """The generalized QI tuples of the suppressed classes (one column per QI)."""
+        assert self.node is not None and self.classes is not None and self.assessment is not None
+        rows = ~self.assessment.acceptable[self.classes.row_class]
+        labels = self.table.labels_at(self.node)
+        return labels[rows].drop_duplicates().reset_index(drop=True)
+
+    def release_plan(
+        self, columns: Sequence[str], fmt: OutputFormat = "csv", delimiter: str = ","
+    ) -> ReleasePlan:
+        """The recipe an engine applies to write the release."""
+        if self.node is None:
+            raise InputError("no node satisfies the privacy models within the suppression limit")
+        generalization = {
+            qi: h.mapping(level)
+            for qi, h, level in zip(self.table.qi_names, self.table.hierarchies, self.node, strict=True)
+        }
+        return ReleasePlan(
+            columns=self.schema.released_columns(columns),
+            generalization=generalization,
+            suppressed=self.suppressed_tuples(),
+            format=fmt,
+            delimiter=delimiter,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The figures of report.json that describe the search and the chosen node."""
+        loss = self.loss_values()
+        metric = self.metric.name
+        return {
+            "found": self.found,
+            "node": list(self.node) if self.node is not None else None,
+            "levels": self.levels,
+            "metric": metric,
+            "information_loss": loss.get(metric),
+            "information_loss_normalized": loss.get(f"{metric}_normalized"),
+            "loss": loss,
+            "records_in": self.records_in,
+            "suppressed_records": self.suppressed_records,
+            "records_out": self.records_in - self.suppressed_records,
+            "min_class_size": self.min_class_size,
+            "equivalence_classes": int(self.released_class_sizes.size),
+            "checked_nodes": self.search.checked_nodes,
+            "minimal_nodes": len(self.search.minimal_nodes),
+            "lattice_size": self.search.lattice_size,
+            "algorithm": self.search.algorithm,
+            "privacy": self.criterion.params(),
+        }
+
+
+class Anonymizer:
+    """Find the optimal full-domain generalization of a table (thesis §4.3).
+
+    Parameters
+    ----------
+    schema: the role of every column and the QIs' hierarchies.
+    privacy: the privacy models (e.g. ``[KAnonymity(5)]``).
+    max_suppression: the largest fraction of records that may be suppressed.
+    metric: ``prec``, ``dm_star`` or ``entropy`` (thesis §5.1).
+    algorithm: ``ola`` (default) or ``exhaustive``.
+    prec_weights: optional per-QI weights of the Prec metric.
+    """
+
+    def __init__(
+        self,
+        schema: Schema,
+        privacy: Sequence[PrivacyModel],
+        max_suppression: float = 0.0,
+        metric: str = "prec",
+        algorithm: str = "ola",
+        prec_weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.criterion = PrivacyCriterion(privacy, max_suppression)
+        self.metric_name = metric_name(metric)
+        if algorithm not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+        self.algorithm = algorithm
+        self.prec_weights = dict(prec_weights or {})
+        if self.prec_weights and self.metric_name != "prec":
+            raise ConfigError("prec_weights apply to the prec metric only")
+
+    def fit(self, engine: Engine, table: FrequencyTable | None = None) -> AnonymizationResult:
+        """Read the data through ``engine`` (or use a prepared ``table``) and search."""
+        timings: dict[str, float] = {}
+        if table is None:
+            table, t = build_frequency_table(engine, self.schema, self.criterion.sensitive_columns)
+            timings.update(t)
+        return self.fit_table(table, timings)
+
+    def fit_table(
+        self,
+        table: FrequencyTable,
+        timings: dict[str, float] | None = None,
+        evaluator: Evaluator | None = None,
+    ) -> AnonymizationResult:
+        """Search on a frequency table (reusing ``evaluator`` when given)."""
+        timings = dict(timings or {})
+        self.criterion.validate(table)
+        start = time.perf_counter()
+        evaluator = evaluator or Evaluator(table)
+        metric = make_metric(self.metric_name, evaluator, self.prec_weights or None)
+        lattice = table.lattice
+        if self.algorithm == "ola" and self.criterion.monotone:
+            guide = NonUniformEntropy(evaluator).node_array()
+            result = OLA(guide=guide).search(
+                lattice,
+                lambda n: self.criterion.holds(evaluator.classes(n), table),
+                lambda n: metric.value(n),
+            )
+        else:
+            result = ExhaustiveSearch().search(
+                lattice,
+                evaluator.iter_classes(),
+                lambda c: (self.criterion.holds(c, table), metric.value(c.node, c)),
+            )
+            if self.algorithm == "ola":
+                result.extra["note"] = "privacy models not monotone: every node was evaluated"
+        timings["search"] = time.perf_counter() - start
+        node = result.node
+        classes = evaluator.classes(node) if node is not None else None
+        assessment = self.criterion.assess(classes, table) if classes is not None else None
+        return AnonymizationResult(
+            schema=self.schema,
+            table=table,
+            evaluator=evaluator,
+            criterion=self.criterion,
+            metric=metric,
+            search=result,
+            node=node,
+            classes=classes,
+            assessment=assessment,
+            timings=timings,
+        )
+
+
+def tradeoff(
+    anonymizer: Anonymizer,
+    result: AnonymizationResult,
+    limits: Sequence[float] = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5),
+) -> list[dict[str, Any]]:
+    """Information loss of the optimal node for several suppression limits (thesis Fig. 6.1)."""
+    out = []
+    for limit in sorted({*limits, anonymizer.criterion.max_suppression}):
+        other = Anonymizer(
+            anonymizer.schema,
+            anonymizer.criterion.models,
+            limit,
+            anonymizer.metric_name,
+            anonymizer.algorithm,
+            anonymizer.prec_weights,
+        )
+        r = other.fit_table(result.table, evaluator=result.evaluator)
+        out.append(
+            {
+                "max_suppression": limit,
+                "found": r.found,
+                "levels": r.levels,
+                "information_loss": r.metric.value(r.node, r.classes) if r.node is not None else None,
+                "information_loss_normalized": r.metric.normalized(r.node, r.classes)
+                if r.node is not None
+                else None,
+                "suppressed_records": r.suppressed_records,
+                "chosen": limit == anonymizer.criterion.max_suppression,
+            }
+        )
+    return out
+
+
+__all__ = [
+    "ALGORITHMS",
+    "COUNT_COLUMN",
+    "AnonymizationResult",
+    "Anonymizer",
+    "build_frequency_table",
+    "resolve_hierarchies",
+    "tradeoff",
+]

@@ -1,0 +1,6 @@
+"""Engines: the only code that reads raw records and writes releases."""
+
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.engines.memory import MemoryEngine, read_frame
+
+__all__ = ["COUNT_COLUMN", "Engine", "MemoryEngine", "ReleasePlan", "read_frame"]

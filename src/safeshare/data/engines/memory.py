@@ -1,0 +1,122 @@
+"""The in-memory engine: pandas DataFrames (the default engine)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.source import TableSource, normalize_missing, text_column
+from safeshare.errors import DataError
+from safeshare.io import atomic_path
+
+
+def read_frame(source: TableSource) -> pd.DataFrame:
+    """Read ``source`` into a DataFrame of text columns (see :mod:`safeshare.data.source`)."""
+    source.check_readable()
+    try:
+        if source.fmt == "parquet":
+            frame = pd.read_parquet(source.path)
+            frame = frame.apply(text_column)
+            if source.names:
+                if len(source.names) != frame.shape[1]:
+                    raise DataError(
+                        f"{source.path}: {len(source.names)} names given for {frame.shape[1]} columns"
+                    )
+                frame.columns = list(source.names)
+        else:
+            frame = pd.read_csv(
+                source.path,
+                sep=source.delimiter,
+                header=0 if source.header else None,
+                names=list(source.names) if source.names else None,
+                skiprows=source.skip_rows,
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                skipinitialspace=True,
+                encoding=source.encoding,
+                skip_blank_lines=True,
+                engine="c",
+            )
+    except DataError:
+        raise
+    except FileNotFoundError:
+        raise DataError(f"cannot read {source.path}: no such file") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{source.path}: the file is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {source.path}: {first}") from None
+    except Exception as exc:  # pyarrow raises its own error types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {source.path}: {first}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(set(frame.columns)) != len(frame.columns):
+        raise DataError(f"{source.path}: duplicate column names")
+    frame = frame.apply(lambda col: col.str.strip())
+    if source.names and source.header and len(source.names) != frame.shape[1]:
+        raise DataError(f"{source.path}: {len(source.names)} names given for {frame.shape[1]} columns")
+    return normalize_missing(frame, source.missing)
+
+
+class MemoryEngine(Engine):
+    """Holds the whole input as a pandas DataFrame of text columns.
+
+    Parameters
+    ----------
+    data: a :class:`TableSource` to read, or a DataFrame (its values are
+        rendered as text like the DuckDB engine does).
+    missing: missing-value tokens, for a DataFrame input.
+    """
+
+    name = "memory"
+
+    def __init__(self, data: TableSource | pd.DataFrame, missing: Sequence[str] = ()) -> None:
+        if isinstance(data, pd.DataFrame):
+            frame = data.copy()
+            frame.columns = [str(c) for c in frame.columns]
+            frame = normalize_missing(frame.apply(text_column), tuple(missing))
+            self.label = "DataFrame"
+        else:
+            frame = read_frame(data)
+            self.label = str(data.path)
+        self.frame: pd.DataFrame = frame.reset_index(drop=True)
+
+    def columns(self) -> list[str]:
+        return list(self.frame.columns)
+
+    def n_records(self) -> int:
+        return len(self.frame)
+
+    def grouped_counts(self, columns: Sequence[str]) -> pd.DataFrame:
+        cols = list(columns)
+        if not cols:
+            return pd.DataFrame({COUNT_COLUMN: [len(self.frame)]})
+        grouped = self.frame.groupby(cols, sort=False, dropna=False).size()
+        out = grouped.reset_index(name=COUNT_COLUMN)
+        out[COUNT_COLUMN] = out[COUNT_COLUMN].astype("int64")
+        return out
+
+    def generalized_frame(self, plan: ReleasePlan) -> pd.DataFrame:
+        """The release as a DataFrame (generalized, suppressed records removed)."""
+        out = self.frame[plan.columns].copy()
+        for qi, mapping in plan.generalization.items():
+            out[qi] = out[qi].map(mapping)
+        qis = plan.quasi_identifiers
+        if len(plan.suppressed):
+            drop = pd.MultiIndex.from_frame(plan.suppressed[qis].astype(str))
+            keys = pd.MultiIndex.from_frame(out[qis])
+            out = out[~keys.isin(drop)]
+        return out.reset_index(drop=True)
+
+    def write_release(self, plan: ReleasePlan, target: Path) -> int:
+        out = self.generalized_frame(plan)
+        with atomic_path(target) as tmp:
+            if plan.format == "parquet":
+                out.to_parquet(tmp, index=False)
+            else:
+                out.to_csv(tmp, index=False, sep=plan.delimiter)
+        return len(out)

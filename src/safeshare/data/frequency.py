@@ -1,0 +1,132 @@
+"""The frequency table: distinct quasi-identifier tuples with their counts.
+
+Built once by an engine (a ``GROUP BY`` over the QIs, plus the sensitive
+columns when a privacy model needs their distribution inside classes), then
+every lattice node is evaluated on it instead of on the raw records. Its size
+``M`` is the number of distinct combinations (21,551 for the 9 QIs of UCI
+Adult), independent of the number of records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from safeshare.data.engines.base import COUNT_COLUMN
+from safeshare.errors import DataError, HierarchyError
+from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.lattice.lattice import Lattice, Node
+
+IntArray = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, eq=False)
+class FrequencyTable:
+    """Distinct value tuples of the QIs (and optional sensitive columns) with counts.
+
+    Attributes
+    ----------
+    qi_names: the quasi-identifiers, in lattice order.
+    hierarchies: one per QI.
+    codes: ``(M, q)`` leaf index of each QI value in its hierarchy.
+    counts: ``(M,)`` number of records with that tuple.
+    sensitive_names: sensitive columns kept in the table's grain.
+    sensitive_codes: ``(M, s)`` index of each sensitive value in ``sensitive_labels``.
+    sensitive_labels: the distinct values of each sensitive column, sorted.
+    """
+
+    qi_names: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    codes: IntArray
+    counts: npt.NDArray[np.int64]
+    sensitive_names: tuple[str, ...] = ()
+    sensitive_codes: IntArray = field(default_factory=lambda: np.zeros((0, 0), np.int32))
+    sensitive_labels: tuple[tuple[str, ...], ...] = ()
+
+    @classmethod
+    def from_grouped(
+        cls,
+        grouped: pd.DataFrame,
+        qi_names: Sequence[str],
+        hierarchies: Sequence[Hierarchy],
+        sensitive_names: Sequence[str] = (),
+    ) -> FrequencyTable:
+        """Encode an engine's ``grouped_counts`` result.
+
+        Raises :class:`HierarchyError` naming the column and the first value
+        that its hierarchy does not cover, and :class:`DataError` for empty data.
+        """
+        if len(grouped) == 0 or int(grouped[COUNT_COLUMN].sum()) == 0:
+            raise DataError("the input has no records")
+        codes = np.empty((len(grouped), len(qi_names)), dtype=np.int32)
+        for j, (name, hierarchy) in enumerate(zip(qi_names, hierarchies, strict=True)):
+            values = grouped[name].astype(str)
+            col = pd.Categorical(values, categories=list(hierarchy.leaves)).codes
+            if (col < 0).any():
+                bad = values[col < 0]
+                n_bad = int(grouped[COUNT_COLUMN][col < 0].sum())
+                raise HierarchyError(
+                    f"value {bad.iloc[0]!r} of column {name!r} is missing from hierarchy "
+                    f"{hierarchy.name} ({bad.nunique()} such value(s), {n_bad} record(s))"
+                )
+            codes[:, j] = col
+        s_codes = np.empty((len(grouped), len(sensitive_names)), dtype=np.int32)
+        labels = []
+        for j, name in enumerate(sensitive_names):
+            values = grouped[name].astype(str)
+            uniq = tuple(sorted(values.unique()))
+            s_codes[:, j] = pd.Categorical(values, categories=list(uniq)).codes
+            labels.append(uniq)
+        counts = grouped[COUNT_COLUMN].to_numpy(dtype=np.int64)
+        return cls(
+            qi_names=tuple(qi_names),
+            hierarchies=tuple(hierarchies),
+            codes=codes,
+            counts=counts,
+            sensitive_names=tuple(sensitive_names),
+            sensitive_codes=s_codes,
+            sensitive_labels=tuple(labels),
+        )
+
+    @property
+    def n_rows(self) -> int:
+        """``M``: number of distinct tuples."""
+        return int(self.counts.shape[0])
+
+    @cached_property
+    def n_records(self) -> int:
+        """``N``: number of records."""
+        return int(self.counts.sum())
+
+    @cached_property
+    def lattice(self) -> Lattice:
+        return Lattice([h.height for h in self.hierarchies], self.qi_names)
+
+    def level_codes(self, qi: int, level: int) -> IntArray:
+        """``(M,)`` code of each row's QI ``qi`` value at ``level`` (hierarchy code space)."""
+        return self.hierarchies[qi].leaf_codes(level)[self.codes[:, qi]]
+
+    def marginal(self, qi: int, level: int) -> npt.NDArray[np.int64]:
+        """Record count of each label of QI ``qi`` at ``level`` (indexed by hierarchy code)."""
+        return np.bincount(
+            self.level_codes(qi, level), weights=self.counts, minlength=self.hierarchies[qi].size(level)
+        ).astype(np.int64)
+
+    def labels_at(self, node: Node) -> pd.DataFrame:
+        """The generalized QI labels of every row at ``node`` (one column per QI)."""
+        data = {}
+        for j, (name, h) in enumerate(zip(self.qi_names, self.hierarchies, strict=True)):
+            labels = np.asarray(h.labels(node[j]), dtype=object)
+            data[name] = labels[self.level_codes(j, node[j])]
+        return pd.DataFrame(data)
+
+    def sensitive_index(self, name: str) -> int:
+        try:
+            return self.sensitive_names.index(name)
+        except ValueError:
+            raise DataError(f"sensitive column {name!r} is not in the frequency table") from None

@@ -1,0 +1,38 @@
+"""Exceptions that the command line turns into exit statuses.
+
+Every problem a user can fix (a wrong column name, a value missing from a
+hierarchy, an impossible parameter) raises :class:`InputError` or one of its
+subclasses, with a one-line message that says what is wrong and where. The CLI
+prints that line to stderr and exits with status 2; anything else is an
+internal error (status 1).
+"""
+
+from __future__ import annotations
+
+
+class SafeshareError(Exception):
+    """Base class of all errors raised deliberately by safeshare."""
+
+
+class InputError(SafeshareError, ValueError):
+    """Bad input: data, configuration, hierarchy or parameter. Exit status 2."""
+
+
+class HierarchyError(InputError):
+    """A generalization hierarchy is inconsistent or does not cover the data."""
+
+
+class ConfigError(InputError):
+    """The configuration file or a command-line option is invalid."""
+
+
+class DataError(InputError):
+    """The input data cannot be read or does not match the schema."""
+
+
+class VerificationError(SafeshareError):
+    """A written release failed its independent privacy check.
+
+    This is never the user's fault: it means the search and the verifier
+    disagree, so nothing is published and the CLI exits with status 1.
+    """

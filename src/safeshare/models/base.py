@@ -1,0 +1,141 @@
+"""Privacy models and the suppression-limit criterion built from them.
+
+A privacy model says, for every equivalence class of a node, whether the
+class is acceptable (e.g. k-anonymity: ``|E| >= k``). Records of unacceptable
+classes are suppressed (removed from the release). A node *qualifies* when
+the suppressed records are at most ``max_suppression * N`` (thesis §4.3.1;
+ARX's suppression limit).
+
+A model is *monotone* when, for every suppression limit, a qualifying node's
+generalizations qualify too; then predictive tagging applies (thesis §4.3.2).
+k-anonymity and distinct l-diversity are monotone: merging classes never
+creates a failing class from passing ones, nor increases the records in
+failing classes. Models with only the generalization property (entropy
+l-diversity, t-closeness) are monotone without suppression only.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.errors import InputError
+from safeshare.evaluation import Classes
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+class PrivacyModel(ABC):
+    """A per-class acceptance rule."""
+
+    #: Short name used in configs and reports (e.g. ``k-anonymity``).
+    name: str = "model"
+    #: Monotone along generalization for every suppression limit.
+    monotone_with_suppression: bool = True
+    #: Monotone along generalization when nothing may be suppressed.
+    monotone_without_suppression: bool = True
+
+    @abstractmethod
+    def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
+        """Boolean per class slot of ``classes.sizes``: whether the class may be released."""
+
+    def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
+        """Records in the classes this model rejects."""
+        sizes = classes.sizes
+        return int(np.dot(sizes, ~self.acceptable(classes, table)))
+
+    def validate(self, table: FrequencyTable) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`InputError` if the model cannot apply to ``table``."""
+
+    @property
+    def sensitive_columns(self) -> tuple[str, ...]:
+        """Sensitive columns whose values the model needs in the frequency table."""
+        return ()
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]:
+        """The model's parameters, for reports."""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+
+@dataclass(frozen=True)
+class NodeAssessment:
+    """How a node fares against the privacy models."""
+
+    qualifies: bool
+    suppressed_records: int
+    acceptable: BoolArray
+
+
+class PrivacyCriterion:
+    """All privacy models at once, with a suppression limit: the search predicate.
+
+    Parameters
+    ----------
+    models: the privacy models; a class is released only if every model accepts it.
+    max_suppression: the largest fraction of records that may be suppressed, in [0, 1].
+    """
+
+    def __init__(self, models: Sequence[PrivacyModel], max_suppression: float) -> None:
+        if not models:
+            raise InputError("at least one privacy model is required")
+        if not (isinstance(max_suppression, int | float) and 0.0 <= max_suppression <= 1.0):
+            raise InputError(f"max_suppression must be in [0, 1], got {max_suppression!r}")
+        self.models = tuple(models)
+        self.max_suppression = float(max_suppression)
+
+    @property
+    def monotone(self) -> bool:
+        """Whether predictive tagging is exact for this criterion."""
+        if self.max_suppression == 0.0:
+            return all(m.monotone_without_suppression for m in self.models)
+        return all(m.monotone_with_suppression for m in self.models)
+
+    def suppression_limit(self, n_records: int) -> int:
+        """Largest number of records that may be suppressed: ``floor(max_suppression * N)``."""
+        return int(math.floor(self.max_suppression * n_records + 1e-9))
+
+    @property
+    def sensitive_columns(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for m in self.models:
+            out.extend(c for c in m.sensitive_columns if c not in out)
+        return tuple(out)
+
+    def validate(self, table: FrequencyTable) -> None:
+        for m in self.models:
+            m.validate(table)
+
+    def assess(self, classes: Classes, table: FrequencyTable) -> NodeAssessment:
+        ok = self.models[0].acceptable(classes, table)
+        for m in self.models[1:]:
+            ok = ok & m.acceptable(classes, table)
+        suppressed = int(np.dot(classes.sizes, ~ok))
+        return NodeAssessment(
+            qualifies=suppressed <= self.suppression_limit(classes.n_records),
+            suppressed_records=suppressed,
+            acceptable=ok,
+        )
+
+    def holds(self, classes: Classes, table: FrequencyTable) -> bool:
+        """Whether the node of ``classes`` qualifies (the search predicate)."""
+        limit = self.suppression_limit(classes.n_records)
+        if len(self.models) == 1:
+            return self.models[0].failing_records(classes, table) <= limit
+        return self.assess(classes, table).suppressed_records <= limit
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "models": {m.name: m.params() for m in self.models},
+            "max_suppression": self.max_suppression,
+        }

@@ -1,0 +1,45 @@
+"""k-anonymity (Sweeney 2002; thesis §2.4).
+
+Every equivalence class of the release holds at least ``k`` records:
+class ``E`` is acceptable iff ``|E| >= k``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.errors import InputError
+from safeshare.evaluation import Classes
+from safeshare.models.base import BoolArray, PrivacyModel
+
+
+class KAnonymity(PrivacyModel):
+    """``|E| >= k`` for every released class.
+
+    Parameters
+    ----------
+    k: the smallest class size, ``1 <= k <= N``.
+    """
+
+    name = "k-anonymity"
+
+    def __init__(self, k: int) -> None:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        self.k = int(k)
+
+    def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
+        return classes.sizes >= self.k
+
+    def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
+        return classes.records_in_classes_smaller_than(self.k)
+
+    def validate(self, table: FrequencyTable) -> None:
+        if self.k > table.n_records:
+            raise InputError(f"k = {self.k} exceeds the number of records ({table.n_records})")
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k}

@@ -1,0 +1,166 @@
+"""Write, verify and publish a release.
+
+Nothing reaches the output directory unless the written release passed the
+independent verification of :mod:`safeshare.verify`: the release and its
+reports are prepared in a private staging directory beside the output
+directory, verified there, and only then moved into place, one atomic rename
+per file. On any failure the staging directory is removed and the output
+directory is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safeshare.anonymizer import AnonymizationResult
+from safeshare.data.engines.base import Engine, OutputFormat
+from safeshare.errors import InputError, VerificationError
+from safeshare.io import atomic_write_text, publish, staging_directory
+from safeshare.verify import Verification, expectations_for, verify_release
+
+
+@dataclass
+class PublishedRelease:
+    """Where the outputs went, and the report that describes them."""
+
+    release: Path
+    report_json: Path
+    report_html: Path
+    report: dict[str, Any]
+    verification: Verification
+
+
+def release_name(fmt: OutputFormat) -> str:
+    return "release.parquet" if fmt == "parquet" else "release.csv"
+
+
+def write_release(
+    result: AnonymizationResult,
+    engine: Engine,
+    out_dir: Path,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    report: dict[str, Any] | None = None,
+    html: bool = True,
+) -> PublishedRelease:
+    """Apply the chosen node to every record, verify the written file, report, publish.
+
+    ``report`` holds extra entries for report.json (configuration, timings of
+    earlier phases, trade-off curve...).
+
+    Raises :class:`InputError` when no node qualifies and
+    :class:`VerificationError` when the written release fails verification;
+    in both cases nothing is written to ``out_dir``.
+    """
+    if not result.found:
+        raise InputError(
+            "no generalization satisfies the privacy models within the suppression limit "
+            f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
+        )
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"output path {out_dir} exists and is not a directory")
+    timings = dict(result.timings)
+    plan = result.release_plan(engine.columns(), fmt, delimiter)
+    name = release_name(fmt)
+    with staging_directory(out_dir) as stage:
+        start = time.perf_counter()
+        written = engine.write_release(plan, stage / name)
+        timings["apply"] = time.perf_counter() - start
+        start = time.perf_counter()
+        expected = expectations_for(
+            columns=plan.columns,
+            quasi_identifiers=list(result.table.qi_names),
+            hierarchy_rows={q: h.rows for q, h in zip(result.table.qi_names, result.table.hierarchies, strict=True)},
+            levels=result.levels,
+            records_in=result.records_in,
+            max_suppression=result.criterion.max_suppression,
+            models={m.name: m.params() for m in result.criterion.models},
+            delimiter=delimiter,
+        )
+        verification = verify_release(stage / name, fmt, expected)
+        timings["verify"] = time.perf_counter() - start
+        if not verification.passed:
+            raise VerificationError(
+                "the written release failed its independent privacy check: "
+                + "; ".join(verification.failures)
+            )
+        if written != verification.records_out:
+            raise VerificationError(
+                f"the engine wrote {written} records but the release holds {verification.records_out}"
+            )
+        if verification.suppressed_records != result.suppressed_records:
+            raise VerificationError(
+                f"{verification.suppressed_records} records were suppressed, "
+                f"the search expected {result.suppressed_records}"
+            )
+        doc: dict[str, Any] = {
+            "safeshare_version": _version(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "engine": engine.name,
+            "release": name,
+            **result.summary(),
+            "verified": True,
+            "verification": verification.to_dict(),
+            "class_size_histogram": class_size_histogram(result),
+        }
+        for key, value in (report or {}).items():
+            doc.setdefault(key, value)
+        start = time.perf_counter()
+        timings["report"] = 0.0
+        doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
+        if html:
+            from safeshare.report.html import render_report
+
+            atomic_write_text(stage / "report.html", render_report(doc))
+        timings["report"] = time.perf_counter() - start
+        doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
+        atomic_write_text(stage / "report.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
+        publish(stage, out_dir)
+    return PublishedRelease(
+        release=out_dir / name,
+        report_json=out_dir / "report.json",
+        report_html=out_dir / "report.html",
+        report=doc,
+        verification=verification,
+    )
+
+
+def class_size_histogram(result: AnonymizationResult) -> list[dict[str, int]]:
+    """Released classes by size, in bins 1, 2, ..., 10, 11-20, 21-50, ... (for the HTML report)."""
+    sizes = result.released_class_sizes
+    edges = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001]
+    out = []
+    for lo, hi in zip(edges, [*edges[1:], None], strict=True):
+        mask = sizes >= lo if hi is None else (sizes >= lo) & (sizes < hi)
+        count = int(mask.sum())
+        if count or (hi is not None and hi <= 11):
+            label = str(lo) if hi == lo + 1 else (f"{lo}+" if hi is None else f"{lo}-{hi - 1}")
+            out.append({"label": label, "low": lo, "classes": count, "records": int(sizes[mask].sum())})
+    return out
+
+
+def _version() -> str:
+    from safeshare import __version__
+
+    return __version__
+
+
+def _json_default(obj: object) -> object:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")

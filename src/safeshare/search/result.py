@@ -1,0 +1,34 @@
+"""What a lattice search returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from safeshare.lattice.lattice import Node
+
+
+@dataclass
+class SearchResult:
+    """The outcome of a search over a generalization lattice.
+
+    Attributes
+    ----------
+    algorithm: ``ola``, ``exhaustive``, ``inverse-ola``, ...
+    node: the chosen node, or ``None`` when no node qualifies.
+    objective: the value the search optimized at ``node`` (e.g. information loss).
+    minimal_nodes: the frontier the search found (OLA: the k-minimal nodes).
+    checked_nodes: predicate evaluations (nodes not settled by predictive tagging).
+    lattice_size: number of nodes of the lattice.
+    elapsed_s: wall-clock time of the search.
+    extra: algorithm-specific figures.
+    """
+
+    algorithm: str
+    node: Node | None
+    objective: float | None
+    minimal_nodes: list[Node]
+    checked_nodes: int
+    lattice_size: int
+    elapsed_s: float
+    extra: dict[str, Any] = field(default_factory=dict)

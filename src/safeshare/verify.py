@@ -1,0 +1,178 @@
+"""Independent verification of a written release.
+
+The release is re-read from disk and its privacy guarantees re-checked with
+DuckDB SQL over the file itself: no frequency table, no evaluator, no lattice,
+nothing shared with the code that chose the node. A release is published only
+when every check passes (see :mod:`safeshare.release`).
+
+Checks:
+
+* the release has exactly the expected columns (identifying and free-text
+  columns absent);
+* every quasi-identifier value is a label of its hierarchy at the chosen level;
+* every equivalence class (``GROUP BY`` the quasi-identifiers) holds at least
+  ``k`` records;
+* the number of suppressed records, ``N_in - N_out``, is within the limit
+  ``floor(max_suppression * N_in)``;
+* privacy models over sensitive columns (l-diversity, t-closeness, ...) are
+  re-checked by the functions registered in :data:`EXTRA_CHECKS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass
+class Expectations:
+    """What the release must satisfy, stated independently of the search."""
+
+    columns: list[str]
+    quasi_identifiers: list[str]
+    allowed_labels: dict[str, set[str]]
+    records_in: int
+    max_suppression: float
+    k: int = 1
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    delimiter: str = ","
+
+
+@dataclass
+class Verification:
+    """The outcome of :func:`verify_release`."""
+
+    passed: bool
+    records_out: int
+    suppressed_records: int
+    min_class_size: int
+    equivalence_classes: int
+    failures: list[str]
+    checks: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "records_out": self.records_out,
+            "suppressed_records": self.suppressed_records,
+            "min_class_size": self.min_class_size,
+            "equivalence_classes": self.equivalence_classes,
+            "failures": self.failures,
+            "checks": self.checks,
+        }
+
+
+#: Checks of further privacy models: name -> f(connection, relation SQL, QI column SQL, params)
+#: returning a list of failure messages (empty when the model holds).
+ExtraCheck = Callable[[duckdb.DuckDBPyConnection, str, str, Mapping[str, Any]], list[str]]
+EXTRA_CHECKS: dict[str, ExtraCheck] = {}
+
+
+def _relation(path: Path, fmt: str, delimiter: str) -> str:
+    p = _literal(str(path))
+    if fmt == "parquet":
+        return f"read_parquet({p})"
+    return (
+        f"read_csv({p}, all_varchar=true, header=true, delim={_literal(delimiter)}, "
+        "quote='\"', escape='\"', null_padding=false)"
+    )
+
+
+def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification:
+    """Re-read the release at ``path`` and check it against ``expected``."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads TO 2")
+        rel = _relation(Path(path), fmt, expected.delimiter)
+        failures: list[str] = []
+        checks: dict[str, Any] = {}
+        columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        checks["columns"] = columns
+        if columns != list(expected.columns):
+            failures.append(f"release columns {columns} differ from the expected {expected.columns}")
+        records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
+        suppressed = expected.records_in - records_out
+        limit = math.floor(expected.max_suppression * expected.records_in + 1e-9)
+        checks["suppression_limit"] = limit
+        if suppressed < 0:
+            failures.append(f"the release has more records ({records_out}) than the input")
+        elif suppressed > limit:
+            failures.append(f"{suppressed} records suppressed, more than the limit {limit}")
+        qis = [q for q in expected.quasi_identifiers if q in columns]
+        if len(qis) != len(expected.quasi_identifiers):
+            failures.append("a quasi-identifier column is missing from the release")
+        for qi in qis:
+            col = f"CAST({_quote(qi)} AS VARCHAR)"
+            values = {
+                "" if r[0] is None else str(r[0])
+                for r in con.execute(f"SELECT DISTINCT {col} FROM {rel}").fetchall()
+            }
+            bad = sorted(values - expected.allowed_labels[qi])
+            if bad:
+                failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
+        min_size, n_classes = 0, 0
+        if records_out and qis:
+            group = ", ".join(f"CAST({_quote(q)} AS VARCHAR)" for q in qis)
+            row = con.execute(
+                f"SELECT MIN(c), COUNT(*) FROM (SELECT COUNT(*) AS c FROM {rel} GROUP BY {group})"
+            ).fetchone()
+            assert row is not None
+            min_size, n_classes = int(row[0]), int(row[1])
+            if min_size < expected.k:
+                failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
+            for name, params in expected.models.items():
+                check = EXTRA_CHECKS.get(name)
+                if check is None:
+                    if name != "k-anonymity":
+                        failures.append(f"no independent check for privacy model {name!r}")
+                    continue
+                failures.extend(check(con, rel, group, params))
+        return Verification(
+            passed=not failures,
+            records_out=records_out,
+            suppressed_records=suppressed,
+            min_class_size=min_size,
+            equivalence_classes=n_classes,
+            failures=failures,
+            checks=checks,
+        )
+    finally:
+        con.close()
+
+
+def expectations_for(
+    columns: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    hierarchy_rows: Mapping[str, Sequence[Sequence[str]]],
+    levels: Mapping[str, int],
+    records_in: int,
+    max_suppression: float,
+    models: Mapping[str, Mapping[str, Any]],
+    delimiter: str = ",",
+) -> Expectations:
+    """Build :class:`Expectations` from plain data (hierarchy rows, levels, model parameters)."""
+    allowed = {qi: {str(row[levels[qi]]) for row in hierarchy_rows[qi]} for qi in quasi_identifiers}
+    k = int(models.get("k-anonymity", {}).get("k", 1))
+    return Expectations(
+        columns=list(columns),
+        quasi_identifiers=list(quasi_identifiers),
+        allowed_labels=allowed,
+        records_in=records_in,
+        max_suppression=max_suppression,
+        k=k,
+        models={name: dict(p) for name, p in models.items()},
+        delimiter=delimiter,
+    )
