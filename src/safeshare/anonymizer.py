@@ -26,7 +26,7 @@ import pandas as pd
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
 from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Schema
-from safeshare.errors import ConfigError, InputError
+from safeshare.errors import ConfigError, DataError, InputError
 from safeshare.evaluation import Classes, Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.lattice.lattice import Node
@@ -58,7 +58,10 @@ def build_frequency_table(
     """Group the data by the QIs (and ``sensitive``) and encode it. Returns the table and timings."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    schema.check_columns(engine.columns(), getattr(engine, "label", "the input"))
+    label = getattr(engine, "label", "the input")
+    schema.check_columns(engine.columns(), label)
+    if engine.n_records() == 0:
+        raise DataError(f"{label}: the input has no records")
     for column in sensitive:
         if column not in engine.columns():
             raise InputError(f"unknown column {column!r} required by a privacy model")

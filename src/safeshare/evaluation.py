@@ -98,7 +98,8 @@ class Classes:
     def records_in_classes_smaller_than(self, k: int) -> int:
         """Records in classes of fewer than ``k`` records (zero slots add nothing)."""
         sizes = self.sizes
-        return int(np.dot(sizes, sizes < k))
+        # Elementwise, not np.dot: BLAS would spin up threads for long vectors.
+        return int((sizes * (sizes < k)).sum())
 
     @cached_property
     def dm_star(self) -> int:

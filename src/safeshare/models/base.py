@@ -49,7 +49,7 @@ class PrivacyModel(ABC):
     def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
         """Records in the classes this model rejects."""
         sizes = classes.sizes
-        return int(np.dot(sizes, ~self.acceptable(classes, table)))
+        return int((sizes * ~self.acceptable(classes, table)).sum())
 
     def validate(self, table: FrequencyTable) -> None:  # noqa: B027 - optional hook
         """Raise :class:`InputError` if the model cannot apply to ``table``."""
@@ -120,7 +120,7 @@ class PrivacyCriterion:
         ok = self.models[0].acceptable(classes, table)
         for m in self.models[1:]:
             ok = ok & m.acceptable(classes, table)
-        suppressed = int(np.dot(classes.sizes, ~ok))
+        suppressed = int((classes.sizes * ~ok).sum())
         return NodeAssessment(
             qualifies=suppressed <= self.suppression_limit(classes.n_records),
             suppressed_records=suppressed,

@@ -46,7 +46,7 @@ def read_frame(source: TableSource) -> pd.DataFrame:
     except FileNotFoundError:
         raise DataError(f"cannot read {source.path}: no such file") from None
     except pd.errors.EmptyDataError:
-        raise DataError(f"{source.path}: the file is empty") from None
+        raise DataError(f"{source.path}: the file is empty (no header, no records)") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"cannot read {source.path}: {first}") from None

@@ -1,0 +1,271 @@
+"""The YAML configuration of an anonymization run.
+
+Example (paths are relative to the configuration file)::
+
+    input:
+      path: adult.data          # CSV (optionally .gz) or Parquet
+      header: false
+      names: [age, workclass, ...]
+      delimiter: ","
+      missing: []               # tokens meaning "missing", e.g. ["?"]
+      skip_rows: 0
+    attributes:                 # columns not listed are insensitive
+      age: {role: quasi, hierarchy: hierarchies/age.csv}
+      zip: {role: quasi, hierarchy: {type: masking}}
+      fnlwgt: {role: identifying}
+      notes: {role: text}
+      capital-gain: {role: sensitive}
+    privacy:
+      k-anonymity: {k: 5}
+    max_suppression: 0.05
+    metric: prec                # prec | dm_star | entropy
+    algorithm: ola              # ola | exhaustive
+    engine: memory              # memory | duckdb
+    output: {format: csv, delimiter: ","}
+
+Every error names the file and the key path, on one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from safeshare.data.engines.base import OutputFormat
+from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
+from safeshare.data.source import TableSource
+from safeshare.errors import ConfigError, InputError
+from safeshare.hierarchy.builders import builder_from_spec
+from safeshare.hierarchy.io import read_arx_csv
+from safeshare.metrics.loss import metric_name
+from safeshare.models.base import PrivacyModel
+from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.registry import make_model
+
+ENGINES = ("memory", "duckdb")
+TOP_LEVEL_KEYS = {
+    "input",
+    "attributes",
+    "privacy",
+    "max_suppression",
+    "metric",
+    "algorithm",
+    "engine",
+    "output",
+    "prec_weights",
+    "knowledge",
+    "utility",
+    "dp",
+}
+
+
+@dataclass
+class RunConfig:
+    """A validated configuration."""
+
+    path: Path
+    source: TableSource
+    schema: Schema
+    privacy: list[PrivacyModel]
+    max_suppression: float = 0.0
+    metric: str = "prec"
+    algorithm: str = "ola"
+    engine: str = "memory"
+    output_format: OutputFormat | None = None
+    output_delimiter: str = ","
+    prec_weights: dict[str, float] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def release_format(self) -> OutputFormat:
+        """The release format: as configured, else the input's format."""
+        return self.output_format or cast(OutputFormat, self.source.fmt)
+
+    def with_overrides(
+        self,
+        k: int | None = None,
+        max_suppression: float | None = None,
+        metric: str | None = None,
+        algorithm: str | None = None,
+        engine: str | None = None,
+    ) -> RunConfig:
+        """A copy with command-line overrides applied (and validated)."""
+        out = replace(self, privacy=list(self.privacy))
+        if k is not None:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ConfigError(f"--k: expected an integer >= 1, got {k!r}")
+            out.privacy = [m for m in out.privacy if not isinstance(m, KAnonymity)]
+            out.privacy.insert(0, KAnonymity(k))
+        if max_suppression is not None:
+            out.max_suppression = _fraction(max_suppression, "--max-suppression")
+        if metric is not None:
+            out.metric = _metric(metric, "--metric")
+        if algorithm is not None:
+            out.algorithm = algorithm
+        if engine is not None:
+            out.engine = _engine(engine, "--engine")
+        return out
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a configuration file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read configuration {path}: {exc.strerror or exc}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{path}{where}: {problem}") from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return parse_config(dict(raw), path)
+
+
+def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
+    """Validate a configuration mapping read from ``path``."""
+    name = str(path)
+    unknown = set(raw) - TOP_LEVEL_KEYS
+    if unknown:
+        raise ConfigError(f"{name}: unknown key {sorted(unknown)[0]!r}")
+    base = path.parent
+    source = _source(raw.get("input"), base, f"{name}: input")
+    schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
+    privacy = _privacy(raw.get("privacy"), f"{name}: privacy")
+    output = raw.get("output") or {}
+    if not isinstance(output, Mapping):
+        raise ConfigError(f"{name}: output: expected a mapping")
+    fmt = output.get("format")
+    if fmt is not None and fmt not in ("csv", "parquet"):
+        raise ConfigError(f"{name}: output.format: expected csv or parquet, got {fmt!r}")
+    weights = raw.get("prec_weights") or {}
+    if not isinstance(weights, Mapping) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in weights.values()
+    ):
+        raise ConfigError(f"{name}: prec_weights: expected a mapping of column -> number")
+    return RunConfig(
+        path=path,
+        source=source,
+        schema=schema,
+        privacy=privacy,
+        max_suppression=_fraction(raw.get("max_suppression", 0.0), f"{name}: max_suppression"),
+        metric=_metric(raw.get("metric", "prec"), f"{name}: metric"),
+        algorithm=str(raw.get("algorithm", "ola")),
+        engine=_engine(raw.get("engine", "memory"), f"{name}: engine"),
+        output_format=cast(OutputFormat | None, fmt),
+        output_delimiter=str(output.get("delimiter", ",")),
+        prec_weights={str(k): float(v) for k, v in weights.items()},
+        raw=dict(raw),
+    )
+
+
+def _fraction(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: expected a number in [0, 1], got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ConfigError(f"{where}: expected a fraction in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _metric(value: Any, where: str) -> str:
+    try:
+        return metric_name(str(value))
+    except InputError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _engine(value: Any, where: str) -> str:
+    if value not in ENGINES:
+        raise ConfigError(f"{where}: expected one of {', '.join(ENGINES)}, got {value!r}")
+    return str(value)
+
+
+def _source(spec: Any, base: Path, where: str) -> TableSource:
+    if isinstance(spec, str):
+        spec = {"path": spec}
+    if not isinstance(spec, Mapping) or "path" not in spec:
+        raise ConfigError(f"{where}: expected a mapping with at least 'path'")
+    allowed = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding"}
+    unknown = set(spec) - allowed
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    names = spec.get("names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise ConfigError(f"{where}.names: expected a list of column names")
+    missing = spec.get("missing", [])
+    if isinstance(missing, str):
+        missing = [missing]
+    if not isinstance(missing, list):
+        raise ConfigError(f"{where}.missing: expected a list of tokens")
+    header = spec.get("header", True)
+    if not isinstance(header, bool):
+        raise ConfigError(f"{where}.header: expected true or false")
+    skip = spec.get("skip_rows", 0)
+    if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
+        raise ConfigError(f"{where}.skip_rows: expected an integer >= 0")
+    try:
+        return TableSource(
+            path=(base / str(spec["path"])).resolve() if not Path(str(spec["path"])).is_absolute()
+            else Path(str(spec["path"])),
+            format=spec.get("format"),
+            delimiter=str(spec.get("delimiter", ",")),
+            header=header,
+            names=tuple(names) if names else None,
+            missing=tuple(str(m) for m in missing),
+            skip_rows=skip,
+            encoding=str(spec.get("encoding", "utf-8")),
+        )
+    except InputError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:
+    if isinstance(spec, str):
+        p = Path(spec)
+        return read_arx_csv(p if p.is_absolute() else base / p)
+    if isinstance(spec, Mapping):
+        return cast(HierarchySpec, builder_from_spec(spec, base, where))
+    raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")
+
+
+def _schema(spec: Any, base: Path, where: str) -> Schema:
+    if not isinstance(spec, Mapping) or not spec:
+        raise ConfigError(f"{where}: expected a mapping of column -> {{role: ...}}")
+    attrs = []
+    for column, entry in spec.items():
+        here = f"{where}.{column}"
+        if isinstance(entry, str):
+            entry = {"role": entry}
+        if not isinstance(entry, Mapping) or "role" not in entry:
+            raise ConfigError(f"{here}: expected a mapping with a role")
+        unknown = set(entry) - {"role", "hierarchy"}
+        if unknown:
+            raise ConfigError(f"{here}: unknown key {sorted(unknown)[0]!r}")
+        role = Role.parse(str(entry["role"]), str(column))
+        hierarchy = None
+        if role is Role.QUASI:
+            if "hierarchy" not in entry:
+                raise ConfigError(f"{here}: a quasi-identifier needs a hierarchy")
+            hierarchy = _hierarchy(entry["hierarchy"], base, f"{here}.hierarchy")
+        attrs.append(Attribute(str(column), role, hierarchy))
+    return Schema.from_attributes(attrs)
+
+
+def _privacy(spec: Any, where: str) -> list[PrivacyModel]:
+    if spec is None:
+        raise ConfigError(f"{where}: missing; e.g. privacy: {{k-anonymity: {{k: 5}}}}")
+    if not isinstance(spec, Mapping) or not spec:
+        raise ConfigError(f"{where}: expected a mapping of model -> parameters")
+    return [make_model(str(name), params, where) for name, params in spec.items()]

@@ -1,0 +1,49 @@
+"""Privacy models by configuration name.
+
+The ``privacy`` map of a configuration file names models and their
+parameters, e.g. ``privacy: {k-anonymity: {k: 5}}``. Each entry is turned into
+a :class:`PrivacyModel` by the factory registered here under that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from safeshare.errors import ConfigError
+from safeshare.models.base import PrivacyModel
+from safeshare.models.k_anonymity import KAnonymity
+
+ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
+
+
+def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
+    unknown = set(params) - {"k"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter {sorted(unknown)[0]!r} (k-anonymity takes k)")
+    if "k" not in params:
+        raise ConfigError(f"{where}: missing k")
+    k = params["k"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"{where}.k: expected an integer >= 1, got {k!r}")
+    return KAnonymity(k)
+
+
+MODEL_FACTORIES: dict[str, ModelFactory] = {"k-anonymity": _k_anonymity}
+
+ALIASES = {"k_anonymity": "k-anonymity", "kanonymity": "k-anonymity"}
+
+
+def make_model(name: str, params: Mapping[str, Any] | None, where: str = "privacy") -> PrivacyModel:
+    """The privacy model called ``name`` with ``params``."""
+    key = ALIASES.get(str(name).strip().lower(), str(name).strip().lower())
+    factory = MODEL_FACTORIES.get(key)
+    if factory is None:
+        raise ConfigError(
+            f"{where}: unknown privacy model {name!r}; expected one of {', '.join(sorted(MODEL_FACTORIES))}"
+        )
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"{where}.{name}: expected a mapping of parameters, got {params!r}")
+    return factory(params, f"{where}.{name}")

@@ -1,0 +1,90 @@
+"""Shared fixtures: the bundled UCI Adult data and random small datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from safeshare.data.engines.base import COUNT_COLUMN
+from safeshare.data.engines.memory import MemoryEngine
+from safeshare.data.frequency import FrequencyTable
+from safeshare.data.source import TableSource
+from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.hierarchy.io import read_arx_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+ADULT_DIR = ROOT / "examples" / "adult"
+ADULT_COLUMNS = (
+    "age workclass fnlwgt education education-num marital-status occupation relationship race sex "
+    "capital-gain capital-loss hours-per-week native-country income"
+).split()
+ADULT_QIS = [
+    "age",
+    "workclass",
+    "education",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "native-country",
+]
+
+
+@pytest.fixture(scope="session")
+def adult_engine() -> MemoryEngine:
+    return MemoryEngine(TableSource(ADULT_DIR / "adult.data", header=False, names=tuple(ADULT_COLUMNS)))
+
+
+@pytest.fixture(scope="session")
+def adult_hierarchies() -> list[Hierarchy]:
+    return [read_arx_csv(ADULT_DIR / "hierarchies" / f"{q}.csv") for q in ADULT_QIS]
+
+
+@pytest.fixture(scope="session")
+def adult_table(adult_engine: MemoryEngine, adult_hierarchies: list[Hierarchy]) -> FrequencyTable:
+    grouped = adult_engine.grouped_counts(ADULT_QIS)
+    return FrequencyTable.from_grouped(grouped, ADULT_QIS, adult_hierarchies)
+
+
+def random_hierarchy(rng: np.random.Generator, n_values: int, height: int, name: str) -> Hierarchy:
+    """A random consistent hierarchy over values v0..v{n-1} with ``height`` levels above them."""
+    labels = [f"{name}{i}" for i in range(n_values)]
+    rows = [[label] for label in labels]
+    current = labels
+    for level in range(1, height + 1):
+        if level == height:
+            parent = {c: "*" for c in current}
+        else:
+            n_groups = max(1, int(rng.integers(1, max(2, len(current)))))
+            parent = {c: f"{name}L{level}g{int(rng.integers(0, n_groups))}" for c in current}
+        for row in rows:
+            row.append(parent[row[-1]])
+        current = sorted(set(parent.values()))
+    return Hierarchy(rows, name=name)
+
+
+def random_table(
+    rng: np.random.Generator, n_qis: int, n_rows: int, max_values: int = 5, max_height: int = 3
+) -> FrequencyTable:
+    """A random frequency table with random hierarchies."""
+    hierarchies, columns = [], {}
+    for j in range(n_qis):
+        n_values = int(rng.integers(1, max_values + 1))
+        height = int(rng.integers(1, max_height + 1))
+        h = random_hierarchy(rng, n_values, height, f"q{j}")
+        hierarchies.append(h)
+        columns[f"q{j}"] = rng.choice(list(h.leaves), size=n_rows)
+    frame = pd.DataFrame(columns)
+    names = list(columns)
+    grouped = frame.groupby(names, sort=False).size().reset_index(name=COUNT_COLUMN)
+    return FrequencyTable.from_grouped(grouped, names, hierarchies)
+
+
+def generalized_frame(table: FrequencyTable, node: tuple[int, ...]) -> pd.DataFrame:
+    """Row-level generalized records of ``table`` at ``node`` (for brute-force references)."""
+    labels = table.labels_at(node)
+    return labels.loc[labels.index.repeat(table.counts)].reset_index(drop=True)

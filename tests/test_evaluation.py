@@ -1,0 +1,63 @@
+"""The evaluator's classes equal a direct group-by of the generalized records."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.evaluation import Evaluator
+from tests.conftest import ADULT_QIS, generalized_frame, random_table
+
+
+def direct_sizes(table: FrequencyTable, node: tuple[int, ...]) -> list[int]:
+    frame = generalized_frame(table, node)
+    return sorted(frame.groupby(list(table.qi_names), sort=False).size().tolist())
+
+
+def test_adult_random_nodes_match_pandas(adult_table: FrequencyTable) -> None:
+    ev = Evaluator(adult_table)
+    rng = np.random.default_rng(7)
+    nodes = list(adult_table.lattice.nodes())
+    picks = [nodes[i] for i in rng.choice(len(nodes), size=12, replace=False)]
+    for node in [adult_table.lattice.bottom, adult_table.lattice.top, *picks]:
+        classes = ev.classes(node)
+        assert sorted(classes.nonempty.tolist()) == direct_sizes(adult_table, node)
+        assert classes.n_records == 32561
+        # row_class maps every frequency-table row to its class
+        per_class = np.bincount(classes.row_class, weights=adult_table.counts, minlength=classes.sizes.size)
+        assert np.array_equal(per_class, classes.sizes)
+
+
+def test_adult_bottom_has_21551_classes(adult_table: FrequencyTable) -> None:
+    assert adult_table.n_rows == 21551
+    assert Evaluator(adult_table).classes(adult_table.lattice.bottom).n_classes == 21551
+    assert list(adult_table.qi_names) == ADULT_QIS
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 80))
+@settings(max_examples=40, deadline=None)
+def test_iter_classes_equals_classes_equals_direct(seed: int, n_qis: int, n_rows: int) -> None:
+    table = random_table(np.random.default_rng(seed), n_qis, n_rows)
+    ev = Evaluator(table, cache_bytes=1 << 16)
+    seen = set()
+    for classes in ev.iter_classes():
+        seen.add(classes.node)
+        expected = direct_sizes(table, classes.node)
+        assert sorted(classes.nonempty.tolist()) == expected
+        assert sorted(ev.classes(classes.node).nonempty.tolist()) == expected
+        assert classes.dm_star == sum(s * s for s in expected)
+        for k in (1, 2, 3, 5):
+            assert classes.records_in_classes_smaller_than(k) == sum(s for s in expected if s < k)
+    assert seen == set(table.lattice.nodes())
+
+
+def test_cache_eviction_keeps_results_right(adult_table: FrequencyTable) -> None:
+    small = Evaluator(adult_table, cache_bytes=200_000, leaf_cache=0)
+    big = Evaluator(adult_table)
+    rng = np.random.default_rng(3)
+    nodes = list(adult_table.lattice.nodes())
+    for i in rng.choice(len(nodes), size=25, replace=False):
+        node = nodes[int(i)]
+        assert sorted(small.classes(node).nonempty) == sorted(big.classes(node).nonempty)

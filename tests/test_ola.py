@@ -1,0 +1,204 @@
+"""OLA finds exactly the k-minimal nodes and the exhaustive optimum (thesis §4.3).
+
+The reference is a brute force over every node of the lattice that shares no
+code with the search: class sizes from the evaluator's depth-first walk
+(itself checked against pandas in test_evaluation.py), qualifying nodes,
+their minimal elements and the least loss, computed here with plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.evaluation import Evaluator
+from safeshare.lattice import Lattice
+from safeshare.metrics.loss import NonUniformEntropy, make_metric
+from safeshare.models import KAnonymity, PrivacyCriterion
+from safeshare.search import OLA, ExhaustiveSearch, find_minimal_nodes
+from tests.conftest import random_table
+
+KS = (2, 5, 25, 100)
+LIMITS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5)
+METRICS = ("prec", "dm_star", "entropy")
+THESIS_TABLE_6_9 = {
+    5: [127, 1267, 2418, 2058, 1303, 260],
+    25: [98, 549, 1308, 2103, 1869, 773],
+    100: [55, 215, 635, 1121, 1657, 1114],
+}
+
+
+class BruteForce:
+    """Per-node statistics of the whole lattice, for several k at once."""
+
+    def __init__(self, table: FrequencyTable, ks: tuple[int, ...]) -> None:
+        self.table = table
+        self.suppressed: dict[int, dict[tuple[int, ...], int]] = {k: {} for k in ks}
+        self.dm_star: dict[tuple[int, ...], int] = {}
+        for classes in Evaluator(table).iter_classes():
+            sizes = classes.sizes[classes.sizes > 0].astype(np.int64)
+            for k in ks:
+                self.suppressed[k][classes.node] = int(sizes[sizes < k].sum())
+            self.dm_star[classes.node] = int((sizes * sizes).sum())
+        # non-uniform entropy per (QI, level) from row-level counts: -sum c(v) log2 c(v)/c(g(v))
+        self.entropy: list[list[float]] = []
+        for j, h in enumerate(table.hierarchies):
+            leaf_counts: dict[str, int] = {}
+            for code, c in zip(table.codes[:, j], table.counts, strict=True):
+                value = h.leaves[code]
+                leaf_counts[value] = leaf_counts.get(value, 0) + int(c)
+            per_level = []
+            for level in range(h.height + 1):
+                gen = h.mapping(level)
+                gen_counts: dict[str, int] = {}
+                for v, c in leaf_counts.items():
+                    gen_counts[gen[v]] = gen_counts.get(gen[v], 0) + c
+                per_level.append(sum(-c * math.log2(c / gen_counts[gen[v]]) for v, c in leaf_counts.items()))
+            self.entropy.append(per_level)
+
+    def qualifying(self, k: int, limit: float) -> set[tuple[int, ...]]:
+        cap = math.floor(limit * self.table.n_records + 1e-9)
+        return {n for n, s in self.suppressed[k].items() if s <= cap}
+
+    def minimal(self, nodes: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
+        lattice = self.table.lattice
+        return sorted(n for n in nodes if not any(p in nodes for p in lattice.predecessors(n)))
+
+    def loss(self, metric: str, node: tuple[int, ...]) -> float:
+        table = self.table
+        if metric == "dm_star":
+            return float(self.dm_star[node])
+        if metric == "prec":
+            hs = [h.height for h in table.hierarchies]
+            terms = [lv / h for lv, h in zip(node, hs, strict=True) if h > 0]
+            return sum(terms) / len(terms) if terms else 0.0
+        return math.fsum(self.entropy[j][lv] for j, lv in enumerate(node))
+
+
+@pytest.fixture(scope="module")
+def adult_brute(adult_table: FrequencyTable) -> BruteForce:
+    return BruteForce(adult_table, KS)
+
+
+def run_ola(table: FrequencyTable, k: int, limit: float, metric: str, ev: Evaluator | None = None):  # type: ignore[no-untyped-def]
+    ev = ev or Evaluator(table)
+    crit = PrivacyCriterion([KAnonymity(k)], limit)
+    m = make_metric(metric, ev)
+    guide = NonUniformEntropy(ev).node_array()
+    return OLA(guide=guide).search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value)
+
+
+def check_config(table: FrequencyTable, brute: BruteForce, k: int, limit: float, metric: str) -> None:
+    result = run_ola(table, k, limit, metric)
+    qualifying = brute.qualifying(k, limit)
+    assert result.minimal_nodes == brute.minimal(qualifying)
+    best = min(brute.loss(metric, n) for n in qualifying)
+    assert result.node in qualifying
+    assert result.objective == pytest.approx(best, rel=1e-12, abs=1e-9)
+    assert brute.loss(metric, result.node) == pytest.approx(best, rel=1e-12, abs=1e-9)
+
+
+SAMPLE = [
+    (2, 0.0, "prec"),
+    (5, 0.05, "prec"),
+    (5, 0.5, "dm_star"),
+    (25, 0.1, "entropy"),
+    (100, 0.2, "dm_star"),
+    (100, 0.01, "entropy"),
+]
+
+
+@pytest.mark.parametrize(("k", "limit", "metric"), SAMPLE)
+def test_adult_sample_matches_exhaustive(
+    adult_table: FrequencyTable, adult_brute: BruteForce, k: int, limit: float, metric: str
+) -> None:
+    check_config(adult_table, adult_brute, k, limit, metric)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("metric", METRICS)
+def test_adult_full_grid_matches_exhaustive(
+    adult_table: FrequencyTable, adult_brute: BruteForce, k: int, limit: float, metric: str
+) -> None:
+    check_config(adult_table, adult_brute, k, limit, metric)
+
+
+@pytest.mark.slow
+def test_adult_checks_at_most_thesis_table_6_9(adult_table: FrequencyTable) -> None:
+    ev = Evaluator(adult_table)
+    for k, counts in THESIS_TABLE_6_9.items():
+        for limit, thesis in zip(LIMITS, counts, strict=True):
+            assert run_ola(adult_table, k, limit, "prec", ev).checked_nodes <= thesis, (k, limit)
+
+
+def test_adult_exhaustive_search_class_agrees(adult_table: FrequencyTable, adult_brute: BruteForce) -> None:
+    ev = Evaluator(adult_table)
+    crit = PrivacyCriterion([KAnonymity(5)], 0.05)
+    m = make_metric("entropy", ev)
+    result = ExhaustiveSearch().search(
+        adult_table.lattice, ev.iter_classes(), lambda c: (crit.holds(c, adult_table), m.value(c.node, c))
+    )
+    qualifying = adult_brute.qualifying(5, 0.05)
+    assert result.checked_nodes == 7776
+    assert result.minimal_nodes == adult_brute.minimal(qualifying)
+    assert result.objective == pytest.approx(min(adult_brute.loss("entropy", n) for n in qualifying))
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_qis=st.integers(1, 4),
+    n_rows=st.integers(1, 60),
+    k=st.integers(1, 6),
+    limit=st.sampled_from([0.0, 0.05, 0.1, 0.3, 0.5, 1.0]),
+    metric=st.sampled_from(METRICS),
+)
+@settings(max_examples=80, deadline=None)
+def test_random_tables_match_exhaustive(
+    seed: int, n_qis: int, n_rows: int, k: int, limit: float, metric: str
+) -> None:
+    table = random_table(np.random.default_rng(seed), n_qis, n_rows)
+    k = min(k, table.n_records)
+    brute = BruteForce(table, (k,))
+    check_config(table, brute, k, limit, metric)
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=4), st.integers(0, 2**32 - 1), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_generic_search_on_random_monotone_predicates(heights: list[int], seed: int, monotone: bool) -> None:
+    """Any monotone (or anti-monotone) predicate: the frontier equals brute force."""
+    lattice = Lattice(heights)
+    nodes = list(lattice.nodes())
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(0, min(4, len(nodes)) + 1))
+    generators = [nodes[int(i)] for i in rng.choice(len(nodes), size=count, replace=False)]
+    if monotone:
+
+        def pred(n: tuple[int, ...]) -> bool:
+            return any(Lattice.leq(g, n) for g in generators) or n == lattice.top
+    else:
+
+        def pred(n: tuple[int, ...]) -> bool:
+            return any(Lattice.leq(n, g) for g in generators)
+
+    found, checked, any_ok = find_minimal_nodes(lattice, pred, monotone=monotone)
+    holding = {n for n in nodes if pred(n)}
+    if monotone:
+        expected = sorted(n for n in holding if not any(p in holding for p in lattice.predecessors(n)))
+    else:
+        expected = sorted(n for n in holding if not any(s in holding for s in lattice.successors(n)))
+    assert found == expected
+    assert any_ok == bool(holding)
+    assert checked <= lattice.size
+
+
+def test_no_qualifying_node() -> None:
+    lattice = Lattice([1, 2])
+    found, checked, any_ok = find_minimal_nodes(lattice, lambda n: False)
+    assert (found, checked, any_ok) == ([], 1, False)
