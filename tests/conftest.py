@@ -17,10 +17,23 @@ from safeshare.hierarchy.io import read_arx_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT_DIR = ROOT / "examples" / "adult"
-ADULT_COLUMNS = (
-    "age workclass fnlwgt education education-num marital-status occupation relationship race sex "
-    "capital-gain capital-loss hours-per-week native-country income"
-).split()
+ADULT_COLUMNS = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+]
 ADULT_QIS = [
     "age",
     "workclass",

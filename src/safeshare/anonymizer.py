@@ -30,13 +30,10 @@ from safeshare.errors import ConfigError, DataError, InputError
 from safeshare.evaluation import Classes, Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.lattice.lattice import Node
-from safeshare.metrics.loss import InformationLoss, NonUniformEntropy, all_metric_values, make_metric, metric_name
+from safeshare.metrics.loss import InformationLoss, all_metric_values, make_metric, metric_name
 from safeshare.models.base import NodeAssessment, PrivacyCriterion, PrivacyModel
-from safeshare.search.exhaustive import ExhaustiveSearch
-from safeshare.search.ola import OLA
 from safeshare.search.result import SearchResult
-
-ALGORITHMS = ("ola", "exhaustive")
+from safeshare.search.strategy import STRATEGIES, SearchContext, make_strategy
 
 
 def resolve_hierarchies(schema: Schema, grouped: pd.DataFrame) -> list[Hierarchy]:
@@ -187,6 +184,7 @@ class AnonymizationResult:
             "lattice_size": self.search.lattice_size,
             "algorithm": self.search.algorithm,
             "privacy": self.criterion.params(),
+            **{k: v for k, v in self.search.extra.items() if k not in ("qualifying_nodes",)},
         }
 
 
@@ -199,8 +197,10 @@ class Anonymizer:
     privacy: the privacy models (e.g. ``[KAnonymity(5)]``).
     max_suppression: the largest fraction of records that may be suppressed.
     metric: ``prec``, ``dm_star`` or ``entropy`` (thesis §5.1).
-    algorithm: ``ola`` (default) or ``exhaustive``.
+    algorithm: a registered search strategy (:data:`safeshare.search.strategy.STRATEGIES`):
+        ``ola`` (default), ``exhaustive``, ...
     prec_weights: optional per-QI weights of the Prec metric.
+    algorithm_options: the strategy's own parameters.
     """
 
     def __init__(
@@ -211,13 +211,14 @@ class Anonymizer:
         metric: str = "prec",
         algorithm: str = "ola",
         prec_weights: Mapping[str, float] | None = None,
+        algorithm_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.schema = schema
         self.criterion = PrivacyCriterion(privacy, max_suppression)
         self.metric_name = metric_name(metric)
-        if algorithm not in ALGORITHMS:
-            raise ConfigError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
         self.algorithm = algorithm
+        self.algorithm_options = dict(algorithm_options or {})
+        self.strategy = make_strategy(algorithm, self.algorithm_options)
         self.prec_weights = dict(prec_weights or {})
         if self.prec_weights and self.metric_name != "prec":
             raise ConfigError("prec_weights apply to the prec metric only")
@@ -242,31 +243,18 @@ class Anonymizer:
         start = time.perf_counter()
         evaluator = evaluator or Evaluator(table)
         metric = make_metric(self.metric_name, evaluator, self.prec_weights or None)
-        lattice = table.lattice
-        if self.algorithm == "ola" and self.criterion.monotone:
-            guide = NonUniformEntropy(evaluator).node_array()
-            result = OLA(guide=guide).search(
-                lattice,
-                lambda n: self.criterion.holds(evaluator.classes(n), table),
-                lambda n: metric.value(n),
-            )
-        else:
-            result = ExhaustiveSearch().search(
-                lattice,
-                evaluator.iter_classes(),
-                lambda c: (self.criterion.holds(c, table), metric.value(c.node, c)),
-            )
-            if self.algorithm == "ola":
-                result.extra["note"] = "privacy models not monotone: every node was evaluated"
+        ctx = SearchContext(table=table, evaluator=evaluator, criterion=self.criterion, metric=metric)
+        result = self.strategy.run(ctx)
         timings["search"] = time.perf_counter() - start
+        criterion = result.criterion or self.criterion
         node = result.node
         classes = evaluator.classes(node) if node is not None else None
-        assessment = self.criterion.assess(classes, table) if classes is not None else None
+        assessment = criterion.assess(classes, table) if classes is not None else None
         return AnonymizationResult(
             schema=self.schema,
             table=table,
             evaluator=evaluator,
-            criterion=self.criterion,
+            criterion=criterion,
             metric=metric,
             search=result,
             node=node,
@@ -291,6 +279,7 @@ def tradeoff(
             anonymizer.metric_name,
             anonymizer.algorithm,
             anonymizer.prec_weights,
+            anonymizer.algorithm_options,
         )
         r = other.fit_table(result.table, evaluator=result.evaluator)
         out.append(
@@ -310,8 +299,8 @@ def tradeoff(
 
 
 __all__ = [
-    "ALGORITHMS",
     "COUNT_COLUMN",
+    "STRATEGIES",
     "AnonymizationResult",
     "Anonymizer",
     "build_frequency_table",

@@ -78,7 +78,8 @@ def anonymize(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for the release and reports.")],
     k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
     max_suppression: Annotated[
-        float | None, typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1).")
+        float | None,
+        typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1)."),
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[str | None, typer.Option("--algorithm", help="ola | exhaustive")] = None,
@@ -205,7 +206,9 @@ def inspect(
 def hierarchy_check(
     hierarchy: Annotated[Path, typer.Argument(help="An ARX CSV hierarchy file.")],
     delimiter: Annotated[str, typer.Option("--delimiter")] = ";",
-    data: Annotated[Path | None, typer.Option("--data", help="Check that it covers this data's column.")] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Check that it covers this data's column.")
+    ] = None,
     column: Annotated[str | None, typer.Option("--column", help="Column of --data to check.")] = None,
     data_delimiter: Annotated[str, typer.Option("--data-delimiter")] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
@@ -244,7 +247,9 @@ def hierarchy_check(
 def hierarchy_build(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     column: Annotated[str, typer.Option("--column", help="The column to build a hierarchy for.")],
-    spec: Annotated[str, typer.Option("--spec", help="Builder as YAML, e.g. '{type: intervals, widths: [5,10]}'.")],
+    spec: Annotated[
+        str, typer.Option("--spec", help="Builder as YAML, e.g. '{type: intervals, widths: [5,10]}'.")
+    ],
     out_file: Annotated[Path, typer.Option("--out", help="Where to write the ARX CSV hierarchy.")],
     delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
@@ -284,7 +289,9 @@ def flatten(
     n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
-    order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")] = None,
+    order_by: Annotated[
+        str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")
+    ] = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,
     descending: Annotated[bool, typer.Option("--descending", help="Most recent events first.")] = False,
@@ -339,7 +346,7 @@ def _run(fn: Callable[[], T]) -> int:
     except KeyboardInterrupt:
         _error_line("interrupted; nothing was written")
         return 130
-    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         _error_line(f"internal error: {type(exc).__name__}: {exc} (set SAFESHARE_DEBUG=1 for a traceback)")

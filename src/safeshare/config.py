@@ -87,7 +87,7 @@ class RunConfig:
     @property
     def release_format(self) -> OutputFormat:
         """The release format: as configured, else the input's format."""
-        return self.output_format or cast(OutputFormat, self.source.fmt)
+        return self.output_format or self.source.fmt
 
     def with_overrides(
         self,
@@ -121,7 +121,8 @@ def load_config(path: str | Path) -> RunConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc.strerror or exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"cannot read configuration {path}: {reason}") from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -217,7 +218,8 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
         raise ConfigError(f"{where}.skip_rows: expected an integer >= 0")
     try:
         return TableSource(
-            path=(base / str(spec["path"])).resolve() if not Path(str(spec["path"])).is_absolute()
+            path=(base / str(spec["path"])).resolve()
+            if not Path(str(spec["path"])).is_absolute()
             else Path(str(spec["path"])),
             format=spec.get("format"),
             delimiter=str(spec.get("delimiter", ",")),

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from functools import cached_property
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,11 +37,13 @@ from safeshare.lattice.lattice import Lattice, Node
 
 IntArray = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float64]
+#: Class slots of rows: int32 or int64 depending on the id space.
+SlotArray = npt.NDArray[np.signedinteger[Any]]
 
 _DEFAULT_CACHE_BYTES = 256 * 2**20
 
 
-def densify(key: npt.NDArray[np.int64], space: int) -> tuple[npt.NDArray[np.int64], int]:
+def densify(key: SlotArray, space: int) -> tuple[npt.NDArray[np.int64], int]:
     """Relabel ids in ``0 .. space - 1`` to ``0 .. k - 1`` (k distinct), keeping their order.
 
     A presence array when ``space`` is within 64 times the number of ids,
@@ -71,7 +74,7 @@ class Classes:
     """
 
     def __init__(
-        self, node: Node, sizes: FloatArray, n_records: int, row_class: npt.NDArray[np.int64]
+        self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray
     ) -> None:
         self.node = node
         self.sizes = sizes
@@ -155,9 +158,7 @@ class Evaluator:
                 sizes_i.append(int(present.sum()))
             self._codes.append(codes_i)
             self._sizes.append(sizes_i)
-        self.order: tuple[int, ...] = tuple(
-            sorted(range(q), key=lambda i: (-self._sizes[i][0], i))
-        )
+        self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
         self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()
         self._cache_used = 0
         self._leaf_capacity = leaf_cache
@@ -204,9 +205,7 @@ class Evaluator:
                     )
                     yield Classes(tuple(node), sizes, n_records, row_class=key)
                 else:
-                    nids, nn = self._compose(
-                        ids, n, self._codes[qi][level], self._sizes[qi][level], self._m
-                    )
+                    nids, nn = self._compose(ids, n, self._codes[qi][level], self._sizes[qi][level], self._m)
                     yield from walk(depth + 1, nids, nn)
 
         yield from walk(0, None, 1)
@@ -222,9 +221,7 @@ class Evaluator:
 
     # --------------------------------------------------------------- internal
     @staticmethod
-    def _compose(
-        ids: IntArray | None, n: int, code: IntArray, s: int, m: int
-    ) -> tuple[IntArray | None, int]:
+    def _compose(ids: IntArray | None, n: int, code: IntArray, s: int, m: int) -> tuple[IntArray | None, int]:
         """Class ids after adding one QI (codes ``code`` with ``s`` values) to ``(ids, n)``.
 
         ``m`` is the number of elements; the ids are re-densified once their
@@ -243,7 +240,7 @@ class Evaluator:
     @staticmethod
     def _finish(
         ids: IntArray | None, n: int, code: IntArray, s: int, weights: FloatArray
-    ) -> tuple[npt.NDArray[np.int64], FloatArray]:
+    ) -> tuple[SlotArray, FloatArray]:
         """Add the last QI and count: ``(class slot per element, records per slot)``.
 
         Slots stay within twice the number of elements, so that everything
@@ -265,7 +262,8 @@ class Evaluator:
                 key = ids.astype(np.int64) * s + code
         if space > max(2 * m, 1 << 12):
             key, space = densify(key, space)
-        return key, np.bincount(key, weights=weights, minlength=space)
+        sizes = cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
+        return key, sizes
 
     def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[IntArray | None, int]:
         if not ordered_levels:

@@ -75,7 +75,9 @@ def write_release(
         expected = expectations_for(
             columns=plan.columns,
             quasi_identifiers=list(result.table.qi_names),
-            hierarchy_rows={q: h.rows for q, h in zip(result.table.qi_names, result.table.hierarchies, strict=True)},
+            hierarchy_rows={
+                q: h.rows for q, h in zip(result.table.qi_names, result.table.hierarchies, strict=True)
+            },
             levels=result.levels,
             records_in=result.records_in,
             max_suppression=result.criterion.max_suppression,
@@ -130,7 +132,7 @@ def write_release(
     )
 
 
-def class_size_histogram(result: AnonymizationResult) -> list[dict[str, int]]:
+def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:
     """Released classes by size, in bins 1, 2, ..., 10, 11-20, 21-50, ... (for the HTML report)."""
     sizes = result.released_class_sizes
     edges = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001]

@@ -66,7 +66,7 @@ class FrequencyTable:
         codes = np.empty((len(grouped), len(qi_names)), dtype=np.int32)
         for j, (name, hierarchy) in enumerate(zip(qi_names, hierarchies, strict=True)):
             values = grouped[name].astype(str)
-            col = pd.Categorical(values, categories=list(hierarchy.leaves)).codes
+            col = pd.Index(list(hierarchy.leaves)).get_indexer(pd.Index(values))
             if (col < 0).any():
                 bad = values[col < 0]
                 n_bad = int(grouped[COUNT_COLUMN][col < 0].sum())
@@ -80,7 +80,7 @@ class FrequencyTable:
         for j, name in enumerate(sensitive_names):
             values = grouped[name].astype(str)
             uniq = tuple(sorted(values.unique()))
-            s_codes[:, j] = pd.Categorical(values, categories=list(uniq)).codes
+            s_codes[:, j] = pd.Index(list(uniq)).get_indexer(pd.Index(values))
             labels.append(uniq)
         counts = grouped[COUNT_COLUMN].to_numpy(dtype=np.int64)
         return cls(

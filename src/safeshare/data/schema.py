@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     IDENTIFYING = "identifying"
     QUASI = "quasi"
     SENSITIVE = "sensitive"

@@ -104,4 +104,5 @@ def normalize_missing(frame: pd.DataFrame, missing: tuple[str, ...]) -> pd.DataF
         return frame
     canonical = missing[0]
     tokens = set(missing) | {""}
-    return frame.apply(lambda col: col.where(~col.isin(tokens), canonical))
+    out: pd.DataFrame = frame.apply(lambda col: col.where(~col.isin(tokens), canonical))
+    return out

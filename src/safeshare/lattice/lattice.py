@@ -42,8 +42,8 @@ class Lattice:
         if any(h < 0 for h in heights):
             raise InputError(f"hierarchy heights must be >= 0, got {list(heights)}")
         self.heights: Node = tuple(int(h) for h in heights)
-        self.names: tuple[str, ...] = tuple(names) if names is not None else tuple(
-            f"qi{i}" for i in range(len(heights))
+        self.names: tuple[str, ...] = (
+            tuple(names) if names is not None else tuple(f"qi{i}" for i in range(len(heights)))
         )
         if len(self.names) != len(self.heights):
             raise InputError("lattice: one name per quasi-identifier is required")
@@ -86,9 +86,7 @@ class Lattice:
     def validate(self, node: Sequence[int]) -> Node:
         """Return ``node`` as a tuple or raise :class:`InputError` if it is not in the lattice."""
         if not self.contains(node):
-            raise InputError(
-                f"node {list(node)} is not in the lattice with heights {list(self.heights)}"
-            )
+            raise InputError(f"node {list(node)} is not in the lattice with heights {list(self.heights)}")
         return tuple(int(v) for v in node)
 
     @staticmethod
@@ -99,14 +97,12 @@ class Lattice:
     def successors(self, node: Node) -> list[Node]:
         """Nodes that generalize exactly one QI of ``node`` by one step."""
         return [
-            node[:i] + (node[i] + 1,) + node[i + 1 :]
-            for i in range(len(node))
-            if node[i] < self.heights[i]
+            (*node[:i], node[i] + 1, *node[i + 1 :]) for i in range(len(node)) if node[i] < self.heights[i]
         ]
 
     def predecessors(self, node: Node) -> list[Node]:
         """Nodes that specialize exactly one QI of ``node`` by one step."""
-        return [node[:i] + (node[i] - 1,) + node[i + 1 :] for i in range(len(node)) if node[i] > 0]
+        return [(*node[:i], node[i] - 1, *node[i + 1 :]) for i in range(len(node)) if node[i] > 0]
 
     def nodes(self) -> Iterator[Node]:
         """All nodes, in lexicographic order."""

@@ -217,5 +217,3 @@ def all_metric_values(evaluator: Evaluator, node: Node, classes: Classes | None 
     dm = make_metric("dm_star", evaluator)
     out["dm_star_minus_bottom"] = out["dm_star"] - dm.lower
     return out
-
-

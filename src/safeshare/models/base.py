@@ -103,7 +103,7 @@ class PrivacyCriterion:
 
     def suppression_limit(self, n_records: int) -> int:
         """Largest number of records that may be suppressed: ``floor(max_suppression * N)``."""
-        return int(math.floor(self.max_suppression * n_records + 1e-9))
+        return math.floor(self.max_suppression * n_records + 1e-9)
 
     @property
     def sensitive_columns(self) -> tuple[str, ...]:

@@ -35,7 +35,9 @@ def render_report(doc: dict[str, Any]) -> str:
     """Render ``report.json``'s content as a standalone HTML page."""
     verified = bool(doc.get("verified"))
     badge = (
-        '<span class="badge ok">verified</span>' if verified else '<span class="badge fail">not verified</span>'
+        '<span class="badge ok">verified</span>'
+        if verified
+        else '<span class="badge fail">not verified</span>'
     )
     privacy = doc.get("privacy", {})
     models = ", ".join(
@@ -53,12 +55,20 @@ def render_report(doc: dict[str, Any]) -> str:
         "<h2>Privacy</h2><table>",
         _row("privacy models", models),
         _row("suppression limit", f"{100 * float(privacy.get('max_suppression', 0)):.4g}% of records"),
-        _row("records", f"{doc['records_in']:,} in · {doc['suppressed_records']:,} suppressed · "
-             f"{doc['records_out']:,} released"),
-        _row("equivalence classes", f"{doc['equivalence_classes']:,} (smallest {doc['min_class_size']:,} records)"),
-        _row("re-identification risk (prosecutor)",
-             f"at most 1/{doc['min_class_size']:,} = {1 / max(doc['min_class_size'], 1):.4f} per record; "
-             f"average {doc['equivalence_classes'] / max(doc['records_out'], 1):.4f}"),
+        _row(
+            "records",
+            f"{doc['records_in']:,} in · {doc['suppressed_records']:,} suppressed · "
+            f"{doc['records_out']:,} released",
+        ),
+        _row(
+            "equivalence classes",
+            f"{doc['equivalence_classes']:,} (smallest {doc['min_class_size']:,} records)",
+        ),
+        _row(
+            "re-identification risk (prosecutor)",
+            f"at most 1/{doc['min_class_size']:,} = {1 / max(doc['min_class_size'], 1):.4f} per record; "
+            f"average {doc['equivalence_classes'] / max(doc['records_out'], 1):.4f}",
+        ),
         "</table>",
         "<h2>Chosen generalization</h2>",
         "<table>",
@@ -80,18 +90,29 @@ def render_report(doc: dict[str, Any]) -> str:
     for key, title in METRIC_TITLES.items():
         if key in loss:
             mark = " (optimized)" if key == doc.get("metric") else ""
-            parts.append(_row(title + mark, _num(loss[key]), _num(loss.get(f"{key}_normalized"), 4),
-                              numeric=(1, 2)))
+            parts.append(
+                _row(title + mark, _num(loss[key]), _num(loss.get(f"{key}_normalized"), 4), numeric=(1, 2))
+            )
     if "dm_star_minus_bottom" in loss:
-        parts.append(_row("DM* minus its value on the original data", _num(loss["dm_star_minus_bottom"]), "",
-                          numeric=(1,)))
+        parts.append(
+            _row(
+                "DM* minus its value on the original data",
+                _num(loss["dm_star_minus_bottom"]),
+                "",
+                numeric=(1,),
+            )
+        )
     parts.append("</table>")
     hist = doc.get("class_size_histogram", [])
     if hist:
         parts.append("<h2>Equivalence class sizes</h2>")
         parts.append(
-            bar_chart([h["label"] for h in hist], [h["classes"] for h in hist],
-                      "released classes by size (records)", "classes")
+            bar_chart(
+                [h["label"] for h in hist],
+                [h["classes"] for h in hist],
+                "released classes by size (records)",
+                "classes",
+            )
         )
     tradeoff = doc.get("tradeoff")
     if tradeoff:
@@ -100,16 +121,31 @@ def render_report(doc: dict[str, Any]) -> str:
         ys = [t["information_loss_normalized"] for t in tradeoff]
         chosen = next((i for i, t in enumerate(tradeoff) if t.get("chosen")), None)
         parts.append(
-            line_chart(xs, ys, f"optimal node's normalized {doc.get('metric')} by suppression limit",
-                       "suppression limit (%)", "normalized loss", highlight=chosen)
+            line_chart(
+                xs,
+                ys,
+                f"optimal node's normalized {doc.get('metric')} by suppression limit",
+                "suppression limit (%)",
+                "normalized loss",
+                highlight=chosen,
+            )
         )
         parts.append("<table>")
-        parts.append(_row("limit", "loss (normalized)", "suppressed", "levels", header=True, numeric=(0, 1, 2)))
+        parts.append(
+            _row("limit", "loss (normalized)", "suppressed", "levels", header=True, numeric=(0, 1, 2))
+        )
         for t in tradeoff:
             levels = ", ".join(f"{q}={lv}" for q, lv in t.get("levels", {}).items()) or "no solution"
             label = f"{100 * float(t['max_suppression']):.4g}%" + (" ◀ chosen" if t.get("chosen") else "")
-            parts.append(_row(label, _num(t.get("information_loss_normalized"), 4),
-                              f"{t.get('suppressed_records', 0):,}", levels, numeric=(0, 1, 2)))
+            parts.append(
+                _row(
+                    label,
+                    _num(t.get("information_loss_normalized"), 4),
+                    f"{t.get('suppressed_records', 0):,}",
+                    levels,
+                    numeric=(0, 1, 2),
+                )
+            )
         parts.append("</table>")
     ver = doc.get("verification", {})
     parts += [

@@ -87,7 +87,7 @@ class MinimalSet:
                 return  # a member is below (or equal to) node
             keep = ~(arr >= vec).all(axis=1)
             if not keep.all():
-                self._nodes = [n for n, k in zip(self._nodes, keep, strict=True) if k]
+                self._nodes = [n for n, k in zip(self._nodes, np.asarray(keep, dtype=bool), strict=True) if k]
                 self._members = set(self._nodes)
                 arr = arr[keep]
         self._nodes.append(node)

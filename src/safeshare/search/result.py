@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safeshare.lattice.lattice import Node
+
+if TYPE_CHECKING:
+    from safeshare.models.base import PrivacyCriterion
 
 
 @dataclass
@@ -21,7 +24,10 @@ class SearchResult:
     checked_nodes: predicate evaluations (nodes not settled by predictive tagging).
     lattice_size: number of nodes of the lattice.
     elapsed_s: wall-clock time of the search.
-    extra: algorithm-specific figures.
+    extra: algorithm-specific figures (they go into report.json).
+    criterion: the criterion the release must satisfy when the search chose
+        it (e.g. Inverse OLA's k-anonymity with the k it achieved); ``None``
+        means the configured one.
     """
 
     algorithm: str
@@ -32,3 +38,4 @@ class SearchResult:
     lattice_size: int
     elapsed_s: float
     extra: dict[str, Any] = field(default_factory=dict)
+    criterion: PrivacyCriterion | None = None

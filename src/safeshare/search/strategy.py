@@ -1,0 +1,117 @@
+"""Search strategies: how a workflow picks a node, on the shared core.
+
+Every strategy receives the same :class:`SearchContext` (the frequency table,
+the one evaluator, the privacy criterion, the loss metric) and returns a
+:class:`~safeshare.search.result.SearchResult`. Strategies are registered by
+name in :data:`STRATEGIES` so that configuration files and the command line
+can select them (``algorithm: ola``); a strategy's own parameters come from
+``algorithm_options``.
+
+A strategy may change the privacy criterion the release is checked against:
+Inverse OLA, for instance, maximizes k instead of taking it, and returns the
+criterion with the k it achieved in ``SearchResult.criterion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.errors import ConfigError
+from safeshare.evaluation import Evaluator
+from safeshare.lattice.lattice import Lattice
+from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
+from safeshare.models.base import PrivacyCriterion
+from safeshare.search.exhaustive import ExhaustiveSearch
+from safeshare.search.ola import OLA
+from safeshare.search.result import SearchResult
+
+
+@dataclass
+class SearchContext:
+    """Everything a strategy may use; built once per run."""
+
+    table: FrequencyTable
+    evaluator: Evaluator
+    criterion: PrivacyCriterion
+    metric: InformationLoss
+
+    @property
+    def lattice(self) -> Lattice:
+        return self.table.lattice
+
+    @cached_property
+    def guide(self) -> np.ndarray:
+        """Non-uniform entropy of every node: OLA's probe order (never changes results)."""
+        return NonUniformEntropy(self.evaluator).node_array()
+
+    def holds(self, node: tuple[int, ...]) -> bool:
+        """The privacy criterion at ``node``."""
+        return self.criterion.holds(self.evaluator.classes(node), self.table)
+
+
+class SearchStrategy(Protocol):
+    """A way to choose a node."""
+
+    name: str
+
+    def run(self, ctx: SearchContext) -> SearchResult: ...
+
+
+class OLAStrategy:
+    """OLA: least loss among the k-minimal nodes (thesis §4.3). Exhaustive when not monotone."""
+
+    name = "ola"
+
+    def run(self, ctx: SearchContext) -> SearchResult:
+        if not ctx.criterion.monotone:
+            result = ExhaustiveStrategy().run(ctx)
+            result.extra["note"] = "privacy models not monotone with suppression: every node was evaluated"
+            return result
+        return OLA(guide=ctx.guide).search(ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n))
+
+
+class ExhaustiveStrategy:
+    """Evaluate every node (verification, small lattices, non-monotone models)."""
+
+    name = "exhaustive"
+
+    def run(self, ctx: SearchContext) -> SearchResult:
+        return ExhaustiveSearch().search(
+            ctx.lattice,
+            ctx.evaluator.iter_classes(),
+            lambda c: (ctx.criterion.holds(c, ctx.table), ctx.metric.value(c.node, c)),
+        )
+
+
+StrategyFactory = Callable[[Mapping[str, Any]], SearchStrategy]
+
+
+def _no_options(cls: type) -> StrategyFactory:
+    def factory(options: Mapping[str, Any]) -> SearchStrategy:
+        used = {k: v for k, v in options.items() if v is not None}
+        if used:
+            raise ConfigError(f"algorithm {cls.name!r} takes no option {sorted(used)[0]!r}")  # type: ignore[attr-defined]
+        return cls()  # type: ignore[no-any-return]
+
+    return factory
+
+
+#: Strategy factories by name; further workflows register here.
+STRATEGIES: dict[str, StrategyFactory] = {
+    "ola": _no_options(OLAStrategy),
+    "exhaustive": _no_options(ExhaustiveStrategy),
+}
+
+
+def make_strategy(name: str, options: Mapping[str, Any] | None = None) -> SearchStrategy:
+    """The strategy registered as ``name``, built with ``options``."""
+    factory = STRATEGIES.get(name)
+    if factory is None:
+        raise ConfigError(f"unknown algorithm {name!r}; expected one of {', '.join(STRATEGIES)}")
+    return factory(dict(options or {}))

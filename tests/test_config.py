@@ -1,0 +1,86 @@
+"""Configuration files: what is accepted and how mistakes are reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safeshare.config import load_config
+from safeshare.data.schema import Role
+from safeshare.errors import ConfigError, HierarchyError
+from safeshare.models import KAnonymity
+from tests.conftest import ADULT_DIR
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "h.csv").write_text("a;*\nb;*\n")
+    (tmp_path / "d.csv").write_text("x,y\na,1\nb,2\n")
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+BASE = """
+input: {path: d.csv}
+attributes:
+  x: {role: quasi, hierarchy: h.csv}
+privacy: {k-anonymity: {k: 2}}
+"""
+
+
+def test_adult_example_config_loads() -> None:
+    cfg = load_config(ADULT_DIR / "adult.yaml")
+    assert cfg.schema.quasi_identifiers[0] == "age" and len(cfg.schema.quasi_identifiers) == 9
+    assert cfg.schema.role("fnlwgt") is Role.IDENTIFYING
+    assert cfg.schema.role("capital-gain") is Role.SENSITIVE
+    assert isinstance(cfg.privacy[0], KAnonymity) and cfg.privacy[0].k == 5
+    assert cfg.max_suppression == 0.05 and cfg.metric == "prec" and cfg.algorithm == "ola"
+    assert cfg.source.path == (ADULT_DIR / "adult.data").resolve()
+    assert cfg.release_format == "csv"
+
+
+def test_minimal_config_and_overrides(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE))
+    assert cfg.schema.role("y") is Role.INSENSITIVE  # unlisted columns are insensitive
+    over = cfg.with_overrides(k=3, max_suppression=0.1, metric="dm*", engine="duckdb")
+    assert over.privacy[0].k == 3  # type: ignore[attr-defined]
+    assert (over.max_suppression, over.metric, over.engine) == (0.1, "dm_star", "duckdb")
+    assert cfg.privacy[0].k == 2  # type: ignore[attr-defined]  # the original is untouched
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("input: {path: d.csv}\nattributes: {x: {role: quasi, hierarchy: h.csv}}\n", "privacy: missing"),
+        (BASE + "max_suppression: 2\n", "max_suppression: expected a fraction in [0, 1]"),
+        (BASE + "max_suppression: -0.1\n", "max_suppression"),
+        (BASE + "metric: loss\n", "metric: unknown metric 'loss'"),
+        (BASE + "engine: spark\n", "engine: expected one of memory, duckdb"),
+        (BASE + "surprise: 1\n", "unknown key 'surprise'"),
+        (BASE.replace("k: 2", "k: 0"), "privacy.k-anonymity.k: expected an integer >= 1, got 0"),
+        (BASE.replace("k: 2", "k: two"), "privacy.k-anonymity.k"),
+        (BASE.replace("k-anonymity", "k-map"), "unknown privacy model 'k-map'"),
+        (
+            BASE.replace("role: quasi, hierarchy: h.csv", "role: quasi"),
+            "x: a quasi-identifier needs a hierarchy",
+        ),
+        (BASE.replace("role: quasi", "role: secret"), "unknown role 'secret' for column 'x'"),
+        ("input: [1, 2]\n", "input: expected a mapping"),
+        ("- not a mapping\n", "expected a mapping at the top level"),
+        ("input: {path: d.csv\n", "c.yaml line"),
+        (BASE.replace("input: {path: d.csv}", "input: {path: d.csv, header: false}"), "needs 'names'"),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_hierarchy_file_and_config_file(tmp_path: Path) -> None:
+    with pytest.raises(HierarchyError, match="cannot read hierarchy"):
+        load_config(write(tmp_path, BASE.replace("h.csv", "nope.csv")))
+    with pytest.raises(ConfigError, match="cannot read configuration"):
+        load_config(tmp_path / "absent.yaml")

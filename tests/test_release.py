@@ -1,0 +1,125 @@
+"""Independent verification: a release that breaks its guarantees is never published."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from safeshare.anonymizer import Anonymizer
+from safeshare.data.engines.memory import MemoryEngine
+from safeshare.data.schema import Attribute, Role, Schema
+from safeshare.errors import InputError, VerificationError
+from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.models import KAnonymity
+from safeshare.release import write_release
+from safeshare.verify import expectations_for, verify_release
+
+
+@pytest.fixture()
+def setup() -> tuple[MemoryEngine, Schema]:
+    age = Hierarchy([(str(a), f"{a // 10 * 10}s", "*") for a in range(20, 60)], "age")
+    zipc = Hierarchy([(z, z[:3] + "**", "*") for z in ["12345", "12346", "12399", "54321", "54322"]], "zip")
+    frame = pd.DataFrame(
+        {
+            "name": [f"p{i}" for i in range(40)],
+            "age": [str(20 + (i * 7) % 40) for i in range(40)],
+            "zip": [["12345", "12346", "12399", "54321", "54322"][i % 5] for i in range(40)],
+            "diagnosis": [["flu", "cold", "asthma"][i % 3] for i in range(40)],
+        }
+    )
+    schema = Schema.from_attributes(
+        [
+            Attribute("name", Role.IDENTIFYING),
+            Attribute("age", Role.QUASI, age),
+            Attribute("zip", Role.QUASI, zipc),
+            Attribute("diagnosis", Role.SENSITIVE),
+        ]
+    )
+    return MemoryEngine(frame), schema
+
+
+def test_release_is_published_and_verified(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
+    engine, schema = setup
+    result = Anonymizer(schema, [KAnonymity(4)], 0.1).fit(engine)
+    pub = write_release(result, engine, tmp_path / "out")
+    assert pub.verification.passed and pub.report["verified"]
+    release = pd.read_csv(pub.release, dtype=str)
+    assert list(release.columns) == ["age", "zip", "diagnosis"]
+    assert release.groupby(["age", "zip"]).size().min() >= 4
+
+
+class TamperingEngine(MemoryEngine):
+    """Writes the release, then breaks it in a given way."""
+
+    def __init__(self, base: MemoryEngine, how: str) -> None:
+        self.frame = base.frame
+        self.label = "tampered"
+        self.how = how
+
+    def write_release(self, plan, target):  # type: ignore[no-untyped-def]
+        n = super().write_release(plan, target)
+        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
+        if self.how == "unique record":
+            frame.loc[0, "age"] = "99"
+            frame.loc[0, "zip"] = plan.generalization["zip"]["12345"]
+        elif self.how == "drop records":
+            frame = frame.iloc[: len(frame) // 2]
+        elif self.how == "leak identifier":
+            frame.insert(0, "name", "x")
+        elif self.how == "small class":
+            frame = pd.concat([frame, frame.iloc[[0]].assign(zip="zzz**")])
+        frame.to_csv(target, index=False)
+        return n
+
+
+@pytest.mark.parametrize("how", ["unique record", "drop records", "leak identifier", "small class"])
+def test_tampered_release_is_not_published(
+    setup: tuple[MemoryEngine, Schema], tmp_path: Path, how: str
+) -> None:
+    engine, schema = setup
+    result = Anonymizer(schema, [KAnonymity(4)], 0.1).fit(engine)
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError):
+        write_release(result, TamperingEngine(engine, how), out)
+    assert not out.exists()
+    assert not list(tmp_path.glob(".out.staging-*"))
+
+
+def test_verifier_catches_violations_directly(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"q": ["a", "a", "b"], "s": ["1", "2", "3"]}).to_csv(path, index=False)
+    expected = expectations_for(
+        columns=["q", "s"],
+        quasi_identifiers=["q"],
+        hierarchy_rows={"q": [("a", "*"), ("b", "*")]},
+        levels={"q": 0},
+        records_in=3,
+        max_suppression=0.0,
+        models={"k-anonymity": {"k": 2}},
+    )
+    v = verify_release(path, "csv", expected)
+    assert not v.passed and "fewer than k = 2" in v.failures[0]
+    expected.k = 1
+    assert verify_release(path, "csv", expected).passed
+    expected.records_in = 5
+    v = verify_release(path, "csv", expected)
+    assert not v.passed and "suppressed" in v.failures[0]
+
+
+def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
+    engine, schema = setup
+    result = Anonymizer(schema, [KAnonymity(40)], 0.0).fit(engine)  # top node: one class of 40: fine
+    assert result.found
+    strict = Schema.from_attributes(
+        [
+            Attribute("age", Role.QUASI, Hierarchy([(str(a), str(a)) for a in range(20, 60)], "flat")),
+            Attribute("name", Role.IDENTIFYING),
+        ]
+    )
+    result = Anonymizer(strict, [KAnonymity(2)], 0.0).fit(engine)
+    assert not result.found
+    with pytest.raises(InputError, match="no generalization satisfies"):
+        write_release(result, engine, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
