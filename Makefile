@@ -15,9 +15,12 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e .
 	@touch $@
 
-# Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs).
+# Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs). pycanon, the independent
+# checker of k / l / t in the tests, pins exact old numpy/pandas versions; it is installed
+# without its dependencies so that the project's own versions are the ones tested.
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e ".[test]"
+	$(RUN) -m pip install --quiet --no-deps "pycanon==1.3.6"
 	@touch $@ $(VENV)/.installed
 
 ## demo: anonymize the bundled UCI Adult data (k=5, 5% suppression, Prec) into out/demo/
