@@ -289,19 +289,29 @@ def flatten(
     n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
-    order_by: Annotated[
-        str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")
+    order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")] = None,
+    order_numeric: Annotated[
+        bool, typer.Option("--order-numeric", help="Sort the order-by columns as numbers, not text.")
+    ] = False,
+    order_dates: Annotated[
+        str | None, typer.Option("--order-dates", help="Sort the order-by columns as dates (strptime format).")
     ] = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,
     descending: Annotated[bool, typer.Option("--descending", help="Most recent events first.")] = False,
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    missing: Annotated[str, typer.Option("--missing", help="Padding for persons with fewer events.")] = "",
+    orphans: Annotated[
+        str, typer.Option("--orphans", help="Events matching no person: error (default) or drop.")
+    ] = "error",
+    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the input CSVs.")] = ",",
 ) -> None:
     """Stack the first n events of each person horizontally (thesis §4.2)."""
     from safeshare.data.flatten import flatten_files
     from safeshare.data.source import TableSource
 
-    flatten_files(
+    if orphans not in ("error", "drop"):
+        raise InputError(f"--orphans: expected error or drop, got {orphans!r}")
+    stats = flatten_files(
         TableSource(persons, delimiter=delimiter),
         TableSource(events, delimiter=delimiter),
         key=key,
@@ -311,9 +321,17 @@ def flatten(
         columns=_csv_list(columns) or None,
         prefix=prefix,
         descending=descending,
+        order_numeric=order_numeric,
+        order_dates=order_dates,
+        missing=missing,
+        on_orphans="drop" if orphans == "drop" else "error",
         out=out_file,
     )
-    out.print(f"wrote {out_file}")
+    out.print(
+        f"wrote {out_file}: {stats.persons:,} persons, {stats.events_kept:,} of {stats.events:,} events "
+        f"stacked ({stats.persons_truncated:,} persons had more than {n}, the most was {stats.max_events}; "
+        f"{stats.orphans_dropped:,} orphan events dropped)"
+    )
 
 
 @app.command()
