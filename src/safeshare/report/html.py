@@ -72,10 +72,11 @@ def render_report(doc: dict[str, Any]) -> str:
         "</table>",
         "<h2>Chosen generalization</h2>",
         "<table>",
-        _row("quasi-identifier", "level", header=True, numeric=(1,)),
+        _row("quasi-identifier", "level", "of", "labels released", header=True, numeric=(1, 2)),
     ]
-    for qi, level in doc.get("levels", {}).items():
-        parts.append(_row(qi, level, numeric=(1,)))
+    for g in doc.get("generalization", []):
+        examples = ", ".join(g["examples"]) + (", ..." if g["labels"] > len(g["examples"]) else "")
+        parts.append(_row(g["qi"], g["level"], g["height"], f"{g['labels']}: {examples}", numeric=(1, 2)))
     parts.append("</table>")
     parts.append(
         f"<p class='muted'>Found by {escape(str(doc.get('algorithm')))}: "
