@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from safeshare.errors import InputError, SafeshareError, VerificationError
+from safeshare.experiment_commands import register as register_experiment_commands
 
 app = typer.Typer(
     name="safeshare",
@@ -314,6 +315,10 @@ def flatten(
         out=out_file,
     )
     out.print(f"wrote {out_file}")
+
+
+# --------------------------------------------------------------------------- utility, sweep
+register_experiment_commands(app)
 
 
 @app.command()
