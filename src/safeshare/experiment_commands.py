@@ -54,12 +54,12 @@ def _utility_task(
     strip_target_dot: bool,
 ) -> tuple[Any, UtilityTask]:
     """The training engine (memory) and the learning task, validated before any search."""
-    from safeshare.data.engines.memory import MemoryEngine, read_frame
-    from safeshare.utility.task import UtilityTask, testset_source
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.utility.task import UtilityTask, heldout_source, read_test_set
 
-    source = testset_source(cfg.source, test, skip_rows)
+    source = heldout_source(cfg.source, test, skip_rows)
     train = MemoryEngine(cfg.source)
-    test_frame = read_frame(source)
+    test_frame = read_test_set(source)
     task = UtilityTask(
         cfg.schema,
         train,
@@ -394,7 +394,9 @@ def _print_sweep(result: SweepResult, out_dir: Path) -> None:
         title=f"safeshare sweep: {len(result.rows)} configurations", title_justify="left", box=box.SIMPLE_HEAD
     )
     for name in ("k", "sup %", "metric", "node", "loss", "suppressed", "checked"):
-        table.add_column(name, justify="left" if name in ("metric", "node") else "right")
+        table.add_column(
+            name, justify="left" if name in ("metric", "node") else "right", no_wrap=name == "node"
+        )
     if result.utility is not None:
         table.add_column("accuracy", justify="right")
     for r in result.rows:

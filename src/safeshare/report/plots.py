@@ -21,11 +21,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, ScalarFormatter
+from matplotlib.ticker import MaxNLocator, NullLocator, ScalarFormatter
 
 from safeshare.sweep import SweepRow
 
@@ -83,7 +84,7 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
     return [png, svg]
 
 
-def _axis_format(ax: object, axis: str) -> None:
+def _axis_format(ax: Any, axis: str) -> None:
     """At most 6 ticks and a shared power-of-ten offset for large values (no overlapping labels)."""
     target = getattr(ax, f"{axis}axis")
     if getattr(ax, f"get_{axis}scale")() == "log":
@@ -92,6 +93,23 @@ def _axis_format(ax: object, axis: str) -> None:
     formatter = ScalarFormatter(useMathText=True)
     formatter.set_powerlimits((-3, 4))
     target.set_major_formatter(formatter)
+
+
+def _suppression_axis(ax: Any, limits: Sequence[float]) -> None:
+    """A linear suppression axis as in the thesis' Fig. 6.1 (the "initial plunge" between
+    0 and 1 % stays visible); a tick at every limit of the grid, labels omitted where
+    they would overlap the previous one (0 and 1 % on a 0-50 % axis)."""
+    ax.set_xlabel("maximum suppression (%)")
+    ticks = sorted(limits)
+    span = (ticks[-1] - ticks[0]) or 1.0
+    labels, last = [], None
+    for v in ticks:
+        show = last is None or (v - last) / span >= 0.04
+        labels.append(f"{v:g}" if show else "")
+        last = v if show else last
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(labels)
+    ax.xaxis.set_minor_locator(NullLocator())
 
 
 def _colors(n: int) -> list[tuple[float, float, float, float]]:
@@ -123,10 +141,8 @@ def plot_loss_vs_suppression(rows: Sequence[SweepRow], stem: Path, title: str | 
         if panel.log:
             ax.set_yscale("log")
         _axis_format(ax, "y")
-        ax.set_xticks(limits)
-        ax.set_xticklabels([f"{v:g}" for v in limits])
+        _suppression_axis(ax, limits)
         ax.set_title(panel.title)
-        ax.set_xlabel("maximum suppression (%)")
         ax.set_ylabel(panel.y_label)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")

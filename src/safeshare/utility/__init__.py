@@ -9,7 +9,7 @@
 
 from safeshare.utility.classifier import ClassifierScore, LogisticRegressionSpec
 from safeshare.utility.features import DEFAULT_MISSING, FeatureSpec
-from safeshare.utility.task import UtilityScore, UtilityTask, testset_source, utility_document
+from safeshare.utility.task import UtilityScore, UtilityTask, heldout_source, read_test_set, utility_document
 
 __all__ = [
     "DEFAULT_MISSING",
@@ -18,6 +18,7 @@ __all__ = [
     "LogisticRegressionSpec",
     "UtilityScore",
     "UtilityTask",
-    "testset_source",
+    "heldout_source",
+    "read_test_set",
     "utility_document",
 ]

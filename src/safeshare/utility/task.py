@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from safeshare.anonymizer import AnonymizationResult
-from safeshare.data.engines.memory import MemoryEngine
+from safeshare.data.engines.memory import MemoryEngine, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError, InputError, VerificationError
@@ -53,12 +53,27 @@ from safeshare.utility.features import (
 from safeshare.utility.testset import Uncovered, generalize_frame, uncovered_values
 
 
-def testset_source(train: TableSource, path: str | Path, skip_rows: int = 0) -> TableSource:
+def heldout_source(train: TableSource, path: str | Path, skip_rows: int = 0) -> TableSource:
     """The test file, read with the training input's options (names, header, delimiter,
     missing tokens, encoding) and its own ``skip_rows``; the format follows its extension."""
     if isinstance(skip_rows, bool) or not isinstance(skip_rows, int) or skip_rows < 0:
         raise InputError(f"--test-skip-rows: expected an integer >= 0, got {skip_rows!r}")
     return replace(train, path=Path(path), skip_rows=skip_rows, format=None)
+
+
+def read_test_set(source: TableSource) -> pd.DataFrame:
+    """Read the test file like the training data (text columns, missing tokens normalized).
+
+    Raises :class:`DataError` when its lines have more fields than the
+    configured names (pandas would silently turn the extra leading fields
+    into a row index).
+    """
+    frame = read_frame(source)
+    if not isinstance(frame.index, pd.RangeIndex):
+        raise DataError(
+            f"{source.path}: lines have more fields than the {frame.shape[1]} configured column names"
+        )
+    return frame
 
 
 @dataclass(frozen=True)
