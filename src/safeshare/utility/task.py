@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from safeshare.anonymizer import AnonymizationResult
@@ -136,6 +137,10 @@ class UtilityTask:
     classifier: the logistic regression's parameters.
     test_label: how errors name the test set (e.g. its path).
 
+    Training records without a target value cannot be learned from and are
+    left out of every fit (counted in ``train_records_missing_target``); a
+    test record without one cannot be scored and is an error.
+
     Raises :class:`InputError` (exit status 2 on the command line) when the
     target is unknown, not released or a QI, has fewer than two classes in the
     training data, when a test label is not a training class, or when the test
@@ -179,13 +184,17 @@ class UtilityTask:
                 "a classifier needs two or more"
             )
         self.classes: tuple[str, ...] = tuple(str(c) for c in classes)
+        self.train_missing_target = int((~known).sum())
         labels = clean_labels(test[target], self.strip_target_dot)
-        keep = ~labels.isin(self.features.missing)
-        self.test_missing_target = int((~keep).sum())
-        self.test = test.loc[keep.to_numpy()].reset_index(drop=True)
-        self.y_test = labels[keep].reset_index(drop=True)
-        if self.y_test.empty:
-            raise DataError(f"{test_label}: every record lacks the target {target!r}")
+        unlabeled = np.flatnonzero(labels.isin(self.features.missing).to_numpy())
+        if unlabeled.size:
+            raise DataError(
+                f"{test_label}: record {int(unlabeled[0]) + 1} has no value for the target {target!r} "
+                f"({unlabeled.size} such record(s)); every test record must be labeled "
+                "(a comment or header line? see --test-skip-rows)"
+            )
+        self.test = test.reset_index(drop=True)
+        self.y_test = labels.reset_index(drop=True)
         check_test_labels(self.classes, self.y_test, test_label)
         # the original test features (baseline) are parsed now so that bad values fail early
         self._x_test_original = design_frame(self.test, self.features, test_label)
@@ -276,7 +285,7 @@ class UtilityTask:
             "classifier": self.classifier.params(),
             "train_records": self.train_records,
             "test_records": self.test_records,
-            "test_records_missing_target": self.test_missing_target,
+            "train_records_missing_target": self.train_missing_target,
             "baseline_accuracy": baseline.accuracy,
             "baseline": baseline.to_dict(),
             "majority_accuracy": self.majority_accuracy(),
