@@ -17,8 +17,9 @@ test set:
   for solvers that would use it.
 
 The one-hot design matrix stays sparse, and BLAS runs on one thread while
-fitting and predicting: on a shared 2-core machine a multi-threaded BLAS was
-measured 10x slower on these small products (threads contending for cores).
+fitting and predicting: the products are small, and on a busy 2-core machine
+BLAS threads contending for the cores made them up to 10x slower
+(``benchmarks/bench_sweep.py`` measures both in the same run).
 
 Accuracy is the share of test records whose predicted class equals their label.
 """
