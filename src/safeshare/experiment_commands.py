@@ -268,7 +268,7 @@ def sweep(
             on_result = (
                 _release_writer(cfg, engine, stage / "releases", str(config)) if write_releases else None
             )
-            with _progress(len(grid), quiet) as advance:
+            with _Progress(len(grid), quiet) as advance:
                 result = runner.run(
                     table,
                     evaluator,
@@ -287,39 +287,12 @@ def sweep(
                 "test": str(test) if test is not None else None,
                 "releases_written": write_releases,
             }
-            write_sweep_outputs(result, stage, meta, plots)
+            result.write(stage, meta, plots)
             publish(stage, out_dir)
     finally:
         engine.close()
     if not quiet:
         _print_sweep(result, out_dir)
-
-
-def write_sweep_outputs(
-    result: SweepResult, directory: Path, meta: dict[str, Any], plots: bool
-) -> list[Path]:
-    """Write sweep.csv, sweep.json, the accuracy table and the figures into ``directory``."""
-    from safeshare.io import atomic_write_text
-
-    written = []
-    atomic_write_text(directory / "sweep.csv", result.csv_text())
-    written.append(directory / "sweep.csv")
-    doc = {**meta, **result.to_dict()}
-    atomic_write_text(directory / "sweep.json", json.dumps(doc, indent=2) + "\n")
-    written.append(directory / "sweep.json")
-    has_accuracy = result.utility is not None
-    if has_accuracy:
-        atomic_write_text(directory / "accuracy_table.csv", result.accuracy_table_csv())
-        written.append(directory / "accuracy_table.csv")
-    if plots:
-        from safeshare.report.plots import plot_loss_vs_accuracy, plot_loss_vs_suppression
-
-        written += plot_loss_vs_suppression(result.rows, directory / "loss_vs_suppression")
-        if has_accuracy:
-            written += plot_loss_vs_accuracy(
-                result.rows, directory / "loss_vs_accuracy", result.baseline_accuracy
-            )
-    return written
 
 
 def _release_writer(cfg: RunConfig, engine: Any, directory: Path, config: str) -> Any:
@@ -342,7 +315,7 @@ def _release_writer(cfg: RunConfig, engine: Any, directory: Path, config: str) -
     return write
 
 
-class _progress:
+class _Progress:
     """A rich progress bar over the grid on stderr (silent when quiet or not a terminal)."""
 
     def __init__(self, total: int, quiet: bool) -> None:

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from safeshare.anonymizer import AnonymizationResult, Anonymizer
@@ -292,6 +294,36 @@ class SweepResult:
             if r.k == k and r.max_suppression_pct == pct and r.metric == metric:
                 return r
         return None
+
+    def write(self, directory: Path, meta: Mapping[str, Any] | None = None, plots: bool = True) -> list[Path]:
+        """Write sweep.csv, sweep.json (with ``meta``), the accuracy table and the figures
+        into ``directory``; returns the paths written.
+
+        The files are written one by one: to publish a sweep atomically, write it
+        into a staging directory (:func:`safeshare.io.staging_directory`) and
+        :func:`safeshare.io.publish` it, as ``safeshare sweep`` does.
+        """
+        from safeshare.io import atomic_write_text
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(directory / "sweep.csv", self.csv_text())
+        atomic_write_text(
+            directory / "sweep.json", json.dumps({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
+        )
+        written = [directory / "sweep.csv", directory / "sweep.json"]
+        if self.utility is not None:
+            atomic_write_text(directory / "accuracy_table.csv", self.accuracy_table_csv())
+            written.append(directory / "accuracy_table.csv")
+        if plots:
+            from safeshare.report.plots import plot_loss_vs_accuracy, plot_loss_vs_suppression
+
+            written += plot_loss_vs_suppression(self.rows, directory / "loss_vs_suppression")
+            if self.utility is not None:
+                written += plot_loss_vs_accuracy(
+                    self.rows, directory / "loss_vs_accuracy", self.baseline_accuracy
+                )
+        return written
 
     def to_dict(self) -> dict[str, Any]:
         return {

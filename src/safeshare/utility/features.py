@@ -166,7 +166,9 @@ def check_test_labels(train_classes: Sequence[str], test_labels: pd.Series, sour
     unknown = sorted(set(test_labels) - known)
     if unknown:
         shown = ", ".join(repr(c) for c in sorted(known))
+        hint = ""
+        if unknown[0].endswith(".") and unknown[0][:-1] in known:
+            hint = "; UCI Adult's adult.test ends its labels with '.': use --strip-target-dot"
         raise InputError(
-            f"{source}: target label {unknown[0]!r} is not a class of the training data ({shown}); "
-            "for UCI Adult's adult.test keep --strip-target-dot"
+            f"{source}: target label {unknown[0]!r} is not a class of the training data ({shown}){hint}"
         )
