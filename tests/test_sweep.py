@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import csv
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
 from safeshare.cli import main
@@ -127,6 +130,30 @@ def test_sweep_equals_exhaustive_on_random_tables(seed: int) -> None:
             assert a.information_loss == pytest.approx(b.information_loss, rel=1e-12, abs=1e-12)
             assert a.information_loss_minus_bottom == pytest.approx(b.information_loss_minus_bottom, abs=1e-9)
             assert 0.0 <= (a.information_loss_normalized or 0.0) <= 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_optimal_loss_is_monotone_in_k_and_suppression(seed: int) -> None:
+    """The optimum over a larger qualifying set is never worse: loss is non-increasing in the
+    suppression limit (fixed k) and non-decreasing in k (fixed limit), for every metric.
+    This is the shape of the thesis' Fig. 6.1."""
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, n_qis=3, n_rows=int(rng.integers(20, 200)))
+    schema = Schema.from_attributes(
+        [Attribute(q, Role.QUASI, h) for q, h in zip(table.qi_names, table.hierarchies, strict=True)]
+    )
+    grid = SweepGrid((1, 2, 5, 15), (0.0, 1.0, 5.0, 20.0, 50.0), ("prec", "dm_star", "entropy"))
+    result = Sweep(schema, [KAnonymity(2)], grid).run(table)
+    loss = {(r.k, r.max_suppression_pct, r.metric): r.information_loss for r in result.rows}
+    assert all(r.found for r in result.rows)  # the top node always qualifies when k <= N
+    for metric in grid.metrics:
+        for k in grid.k:
+            series = [loss[(k, s, metric)] for s in grid.max_suppression_pct]
+            assert all(b <= a + 1e-9 for a, b in pairwise(series)), (metric, k, series)
+        for s in grid.max_suppression_pct:
+            series = [loss[(k, s, metric)] for k in grid.k]
+            assert all(a <= b + 1e-9 for a, b in pairwise(series)), (metric, s, series)
 
 
 # --------------------------------------------------------------------------- sweep command

@@ -19,8 +19,11 @@ import typer
 from safeshare.errors import InputError
 
 if TYPE_CHECKING:
+    from safeshare.anonymizer import AnonymizationResult
     from safeshare.config import RunConfig
-    from safeshare.sweep import SweepResult
+    from safeshare.data.engines.base import Engine
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.sweep import OnResult, SweepResult, SweepRow
     from safeshare.utility.task import UtilityTask
 
 TEST_HELP = "The test set (same columns and input options as the configuration's input)."
@@ -52,7 +55,7 @@ def _utility_task(
     skip_rows: int,
     missing: str | None,
     strip_target_dot: bool,
-) -> tuple[Any, UtilityTask]:
+) -> tuple[MemoryEngine, UtilityTask]:
     """The training engine (memory) and the learning task, validated before any search."""
     from safeshare.data.engines.memory import MemoryEngine
     from safeshare.utility.task import UtilityTask, heldout_source, read_test_set
@@ -295,10 +298,11 @@ def sweep(
         _print_sweep(result, out_dir)
 
 
-def _release_writer(cfg: RunConfig, engine: Any, directory: Path, config: str) -> Any:
+def _release_writer(cfg: RunConfig, engine: Engine, directory: Path, config: str) -> OnResult:
+    """Write each configuration's verified release into ``directory/k{K}_sup{S}_{metric}``."""
     from safeshare.release import write_release
 
-    def write(row: Any, result: Any) -> None:
+    def write(row: SweepRow, result: AnonymizationResult) -> None:
         if not result.found:
             return
         name = f"k{row.k}_sup{row.max_suppression_pct:g}_{row.metric}"
