@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from safeshare.errors import InputError, SafeshareError, VerificationError
+from safeshare.experiment_commands import register as register_experiment_commands
 
 app = typer.Typer(
     name="safeshare",
@@ -332,6 +333,10 @@ def flatten(
         f"stacked ({stats.persons_truncated:,} persons had more than {n}, the most was {stats.max_events}; "
         f"{stats.orphans_dropped:,} orphan events dropped)"
     )
+
+
+# --------------------------------------------------------------------------- utility, sweep
+register_experiment_commands(app)
 
 
 @app.command()
