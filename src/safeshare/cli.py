@@ -82,7 +82,13 @@ def anonymize(
         typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1)."),
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
-    algorithm: Annotated[str | None, typer.Option("--algorithm", help="ola | exhaustive")] = None,
+    algorithm: Annotated[
+        str | None, typer.Option("--algorithm", help="ola | exhaustive | inverse-ola")
+    ] = None,
+    max_loss: Annotated[
+        float | None,
+        typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
+    ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
     tradeoff: Annotated[
         bool, typer.Option("--tradeoff/--no-tradeoff", help="Also report loss for suppression 0-50%.")
@@ -94,25 +100,40 @@ def anonymize(
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
     from safeshare.release import write_release
+    from safeshare.risk.m_concealing import check_knowledge_columns, concealment_report, report_knowledge
 
-    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine)
+    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
     anonymizer = Anonymizer(
-        cfg.schema, cfg.privacy, cfg.max_suppression, cfg.metric, cfg.algorithm, cfg.prec_weights
+        cfg.schema,
+        cfg.privacy,
+        cfg.max_suppression,
+        cfg.metric,
+        cfg.algorithm,
+        cfg.prec_weights,
+        cfg.algorithm_options(),
     )
+    knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
         eng = make_engine(cfg.engine, cfg.source)
     read_s = time.perf_counter() - start
     try:
+        if knowledge is not None:
+            check_knowledge_columns(knowledge.columns, cfg.schema, eng.columns())
         with phase("building the frequency table and searching the lattice", quiet):
             result = anonymizer.fit(eng)
         result.timings = {"read": read_s, **result.timings}
         extra: dict[str, Any] = {
             "config": str(config),
             "input": str(cfg.source.path),
-            "k": next((getattr(m, "k", None) for m in cfg.privacy if hasattr(m, "k")), None),
+            "k": next((getattr(m, "k", None) for m in result.criterion.models if hasattr(m, "k")), None),
             "max_suppression": cfg.max_suppression,
         }
+        if knowledge is not None and result.found:
+            with phase("measuring m-concealing of the release", quiet):
+                t0 = time.perf_counter()
+                extra.update(concealment_report(result, eng, knowledge))
+                result.timings["m_concealing"] = time.perf_counter() - t0
         if tradeoff and result.found:
             with phase("suppression / loss trade-off", quiet):
                 t0 = time.perf_counter()
@@ -145,6 +166,10 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    if report.get("k_achieved") is not None:
+        table.add_row("inverse OLA", f"k achieved = {report['k_achieved']:,} (max_loss {report['max_loss']})")
+    if report.get("inverse_m") is not None:
+        table.add_row("m-concealing", f"m = {report['m']:.4g}, 1/m = {report['inverse_m']:.4g}")
     table.add_row(
         "search",
         f"{report['algorithm']}: {report['checked_nodes']:,} of {report['lattice_size']:,} nodes checked, "

@@ -1,0 +1,243 @@
+"""Inverse OLA: the largest k within an information-loss budget (thesis §4.4).
+
+OLA fixes k and minimizes the information loss. Inverse OLA fixes the loss a
+data user can tolerate, ``max_loss`` (the configured metric normalized to
+[0, 1], see :meth:`InformationLoss.normalized`), and the suppression limit,
+and maximizes k.
+
+Definitions. ``N`` records, suppression limit ``L = floor(max_suppression * N)``.
+At a node ``n`` with classes ``E``, let ``O`` be the configured privacy models
+other than k-anonymity (e.g. m-concealing; empty for plain k-anonymity). A
+class rejected by a model of ``O`` is always suppressed. For ``k >= 1``
+
+    S_k(n) = records in the classes that some model of O rejects or that have fewer than k records,
+
+and the *achievable k* of ``n`` is
+
+    k*(n) = max { k : S_k(n) <= L and S_k(n) < N }        (0 if there is none),
+
+the largest k for which suppressing the classes smaller than k (and those
+``O`` rejects) stays within the limit and releases at least one record. It is
+the size of an ``O``-accepted class: sorting those sizes ``a_1 <= ... <= a_r``,
+``k*(n) = max { a_i : R_O(n) + sum_{a_j < a_i} a_j <= L }`` with ``R_O(n)`` the
+records ``O`` rejects (:func:`achievable_k`). Releasing node ``n`` with
+k-anonymity ``k*(n)`` and ``O`` suppresses ``S_{k*(n)}(n) <= L`` records and its
+smallest released class has exactly ``k*(n)`` records. A k-anonymity model in
+the configuration is a *floor*: a node qualifies only if ``k*(n) >= k0``, so
+Inverse OLA never releases below the k the configuration asks for.
+
+Problem. Among the nodes with ``loss(n) <= max_loss`` (normalized), find one of
+largest ``k*``; ties go to the least loss, then OLA's tie-break (lower
+height, then lexicographic order; :func:`~safeshare.search.ola.choose_best`).
+
+Search (when the criterion "O and k-anonymity" is monotone, i.e. predictive
+tagging is exact; see :attr:`PrivacyCriterion.monotone`):
+
+1. ``A = {n : loss(n) <= max_loss}`` is *down-closed* (the loss is monotone),
+   so it is searched with OLA's machinery on the dual lattice
+   (``find_minimal_nodes(..., monotone=False)``), which returns its
+   **maximal** nodes (thesis §4.4: "keeps all the most general ones").
+2. ``S_k(n)`` does not increase along generalization (merging classes never
+   turns accepted classes into rejected ones), so ``k*`` does not decrease:
+   ``n <= n'`` implies ``k*(n) <= k*(n')``. Every node of ``A`` lies below a
+   maximal node of ``A``, hence ``K* = max_{n in A} k*(n)`` is attained at a
+   maximal node, and evaluating ``k*`` there suffices.
+3. Tie-break. ``U = {n : k*(n) >= K*}`` is *up-closed* (step 2), and on ``A``,
+   ``k*(n) = K*`` iff ``n`` is in ``U``. Let ``n`` be the best node of ``A ∩ U``
+   for ``key(n) = (loss(n), height(n), n)``, and ``u <= n`` a minimal node of
+   ``U``. Then ``loss(u) <= loss(n) <= max_loss`` (monotone loss), so ``u`` is in
+   ``A ∩ U``, and ``key(u) < key(n)`` unless ``u = n`` (lower height). So the
+   answer is a minimal node of ``U``: OLA with the monotone predicate
+   ``k*(n) >= K*`` finds them all, and the best of those within ``A`` is the
+   answer. ∎
+
+When ``O`` is not monotone with suppression (m-concealing with a positive
+suppression limit), step 2 fails. The search is then still exact, best-first
+on an upper bound: with ``R`` the monotone relaxation of ``O``
+(:mod:`safeshare.search.best_first`), ``k*_R(n) >= k*(n)`` (R rejects fewer
+classes) and ``k*_R`` is computed for every node of ``A`` in one depth-first
+pass; nodes are visited by decreasing ``k*_R`` (then key), their exact ``k*``
+evaluated, and the visit stops once ``k*_R`` drops below the best exact ``k*``
+found (or equals it with a larger key).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.errors import ConfigError
+from safeshare.evaluation import Classes
+from safeshare.lattice.lattice import Node
+from safeshare.models.base import PrivacyCriterion, PrivacyModel
+from safeshare.models.k_anonymity import KAnonymity
+from safeshare.search.best_first import relaxation_models
+from safeshare.search.ola import choose_best, find_minimal_nodes
+from safeshare.search.result import SearchResult
+
+if TYPE_CHECKING:
+    from safeshare.search.strategy import SearchContext
+
+#: Normalized losses within this distance above ``max_loss`` count as within it (rounding).
+LOSS_TOLERANCE = 1e-12
+
+
+def achievable_k(classes: Classes, table: FrequencyTable, others: Sequence[PrivacyModel], limit: int) -> int:
+    """``k*(n)``: the largest k whose suppression (with ``others``) stays within ``limit`` records.
+
+    Returns 0 when the records rejected by ``others`` alone exceed the limit
+    or no class is accepted.
+    """
+    sizes = classes.sizes
+    used = sizes > 0
+    ok = used.copy()
+    for model in others:
+        ok &= model.acceptable(classes, table)
+    rejected = float((sizes * (used & ~ok)).sum())
+    if rejected > limit:
+        return 0
+    a = np.sort(sizes[ok])
+    if a.shape[0] == 0:
+        return 0
+    prefix = np.concatenate(([0.0], np.cumsum(a)))
+    feasible = rejected + prefix[np.searchsorted(a, a, side="left")] <= limit
+    return int(a[feasible].max())
+
+
+def split_models(criterion: PrivacyCriterion) -> tuple[int, list[PrivacyModel]]:
+    """The k floor (largest configured k, 1 if none) and the models other than k-anonymity."""
+    floor = max((m.k for m in criterion.models if isinstance(m, KAnonymity)), default=1)
+    others = [m for m in criterion.models if not isinstance(m, KAnonymity)]
+    return floor, others
+
+
+class InverseOLA:
+    """The node of largest achievable k among those within ``max_loss`` (thesis §4.4).
+
+    Parameters
+    ----------
+    max_loss: the largest tolerated information loss, normalized to [0, 1].
+    """
+
+    name = "inverse-ola"
+
+    def __init__(self, max_loss: float) -> None:
+        if isinstance(max_loss, bool) or not isinstance(max_loss, int | float) or not 0.0 <= max_loss <= 1.0:
+            raise ConfigError(f"max_loss: expected a number in [0, 1], got {max_loss!r}")
+        self.max_loss = float(max_loss)
+
+    def run(self, ctx: SearchContext) -> SearchResult:
+        start = time.perf_counter()
+        table, metric, criterion = ctx.table, ctx.metric, ctx.criterion
+        floor, others = split_models(criterion)
+        limit = criterion.suppression_limit(table.n_records)
+        bound = self.max_loss + LOSS_TOLERANCE
+        evaluator = ctx.evaluator
+
+        def within(node: Node, classes: Classes | None = None) -> bool:
+            return metric.normalized(node, classes) <= bound
+
+        def k_star(node: Node, classes: Classes | None = None) -> int:
+            return achievable_k(classes or evaluator.classes(node), table, others, limit)
+
+        probe = PrivacyCriterion([KAnonymity(1), *others], criterion.max_suppression)
+        extra: dict[str, Any] = {"max_loss": self.max_loss, "k_floor": floor}
+        if probe.monotone:
+            maximal, checked_a, _ = find_minimal_nodes(ctx.lattice, within, monotone=False, guide=ctx.guide)
+            k_at = {n: k_star(n) for n in maximal}
+            best_k = max(k_at.values(), default=0)
+            checked = checked_a + len(maximal)
+            extra.update(maximal_nodes=len(maximal), loss_checks=checked_a)
+            candidates: list[Node] = []
+            if best_k >= max(floor, 1):
+                minimal, checked_u, _ = find_minimal_nodes(
+                    ctx.lattice, lambda n: k_star(n) >= best_k, monotone=True, guide=ctx.guide
+                )
+                checked += checked_u
+                candidates = [n for n in minimal if within(n)]
+                extra["k_checks"] = checked_u
+            node, value = choose_best(candidates, lambda n: metric.value(n))
+        else:
+            node, value, best_k, checked, candidates = self._best_first(ctx, within, others, limit, floor)
+            extra.update(
+                search="best-first",
+                note="privacy models not monotone with suppression: exact best-first search on an "
+                "upper bound of the achievable k",
+            )
+        if node is None or best_k < max(floor, 1):
+            node, value = None, None
+            extra["k_achieved"] = None
+            extra["reason"] = (
+                f"no node within max_loss = {self.max_loss} achieves k >= {max(floor, 1)} "
+                f"with at most {limit} suppressed records"
+            )
+            result_criterion = None
+        else:
+            extra["k_achieved"] = best_k
+            result_criterion = PrivacyCriterion([KAnonymity(best_k), *others], criterion.max_suppression)
+        return SearchResult(
+            algorithm=self.name,
+            node=node,
+            objective=value,
+            minimal_nodes=sorted(candidates),
+            checked_nodes=checked,
+            lattice_size=ctx.lattice.size,
+            elapsed_s=time.perf_counter() - start,
+            extra=extra,
+            criterion=result_criterion,
+        )
+
+    def _best_first(
+        self,
+        ctx: SearchContext,
+        within: Any,
+        others: list[PrivacyModel],
+        limit: int,
+        floor: int,
+    ) -> tuple[Node | None, float | None, int, int, list[Node]]:
+        """Exact search when ``k*`` is not monotone (see the module docstring)."""
+        table, metric = ctx.table, ctx.metric
+        relaxed = relaxation_models(others)
+        bounds: list[tuple[int, float, int, Node]] = []
+        for classes in ctx.evaluator.iter_classes():
+            node = classes.node
+            if not within(node, classes):
+                continue
+            ub = achievable_k(classes, table, relaxed, limit)
+            if ub >= max(floor, 1):
+                bounds.append((-ub, metric.value(node, classes), sum(node), node))
+        bounds.sort()
+        best: tuple[int, float, int, Node] | None = None
+        checked = len(bounds)
+        for bound in bounds:
+            if best is not None and bound >= (best[0], *best[1:]):
+                break  # k*_R(n) < best k, or equal with a key no better than the best's
+            node = bound[3]
+            k = achievable_k(ctx.evaluator.classes(node), table, others, limit)
+            checked += 1
+            key = (-k, *bound[1:])
+            if k > 0 and (best is None or key < best):
+                best = key
+        if best is None:
+            return None, None, 0, checked, []
+        return best[3], best[1], -best[0], checked, [best[3]]
+
+
+def make_inverse_ola(options: Mapping[str, Any]) -> InverseOLA:
+    """The ``inverse-ola`` strategy factory: options ``{max_loss: float in [0, 1]}``."""
+    used = {k: v for k, v in options.items() if v is not None}
+    unknown = set(used) - {"max_loss"}
+    if unknown:
+        raise ConfigError(
+            f"algorithm 'inverse-ola' takes no option {sorted(unknown)[0]!r} (it takes max_loss)"
+        )
+    if "max_loss" not in used:
+        raise ConfigError(
+            "algorithm 'inverse-ola' needs max_loss, the largest normalized information loss in [0, 1] "
+            "(--max-loss or max_loss: in the configuration)"
+        )
+    return InverseOLA(used["max_loss"])
