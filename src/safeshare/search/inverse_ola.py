@@ -48,8 +48,12 @@ tagging is exact; see :attr:`PrivacyCriterion.monotone`):
    ``U``. Then ``loss(u) <= loss(n) <= max_loss`` (monotone loss), so ``u`` is in
    ``A ∩ U``, and ``key(u) < key(n)`` unless ``u = n`` (lower height). So the
    answer is a minimal node of ``U``: OLA with the monotone predicate
-   ``k*(n) >= K*`` finds them all, and the best of those within ``A`` is the
-   answer. ∎
+   ``k*(n) >= K*`` finds them, and the best of those within ``A`` is the
+   answer. ∎ Moreover the answer lies below a maximal node ``t`` of ``A`` (``A``
+   is down-closed), and ``k*(t) >= k*(answer) = K*``: OLA only needs to run on
+   the sub-lattices below the maximal nodes with ``k* = K*``
+   (:func:`minimal_below`); a minimal node of ``U`` found there is minimal in
+   the whole lattice, since its predecessors lie below ``t`` too.
 
 When ``O`` is not monotone with suppression (m-concealing with a positive
 suppression limit), step 2 fails. The search is then still exact, best-first
@@ -63,8 +67,9 @@ found (or equals it with a larger key).
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,7 +77,7 @@ import numpy as np
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError
 from safeshare.evaluation import Classes
-from safeshare.lattice.lattice import Node
+from safeshare.lattice.lattice import Lattice, Node
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.search.best_first import relaxation_models
@@ -94,6 +99,10 @@ def achievable_k(classes: Classes, table: FrequencyTable, others: Sequence[Priva
     """
     sizes = classes.sizes
     used = sizes > 0
+    for model in others:  # cheap exit: a relaxation's rejections alone exceed the limit
+        relax = getattr(model, "monotone_relaxation", None)
+        if callable(relax) and float((sizes * (used & ~relax().acceptable(classes, table))).sum()) > limit:
+            return 0
     ok = used.copy()
     for model in others:
         ok &= model.acceptable(classes, table)
@@ -106,6 +115,31 @@ def achievable_k(classes: Classes, table: FrequencyTable, others: Sequence[Priva
     prefix = np.concatenate(([0.0], np.cumsum(a)))
     feasible = rejected + prefix[np.searchsorted(a, a, side="left")] <= limit
     return int(a[feasible].max())
+
+
+def minimal_below(
+    ctx: SearchContext, tops: Sequence[Node], predicate: Callable[[Node], bool]
+) -> tuple[list[Node], int]:
+    """Minimal nodes of a monotone predicate among the nodes below one of ``tops`` (all qualifying).
+
+    The nodes below ``t`` form a lattice of heights ``t`` (same bottom), and a
+    node's predecessors lie below ``t`` too, so a minimal node found there is
+    minimal in the whole lattice. OLA runs once per top, or once on the whole
+    lattice when the sub-lattices hold more nodes than it.
+    """
+    below = sum(math.prod(v + 1 for v in top) for top in tops)
+    if below >= ctx.lattice.size:  # the sub-lattices overlap too much: one OLA on the whole lattice
+        nodes, n_checked, _ = find_minimal_nodes(ctx.lattice, predicate, monotone=True, guide=ctx.guide)
+        return nodes, n_checked
+    found: set[Node] = set()
+    checked = 0
+    for top in tops:
+        sub = Lattice(top, ctx.lattice.names)
+        guide = ctx.guide[tuple(slice(0, v + 1) for v in top)]
+        nodes, n_checked, _ = find_minimal_nodes(sub, predicate, monotone=True, guide=guide)
+        found.update(nodes)
+        checked += n_checked
+    return sorted(found), checked
 
 
 def split_models(criterion: PrivacyCriterion) -> tuple[int, list[PrivacyModel]]:
@@ -138,28 +172,41 @@ class InverseOLA:
         bound = self.max_loss + LOSS_TOLERANCE
         evaluator = ctx.evaluator
 
+        values = metric.node_array()  # node-only metrics: one array lookup per loss check
+
         def within(node: Node, classes: Classes | None = None) -> bool:
+            if values is not None:
+                return metric.normalize(values.item(node)) <= bound
             return metric.normalized(node, classes) <= bound
 
         def k_star(node: Node, classes: Classes | None = None) -> int:
             return achievable_k(classes or evaluator.classes(node), table, others, limit)
 
+        k_cache: dict[Node, int] = {}
+
+        def cached_k(node: Node) -> int:
+            hit = k_cache.get(node)
+            if hit is None:
+                hit = k_cache[node] = k_star(node)
+            return hit
+
         probe = PrivacyCriterion([KAnonymity(1), *others], criterion.max_suppression)
         extra: dict[str, Any] = {"max_loss": self.max_loss, "k_floor": floor}
         if probe.monotone:
             maximal, checked_a, _ = find_minimal_nodes(ctx.lattice, within, monotone=False, guide=ctx.guide)
-            k_at = {n: k_star(n) for n in maximal}
-            best_k = max(k_at.values(), default=0)
+            # In the evaluator's QI order consecutive nodes share prefixes (cached class ids).
+            for n in sorted(maximal, key=lambda n: tuple(n[i] for i in evaluator.order)):
+                k_cache[n] = k_star(n)
+            best_k = max((k_cache[n] for n in maximal), default=0)
             checked = checked_a + len(maximal)
             extra.update(maximal_nodes=len(maximal), loss_checks=checked_a)
             candidates: list[Node] = []
             if best_k >= max(floor, 1):
-                minimal, checked_u, _ = find_minimal_nodes(
-                    ctx.lattice, lambda n: k_star(n) >= best_k, monotone=True, guide=ctx.guide
-                )
+                tops = [n for n in maximal if k_cache[n] == best_k]
+                minimal, checked_u = minimal_below(ctx, tops, lambda n: cached_k(n) >= best_k)
                 checked += checked_u
                 candidates = [n for n in minimal if within(n)]
-                extra["k_checks"] = checked_u
+                extra.update(k_checks=checked_u, best_maximal_nodes=len(tops))
             node, value = choose_best(candidates, lambda n: metric.value(n))
         else:
             node, value, best_k, checked, candidates = self._best_first(ctx, within, others, limit, floor)
