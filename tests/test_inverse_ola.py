@@ -294,6 +294,7 @@ def test_cli_inverse_ola_reports_and_verifies_k_achieved(
     release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     assert release.groupby(list(report["levels"])).size().min() == k
     assert 3000 - len(release) <= 300
+    assert f"largest achievable k = {k:,}" in (out / "report.html").read_text()
 
 
 def test_cli_inverse_ola_input_errors(

@@ -565,6 +565,7 @@ def test_cli_reports_m_of_a_k_anonymous_release(
     assert report["m_concealing"]["records"] == len(release)
     assert report["m_concealing"]["top"][0]["value"] == pytest.approx(expected.m)
     assert report["privacy"]["models"] == {"k-anonymity": {"k": 5}}
+    assert "m-concealing (thesis §5.2)" in (out / "report.html").read_text()
 
 
 def test_cli_m_concealing_model_release_is_verified(

@@ -241,7 +241,7 @@ class InverseOLA:
     def _best_first(
         self,
         ctx: SearchContext,
-        within: Any,
+        within: Callable[[Node, Classes | None], bool],
         others: list[PrivacyModel],
         limit: int,
         floor: int,
