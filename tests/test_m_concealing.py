@@ -566,6 +566,17 @@ def test_cli_reports_m_of_a_k_anonymous_release(
     assert report["m_concealing"]["top"][0]["value"] == pytest.approx(expected.m)
     assert report["privacy"]["models"] == {"k-anonymity": {"k": 5}}
     assert "m-concealing (thesis §5.2)" in (out / "report.html").read_text()
+    # the same measure on the written file, from the command line
+    from safeshare.cli import main
+
+    known = ",".join(f"{c}=0.05" for c in SENSITIVE)
+    code = main(["inspect", str(out / "release.csv"), "--qi", ",".join(qis), "--knowledge", known, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    inspected = json.loads(captured.out)["m_concealing"]
+    assert inspected["inverse_m"] == pytest.approx(report["inverse_m"], rel=1e-12)
+    code = main(["inspect", str(out / "release.csv"), "--qi", qis[0], "--knowledge", "capital-gain=2"])
+    assert code == 2 and "--knowledge: expected COLUMN=PROBABILITY" in capsys.readouterr().err
 
 
 def test_cli_m_concealing_model_release_is_verified(

@@ -192,6 +192,14 @@ def inspect(
     missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing tokens.")] = None,
     skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    knowledge: Annotated[
+        str | None,
+        typer.Option(
+            "--knowledge",
+            help="Also measure m-concealing: COLUMN=PROBABILITY,... known to an adversary "
+            "(see docs/m-concealing.md).",
+        ),
+    ] = None,
 ) -> None:
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
@@ -208,7 +216,18 @@ def inspect(
         missing=tuple(_csv_list(missing)),
         skip_rows=skip_rows,
     )
-    stats = class_statistics(MemoryEngine(source), _csv_list(qi), k)
+    adversary = None
+    if knowledge is not None:
+        from safeshare.risk.m_concealing import AdversaryKnowledge, parse_knowledge_option
+
+        adversary = AdversaryKnowledge(parse_knowledge_option(knowledge))
+    inspected = MemoryEngine(source)
+    stats = class_statistics(inspected, _csv_list(qi), k)
+    if adversary is not None:
+        from safeshare.risk.m_concealing import measure_engine
+
+        measured = measure_engine(inspected, stats["quasi_identifiers"], adversary, top=5)
+        stats["m_concealing"] = measured.to_dict()
     if as_json:
         out.print_json(json.dumps(stats))
         return
@@ -223,6 +242,10 @@ def inspect(
     table.add_row("median class size", f"{stats['median_class_size']:.0f}")
     table.add_row("largest class", f"{stats['max_class_size']:,}")
     table.add_row("prosecutor risk: max / mean", f"{stats['max_risk']:.3f} / {stats['mean_risk']:.4f}")
+    if "m_concealing" in stats:
+        mc = stats["m_concealing"]
+        table.add_row("m-concealing: m / 1/m", f"{mc['m']:.4g} / {mc['inverse_m']:.4g}")
+        table.add_row("m-concealing: mean m(i)", f"{mc['mean']:.4g}")
     out.print(table)
 
 

@@ -547,3 +547,38 @@ def concealment_report(
     """report.json entries: ``m``, ``inverse_m`` and the details (``m_concealing``) of the release."""
     measured = measure_release(result, engine, knowledge)
     return {"m": measured.m, "inverse_m": measured.inverse_m, "m_concealing": measured.to_dict()}
+
+
+def parse_knowledge_option(text: str, option: str = "--knowledge") -> dict[str, float]:
+    """``COLUMN=PROBABILITY,...`` from the command line."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        column, sep, value = part.rpartition("=")
+        try:
+            p = float(value)
+        except ValueError:
+            p = -1.0
+        if not sep or not column.strip() or not 0.0 <= p <= 1.0:
+            raise InputError(
+                f"{option}: expected COLUMN=PROBABILITY[,...] with probabilities in [0, 1], got {part!r}"
+            )
+        out[column.strip()] = p
+    if not out:
+        raise InputError(f"{option}: expected COLUMN=PROBABILITY[,...]")
+    return parse_knowledge(out, option)
+
+
+def measure_engine(
+    engine: Engine, quasi_identifiers: Sequence[str], knowledge: AdversaryKnowledge, top: int = 10
+) -> Concealment:
+    """The measure of a table as it is (e.g. a written release), grouped through ``engine``."""
+    from safeshare.data.engines.base import COUNT_COLUMN
+
+    available = engine.columns()
+    for column in [*quasi_identifiers, *knowledge.columns]:
+        if column not in available:
+            raise InputError(f"unknown column {column!r}: the input has columns {', '.join(available[:20])}")
+    grouped = engine.grouped_counts([*quasi_identifiers, *knowledge.columns])
+    return measure_frame(grouped, quasi_identifiers, knowledge, weights=COUNT_COLUMN, top=top)
