@@ -614,6 +614,7 @@ def test_cli_bad_knowledge_exit_2(workdir: Path, tmp_path: Path, capsys: pytest.
         "m-concealing: {m: 0, knowledge: {capital-gain: 0.1}}": "m: expected a number in (0, 1]",
         "m-concealing: {m: 0.1, knowledge: {nope: 0.1}}": "unknown knowledge column 'nope'",
         "m-concealing: {m: 0.1, knowledge: {capital-gain: -1}}": "expected a probability",
+        "m-concealing: {m: 0.1, knowledge: {education-num: 0.1}}": "'education-num' has role identifying",
     }
     configs = [(base + extra, msg) for extra, msg in cases.items()]
     configs += [(base.replace("k-anonymity: {k: 5}", model), msg) for model, msg in model_cases.items()]

@@ -100,7 +100,12 @@ def anonymize(
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
     from safeshare.release import write_release
-    from safeshare.risk.m_concealing import check_knowledge_columns, concealment_report, report_knowledge
+    from safeshare.risk.m_concealing import (
+        check_knowledge_columns,
+        concealment_report,
+        knowledge_columns,
+        report_knowledge,
+    )
 
     cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
     anonymizer = Anonymizer(
@@ -118,8 +123,7 @@ def anonymize(
         eng = make_engine(cfg.engine, cfg.source)
     read_s = time.perf_counter() - start
     try:
-        if knowledge is not None:
-            check_knowledge_columns(knowledge.columns, cfg.schema, eng.columns())
+        check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
         with phase("building the frequency table and searching the lattice", quiet):
             result = anonymizer.fit(eng)
         result.timings = {"read": read_s, **result.timings}

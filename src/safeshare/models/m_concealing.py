@@ -41,7 +41,7 @@ from safeshare.errors import InputError
 from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
-from safeshare.risk.m_concealing import TOLERANCE, AdversaryKnowledge, is_number, measure_for
+from safeshare.risk.m_concealing import TOLERANCE, AdversaryKnowledge, MConcealingMeasure, is_number
 
 
 class MConcealing(PrivacyModel):
@@ -63,16 +63,26 @@ class MConcealing(PrivacyModel):
             raise InputError(f"m must be a number in (0, 1], got {m!r}")
         self.m = float(m)
         self.knowledge = AdversaryKnowledge(knowledge, inclusion_probability)
+        self._measures: list[tuple[FrequencyTable, MConcealingMeasure]] = []
+
+    def measure(self, table: FrequencyTable) -> MConcealingMeasure:
+        """The measure of ``table`` (its auxiliary evaluators are built once and kept for reuse)."""
+        for known, measure in self._measures:
+            if known is table:
+                return measure
+        measure = MConcealingMeasure(table, self.knowledge)
+        self._measures = [(table, measure), *self._measures[:1]]
+        return measure
 
     @property
     def sensitive_columns(self) -> tuple[str, ...]:
         return self.knowledge.columns
 
     def validate(self, table: FrequencyTable) -> None:
-        measure_for(table, self.knowledge)  # raises InputError for unusable columns
+        self.measure(table)  # raises InputError for unusable columns
 
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
-        return measure_for(table, self.knowledge).acceptable(classes, self.m)
+        return self.measure(table).acceptable(classes, self.m)
 
     def failing_rows(self, classes: Classes, table: FrequencyTable) -> BoolArray:
         """Frequency-table rows whose records have ``m(i) > m`` at this node.
@@ -82,7 +92,7 @@ class MConcealing(PrivacyModel):
         a monotone lower bound of the suppressed records
         (:mod:`safeshare.search.best_first` tags down-sets with it).
         """
-        return measure_for(table, self.knowledge).failing_rows(classes, self.m)
+        return self.measure(table).failing_rows(classes, self.m)
 
     def monotone_relaxation(self) -> KAnonymity:
         """k-anonymity with the smallest class size that can pass: ``min{c : pi/c <= m}``.

@@ -44,7 +44,6 @@ rounding of the sum); the independent verifier uses the same convention.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -389,22 +388,6 @@ class MConcealingMeasure:
         }
 
 
-_MEASURES: weakref.WeakKeyDictionary[FrequencyTable, dict[tuple[Any, ...], MConcealingMeasure]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def measure_for(table: FrequencyTable, knowledge: AdversaryKnowledge) -> MConcealingMeasure:
-    """The (cached) measure of ``table`` under ``knowledge``: its auxiliary evaluators are built once."""
-    per_table = _MEASURES.setdefault(table, {})
-    key = (knowledge.columns, knowledge.probabilities, knowledge.inclusion_probability)
-    hit = per_table.get(key)
-    if hit is None:
-        hit = MConcealingMeasure(table, knowledge)
-        per_table[key] = hit
-    return hit
-
-
 # ---------------------------------------------------------------- on a DataFrame
 def measure_frame(
     frame: pd.DataFrame,
@@ -519,6 +502,16 @@ def report_knowledge(
         if isinstance(knowledge, AdversaryKnowledge):
             return knowledge
     return None
+
+
+def knowledge_columns(top_level: Mapping[str, float] | None, models: Sequence[object]) -> list[str]:
+    """Every column an adversary model names: the top-level ``knowledge:`` and m-concealing models'."""
+    out = list(top_level or {})
+    for model in models:
+        knowledge = getattr(model, "knowledge", None)
+        if isinstance(knowledge, AdversaryKnowledge):
+            out.extend(c for c in knowledge.columns if c not in out)
+    return out
 
 
 def check_knowledge_columns(columns: Sequence[str], schema: Schema, available: Sequence[str]) -> None:
