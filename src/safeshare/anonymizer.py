@@ -306,6 +306,7 @@ def tradeoff(
                 else None,
                 "suppressed_records": r.suppressed_records,
                 "chosen": limit == anonymizer.criterion.max_suppression,
+                **({"k_achieved": r.search.extra["k_achieved"]} if "k_achieved" in r.search.extra else {}),
             }
         )
     return out
