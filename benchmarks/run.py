@@ -20,6 +20,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 BENCHMARKS = {
     "ola": "bench_ola",
     "scale": "bench_scale",
+    "sweep": "bench_sweep",
+    "inverse-ola": "inverse_ola",
+    "m-concealing": "m_concealing",
 }
 
 
