@@ -106,7 +106,9 @@ def params_command(
 
 
 def _grid(delta: float, n: int, as_json: bool) -> None:
-    from safeshare.dp.parameters import THESIS_K, parameter_grid, solve
+    import numpy as np
+
+    from safeshare.dp.parameters import THESIS_K, d_function, parameter_grid, solve
 
     rows = parameter_grid(delta=delta, n_records=n)
     valid = [r for r in rows if r.k_min is not None]
@@ -115,6 +117,15 @@ def _grid(delta: float, n: int, as_json: bool) -> None:
     worst = max(valid, key=lambda r: r.k_min or 0)
     ok50 = sorted({r.beta for r in valid if r.k_min is not None and r.k_min <= THESIS_K})
     experiment = solve(k=THESIS_K, beta=0.75, epsilon=2.0, delta=delta, n_records=n)
+    # the first beta (0.001 grid) at which k = 50 misses the target at the largest epsilon'
+    beta_fail = next(
+        (
+            float(b)
+            for b in np.round(np.arange(0.001, 0.999, 0.001), 3)
+            if d_function(THESIS_K, float(b), -math.log1p(-float(b)), n).log_value > math.log(delta)
+        ),
+        None,
+    )
     summary = {
         "delta_target": delta,
         "n": n,
@@ -123,38 +134,61 @@ def _grid(delta: float, n: int, as_json: bool) -> None:
         "worst_cell": {"beta": worst.beta, "epsilon": worst.epsilon, "epsilon_prime": worst.epsilon_prime},
         "thesis_k": THESIS_K,
         "betas_where_thesis_k_suffices": ok50,
+        "first_beta_where_thesis_k_fails": beta_fail,
         "largest_epsilon_prime_for_beta_0.75_epsilon_2_k_50": experiment.epsilon_prime,
     }
     if as_json:
         sys.stdout.write(json.dumps({"summary": summary, "rows": [r.__dict__ for r in rows]}) + "\n")
         return
+    epsilons = sorted({r.epsilon for r in rows})
     table = Table(
         title=f"thesis 6.2.1: smallest k with delta <= {delta:g} (N = {n:,}), epsilon' at its largest",
+        caption="epsilon' = epsilon + ln(1 - beta) (cells where it is negative are skipped, as in the "
+        "thesis); then epsilon - epsilon' = -ln(1 - beta) for every epsilon, so k does not depend on epsilon",
     )
-    for col in ("beta", "epsilon", "epsilon'", "k min", "k min (first 10 terms)", "delta at k=50", "n*"):
+    for col in (
+        "beta",
+        "-ln(1-beta)",
+        "epsilon with\nepsilon' > 0",
+        "epsilon' range",
+        "k min",
+        "k min\n(first 10 n)",
+        "delta\nat k=50",
+        "n*\nat k=50",
+    ):
         table.add_column(col, justify="right")
-    for r in rows:
-        if r.k_min is None:
-            table.add_row(f"{r.beta:g}", f"{r.epsilon:g}", "< 0: skipped", "", "", "", "")
+    for beta in sorted({r.beta for r in rows}):
+        ok = [r for r in rows if r.beta == beta and r.k_min is not None]
+        floor = f"{-math.log1p(-beta):.4f}"
+        if not ok:
+            table.add_row(f"{beta:g}", floor, "none", "-", "n/a", "n/a", "", "")
             continue
+        r = ok[0]
+        primes = [x.epsilon_prime for x in ok if x.epsilon_prime is not None]
         table.add_row(
-            f"{r.beta:g}",
-            f"{r.epsilon:g}",
-            f"{r.epsilon_prime:.4f}",
+            f"{beta:g}",
+            floor,
+            f"{len(ok)} of {len(epsilons)}",
+            f"{min(primes):.3f}..{max(primes):.3f}",
             str(r.k_min),
             str(r.k_min_first_terms),
-            f"{r.delta_at_thesis_k:.3g}",
+            f"{r.delta_at_thesis_k:.2e}",
             str(r.n_argmax_at_thesis_k),
         )
-    out.print(table)
-    out.print(
+    wide = Console(highlight=False, width=max(out.width, 112))  # the table needs ~110 columns
+    wide.print(table)
+    wide.print(
         f"Smallest k with delta <= {delta:g} for every cell with epsilon' > 0: k = {k_all} "
         f"(worst cell beta = {worst.beta:g}, epsilon = {worst.epsilon:g}); "
         f"the thesis reports k = {THESIS_K}.\n"
-        f"k = {THESIS_K} suffices only for beta <= {max(ok50):g} on this grid. Computing only the "
+        f"k = {THESIS_K} suffices only for beta <= {max(ok50) if ok50 else 0:g} on this grid"
+        + ("" if beta_fail is None else f" (on a 0.001 grid of beta it first fails at beta = {beta_fail:g})")
+        + ". Computing only the "
         f"first 10 terms of the max gives k = {k_trunc}: here the maximum is attained at the first n "
-        "of the range, so the thesis' truncation (footnote 3) does not explain the difference; its "
-        "grid of beta must have stopped below about 0.7. With beta = 0.75, epsilon = 2 and "
+        "of the range, so the thesis' truncation (footnote 3) does not explain the difference: its "
+        f"values of beta must all have been below {beta_fail if beta_fail is not None else 1:g}, or its "
+        "epsilon' below the largest "
+        "allowed. With beta = 0.75, epsilon = 2 and "
         f"k = {THESIS_K} (the thesis' experiments), delta <= {delta:g} needs "
         f"epsilon' <= {experiment.epsilon_prime:.4f}."
     )
