@@ -176,3 +176,7 @@ def expectations_for(
         models={name: dict(p) for name, p in models.items()},
         delimiter=delimiter,
     )
+
+
+# Checks of further privacy models register themselves in EXTRA_CHECKS when imported.
+from safeshare import verify_m_concealing  # noqa: E402, F401

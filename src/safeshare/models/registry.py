@@ -13,6 +13,8 @@ from typing import Any
 from safeshare.errors import ConfigError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.m_concealing import MConcealing
+from safeshare.risk.m_concealing import is_number, parse_knowledge
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
@@ -29,9 +31,30 @@ def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
     return KAnonymity(k)
 
 
-MODEL_FACTORIES: dict[str, ModelFactory] = {"k-anonymity": _k_anonymity}
+def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
+    unknown = set(params) - {"m", "knowledge", "inclusion_probability"}
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown parameter {sorted(unknown)[0]!r} "
+            "(m-concealing takes m, knowledge, inclusion_probability)"
+        )
+    if "m" not in params:
+        raise ConfigError(f"{where}: missing m (the largest re-identification probability, e.g. 0.1)")
+    m = params["m"]
+    if not is_number(m) or not 0.0 < float(m) <= 1.0:
+        raise ConfigError(f"{where}.m: expected a number in (0, 1], got {m!r}")
+    if "knowledge" not in params:
+        raise ConfigError(f"{where}: missing knowledge, e.g. knowledge: {{capital-gain: 0.01}}")
+    knowledge = parse_knowledge(params["knowledge"], f"{where}.knowledge")
+    pi = params.get("inclusion_probability", 1.0)
+    if not is_number(pi) or not 0.0 < float(pi) <= 1.0:
+        raise ConfigError(f"{where}.inclusion_probability: expected a number in (0, 1], got {pi!r}")
+    return MConcealing(float(m), knowledge, float(pi))
 
-ALIASES = {"k_anonymity": "k-anonymity", "kanonymity": "k-anonymity"}
+
+MODEL_FACTORIES: dict[str, ModelFactory] = {"k-anonymity": _k_anonymity, "m-concealing": _m_concealing}
+
+ALIASES = {"k_anonymity": "k-anonymity", "kanonymity": "k-anonymity", "m_concealing": "m-concealing"}
 
 
 def make_model(name: str, params: Mapping[str, Any] | None, where: str = "privacy") -> PrivacyModel:

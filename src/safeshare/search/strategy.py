@@ -27,7 +27,9 @@ from safeshare.evaluation import Evaluator
 from safeshare.lattice.lattice import Lattice
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
+from safeshare.search.best_first import BestFirstOLA, monotone_relaxation
 from safeshare.search.exhaustive import ExhaustiveSearch
+from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.ola import OLA
 from safeshare.search.result import SearchResult
 
@@ -64,11 +66,18 @@ class SearchStrategy(Protocol):
 
 
 class OLAStrategy:
-    """OLA: least loss among the k-minimal nodes (thesis §4.3). Exhaustive when not monotone."""
+    """OLA: least loss among the k-minimal nodes (thesis §4.3).
+
+    When the criterion is not monotone: the exact best-first search of
+    :mod:`safeshare.search.best_first` if a monotone relaxation is known,
+    otherwise every node is evaluated.
+    """
 
     name = "ola"
 
     def run(self, ctx: SearchContext) -> SearchResult:
+        if not ctx.criterion.monotone and monotone_relaxation(ctx.criterion) is not None:
+            return BestFirstOLA().search(ctx)
         if not ctx.criterion.monotone:
             result = ExhaustiveStrategy().run(ctx)
             result.extra["note"] = "privacy models not monotone with suppression: every node was evaluated"
@@ -113,6 +122,7 @@ def _epsilon_safe(options: Mapping[str, Any]) -> SearchStrategy:
 STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLAStrategy),
     "exhaustive": _no_options(ExhaustiveStrategy),
+    "inverse-ola": make_inverse_ola,
     "epsilon-safe": _epsilon_safe,
 }
 
