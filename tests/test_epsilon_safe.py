@@ -59,6 +59,8 @@ def test_dry_run_writes_the_exact_distribution(
         "k-anonymity",
         "--epsilon-prime",
         "1",
+        "--epsilon",
+        "3",
     ]
     code, stdout, stderr = run(args, capsys)
     assert code == 0, stderr
@@ -185,9 +187,11 @@ def bad_dp_configs(tmp: Path) -> dict[str, Path]:
         "unknown dp key": base.replace("  beta: 0.75", "  beta: 0.75\n  betta: 0.5"),
         "beta as text": base.replace("  beta: 0.75", "  beta: high"),
         "beta above 1": base.replace("  beta: 0.75", "  beta: 1.5"),
-        "no epsilon prime": base.replace("  epsilon_prime: 0.5\n", ""),
+        "no epsilon prime": base.replace("  epsilon_prime: 0.45\n", ""),
         "other model": base.replace("k-anonymity: {k: 50}", "k-anonymity: {k: 50}\n  l-diversity: {l: 2}"),
         "k above N": base.replace("k-anonymity: {k: 50}", "k-anonymity: {k: 40000}"),
+        "max_loss": base.replace("max_suppression: 0.05", "max_suppression: 0.05\nmax_loss: 0.5"),
+        "knowledge": base.replace("max_suppression: 0.05", "max_suppression: 0.05\nknowledge: {sex: 0.5}"),
     }
     out = {}
     for name, text in variants.items():
@@ -209,6 +213,8 @@ def test_bad_configs_exit_2_one_line_nothing_written(
         "no epsilon prime": "epsilon_prime",
         "other model": "privacy",
         "k above N": "exceeds",
+        "max_loss": "max_loss",
+        "knowledge": "knowledge",
     }
     for name, config in bad_dp_configs(tmp_path).items():
         out = tmp_path / f"out_{name.replace(' ', '_')}"

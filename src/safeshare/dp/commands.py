@@ -229,6 +229,9 @@ def anonymize_epsilon_safe(
     from safeshare.models.k_anonymity import KAnonymity
 
     params = epsilon_safe_params(cfg.raw, str(cfg.path), overrides)
+    for key, value in (("max_loss", cfg.max_loss), ("knowledge", cfg.knowledge)):
+        if value is not None:
+            raise ConfigError(f"{cfg.path}: {key}: not supported with algorithm epsilon-safe")
     ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]
     if len(ks) != 1 or len(cfg.privacy) != 1:
         raise ConfigError(f"{cfg.path}: privacy: epsilon-safe anonymization takes exactly k-anonymity")
