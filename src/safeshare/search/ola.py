@@ -169,17 +169,28 @@ def find_minimal_nodes(
     scores = guide_array(lattice, guide if guide is not None else lambda n: float(sum(n)))
     visited: set[tuple[Node, Node]] = set()
     walked: set[Node] = set()
-    offsets_cache: dict[tuple[tuple[int, ...], int], list[Node]] = {}
+    offsets_cache: dict[tuple[tuple[int, ...], int], tuple[list[Node], np.ndarray | None]] = {}
     pred_cache: dict[Node, list[Node]] = {}
 
-    def offsets(spans: tuple[int, ...], steps: int) -> list[Node]:
-        """Offsets from a sub-lattice's bottom to its nodes ``steps`` above it."""
-        key = (spans, steps)
+    def mid_nodes(bottom: Node, top: Node, steps: int) -> list[Node]:
+        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable).
+
+        Offsets from the bottom are cached per shape; long lists are built with numpy.
+        """
+        key = (tuple(map(sub, top, bottom)), steps)
         hit = offsets_cache.get(key)
         if hit is None:
-            hit = [o for o in product(*(range(s + 1) for s in spans)) if sum(o) == steps]
-            offsets_cache[key] = hit
-        return hit
+            rows = [o for o in product(*(range(s + 1) for s in key[0])) if sum(o) == steps]
+            arr = np.array(rows, dtype=np.intp) if len(rows) > 64 else None
+            hit = offsets_cache[key] = (rows, arr)
+        rows, arr = hit
+        if arr is None:
+            nodes = [tuple(map(add, bottom, o)) for o in rows]
+            nodes.sort(key=scores.item)
+            return nodes
+        full = arr + np.asarray(bottom, dtype=np.intp)
+        order = np.argsort(scores[tuple(full.T)], kind="stable")
+        return list(map(tuple, full[order].tolist()))
 
     def predecessors_by_score(node: Node) -> list[Node]:
         hit = pred_cache.get(node)
@@ -221,9 +232,7 @@ def find_minimal_nodes(
         span = high - low
         half = span // 2
         mid = low + half
-        nodes = [tuple(map(add, bottom, o)) for o in offsets(tuple(map(sub, top, bottom)), half)]
-        nodes.sort(key=scores.item)
-        for node in nodes:
+        for node in mid_nodes(bottom, top, half):
             if status(node) == UNKNOWN:
                 for p in predecessors_by_score(node):
                     if status(p) == UNKNOWN:
@@ -238,6 +247,8 @@ def find_minimal_nodes(
                 continue  # its only minimal node is its bottom, already tagged
             if child_high - child_low == 1:
                 check(child_bottom)  # two nodes: bottom if it qualifies, else top
+            elif (child_bottom, child_top) in visited:
+                continue
             elif child_high - child_low == 2 or not settled(child_bottom, child_top):
                 kmin(child_bottom, child_top, child_low, child_high)
 
