@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from safeshare import adult
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.frequency import FrequencyTable
@@ -17,34 +18,8 @@ from safeshare.hierarchy.io import read_arx_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT_DIR = ROOT / "examples" / "adult"
-ADULT_COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
-ADULT_QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+ADULT_COLUMNS = list(adult.ADULT_COLUMNS)
+ADULT_QIS = list(adult.ADULT_QUASI_IDENTIFIERS)
 
 
 @pytest.fixture(scope="session")
