@@ -73,9 +73,7 @@ class Classes:
         first use when the classes were rolled up from another node's).
     """
 
-    def __init__(
-        self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray
-    ) -> None:
+    def __init__(self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
