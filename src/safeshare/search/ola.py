@@ -331,7 +331,7 @@ def tag_minimal(state: np.ndarray) -> list[Node]:
         upper[axis] = slice(1, None)
         lower[axis] = slice(0, -1)
         candidate[tuple(upper)] &= ~sat[tuple(lower)]
-    return [tuple(int(v) for v in row) for row in np.argwhere(candidate)]
+    return list(map(tuple, np.argwhere(candidate).tolist()))
 
 
 def choose_best(nodes: list[Node], objective: Objective) -> tuple[Node | None, float | None]:
