@@ -214,7 +214,8 @@ class Anonymizer:
         algorithm_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.schema = schema
-        self.criterion = PrivacyCriterion(privacy, max_suppression)
+        # Models over sensitive attributes learn the schema's sensitive columns here.
+        self.criterion = PrivacyCriterion([m.bind(schema) for m in privacy], max_suppression)
         self.metric_name = metric_name(metric)
         self.algorithm = algorithm
         self.algorithm_options = dict(algorithm_options or {})

@@ -13,6 +13,8 @@ from typing import Any
 from safeshare.errors import ConfigError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.l_diversity import from_config as _l_diversity
+from safeshare.models.t_closeness import from_config as _t_closeness
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
@@ -29,9 +31,18 @@ def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
     return KAnonymity(k)
 
 
-MODEL_FACTORIES: dict[str, ModelFactory] = {"k-anonymity": _k_anonymity}
+MODEL_FACTORIES: dict[str, ModelFactory] = {
+    "k-anonymity": _k_anonymity,
+    "l-diversity": _l_diversity,
+    "t-closeness": _t_closeness,
+}
 
-ALIASES = {"k_anonymity": "k-anonymity", "kanonymity": "k-anonymity"}
+ALIASES = {
+    "k_anonymity": "k-anonymity",
+    "kanonymity": "k-anonymity",
+    "l_diversity": "l-diversity",
+    "t_closeness": "t-closeness",
+}
 
 
 def make_model(name: str, params: Mapping[str, Any] | None, where: str = "privacy") -> PrivacyModel:

@@ -28,6 +28,7 @@ from safeshare.lattice.lattice import Lattice
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
 from safeshare.search.exhaustive import ExhaustiveSearch
+from safeshare.search.loss_ordered import LossOrderedStrategy
 from safeshare.search.ola import OLA
 from safeshare.search.result import SearchResult
 
@@ -64,14 +65,22 @@ class SearchStrategy(Protocol):
 
 
 class OLAStrategy:
-    """OLA: least loss among the k-minimal nodes (thesis §4.3). Exhaustive when not monotone."""
+    """OLA: least loss among the k-minimal nodes (thesis §4.3).
+
+    When the criterion is not monotone, predictive tagging is not exact: the
+    search is then the loss-ordered search (:mod:`safeshare.search.loss_ordered`),
+    which returns the exhaustive optimum.
+    """
 
     name = "ola"
 
     def run(self, ctx: SearchContext) -> SearchResult:
         if not ctx.criterion.monotone:
-            result = ExhaustiveStrategy().run(ctx)
-            result.extra["note"] = "privacy models not monotone with suppression: every node was evaluated"
+            result = LossOrderedStrategy().run(ctx)
+            result.extra["note"] = (
+                "privacy models not monotone with suppression: no predictive tagging; nodes were "
+                "checked in order of increasing loss until the first qualifying one (exact)"
+            )
             return result
         return OLA(guide=ctx.guide).search(ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n))
 
@@ -106,6 +115,7 @@ def _no_options(cls: type) -> StrategyFactory:
 STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLAStrategy),
     "exhaustive": _no_options(ExhaustiveStrategy),
+    "loss-ordered": _no_options(LossOrderedStrategy),
 }
 
 
