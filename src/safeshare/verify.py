@@ -176,3 +176,7 @@ def expectations_for(
         models={name: dict(p) for name, p in models.items()},
         delimiter=delimiter,
     )
+
+
+# Checks of further models register themselves in EXTRA_CHECKS when imported.
+from safeshare import verify_sensitive as _verify_sensitive  # noqa: E402, F401

@@ -95,9 +95,7 @@ class LDiversity(SensitiveAttributeModel):
         if variant == "entropy":
             if not _number(l) or not math.isfinite(float(l)) or float(l) < 1:
                 raise InputError(f"l-diversity: l must be a number >= 1, got {l!r}")
-        elif (
-            not _number(l) or not float(l).is_integer() or float(l) < 1
-        ):  # 3.0 is accepted as 3, 2.5 is not
+        elif not _number(l) or not float(l).is_integer() or float(l) < 1:  # 3.0 is accepted as 3, 2.5 is not
             raise InputError(f"l-diversity: l must be an integer >= 1 for the {variant} variant, got {l!r}")
         if variant == "recursive":
             if c is None:

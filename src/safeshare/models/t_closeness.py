@@ -180,9 +180,7 @@ class TCloseness(SensitiveAttributeModel):
         if isinstance(self.distance, dict):
             unknown = sorted(set(self.distance) - set(out.columns or ()))
             if unknown:
-                raise ConfigError(
-                    f"privacy.t-closeness.distance: {unknown[0]!r} is not a sensitive column"
-                )
+                raise ConfigError(f"privacy.t-closeness.distance: {unknown[0]!r} is not a sensitive column")
         return out
 
     def distance_of(self, column: str, labels: Sequence[str]) -> str:
