@@ -184,8 +184,17 @@ class AnonymizationResult:
             "lattice_size": self.search.lattice_size,
             "algorithm": self.search.algorithm,
             "privacy": self.criterion.params(),
+            "privacy_achieved": self.privacy_achieved(),
             **{k: v for k, v in self.search.extra.items() if k not in ("qualifying_nodes",)},
         }
+
+    def privacy_achieved(self) -> dict[str, Any]:
+        """Per model, what the released classes achieve (e.g. the smallest l, the largest t)."""
+        if self.classes is None or self.assessment is None:
+            return {}
+        released = self.assessment.acceptable & (self.classes.sizes > 0)
+        out = {m.name: m.achieved(self.classes, self.table, released) for m in self.criterion.models}
+        return {name: value for name, value in out.items() if value}
 
 
 class Anonymizer:

@@ -70,6 +70,10 @@ class PrivacyModel(ABC):
         """The model applied to ``schema`` (e.g. to its sensitive columns); by default itself."""
         return self
 
+    def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
+        """What the ``released`` classes achieve, for reports (default: nothing to add)."""
+        return {}
+
     def verification_params(self, table: FrequencyTable) -> dict[str, Any]:
         """What the independent verifier needs to re-check the model (default: :meth:`params`).
 

@@ -112,6 +112,14 @@ class LDiversity(SensitiveAttributeModel):
         self.monotone_without_suppression = True
 
     @property
+    def achieved_summary(self) -> tuple[str, str]:  # type: ignore[override]
+        return {
+            "distinct": ("min", "distinct values per class (smallest over released classes)"),
+            "entropy": ("min", "exp(entropy) per class, the effective number of values (smallest)"),
+            "recursive": ("max", "r1 / (r_l + ... + r_m) per class (largest; c must exceed it)"),
+        }[self.variant]
+
+    @property
     def minimum_class_size(self) -> int:
         """Smallest class that can pass: ``l`` distinct values need ``ceil(l)`` records.
 

@@ -24,6 +24,7 @@ when an :class:`~safeshare.anonymizer.Anonymizer` is built.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -35,7 +36,7 @@ import numpy.typing as npt
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
 from safeshare.evaluation import Classes
-from safeshare.models.base import PrivacyModel
+from safeshare.models.base import BoolArray, PrivacyModel
 
 if TYPE_CHECKING:
     from safeshare.data.schema import Schema
@@ -149,7 +150,7 @@ def class_value_counts(classes: Classes, rows: SensitiveRows) -> ClassValueCount
     space = n_slots * n_values
     key = row_class * n_values + rows.values
     if space <= max(4 * r, 1 << 16):
-        cell = np.bincount(key, weights=rows.counts, minlength=space)
+        cell = cast(FloatArray, np.bincount(key, weights=rows.counts, minlength=space))
         used = np.flatnonzero(cell)
         return ClassValueCounts(used // n_values, used % n_values, cell[used], n_values, n_slots)
     bits = max(int(rows.counts.max()), 1).bit_length()
@@ -246,3 +247,23 @@ class SensitiveAttributeModel(PrivacyModel):
 
     def params(self) -> dict[str, Any]:
         return {"columns": list(self.columns) if self.columns is not None else None}
+
+    #: How :meth:`achieved` summarizes :meth:`measure` over the released classes, and what it means.
+    achieved_summary: tuple[str, str] = ("min", "")
+
+    def measure(self, classes: Classes, table: FrequencyTable) -> dict[str, FloatArray]:
+        """Per sensitive column, the model's quantity for every class slot (override)."""
+        raise NotImplementedError
+
+    def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
+        """Per column, the worst value of :meth:`measure` over the released classes."""
+        how, meaning = self.achieved_summary
+        columns: dict[str, float | None] = {}
+        for column, values in self.measure(classes, table).items():
+            kept = values[released]
+            if kept.size == 0:
+                columns[column] = None
+            else:
+                worst = float(kept.min() if how == "min" else kept.max())
+                columns[column] = worst if math.isfinite(worst) else None
+        return {"measure": meaning, how: columns}

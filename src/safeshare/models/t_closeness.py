@@ -61,7 +61,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -139,6 +139,7 @@ class TCloseness(SensitiveAttributeModel):
     name = "t-closeness"
     monotone_with_suppression = False
     monotone_without_suppression = True
+    achieved_summary = ("max", "EMD to the input's distribution per class (largest over released classes)")
 
     def __init__(
         self,
@@ -233,7 +234,9 @@ class TCloseness(SensitiveAttributeModel):
             levels = (np.arange(m, dtype=np.int64),)
             hierarchy = None
         q = np.bincount(values, weights=counts, minlength=m) / n
-        level_q = tuple(np.bincount(lv, weights=q, minlength=int(lv.max()) + 1) for lv in levels)
+        level_q = tuple(
+            cast(FloatArray, np.bincount(lv, weights=q, minlength=int(lv.max()) + 1)) for lv in levels
+        )
         return SensitiveDistribution(
             column, kind, SensitiveRows.of(table, values, m), m, q, levels, level_q, hierarchy
         )
@@ -282,6 +285,9 @@ class TCloseness(SensitiveAttributeModel):
             out["distance"] = self.distance
         out.update(super().params())
         return out
+
+    def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
+        return {**super().achieved(classes, table, released), "distance": self.distances(table)}
 
     def distances(self, table: FrequencyTable) -> dict[str, str]:
         """Column -> the ground distance used on ``table``."""
