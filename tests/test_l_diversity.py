@@ -123,7 +123,7 @@ def test_every_sensitive_column_must_pass() -> None:
     }
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("variant", ["distinct", "entropy", "recursive"])
 def test_vectorized_values_match_pandas(seed: int, variant: str) -> None:
     rng = np.random.default_rng(seed)
@@ -131,7 +131,7 @@ def test_vectorized_values_match_pandas(seed: int, variant: str) -> None:
     l = 2  # noqa: E741
     model = LDiversity(l, variant, c=2.0 if variant == "recursive" else None)
     ev = Evaluator(table)
-    for node in list(table.lattice.nodes())[:: max(1, table.lattice.size // 12)]:
+    for node in list(table.lattice.nodes())[:: max(1, table.lattice.size // 8)]:
         classes = ev.classes(node)
         measured = model.measure(classes, table)
         labels = table.labels_at(node)
@@ -382,6 +382,7 @@ def test_adult_non_monotone_searches_equal_exhaustive(adult_hours, models, limit
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
 
 
+@pytest.mark.slow
 def test_adult_entropy_with_suppression_equals_exhaustive(adult_hours) -> None:  # type: ignore[no-untyped-def]
     """The OLA fallback (loss-ordered search) returns the exhaustive optimum; entropy l = 3, 5%."""
     schema, table = adult_hours

@@ -140,7 +140,7 @@ def class_value_counts(classes: Classes, rows: SensitiveRows) -> ClassValueCount
     """The (class, value) pairs of the node of ``classes``, sorted by class then value.
 
     A weighted ``bincount`` over ``class * V + value`` when that key space is
-    within ``4 R``; otherwise one sort of the keys with the count packed into
+    within ``4 R`` (``R`` merged rows); otherwise one sort of the keys with the count packed into
     the low bits (int32 when it fits, which sorts about twice as fast).
     """
     n_values = rows.n_values
@@ -149,7 +149,7 @@ def class_value_counts(classes: Classes, rows: SensitiveRows) -> ClassValueCount
     r = int(row_class.shape[0])
     space = n_slots * n_values
     key = row_class * n_values + rows.values
-    if space <= max(4 * r, 1 << 16):
+    if space <= max(4 * r, 1024):
         cell = cast(FloatArray, np.bincount(key, weights=rows.counts, minlength=space))
         used = np.flatnonzero(cell)
         return ClassValueCounts(used // n_values, used % n_values, cell[used], n_values, n_slots)

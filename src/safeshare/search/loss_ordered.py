@@ -23,7 +23,9 @@ criterion on as few nodes as possible:
    adds k-anonymity with that k to the cheap part, for the same reason;
 3. the remaining nodes sorted by ``(loss, height, node)``, the exhaustive
    search's order, are checked against the whole criterion; the first one that
-   qualifies is the optimum and the search stops.
+   qualifies is the optimum and the search stops (after the nodes whose loss
+   equals it up to floating-point rounding, which are compared with the
+   metric's exact value, as exhaustive search does).
 
 No monotonicity is assumed anywhere, so the result equals exhaustive search
 for any criterion (checked in tests/test_l_diversity.py and
@@ -33,9 +35,11 @@ candidate is evaluated, at about the cost of exhaustive search.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
+from safeshare.evaluation import Classes
 from safeshare.lattice.lattice import Node
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
@@ -65,25 +69,39 @@ class LossOrderedStrategy:
         if implied > 1:
             cheap_models.append(KAnonymity(implied))
         cheap = PrivacyCriterion(cheap_models, criterion.max_suppression) if cheap_models else None
+        # Node-only metrics give every node's loss at once (floating-point sums: the order is
+        # exact up to rounding, so ties are settled below with the metric's own value).
+        table_of_loss = ctx.metric.node_array()
+
+        def loss(node: Node, classes: Classes | None = None) -> float:
+            if table_of_loss is not None:
+                return float(table_of_loss[node])
+            return ctx.metric.value(node, classes)
+
         keys: list[tuple[float, int, Node]] = []
         walked = 0
-        if cheap is not None or ctx.metric.needs_classes:
+        if cheap is not None or table_of_loss is None:
             for classes in ctx.evaluator.iter_classes():
                 walked += 1
                 if cheap is not None and not cheap.holds(classes, ctx.table):
                     continue
-                node = classes.node
-                keys.append((ctx.metric.value(node, classes), sum(node), node))
+                keys.append((loss(classes.node, classes), sum(classes.node), classes.node))
         else:
-            keys = [(ctx.metric.value(node), sum(node), node) for node in lattice.nodes()]
+            keys = [(loss(node), sum(node), node) for node in lattice.nodes()]
         keys.sort()
         checked = 0
-        best: tuple[float, int, Node] | None = None
-        for key in keys:
-            checked += 1
-            if ctx.holds(key[2]):
-                best = key
+        found: list[Node] = []
+        bound = math.inf
+        for value, _, node in keys:
+            if value > bound:
                 break
+            checked += 1
+            if ctx.holds(node):
+                found.append(node)
+                bound = value + 1e-9 * max(1.0, abs(value))
+        best: tuple[float, int, Node] | None = None
+        if found:  # the exhaustive search's key, with the metric's exact value
+            best = min((ctx.metric.value(n), sum(n), n) for n in found)
         return SearchResult(
             algorithm=self.name,
             node=best[2] if best else None,
