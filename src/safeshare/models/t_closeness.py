@@ -320,30 +320,35 @@ def ordered_emd(pairs: ClassValueCounts, sizes: FloatArray, reference: FloatArra
     """EMD with the ordered distance, per class slot: ``1/(m-1) sum_i |F_P(i) - F_Q(i)|``.
 
     ``F`` are cumulative distributions over the ``m`` sorted values. Between
-    two values present in a class, ``F_P`` is constant (``a``), so each pair
-    contributes ``sum_{i=s}^{e-1} |a - F_Q(i)|``, computed with prefix sums of
-    ``F_Q`` split where ``F_Q`` crosses ``a`` (``F_Q`` is non-decreasing).
+    two values ``s < e`` present in a class (or from the last one to ``m``),
+    ``F_P`` is constant, ``a``, so the pair at ``s`` contributes
+    ``sum_{i=s}^{e-1} |a - F_Q(i)|``. ``F_Q`` is non-decreasing: with
+    ``t = clip(first i where F_Q(i) >= a, s, e)`` and ``G(r) = sum_{i<r} F_Q(i)``
+    the sum is ``a (t - s) - (G(t) - G(s)) + (G(e) - G(t)) - a (e - t)``. Before
+    the first value ``F_P = 0``, which adds ``G(first)``.
     """
     m = int(reference.shape[0])
     out = np.zeros(pairs.n_slots, dtype=np.float64)
     if m <= 1 or pairs.n_pairs == 0:
         return out
     fq = np.cumsum(reference)
-    g = np.concatenate(([0.0], np.cumsum(fq)))  # g[r] = sum_{i<r} F_Q(i)
+    g = np.concatenate(([0.0], np.cumsum(fq)))
+    cls, s, count = pairs.cls, pairs.value, pairs.count
     starts = pairs.class_starts()
-    lengths = np.diff(np.append(starts, pairs.n_pairs))
-    first = np.repeat(starts, lengths)
-    csum = np.cumsum(pairs.count)
-    a = (csum - (csum[first] - pairs.count[first])) / sizes[pairs.cls]
-    s = pairs.value
+    # Running count within each class: at every class start, take off the previous class's total.
+    running = np.cumsum(count)
+    local = count.copy()
+    local[starts[1:]] -= np.diff(running[starts[1:] - 1], prepend=0.0)
+    a = np.cumsum(local) / sizes[cls]
     e = np.empty_like(s)
     e[:-1] = s[1:]
-    last = np.append(starts[1:], pairs.n_pairs) - 1
-    e[last] = m
-    t = np.clip(np.searchsorted(fq, a, side="left"), s, e)
-    seg = a * (t - s) - (g[t] - g[s]) + (g[e] - g[t]) - a * (e - t)
-    total = np.bincount(pairs.cls, weights=seg, minlength=pairs.n_slots)
-    total[pairs.cls[starts]] += g[s[starts]]
+    e[-1] = m
+    e[starts[1:] - 1] = m
+    t = np.searchsorted(fq, a, side="left")
+    np.clip(t, s, e, out=t)
+    seg = a * (2 * t - s - e) + g[s] + g[e] - 2.0 * g[t]
+    total = np.bincount(cls, weights=seg, minlength=pairs.n_slots)
+    total[cls[starts]] += g[s[starts]]
     out[:] = total / (m - 1)
     return out
 
