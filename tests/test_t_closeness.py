@@ -30,7 +30,7 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.models import KAnonymity, PrivacyCriterion, TCloseness
+from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness
 from safeshare.release import write_release
 from safeshare.verify import verify_release
 from safeshare.verify_sensitive import check_t_closeness
@@ -554,3 +554,23 @@ def test_report_states_the_distances_and_the_achieved_t(tmp_path: Path) -> None:
     assert achieved["distance"] == {"hours-per-week": "ordered", "capital-gain": "ordered"}
     assert 0 < max(achieved["max"].values()) <= 0.12 + 1e-9
     assert math.isfinite(achieved["max"]["capital-gain"])
+
+
+def test_example_configs_load() -> None:
+    for name, model in (("adult-l-diversity.yaml", LDiversity), ("adult-t-closeness.yaml", TCloseness)):
+        cfg = load_config(ADULT_DIR / name)
+        assert [type(m) for m in cfg.privacy] == [KAnonymity, model]
+        assert cfg.schema.sensitive == ["capital-gain", "capital-loss", "hours-per-week"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_loss_ordered_strategy_equals_exhaustive_for_a_monotone_criterion(seed: int) -> None:
+    """Selected explicitly (algorithm: loss-ordered), it needs no monotonicity but works with it too."""
+    rng = np.random.default_rng(300 + seed)
+    frame, qis, hierarchies, sensitive = random_frame(rng, n_qis=3, n_rows=200)
+    table = table_from_frame(frame, qis, hierarchies, sensitive)
+    for models in ([KAnonymity(4)], [KAnonymity(2), TCloseness(0.3)]):
+        ordered = fit(table, models, 0.1, "loss-ordered", metric="entropy")
+        exhaustive = fit(table, models, 0.1, "exhaustive", metric="entropy")
+        assert ordered.search.algorithm == "loss-ordered"
+        assert ordered.node == exhaustive.node and ordered.search.objective == exhaustive.search.objective

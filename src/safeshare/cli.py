@@ -145,6 +145,11 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    for name, achieved in report.get("privacy_achieved", {}).items():  # l-diversity, t-closeness, ...
+        for how in ("min", "max"):
+            if how in achieved:
+                values = ", ".join(f"{c} {v:.4g}" for c, v in achieved[how].items() if v is not None)
+                table.add_row(name, f"{how} per column: {values}")
     table.add_row(
         "search",
         f"{report['algorithm']}: {report['checked_nodes']:,} of {report['lattice_size']:,} nodes checked, "
