@@ -52,7 +52,6 @@ def test_minimal_config_and_overrides(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("input: {path: d.csv}\nattributes: {x: {role: quasi, hierarchy: h.csv}}\n", "privacy: missing"),
         (BASE + "max_suppression: 2\n", "max_suppression: expected a fraction in [0, 1]"),
         (BASE + "max_suppression: -0.1\n", "max_suppression"),
         (BASE + "metric: loss\n", "metric: unknown metric 'loss'"),
@@ -77,6 +76,17 @@ def test_config_errors_name_the_key(tmp_path: Path, text: str, message: str) -> 
         load_config(write(tmp_path, text))
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_privacy_may_be_missing_only_for_inverse_ola(tmp_path: Path) -> None:
+    text = "input: {path: d.csv}\nattributes: {x: {role: quasi, hierarchy: h.csv}}\n"
+    cfg = load_config(write(tmp_path, text))
+    with pytest.raises(ConfigError, match="privacy: missing"):
+        cfg.with_overrides()
+    over = cfg.with_overrides(algorithm="inverse-ola", max_loss=0.5)
+    assert [type(m) for m in over.privacy] == [KAnonymity] and over.privacy[0].k == 1  # type: ignore[attr-defined]
+    assert over.algorithm_options() == {"max_loss": 0.5}
+    assert cfg.with_overrides(k=4).privacy[0].k == 4  # type: ignore[attr-defined]
 
 
 def test_missing_hierarchy_file_and_config_file(tmp_path: Path) -> None:

@@ -30,8 +30,11 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness
 from safeshare.release import write_release
+from safeshare.search.best_first import BestFirstOLA
+from safeshare.search.strategy import SearchContext
 from safeshare.verify import verify_release
 from safeshare.verify_sensitive import check_t_closeness
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
@@ -383,7 +386,8 @@ def test_ola_equals_exhaustive_on_random_tables(seed: int, with_k: bool, limit: 
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
     qualifying = qualifying_nodes(table, models(), limit)
     assert (ola.node is None) == (not qualifying)
-    assert ola.search.algorithm == ("ola" if limit == 0 else "loss-ordered")
+    assert ola.search.algorithm == "ola"
+    assert ola.search.extra.get("search") == (None if limit == 0 else "best-first")
 
 
 @pytest.fixture(scope="module")
@@ -416,7 +420,7 @@ def test_adult_with_suppression_equals_exhaustive(adult_sensitive, models, limit
     schema, table = adult_sensitive
     ola = Anonymizer(schema, models, limit, metric).fit_table(table)
     exhaustive = Anonymizer(schema, models, limit, metric, "exhaustive").fit_table(table)
-    assert ola.search.algorithm == "loss-ordered"
+    assert ola.search.extra["search"] == "best-first"
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
 
 
@@ -564,13 +568,21 @@ def test_example_configs_load() -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_loss_ordered_strategy_equals_exhaustive_for_a_monotone_criterion(seed: int) -> None:
-    """Selected explicitly (algorithm: loss-ordered), it needs no monotonicity but works with it too."""
+def test_best_first_search_equals_exhaustive_for_a_monotone_criterion(seed: int) -> None:
+    """Best-first search assumes no monotonicity of the criterion: exact for monotone ones too."""
     rng = np.random.default_rng(300 + seed)
     frame, qis, hierarchies, sensitive = random_frame(rng, n_qis=3, n_rows=200)
     table = table_from_frame(frame, qis, hierarchies, sensitive)
-    for models in ([KAnonymity(4)], [KAnonymity(2), TCloseness(0.3)]):
-        ordered = fit(table, models, 0.1, "loss-ordered", metric="entropy")
+    schema = Schema.from_attributes(
+        [Attribute(q, Role.QUASI, h) for q, h in zip(qis, hierarchies, strict=True)]
+        + [Attribute(s, Role.SENSITIVE) for s in sensitive]
+    )
+    for models in ([KAnonymity(4)], [KAnonymity(2), TCloseness(0.3)], [LDiversity(2)]):
+        evaluator = Evaluator(table)
+        criterion = PrivacyCriterion([m.bind(schema) for m in models], 0.1)
+        ctx = SearchContext(table, evaluator, criterion, make_metric("entropy", evaluator))
+        best_first = BestFirstOLA().search(ctx)
         exhaustive = fit(table, models, 0.1, "exhaustive", metric="entropy")
-        assert ordered.search.algorithm == "loss-ordered"
-        assert ordered.node == exhaustive.node and ordered.search.objective == exhaustive.search.objective
+        assert best_first.extra["search"] == "best-first"
+        assert best_first.node == exhaustive.node
+        assert best_first.objective == exhaustive.search.objective

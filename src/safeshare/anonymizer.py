@@ -131,6 +131,18 @@ class AnonymizationResult:
         sizes = self.released_class_sizes
         return int(sizes.min()) if sizes.size else 0
 
+    def generalization(self) -> list[dict[str, Any]]:
+        """Per QI: chosen level, hierarchy height, and the labels released at that level."""
+        if self.node is None:
+            return []
+        out = []
+        for qi, h, level in zip(self.table.qi_names, self.table.hierarchies, self.node, strict=True):
+            labels = h.labels(level)
+            out.append(
+                {"qi": qi, "level": level, "height": h.height, "labels": len(labels), "examples": list(labels[:5])}
+            )
+        return out
+
     def loss_values(self) -> dict[str, float]:
         """Every metric at the chosen node (raw and normalized)."""
         if self.node is None:
@@ -170,6 +182,7 @@ class AnonymizationResult:
             "found": self.found,
             "node": list(self.node) if self.node is not None else None,
             "levels": self.levels,
+            "generalization": self.generalization(),
             "metric": metric,
             "information_loss": loss.get(metric),
             "information_loss_normalized": loss.get(f"{metric}_normalized"),
@@ -303,6 +316,7 @@ def tradeoff(
                 else None,
                 "suppressed_records": r.suppressed_records,
                 "chosen": limit == anonymizer.criterion.max_suppression,
+                **({"k_achieved": r.search.extra["k_achieved"]} if "k_achieved" in r.search.extra else {}),
             }
         )
     return out

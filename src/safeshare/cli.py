@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from safeshare.errors import InputError, SafeshareError, VerificationError
+from safeshare.experiment_commands import register as register_experiment_commands
 
 app = typer.Typer(
     name="safeshare",
@@ -82,7 +83,13 @@ def anonymize(
         typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1)."),
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
-    algorithm: Annotated[str | None, typer.Option("--algorithm", help="ola | exhaustive")] = None,
+    algorithm: Annotated[
+        str | None, typer.Option("--algorithm", help="ola | exhaustive | inverse-ola")
+    ] = None,
+    max_loss: Annotated[
+        float | None,
+        typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
+    ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
     tradeoff: Annotated[
         bool, typer.Option("--tradeoff/--no-tradeoff", help="Also report loss for suppression 0-50%.")
@@ -94,25 +101,44 @@ def anonymize(
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
     from safeshare.release import write_release
-
-    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine)
-    anonymizer = Anonymizer(
-        cfg.schema, cfg.privacy, cfg.max_suppression, cfg.metric, cfg.algorithm, cfg.prec_weights
+    from safeshare.risk.m_concealing import (
+        check_knowledge_columns,
+        concealment_report,
+        knowledge_columns,
+        report_knowledge,
     )
+
+    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
+    anonymizer = Anonymizer(
+        cfg.schema,
+        cfg.privacy,
+        cfg.max_suppression,
+        cfg.metric,
+        cfg.algorithm,
+        cfg.prec_weights,
+        cfg.algorithm_options(),
+    )
+    knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
         eng = make_engine(cfg.engine, cfg.source)
     read_s = time.perf_counter() - start
     try:
+        check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
         with phase("building the frequency table and searching the lattice", quiet):
             result = anonymizer.fit(eng)
         result.timings = {"read": read_s, **result.timings}
         extra: dict[str, Any] = {
             "config": str(config),
             "input": str(cfg.source.path),
-            "k": next((getattr(m, "k", None) for m in cfg.privacy if hasattr(m, "k")), None),
+            "k": next((getattr(m, "k", None) for m in result.criterion.models if hasattr(m, "k")), None),
             "max_suppression": cfg.max_suppression,
         }
+        if knowledge is not None and result.found:
+            with phase("measuring m-concealing of the release", quiet):
+                t0 = time.perf_counter()
+                extra.update(concealment_report(result, eng, knowledge))
+                result.timings["m_concealing"] = time.perf_counter() - t0
         if tradeoff and result.found:
             with phase("suppression / loss trade-off", quiet):
                 t0 = time.perf_counter()
@@ -145,6 +171,10 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    if report.get("k_achieved") is not None:
+        table.add_row("inverse OLA", f"k achieved = {report['k_achieved']:,} (max_loss {report['max_loss']})")
+    if report.get("inverse_m") is not None:
+        table.add_row("m-concealing", f"m = {report['m']:.4g}, 1/m = {report['inverse_m']:.4g}")
     for name, achieved in report.get("privacy_achieved", {}).items():  # l-diversity, t-closeness, ...
         for how in ("min", "max"):
             if how in achieved:
@@ -172,6 +202,14 @@ def inspect(
     missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing tokens.")] = None,
     skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    knowledge: Annotated[
+        str | None,
+        typer.Option(
+            "--knowledge",
+            help="Also measure m-concealing: COLUMN=PROBABILITY,... known to an adversary "
+            "(see docs/m-concealing.md).",
+        ),
+    ] = None,
 ) -> None:
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
@@ -188,7 +226,18 @@ def inspect(
         missing=tuple(_csv_list(missing)),
         skip_rows=skip_rows,
     )
-    stats = class_statistics(MemoryEngine(source), _csv_list(qi), k)
+    adversary = None
+    if knowledge is not None:
+        from safeshare.risk.m_concealing import AdversaryKnowledge, parse_knowledge_option
+
+        adversary = AdversaryKnowledge(parse_knowledge_option(knowledge))
+    inspected = MemoryEngine(source)
+    stats = class_statistics(inspected, _csv_list(qi), k)
+    if adversary is not None:
+        from safeshare.risk.m_concealing import measure_engine
+
+        measured = measure_engine(inspected, stats["quasi_identifiers"], adversary, top=5)
+        stats["m_concealing"] = measured.to_dict()
     if as_json:
         out.print_json(json.dumps(stats))
         return
@@ -203,6 +252,10 @@ def inspect(
     table.add_row("median class size", f"{stats['median_class_size']:.0f}")
     table.add_row("largest class", f"{stats['max_class_size']:,}")
     table.add_row("prosecutor risk: max / mean", f"{stats['max_risk']:.3f} / {stats['mean_risk']:.4f}")
+    if "m_concealing" in stats:
+        mc = stats["m_concealing"]
+        table.add_row("m-concealing: m / 1/m", f"{mc['m']:.4g} / {mc['inverse_m']:.4g}")
+        table.add_row("m-concealing: mean m(i)", f"{mc['mean']:.4g}")
     out.print(table)
 
 
@@ -294,19 +347,29 @@ def flatten(
     n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
-    order_by: Annotated[
-        str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")
+    order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")] = None,
+    order_numeric: Annotated[
+        bool, typer.Option("--order-numeric", help="Sort the order-by columns as numbers, not text.")
+    ] = False,
+    order_dates: Annotated[
+        str | None, typer.Option("--order-dates", help="Sort the order-by columns as dates (strptime format).")
     ] = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,
     descending: Annotated[bool, typer.Option("--descending", help="Most recent events first.")] = False,
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    missing: Annotated[str, typer.Option("--missing", help="Padding for persons with fewer events.")] = "",
+    orphans: Annotated[
+        str, typer.Option("--orphans", help="Events matching no person: error (default) or drop.")
+    ] = "error",
+    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the input CSVs.")] = ",",
 ) -> None:
     """Stack the first n events of each person horizontally (thesis §4.2)."""
     from safeshare.data.flatten import flatten_files
     from safeshare.data.source import TableSource
 
-    flatten_files(
+    if orphans not in ("error", "drop"):
+        raise InputError(f"--orphans: expected error or drop, got {orphans!r}")
+    stats = flatten_files(
         TableSource(persons, delimiter=delimiter),
         TableSource(events, delimiter=delimiter),
         key=key,
@@ -316,9 +379,21 @@ def flatten(
         columns=_csv_list(columns) or None,
         prefix=prefix,
         descending=descending,
+        order_numeric=order_numeric,
+        order_dates=order_dates,
+        missing=missing,
+        on_orphans="drop" if orphans == "drop" else "error",
         out=out_file,
     )
-    out.print(f"wrote {out_file}")
+    out.print(
+        f"wrote {out_file}: {stats.persons:,} persons, {stats.events_kept:,} of {stats.events:,} events "
+        f"stacked ({stats.persons_truncated:,} persons had more than {n}, the most was {stats.max_events}; "
+        f"{stats.orphans_dropped:,} orphan events dropped)"
+    )
+
+
+# --------------------------------------------------------------------------- utility, sweep
+register_experiment_commands(app)
 
 
 @app.command()

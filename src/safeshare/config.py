@@ -20,7 +20,9 @@ Example (paths are relative to the configuration file)::
       k-anonymity: {k: 5}
     max_suppression: 0.05
     metric: prec                # prec | dm_star | entropy
-    algorithm: ola              # ola | exhaustive
+    algorithm: ola              # ola | exhaustive | inverse-ola
+    max_loss: 0.5               # inverse-ola: largest normalized information loss
+    knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     engine: memory              # memory | duckdb
     output: {format: csv, delimiter: ","}
 
@@ -46,6 +48,7 @@ from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.registry import make_model
+from safeshare.risk.m_concealing import parse_knowledge
 
 ENGINES = ("memory", "duckdb")
 TOP_LEVEL_KEYS = {
@@ -61,7 +64,11 @@ TOP_LEVEL_KEYS = {
     "knowledge",
     "utility",
     "dp",
+    "max_loss",
 }
+
+#: Algorithms that run without a privacy model (Inverse OLA maximizes k).
+ALGORITHMS_WITHOUT_PRIVACY = {"inverse-ola"}
 
 
 @dataclass
@@ -80,6 +87,8 @@ class RunConfig:
     output_delimiter: str = ","
     prec_weights: dict[str, float] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    max_loss: float | None = None
+    knowledge: dict[str, float] | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -97,8 +106,13 @@ class RunConfig:
         metric: str | None = None,
         algorithm: str | None = None,
         engine: str | None = None,
+        max_loss: float | None = None,
     ) -> RunConfig:
-        """A copy with command-line overrides applied (and validated)."""
+        """A copy with command-line overrides applied (and validated).
+
+        Without a privacy model only Inverse OLA may run; it then maximizes
+        k-anonymity from k = 1.
+        """
         out = replace(self, privacy=list(self.privacy))
         if k is not None:
             if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -113,7 +127,20 @@ class RunConfig:
             out.algorithm = algorithm
         if engine is not None:
             out.engine = _engine(engine, "--engine")
+        if max_loss is not None:
+            out.max_loss = _fraction(max_loss, "--max-loss")
+        if not out.privacy:
+            if out.algorithm not in ALGORITHMS_WITHOUT_PRIVACY:
+                raise ConfigError(
+                    f"{self.path}: privacy: missing; e.g. privacy: {{k-anonymity: {{k: 5}}}} "
+                    "(only --algorithm inverse-ola, which maximizes k, runs without one)"
+                )
+            out.privacy = [KAnonymity(1)]
         return out
+
+    def algorithm_options(self) -> dict[str, Any]:
+        """The search strategy's options from the configuration (``max_loss``)."""
+        return {"max_loss": self.max_loss} if self.max_loss is not None else {}
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -170,6 +197,10 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         output_delimiter=str(output.get("delimiter", ",")),
         prec_weights={str(k): float(v) for k, v in weights.items()},
         raw=dict(raw),
+        max_loss=_fraction(raw["max_loss"], f"{name}: max_loss") if raw.get("max_loss") is not None else None,
+        knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
+        if raw.get("knowledge") is not None
+        else None,
     )
 
 
@@ -270,7 +301,7 @@ def _schema(spec: Any, base: Path, where: str) -> Schema:
 
 def _privacy(spec: Any, where: str) -> list[PrivacyModel]:
     if spec is None:
-        raise ConfigError(f"{where}: missing; e.g. privacy: {{k-anonymity: {{k: 5}}}}")
+        return []  # allowed for Inverse OLA only; checked by RunConfig.with_overrides
     if not isinstance(spec, Mapping) or not spec:
         raise ConfigError(f"{where}: expected a mapping of model -> parameters")
     return [make_model(str(name), params, where) for name, params in spec.items()]

@@ -178,5 +178,5 @@ def expectations_for(
     )
 
 
-# Checks of further models register themselves in EXTRA_CHECKS when imported.
-from safeshare import verify_sensitive as _verify_sensitive  # noqa: E402, F401
+# Checks of further privacy models register themselves in EXTRA_CHECKS when imported.
+from safeshare import verify_m_concealing, verify_sensitive  # noqa: E402, F401

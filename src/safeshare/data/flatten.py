@@ -445,7 +445,7 @@ def flatten_frame(
             f"{events_label}: {_count(n_orphans, 'event references', 'events reference')} "
             f"no person of {persons_label} "
             f"(column {_one_line(fk)!r}), e.g. {shown} in data row {at + 1}; "
-            "check the key columns, or drop them with on_orphans='drop'"
+            "check the key columns, or drop them with --orphans drop (on_orphans='drop')"
         )
     if n_orphans:
         log.info("%s: dropped %d events that reference no person", events_label, n_orphans)

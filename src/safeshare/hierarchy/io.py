@@ -32,13 +32,22 @@ def read_arx_csv(path: str | Path, delimiter: str = ";", encoding: str = "utf-8"
 
 
 def parse_arx_csv(text: str, name: str = "hierarchy", delimiter: str = ";") -> Hierarchy:
-    """Parse the text of an ARX CSV hierarchy."""
+    """Parse the text of an ARX CSV hierarchy.
+
+    A leading byte-order mark (files saved as "UTF-8 with BOM" by spreadsheet
+    programs) is ignored, so that it does not become part of the first value.
+    """
+    if len(delimiter) != 1:
+        raise HierarchyError(f"{name}: the delimiter must be a single character, got {delimiter!r}")
     rows = []
-    for row in csv.reader(io.StringIO(text), delimiter=delimiter):
-        cells = [c.strip() for c in row]
-        if not any(cells):
-            continue
-        rows.append(cells)
+    try:
+        for row in csv.reader(io.StringIO(text.removeprefix("\ufeff")), delimiter=delimiter):
+            cells = [c.strip() for c in row]
+            if not any(cells):
+                continue
+            rows.append(cells)
+    except csv.Error as exc:
+        raise HierarchyError(f"{name}: not a valid CSV hierarchy: {exc}") from None
     if not rows:
         raise HierarchyError(f"{name}: hierarchy file has no rows")
     return Hierarchy(rows, name=name)

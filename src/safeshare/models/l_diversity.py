@@ -32,7 +32,9 @@ Monotonicity (thesis §4.3.2 needs it for predictive tagging):
   suppression a passing class merged with a failing one can fail
   (e.g. entropy, ``l = 2``: ``{a, b}`` + ``{c x 10}``), so the records to
   suppress can grow along a generalization and the search must not tag. The
-  OLA strategy then evaluates every node (``search/strategy.py``).
+  OLA strategy then runs the exact best-first search
+  (:mod:`safeshare.search.best_first`), pruned by the monotone relaxation
+  k-anonymity with ``k = ceil(l)`` (:meth:`LDiversity.monotone_relaxation`).
 
 All per-class quantities are computed at once from the (class, value) pairs
 of :func:`~safeshare.models.sensitive.class_value_counts`: no Python loop over
@@ -51,6 +53,7 @@ from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
 from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray
+from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.sensitive import (
     TOLERANCE,
     ClassValueCounts,
@@ -119,15 +122,23 @@ class LDiversity(SensitiveAttributeModel):
             "recursive": ("max", "r1 / (r_l + ... + r_m) per class (largest; c must exceed it)"),
         }[self.variant]
 
-    @property
-    def minimum_class_size(self) -> int:
-        """Smallest class that can pass: ``l`` distinct values need ``ceil(l)`` records.
+    def monotone_relaxation(self) -> KAnonymity:
+        """k-anonymity with the smallest class size that can pass (used by the best-first search).
 
-        Every variant implies distinct l-diversity (``H <= ln(#values)``; recursive
-        needs ``r_l > 0``), hence k-anonymity with ``k = ceil(l)``: a necessary
-        condition that searches may check first, cheaply.
+        Every variant implies distinct l-diversity (``H <= ln(#values)``;
+        recursive needs ``r_l > 0``), so a passing class has at least
+        ``ceil(l)`` records; k-anonymity with that k rejects only classes this
+        model rejects, and it is monotone with suppression
+        (:mod:`safeshare.search.best_first`, :mod:`safeshare.search.inverse_ola`).
+        For ``entropy`` the size is the smallest ``n`` with
+        ``ln n >= ln l - TOLERANCE``, the model's own comparison, so that the
+        relaxation never rejects a class the model accepts.
         """
-        return math.ceil(self.l)
+        k = math.ceil(self.l)
+        if self.variant == "entropy":
+            while k > 1 and math.log(k - 1) >= math.log(self.l) - TOLERANCE:
+                k -= 1
+        return KAnonymity(max(1, k))
 
     # ----------------------------------------------------------------- model
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:

@@ -14,7 +14,9 @@ from safeshare.errors import ConfigError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.l_diversity import from_config as _l_diversity
+from safeshare.models.m_concealing import MConcealing
 from safeshare.models.t_closeness import from_config as _t_closeness
+from safeshare.risk.m_concealing import is_number, parse_knowledge
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
@@ -31,8 +33,30 @@ def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
     return KAnonymity(k)
 
 
+def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
+    unknown = set(params) - {"m", "knowledge", "inclusion_probability"}
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown parameter {sorted(unknown)[0]!r} "
+            "(m-concealing takes m, knowledge, inclusion_probability)"
+        )
+    if "m" not in params:
+        raise ConfigError(f"{where}: missing m (the largest re-identification probability, e.g. 0.1)")
+    m = params["m"]
+    if not is_number(m) or not 0.0 < float(m) <= 1.0:
+        raise ConfigError(f"{where}.m: expected a number in (0, 1], got {m!r}")
+    if "knowledge" not in params:
+        raise ConfigError(f"{where}: missing knowledge, e.g. knowledge: {{capital-gain: 0.01}}")
+    knowledge = parse_knowledge(params["knowledge"], f"{where}.knowledge")
+    pi = params.get("inclusion_probability", 1.0)
+    if not is_number(pi) or not 0.0 < float(pi) <= 1.0:
+        raise ConfigError(f"{where}.inclusion_probability: expected a number in (0, 1], got {pi!r}")
+    return MConcealing(float(m), knowledge, float(pi))
+
+
 MODEL_FACTORIES: dict[str, ModelFactory] = {
     "k-anonymity": _k_anonymity,
+    "m-concealing": _m_concealing,
     "l-diversity": _l_diversity,
     "t-closeness": _t_closeness,
 }
@@ -40,6 +64,7 @@ MODEL_FACTORIES: dict[str, ModelFactory] = {
 ALIASES = {
     "k_anonymity": "k-anonymity",
     "kanonymity": "k-anonymity",
+    "m_concealing": "m-concealing",
     "l_diversity": "l-diversity",
     "t_closeness": "t-closeness",
 }

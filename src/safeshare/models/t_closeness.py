@@ -48,7 +48,10 @@ program whose constraints are linear in ``P_E``), so a merged class
 ``P = a P_1 + (1 - a) P_2`` has ``D[P, Q] <= max(D[P_1, Q], D[P_2, Q])``: the
 *generalization property*, hence monotone without suppression. With
 suppression a passing class merged with a failing one can fail, so the model
-is not monotone there and OLA evaluates every node.
+is not monotone there: the OLA strategy then runs the exact best-first search
+(:mod:`safeshare.search.best_first`). The model has no monotone relaxation of
+its own (a single record can be close to ``Q``); a k-anonymity model in the
+same criterion is the relaxation that prunes the search.
 
 Every distance is computed for all classes at once from the (class, value)
 pairs of :func:`~safeshare.models.sensitive.class_value_counts`, in time

@@ -31,6 +31,30 @@ def _num(v: Any, digits: int = 6) -> str:
     return f"{float(v):.{digits}g}"
 
 
+def _extra_privacy_rows(doc: dict[str, Any]) -> list[str]:
+    """Rows for Inverse OLA's k and the m-concealing measure, when the report has them."""
+    rows = []
+    if doc.get("k_achieved") is not None:
+        rows.append(
+            _row(
+                "Inverse OLA (thesis §4.4)",
+                f"largest achievable k = {doc['k_achieved']:,} within normalized loss {doc.get('max_loss')}",
+            )
+        )
+    if doc.get("inverse_m") is not None:
+        detail = doc.get("m_concealing", {})
+        known = ", ".join(f"{c} p={p:g}" for c, p in detail.get("knowledge", {}).items())
+        rows.append(
+            _row(
+                "m-concealing (thesis §5.2)",
+                f"m = {doc['m']:.4g}, 1/m = {doc['inverse_m']:.4g} "
+                f"({detail.get('records_at_max', 0):,} records at m; "
+                f"adversary knows {known or 'nothing more'})",
+            )
+        )
+    return rows
+
+
 def render_report(doc: dict[str, Any]) -> str:
     """Render ``report.json``'s content as a standalone HTML page."""
     verified = bool(doc.get("verified"))
@@ -69,13 +93,15 @@ def render_report(doc: dict[str, Any]) -> str:
             f"at most 1/{doc['min_class_size']:,} = {1 / max(doc['min_class_size'], 1):.4f} per record; "
             f"average {doc['equivalence_classes'] / max(doc['records_out'], 1):.4f}",
         ),
+        *_extra_privacy_rows(doc),
         "</table>",
         "<h2>Chosen generalization</h2>",
         "<table>",
-        _row("quasi-identifier", "level", header=True, numeric=(1,)),
+        _row("quasi-identifier", "level", "of", "labels released", header=True, numeric=(1, 2)),
     ]
-    for qi, level in doc.get("levels", {}).items():
-        parts.append(_row(qi, level, numeric=(1,)))
+    for g in doc.get("generalization", []):
+        examples = ", ".join(g["examples"]) + (", ..." if g["labels"] > len(g["examples"]) else "")
+        parts.append(_row(g["qi"], g["level"], g["height"], f"{g['labels']}: {examples}", numeric=(1, 2)))
     parts.append("</table>")
     parts.append(
         f"<p class='muted'>Found by {escape(str(doc.get('algorithm')))}: "

@@ -41,8 +41,9 @@ def bar_chart(
             f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w * 0.8:.1f}" height="{h:.1f}" '
             f'class="bar"><title>{escape(label)}: {_fmt(float(value))}</title></rect>'
         )
+        tx, ty = x + bar_w * 0.4, top + plot_h + 12
         parts.append(
-            f'<text x="{x + bar_w * 0.4:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
+            f'<text x="{tx:.1f}" y="{ty}" text-anchor="end" transform="rotate(-35 {tx:.1f} {ty})" '
             f'class="tick">{escape(label)}</text>'
         )
     parts.append("</svg>")

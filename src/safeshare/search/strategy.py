@@ -27,8 +27,9 @@ from safeshare.evaluation import Evaluator
 from safeshare.lattice.lattice import Lattice
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
+from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.exhaustive import ExhaustiveSearch
-from safeshare.search.loss_ordered import LossOrderedStrategy
+from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.ola import OLA
 from safeshare.search.result import SearchResult
 
@@ -68,20 +69,16 @@ class OLAStrategy:
     """OLA: least loss among the k-minimal nodes (thesis §4.3).
 
     When the criterion is not monotone, predictive tagging is not exact: the
-    search is then the loss-ordered search (:mod:`safeshare.search.loss_ordered`),
-    which returns the exhaustive optimum.
+    exact best-first search of :mod:`safeshare.search.best_first` (pruned by a
+    monotone relaxation when one is known, e.g. k-anonymity with
+    ``k = ceil(l)`` for entropy l-diversity) returns the exhaustive optimum.
     """
 
     name = "ola"
 
     def run(self, ctx: SearchContext) -> SearchResult:
         if not ctx.criterion.monotone:
-            result = LossOrderedStrategy().run(ctx)
-            result.extra["note"] = (
-                "privacy models not monotone with suppression: no predictive tagging; nodes were "
-                "checked in order of increasing loss until the first qualifying one (exact)"
-            )
-            return result
+            return BestFirstOLA().search(ctx)
         return OLA(guide=ctx.guide).search(ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n))
 
 
@@ -115,7 +112,7 @@ def _no_options(cls: type) -> StrategyFactory:
 STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLAStrategy),
     "exhaustive": _no_options(ExhaustiveStrategy),
-    "loss-ordered": _no_options(LossOrderedStrategy),
+    "inverse-ola": make_inverse_ola,
 }
 
 

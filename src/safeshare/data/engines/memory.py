@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +19,9 @@ def read_frame(source: TableSource) -> pd.DataFrame:
     source.check_readable()
     try:
         if source.fmt == "parquet":
-            frame = pd.read_parquet(source.path)
+            # Nullable dtypes keep integer and boolean columns with nulls as integers and
+            # booleans (not float64 / object), so that they render like DuckDB's CAST.
+            frame = pd.read_parquet(source.path, dtype_backend="numpy_nullable")
             frame = frame.apply(text_column)
             if source.names:
                 if len(source.names) != frame.shape[1]:
@@ -27,22 +30,32 @@ def read_frame(source: TableSource) -> pd.DataFrame:
                     )
                 frame.columns = list(source.names)
         else:
-            frame = pd.read_csv(
-                source.path,
-                sep=source.delimiter,
-                header=0 if source.header else None,
-                names=list(source.names) if source.names else None,
-                skiprows=source.skip_rows,
-                dtype=str,
-                keep_default_na=False,
-                na_filter=False,
-                skipinitialspace=True,
-                encoding=source.encoding,
-                skip_blank_lines=True,
-                engine="c",
-            )
+            with warnings.catch_warnings():
+                # A line with more fields than the header (or the names) would be silently
+                # truncated, or its first fields turned into an index: make it an error.
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                frame = pd.read_csv(
+                    source.path,
+                    sep=source.delimiter,
+                    header=0 if source.header else None,
+                    names=list(source.names) if source.names else None,
+                    skiprows=source.skip_rows,
+                    dtype=str,
+                    keep_default_na=False,
+                    na_filter=False,
+                    skipinitialspace=True,
+                    encoding=source.encoding,
+                    skip_blank_lines=True,
+                    index_col=False,
+                    engine="c",
+                )
     except DataError:
         raise
+    except pd.errors.ParserWarning:
+        expected = "the names given" if source.names else "the header"
+        raise DataError(
+            f"{source.path}: some lines have more fields than {expected} (delimiter {source.delimiter!r})"
+        ) from None
     except FileNotFoundError:
         raise DataError(f"cannot read {source.path}: no such file") from None
     except pd.errors.EmptyDataError:

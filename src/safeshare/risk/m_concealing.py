@@ -1,0 +1,577 @@
+"""m-concealing: re-identification under uncertain adversary knowledge (thesis §5.2, formula 5.1).
+
+k-anonymity assumes that an adversary knows the quasi-identifiers (QIs) and
+nothing else. m-concealing lets each further column ``c`` of a set ``K`` (the
+*knowledge columns*, typically sensitive attributes that may leak) be known
+with a probability ``p_c``, independently of the others. A *knowledge state*
+is the subset ``q`` of ``K`` the adversary knows; its probability is
+
+    P(q) = prod_{c in q} p_c * prod_{c in K \\ q} (1 - p_c).
+
+An adversary in state ``q`` guesses uniformly among the records that share
+record ``i``'s generalized QIs *and* its values of the columns in ``q``, so
+record ``i`` is re-identified with probability (formula 5.1)
+
+    m(i) = pi * sum_{q subset K} P(q) / | { j : QI(j) = QI(i) and x_c(j) = x_c(i) for all c in q } |
+
+where ``pi`` is the probability that a person is included in the release (1
+for a full release; the thesis allows a sampling fraction). A release is
+*m-concealing* when ``m(i) <= m`` for every record. The report gives the
+largest value, ``m``, and ``1/m``, which reads like ``k``: the number of
+records that "hide" the most exposed one (thesis §6.1.4). With every
+``p_c = 0`` and ``pi = 1``, ``m(i) = 1/|E(i)|`` and ``1/m`` is the smallest class
+size, i.e. k-anonymity (thesis §5.2).
+
+Assumptions (thesis §5.2): a column is known entirely or not at all, columns
+are known independently, and the adversary guesses uniformly within the
+records it cannot tell apart (no inference from correlations).
+
+Computation on the frequency table. The table's grain is the QIs plus the
+knowledge columns, so the records of one row are identical on everything
+that matters. For a node, the class sizes of the QIs alone come from the
+shared :class:`~safeshare.evaluation.Evaluator`; for every knowledge state
+``q != {}`` with ``P(q) > 0`` a second evaluator treats the columns of ``q`` as
+extra QIs that are never generalized (hierarchies of height 0), and gives the
+sizes of the classes on "generalized QIs + columns of q" with the same
+bincount machinery (and prefix caching) as the main one. ``m(i)`` is then a
+weighted sum of ``2^|K|`` gathered arrays, one pass each, and a class's
+maximum is taken with ``bincount``: no loop over records or classes.
+
+Values within :data:`TOLERANCE` of ``m`` count as ``m`` (floating-point
+rounding of the sum); the independent verifier uses the same convention.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import product
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from safeshare.data.frequency import FrequencyTable
+from safeshare.errors import ConfigError, DataError, InputError
+from safeshare.evaluation import Classes, Evaluator
+from safeshare.hierarchy.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    from safeshare.anonymizer import AnonymizationResult
+    from safeshare.data.engines.base import Engine
+    from safeshare.data.schema import Schema
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: A record whose value is at most ``m + TOLERANCE`` satisfies m-concealing.
+TOLERANCE = 1e-9
+#: Largest number of knowledge columns: the measure sums over ``2^|K|`` states.
+MAX_KNOWLEDGE_COLUMNS = 10
+#: Margin that keeps the bound shortcuts of :meth:`MConcealingMeasure.acceptable`
+#: on the safe side of floating-point rounding.
+_MARGIN = 1e-12
+_AUX_CACHE_BYTES = 64 * 2**20
+
+
+class KnowledgeState(NamedTuple):
+    """A subset of the knowledge columns (their positions) and its probability ``P(q)``."""
+
+    known: tuple[int, ...]
+    probability: float
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+class AdversaryKnowledge:
+    """What an adversary may know beyond the QIs, and how likely it is (thesis §5.2).
+
+    Parameters
+    ----------
+    probabilities: knowledge column -> probability ``p_c`` in [0, 1] that the
+        adversary knows the whole column.
+    inclusion_probability: ``pi`` in (0, 1], the probability that a person of
+        the population is in the release (1 for a full release).
+    """
+
+    def __init__(self, probabilities: Mapping[str, float], inclusion_probability: float = 1.0) -> None:
+        if not isinstance(probabilities, Mapping):
+            raise InputError(f"knowledge: expected a mapping of column -> probability, got {probabilities!r}")
+        if len(probabilities) > MAX_KNOWLEDGE_COLUMNS:
+            raise InputError(
+                f"knowledge: {len(probabilities)} columns, at most {MAX_KNOWLEDGE_COLUMNS} are supported "
+                f"(the measure sums over 2^columns knowledge states)"
+            )
+        columns, probs = [], []
+        for column, p in probabilities.items():
+            if not isinstance(column, str) or not column:
+                raise InputError(f"knowledge: column names must be non-empty strings, got {column!r}")
+            if not is_number(p) or not 0.0 <= float(p) <= 1.0:
+                raise InputError(f"knowledge.{column}: expected a probability in [0, 1], got {p!r}")
+            columns.append(column)
+            probs.append(float(p))
+        if not is_number(inclusion_probability) or not 0.0 < float(inclusion_probability) <= 1.0:
+            raise InputError(
+                f"inclusion_probability: expected a number in (0, 1], got {inclusion_probability!r}"
+            )
+        self.columns: tuple[str, ...] = tuple(columns)
+        self.probabilities: tuple[float, ...] = tuple(probs)
+        self.inclusion_probability = float(inclusion_probability)
+
+    @cached_property
+    def states(self) -> tuple[KnowledgeState, ...]:
+        """Every knowledge state of non-zero probability, the empty state first.
+
+        ``P(q) = prod_{c in q} p_c * prod_{c not in q} (1 - p_c)``; the
+        probabilities of all ``2^|K|`` states sum to 1.
+        """
+        out = []
+        for bits in product((False, True), repeat=len(self.columns)):
+            prob = math.prod(p if b else 1.0 - p for p, b in zip(self.probabilities, bits, strict=True))
+            if prob > 0.0:
+                out.append(KnowledgeState(tuple(i for i, b in enumerate(bits) if b), prob))
+        return tuple(sorted(out, key=lambda s: (len(s.known), s.known)))
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(self.columns, self.probabilities, strict=True))
+
+    def __repr__(self) -> str:
+        return f"AdversaryKnowledge({self.as_dict()!r}, inclusion_probability={self.inclusion_probability})"
+
+
+def parse_knowledge(value: Any, where: str) -> dict[str, float]:
+    """Validate a ``{COLUMN: probability}`` mapping from a configuration (``where`` names the key)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where}: expected a mapping of column -> probability, e.g. {{capital-gain: 0.01}}"
+        )
+    out: dict[str, float] = {}
+    for column, p in value.items():
+        if not is_number(p) or not 0.0 <= float(p) <= 1.0:
+            raise ConfigError(f"{where}.{column}: expected a probability in [0, 1], got {p!r}")
+        out[str(column)] = float(p)
+    if len(out) > MAX_KNOWLEDGE_COLUMNS:
+        raise ConfigError(f"{where}: {len(out)} columns, at most {MAX_KNOWLEDGE_COLUMNS} are supported")
+    return out
+
+
+@dataclass(frozen=True)
+class Concealment:
+    """The m-concealing measure of a release (thesis §5.2, §6.1.4).
+
+    Attributes
+    ----------
+    m: the largest re-identification probability of any released record
+        (0 when nothing is released).
+    inverse_m: ``1/m``, comparable with k (``None`` when nothing is released).
+    records: released records.
+    records_at_max: records whose value is ``m`` (within :data:`TOLERANCE`).
+    mean: the average value over records: the expected share of records an
+        adversary drawn from the knowledge model re-identifies.
+    knowledge: the knowledge probabilities.
+    inclusion_probability: ``pi``.
+    top: the records that drive ``m``: groups of identical records by
+        decreasing value, with their generalized QIs, known values, value,
+        records, and QI class size.
+    """
+
+    m: float
+    inverse_m: float | None
+    records: int
+    records_at_max: int
+    mean: float
+    knowledge: dict[str, float]
+    inclusion_probability: float
+    top: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "m": self.m,
+            "inverse_m": self.inverse_m,
+            "records": self.records,
+            "records_at_max": self.records_at_max,
+            "mean": self.mean,
+            "knowledge": dict(self.knowledge),
+            "inclusion_probability": self.inclusion_probability,
+            "top": list(self.top),
+        }
+
+
+def _summarize(
+    values: FloatArray, weights: FloatArray, knowledge: AdversaryKnowledge, top_rows: list[dict[str, Any]]
+) -> Concealment:
+    records = round(float(weights.sum()))
+    if records == 0:
+        return Concealment(0.0, None, 0, 0, 0.0, knowledge.as_dict(), knowledge.inclusion_probability, [])
+    m = float(values.max())
+    at_max = round(float(weights[values >= m - TOLERANCE].sum()))
+    mean = float((values * weights).sum() / weights.sum())
+    return Concealment(
+        m=m,
+        inverse_m=1.0 / m,
+        records=records,
+        records_at_max=at_max,
+        mean=mean,
+        knowledge=knowledge.as_dict(),
+        inclusion_probability=knowledge.inclusion_probability,
+        top=top_rows,
+    )
+
+
+def _identity_hierarchy(labels: Sequence[str], name: str) -> Hierarchy:
+    """A hierarchy of height 0: the column is never generalized."""
+    return Hierarchy([(label,) for label in labels], name=name)
+
+
+class MConcealingMeasure:
+    """Per-record values ``m(i)`` of every lattice node, on a frequency table.
+
+    Parameters
+    ----------
+    table: a frequency table whose grain includes the knowledge columns
+        (``sensitive_names``).
+    knowledge: the adversary model.
+
+    Raises :class:`InputError` when a knowledge column is missing from the
+    table's grain or is a quasi-identifier (QIs are always known).
+    """
+
+    def __init__(self, table: FrequencyTable, knowledge: AdversaryKnowledge) -> None:
+        for column in knowledge.columns:
+            if column in table.qi_names:
+                raise InputError(
+                    f"knowledge column {column!r} is a quasi-identifier; "
+                    "QIs are always known to the adversary"
+                )
+            if column not in table.sensitive_names:
+                raise InputError(f"knowledge column {column!r} is not in the frequency table's columns")
+        self.table = table
+        self.knowledge = knowledge
+        self._positions = [table.sensitive_index(c) for c in knowledge.columns]
+        states = knowledge.states
+        self._p_empty = next((s.probability for s in states if not s.known), 0.0)
+        self._states = [s for s in states if s.known]
+        self._aux: dict[tuple[int, ...], Evaluator] = {}
+        self._last: tuple[tuple[tuple[int, ...], float], BoolArray, BoolArray] | None = None
+
+    # ------------------------------------------------------------ the values
+    def _aux_evaluator(self, known: tuple[int, ...]) -> Evaluator:
+        """Evaluator of the table with the columns of ``known`` as never-generalized QIs."""
+        hit = self._aux.get(known)
+        if hit is not None:
+            return hit
+        table = self.table
+        names, hierarchies, codes = list(table.qi_names), list(table.hierarchies), [table.codes]
+        for i in known:
+            column = self.knowledge.columns[i]
+            pos = self._positions[i]
+            labels = table.sensitive_labels[pos]
+            h = _identity_hierarchy(labels, column)
+            index = h.leaf_index
+            remap = np.array([index[label] for label in labels], dtype=np.int32)
+            names.append(column)
+            hierarchies.append(h)
+            codes.append(remap[table.sensitive_codes[:, pos]][:, None])
+        aux = FrequencyTable(
+            qi_names=tuple(names),
+            hierarchies=tuple(hierarchies),
+            codes=np.ascontiguousarray(np.hstack(codes), dtype=np.int32),
+            counts=table.counts,
+        )
+        ev = Evaluator(aux, cache_bytes=_AUX_CACHE_BYTES, leaf_cache=4)
+        self._aux[known] = ev
+        return ev
+
+    def row_values(self, classes: Classes) -> FloatArray:
+        """``m(i)`` of the records of every frequency-table row at ``classes.node`` (formula 5.1)."""
+        node = classes.node
+        acc = np.zeros(self.table.n_rows, dtype=np.float64)
+        if self._p_empty > 0.0:
+            acc += self._p_empty / classes.sizes[classes.row_class]
+        for state in self._states:
+            aux = self._aux_evaluator(state.known).classes(node + (0,) * len(state.known))
+            acc += state.probability / aux.sizes[aux.row_class]
+        return acc * self.knowledge.inclusion_probability
+
+    def class_maxima(self, classes: Classes) -> FloatArray:
+        """The largest ``m(i)`` in every class slot (0 for unused slots)."""
+        out = np.zeros(classes.sizes.shape[0], dtype=np.float64)
+        np.maximum.at(out, classes.row_class, self.row_values(classes))
+        return out
+
+    def acceptable(self, classes: Classes, m: float) -> BoolArray:
+        """Per class slot: every record of the class has ``m(i) <= m``."""
+        return self._decide(classes, m)[0]
+
+    def failing_rows(self, classes: Classes, m: float) -> BoolArray:
+        """Per frequency-table row: its records have ``m(i) > m`` (they fail at every specialization too)."""
+        return self._decide(classes, m)[1]
+
+    def _decide(self, classes: Classes, m: float) -> tuple[BoolArray, BoolArray]:
+        """``(acceptable class slots, failing rows)`` at ``classes.node``; the last answer is cached.
+
+        Shortcut (exact): since every state's class is within the QI class and
+        the ``P(q)`` sum to 1, ``pi / |E| <= m(i) <= pi * (P({}) / |E| + 1 - P({}))``.
+        When every class is decided by these bounds, the knowledge states are
+        not evaluated.
+        """
+        key = (classes.node, m)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1], self._last[2]
+        sizes = classes.sizes
+        used = sizes > 0
+        pi = self.knowledge.inclusion_probability
+        limit = m + TOLERANCE
+        safe = np.where(used, sizes, 1.0)
+        sure_fail = used & (pi / safe > limit + _MARGIN)
+        sure_pass = used & (pi * (self._p_empty / safe + (1.0 - self._p_empty)) <= limit - _MARGIN)
+        if not (used & ~sure_fail & ~sure_pass).any():
+            ok, rows = sure_pass, sure_fail[classes.row_class]
+        else:
+            rows = self.row_values(classes) > limit
+            failing = np.bincount(classes.row_class, weights=rows, minlength=sizes.shape[0]) > 0
+            ok = used & ~failing
+        self._last = (key, ok, rows)
+        return ok, rows
+
+    # ------------------------------------------------------------ reporting
+    def measure(self, classes: Classes, released: BoolArray | None = None, top: int = 10) -> Concealment:
+        """The measure of the release of ``classes.node`` (``released``: class slots kept).
+
+        ``top`` lists the distinct released records (generalized QIs and known
+        values) of the largest ``m(i)``, with how many records share them.
+        """
+        values = self.row_values(classes)
+        weights = self.table.counts.astype(np.float64)
+        keep = np.ones(self.table.n_rows, dtype=bool) if released is None else released[classes.row_class]
+        node = classes.node
+        everything = tuple(range(len(self.knowledge.columns)))
+        if everything:
+            full = self._aux_evaluator(everything).classes(node + (0,) * len(everything))
+            tuple_id, tuple_size = full.row_class, full.sizes
+        else:
+            tuple_id, tuple_size = classes.row_class, classes.sizes
+        rows = np.flatnonzero(keep)
+        top_rows: list[dict[str, Any]] = []
+        seen: set[int] = set()
+        for r in rows[np.lexsort((rows, -values[rows]))]:
+            t = int(tuple_id[r])
+            if t in seen:
+                continue
+            seen.add(t)
+            top_rows.append(self._describe(classes, int(r), float(values[r]), int(tuple_size[t])))
+            if len(top_rows) >= top:
+                break
+        return _summarize(values[keep], weights[keep], self.knowledge, top_rows)
+
+    def _describe(self, classes: Classes, row: int, value: float, records: int) -> dict[str, Any]:
+        table, node = self.table, classes.node
+        qis = {}
+        for j, (name, h) in enumerate(zip(table.qi_names, table.hierarchies, strict=True)):
+            qis[name] = h.labels(node[j])[int(h.leaf_codes(node[j])[table.codes[row, j]])]
+        known = {
+            c: table.sensitive_labels[p][int(table.sensitive_codes[row, p])]
+            for c, p in zip(self.knowledge.columns, self._positions, strict=True)
+        }
+        return {
+            "value": value,
+            "inverse": 1.0 / value,
+            "records": records,
+            "class_size": int(classes.sizes[classes.row_class[row]]),
+            "quasi_identifiers": qis,
+            "known": known,
+        }
+
+
+# ---------------------------------------------------------------- on a DataFrame
+def measure_frame(
+    frame: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    knowledge: AdversaryKnowledge,
+    weights: str | None = None,
+    top: int = 10,
+) -> Concealment:
+    """The measure of a release given as a DataFrame (one row per record, or grouped rows).
+
+    ``quasi_identifiers`` are the (already generalized) QI columns; ``weights``
+    names a column of record counts when rows stand for several identical
+    records. Values are compared as they are (read the release as text).
+    """
+    qis = list(quasi_identifiers)
+    needed = [*qis, *knowledge.columns, *([weights] if weights else [])]
+    for column in needed:
+        if column not in frame.columns:
+            raise InputError(f"column {column!r} is not in the release")
+    w = (
+        frame[weights].astype(np.float64)
+        if weights
+        else pd.Series(np.ones(len(frame), dtype=np.float64), index=frame.index)
+    )
+    if len(frame) == 0:
+        return _summarize(np.zeros(0), np.zeros(0), knowledge, [])
+
+    def group_sizes(columns: list[str]) -> FloatArray:
+        if not columns:
+            return np.full(len(frame), float(w.sum()))
+        keys = [frame[c] for c in columns]
+        return w.groupby(keys, dropna=False, sort=False).transform("sum").to_numpy(dtype=np.float64)
+
+    acc = np.zeros(len(frame), dtype=np.float64)
+    for state in knowledge.states:
+        acc += state.probability / group_sizes(qis + [knowledge.columns[i] for i in state.known])
+    values = acc * knowledge.inclusion_probability
+    cols = qis + list(knowledge.columns)
+    class_sizes = group_sizes(qis)
+    tuple_sizes = group_sizes(cols)
+    weight_arr: FloatArray = np.asarray(w.to_numpy(dtype=np.float64), dtype=np.float64)
+    top_rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for r in np.lexsort((np.arange(len(frame)), -values)):
+        key = tuple(str(frame[c].iat[r]) for c in cols)
+        if key in seen:
+            continue
+        seen.add(key)
+        top_rows.append(
+            {
+                "value": float(values[r]),
+                "inverse": 1.0 / float(values[r]),
+                "records": round(float(tuple_sizes[r])),
+                "class_size": round(float(class_sizes[r])),
+                "quasi_identifiers": {c: str(frame[c].iat[r]) for c in qis},
+                "known": {c: str(frame[c].iat[r]) for c in knowledge.columns},
+            }
+        )
+        if len(top_rows) >= top:
+            break
+    return _summarize(values, weight_arr, knowledge, top_rows)
+
+
+def measure_release(
+    result: AnonymizationResult, engine: Engine, knowledge: AdversaryKnowledge, top: int = 10
+) -> Concealment:
+    """The measure of the release ``result`` describes, suppressed records removed.
+
+    The data is grouped by the QIs and the knowledge columns through the
+    engine (the only step that reads records), generalized with the chosen
+    node, the suppressed classes are removed, and :func:`measure_frame` is
+    applied to the grouped rows.
+    """
+    from safeshare.data.engines.base import COUNT_COLUMN
+
+    if result.node is None:
+        raise InputError("no node was chosen: there is no release to measure")
+    qis = list(result.table.qi_names)
+    available = engine.columns()
+    for column in knowledge.columns:
+        if column not in available:
+            raise InputError(f"unknown knowledge column {column!r}")
+        if column in qis:
+            raise InputError(
+                f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
+            )
+    grouped = engine.grouped_counts([*qis, *knowledge.columns]).copy()
+    for qi, h, level in zip(qis, result.table.hierarchies, result.node, strict=True):
+        grouped[qi] = grouped[qi].astype(str).map(h.mapping(level))
+    for column in knowledge.columns:
+        grouped[column] = grouped[column].astype(str)
+    suppressed = result.suppressed_tuples() if result.suppressed_records else None
+    if suppressed is not None and len(suppressed):
+        drop = pd.MultiIndex.from_frame(suppressed[qis].astype(str))
+        keys = pd.MultiIndex.from_frame(grouped[qis])
+        grouped = grouped[~keys.isin(drop)].reset_index(drop=True)
+    return measure_frame(grouped, qis, knowledge, weights=COUNT_COLUMN, top=top)
+
+
+def report_knowledge(
+    top_level: Mapping[str, float] | None, models: Sequence[object]
+) -> AdversaryKnowledge | None:
+    """The knowledge model whose m goes into report.json.
+
+    The top-level ``knowledge:`` of the configuration (full release,
+    ``pi = 1``) when given, else the one of an m-concealing privacy model.
+    """
+    if top_level is not None:
+        return AdversaryKnowledge(top_level)
+    for model in models:
+        knowledge = getattr(model, "knowledge", None)
+        if isinstance(knowledge, AdversaryKnowledge):
+            return knowledge
+    return None
+
+
+def knowledge_columns(top_level: Mapping[str, float] | None, models: Sequence[object]) -> list[str]:
+    """Every column an adversary model names: the top-level ``knowledge:`` and m-concealing models'."""
+    out = list(top_level or {})
+    for model in models:
+        knowledge = getattr(model, "knowledge", None)
+        if isinstance(knowledge, AdversaryKnowledge):
+            out.extend(c for c in knowledge.columns if c not in out)
+    return out
+
+
+def check_knowledge_columns(columns: Sequence[str], schema: Schema, available: Sequence[str]) -> None:
+    """Raise an :class:`InputError` unless every knowledge column is a released, non-QI input column."""
+    from safeshare.data.schema import Role
+
+    for column in columns:
+        if column not in available:
+            shown = ", ".join(list(available)[:20])
+            raise DataError(f"unknown knowledge column {column!r}: the input has columns {shown}")
+        role = schema.role(column)
+        if role is Role.QUASI:
+            raise ConfigError(
+                f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
+            )
+        if not role.released:
+            raise ConfigError(
+                f"knowledge column {column!r} has role {role.value} and is not released; "
+                "only released columns can be matched by an adversary"
+            )
+
+
+def concealment_report(
+    result: AnonymizationResult, engine: Engine, knowledge: AdversaryKnowledge
+) -> dict[str, Any]:
+    """report.json entries: ``m``, ``inverse_m`` and the details (``m_concealing``) of the release."""
+    measured = measure_release(result, engine, knowledge)
+    return {"m": measured.m, "inverse_m": measured.inverse_m, "m_concealing": measured.to_dict()}
+
+
+def parse_knowledge_option(text: str, option: str = "--knowledge") -> dict[str, float]:
+    """``COLUMN=PROBABILITY,...`` from the command line."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        column, sep, value = part.rpartition("=")
+        try:
+            p = float(value)
+        except ValueError:
+            p = -1.0
+        if not sep or not column.strip() or not 0.0 <= p <= 1.0:
+            raise InputError(
+                f"{option}: expected COLUMN=PROBABILITY[,...] with probabilities in [0, 1], got {part!r}"
+            )
+        out[column.strip()] = p
+    if not out:
+        raise InputError(f"{option}: expected COLUMN=PROBABILITY[,...]")
+    return parse_knowledge(out, option)
+
+
+def measure_engine(
+    engine: Engine, quasi_identifiers: Sequence[str], knowledge: AdversaryKnowledge, top: int = 10
+) -> Concealment:
+    """The measure of a table as it is (e.g. a written release), grouped through ``engine``."""
+    from safeshare.data.engines.base import COUNT_COLUMN
+
+    available = engine.columns()
+    for column in [*quasi_identifiers, *knowledge.columns]:
+        if column not in available:
+            raise InputError(f"unknown column {column!r}: the input has columns {', '.join(available[:20])}")
+    grouped = engine.grouped_counts([*quasi_identifiers, *knowledge.columns])
+    return measure_frame(grouped, quasi_identifiers, knowledge, weights=COUNT_COLUMN, top=top)

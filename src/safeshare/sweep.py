@@ -1,0 +1,454 @@
+"""Parameter sweeps: OLA over a grid of k x suppression limit x metric (thesis §6.1.1-6.1.2).
+
+The thesis explores "the interaction between the suppression of records and
+the utility as represented by the k-anonymous node with lowest information
+loss, for different values of k and different loss measures" (§6.1.1, Fig.
+6.1: k in {5, 25, 100}, max_sup in {0, 1, 5, 10, 20, 50} %, Prec, DM*,
+entropy) and the accuracy of a classifier trained on each release (§6.1.2,
+Table 6.1, Fig. 6.2).
+
+Every configuration of the grid is a search over the same lattice on the
+same data, so a :class:`Sweep` runs them all on ONE frequency table and ONE
+:class:`~safeshare.evaluation.Evaluator` (``Anonymizer.fit_table(table,
+evaluator=...)``): the ``GROUP BY`` over the raw records happens once, and
+the evaluator's prefix cache serves every search.
+
+Suppression limits are given in percent here (as in the thesis' figures);
+``Anonymizer`` and ``safeshare anonymize`` take a fraction.
+
+Each row reports the information loss three ways (thesis §6.1.1): raw, normalized
+to [0, 1] between the bottom and the top node (``(v - v_bottom) / (v_top - v_bottom)``),
+and minus the bottom node's value ``v - v_bottom`` ("for DM* information loss has
+been calculated as the difference between the metric on the original dataset
+and on the chosen node"; for Prec and entropy ``v_bottom = 0``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safeshare.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.data.frequency import FrequencyTable
+from safeshare.data.schema import Schema
+from safeshare.errors import ConfigError, InputError
+from safeshare.evaluation import Evaluator
+from safeshare.metrics.loss import metric_name
+from safeshare.models.base import PrivacyModel
+from safeshare.models.k_anonymity import KAnonymity
+from safeshare.utility.task import UtilityTask
+from safeshare.utility.thesis import thesis_accuracy
+
+#: Columns of sweep.csv, in order.
+SWEEP_COLUMNS = (
+    "k",
+    "max_suppression_pct",
+    "max_suppression",
+    "metric",
+    "found",
+    "node",
+    "levels",
+    "information_loss",
+    "information_loss_normalized",
+    "information_loss_minus_bottom",
+    "suppressed_records",
+    "records_out",
+    "equivalence_classes",
+    "min_class_size",
+    "checked_nodes",
+    "minimal_nodes",
+    "lattice_size",
+    "search_seconds",
+    "accuracy",
+    "accuracy_thesis",
+)
+
+
+def _parse_list(text: str, option: str) -> list[str]:
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items) or not all(items):
+        raise ConfigError(f"{option}: expected a comma-separated list such as '5,25,100', got {text!r}")
+    return items
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The configurations of a sweep: every combination of k, suppression limit and metric.
+
+    Parameters
+    ----------
+    k: values of k (integers >= 1).
+    max_suppression_pct: suppression limits in PERCENT of the records, in [0, 100].
+    metrics: information loss metrics (``prec``, ``dm_star``, ``entropy``).
+
+    Values are de-duplicated; k and limits are sorted ascending, metrics keep their order.
+    """
+
+    k: tuple[int, ...]
+    max_suppression_pct: tuple[float, ...]
+    metrics: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        ks = []
+        for k in self.k:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ConfigError(f"--k: expected integers >= 1, got {k!r}")
+            ks.append(int(k))
+        limits = []
+        for s in self.max_suppression_pct:
+            if isinstance(s, bool) or not isinstance(s, int | float) or not 0.0 <= float(s) <= 100.0:
+                raise ConfigError(f"--max-suppression: expected percentages in [0, 100], got {s!r}")
+            limits.append(float(s))
+        metrics: list[str] = []
+        for m in self.metrics:
+            try:
+                name = metric_name(str(m))
+            except InputError as exc:
+                raise ConfigError(f"--metric: {exc}") from None
+            if name not in metrics:
+                metrics.append(name)
+        if not ks or not limits or not metrics:
+            raise ConfigError("a sweep needs at least one k, one suppression limit and one metric")
+        object.__setattr__(self, "k", tuple(sorted(set(ks))))
+        object.__setattr__(self, "max_suppression_pct", tuple(sorted(set(limits))))
+        object.__setattr__(self, "metrics", tuple(metrics))
+
+    @classmethod
+    def parse(cls, k: str, max_suppression_pct: str, metrics: str) -> SweepGrid:
+        """The grid from command-line lists (``"5,25,100"``, ``"0,1,5,10,20,50"``, ``"prec,entropy"``)."""
+        ks = []
+        for item in _parse_list(k, "--k"):
+            try:
+                ks.append(int(item))
+            except ValueError:
+                raise ConfigError(f"--k: expected integers >= 1, got {item!r}") from None
+        limits = []
+        for item in _parse_list(max_suppression_pct, "--max-suppression"):
+            try:
+                value = float(item)
+            except ValueError:
+                raise ConfigError(
+                    f"--max-suppression: expected percentages in [0, 100], got {item!r}"
+                ) from None
+            if not math.isfinite(value):
+                raise ConfigError(f"--max-suppression: expected percentages in [0, 100], got {item!r}")
+            limits.append(value)
+        return cls(tuple(ks), tuple(limits), tuple(_parse_list(metrics, "--metric")))
+
+    def __iter__(self) -> Iterator[tuple[int, float, str]]:
+        """``(k, max_suppression_pct, metric)``, k slowest, metric fastest."""
+        for k in self.k:
+            for pct in self.max_suppression_pct:
+                for metric in self.metrics:
+                    yield k, pct, metric
+
+    def __len__(self) -> int:
+        return len(self.k) * len(self.max_suppression_pct) * len(self.metrics)
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {
+            "k": list(self.k),
+            "max_suppression_pct": list(self.max_suppression_pct),
+            "metrics": list(self.metrics),
+        }
+
+
+@dataclass
+class SweepRow:
+    """One configuration of the grid and what OLA (and the classifier) made of it."""
+
+    k: int
+    max_suppression_pct: float
+    metric: str
+    found: bool
+    node: tuple[int, ...] | None
+    levels: dict[str, int]
+    information_loss: float | None
+    information_loss_normalized: float | None
+    information_loss_minus_bottom: float | None
+    suppressed_records: int
+    records_out: int
+    equivalence_classes: int
+    min_class_size: int
+    checked_nodes: int
+    minimal_nodes: int
+    lattice_size: int
+    search_seconds: float
+    accuracy: float | None = None
+    accuracy_thesis: float | None = None
+    utility: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_suppression(self) -> float:
+        """The limit as a fraction (the convention of ``anonymize`` and report.json)."""
+        return self.max_suppression_pct / 100.0
+
+    def csv_record(self) -> dict[str, Any]:
+        """The row of sweep.csv (empty cells for values that do not exist)."""
+        record: dict[str, Any] = {}
+        for name in SWEEP_COLUMNS:
+            if name == "max_suppression":
+                value: Any = self.max_suppression
+            elif name == "node":
+                value = ",".join(str(v) for v in self.node) if self.node is not None else None
+            elif name == "levels":
+                value = ";".join(f"{q}={lv}" for q, lv in self.levels.items())
+            else:
+                value = getattr(self, name)
+            record[name] = "" if value is None else value
+        return record
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["node"] = list(self.node) if self.node is not None else None
+        out["max_suppression"] = self.max_suppression
+        return out
+
+
+def row_from_result(k: int, pct: float, metric: str, result: AnonymizationResult) -> SweepRow:
+    """The sweep row of one anonymization result (before any utility figure)."""
+    loss = result.metric
+    value = normalized = minus_bottom = None
+    if result.node is not None:
+        raw = loss.value(result.node, result.classes)
+        value, normalized, minus_bottom = raw, loss.normalize(raw), raw - loss.lower
+    return SweepRow(
+        k=k,
+        max_suppression_pct=pct,
+        metric=metric,
+        found=result.found,
+        node=result.node,
+        levels=result.levels,
+        information_loss=value,
+        information_loss_normalized=normalized,
+        information_loss_minus_bottom=minus_bottom,
+        suppressed_records=result.suppressed_records,
+        records_out=result.records_in - result.suppressed_records,
+        equivalence_classes=int(result.released_class_sizes.size),
+        min_class_size=result.min_class_size,
+        checked_nodes=result.search.checked_nodes,
+        minimal_nodes=len(result.search.minimal_nodes),
+        lattice_size=result.search.lattice_size,
+        search_seconds=result.timings.get("search", result.search.elapsed_s),
+    )
+
+
+@dataclass
+class SweepResult:
+    """All rows of a sweep with what is needed to report them."""
+
+    grid: SweepGrid
+    rows: list[SweepRow]
+    table_rows: int
+    records: int
+    utility: dict[str, Any] | None = None
+    compare_thesis: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def baseline_accuracy(self) -> float | None:
+        return None if self.utility is None else float(self.utility["baseline_accuracy"])
+
+    def csv_text(self) -> str:
+        """sweep.csv: one row per configuration, columns :data:`SWEEP_COLUMNS`."""
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(SWEEP_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow(row.csv_record())
+        return buf.getvalue()
+
+    def accuracy_table(self) -> list[dict[str, Any]]:
+        """Table 6.1 layout: one row per (k, limit), one accuracy column per metric
+        (and the thesis' value next to it when comparing)."""
+        out: list[dict[str, Any]] = []
+        for k in self.grid.k:
+            for pct in self.grid.max_suppression_pct:
+                record: dict[str, Any] = {"k": k, "max_suppression_pct": pct}
+                for metric in self.grid.metrics:
+                    row = self.row(k, pct, metric)
+                    record[metric] = row.accuracy if row is not None else None
+                    if self.compare_thesis:
+                        record[f"{metric}_thesis"] = thesis_accuracy(k, pct, metric)
+                out.append(record)
+        return out
+
+    def accuracy_table_csv(self) -> str:
+        rows = self.accuracy_table()
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        for record in rows:
+            writer.writerow({k: "" if v is None else v for k, v in record.items()})
+        return buf.getvalue()
+
+    def row(self, k: int, pct: float, metric: str) -> SweepRow | None:
+        for r in self.rows:
+            if r.k == k and r.max_suppression_pct == pct and r.metric == metric:
+                return r
+        return None
+
+    def write(self, directory: Path, meta: Mapping[str, Any] | None = None, plots: bool = True) -> list[Path]:
+        """Write sweep.csv, sweep.json (with ``meta``), the accuracy table and the figures
+        into ``directory``; returns the paths written.
+
+        The files are written one by one: to publish a sweep atomically, write it
+        into a staging directory (:func:`safeshare.io.staging_directory`) and
+        :func:`safeshare.io.publish` it, as ``safeshare sweep`` does.
+        """
+        from safeshare.io import atomic_write_text
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(directory / "sweep.csv", self.csv_text())
+        atomic_write_text(
+            directory / "sweep.json", json.dumps({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
+        )
+        written = [directory / "sweep.csv", directory / "sweep.json"]
+        if self.utility is not None:
+            atomic_write_text(directory / "accuracy_table.csv", self.accuracy_table_csv())
+            written.append(directory / "accuracy_table.csv")
+        if plots:
+            from safeshare.report.plots import plot_loss_vs_accuracy, plot_loss_vs_suppression
+
+            written += plot_loss_vs_suppression(self.rows, directory / "loss_vs_suppression")
+            if self.utility is not None:
+                written += plot_loss_vs_accuracy(
+                    self.rows, directory / "loss_vs_accuracy", self.baseline_accuracy
+                )
+        return written
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grid": self.grid.to_dict(),
+            "configurations": len(self.rows),
+            "frequency_table": {"rows": self.table_rows, "records": self.records},
+            "utility": self.utility,
+            "compare_thesis": self.compare_thesis,
+            "elapsed_s": {k: round(v, 6) for k, v in self.timings.items()},
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+#: Called after each configuration with the row and the full anonymization result.
+OnResult = Callable[[SweepRow, AnonymizationResult], None]
+
+
+class Sweep:
+    """Run OLA for every configuration of a :class:`SweepGrid` on one frequency table.
+
+    Parameters
+    ----------
+    schema: column roles and hierarchies.
+    privacy: the privacy models; k-anonymity is replaced by each k of the grid
+        (added when absent), other models apply to every configuration.
+    grid: the configurations.
+    algorithm: the search strategy (``ola`` by default).
+    prec_weights: per-QI weights of Prec (used by the ``prec`` configurations only).
+    algorithm_options: the strategy's options.
+    """
+
+    def __init__(
+        self,
+        schema: Schema,
+        privacy: Sequence[PrivacyModel],
+        grid: SweepGrid,
+        algorithm: str = "ola",
+        prec_weights: Mapping[str, float] | None = None,
+        algorithm_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.base_models = [m for m in privacy if not isinstance(m, KAnonymity)]
+        self.grid = grid
+        self.algorithm = algorithm
+        self.prec_weights = dict(prec_weights or {})
+        self.algorithm_options = dict(algorithm_options or {})
+        # build one anonymizer now so that bad settings fail before any work
+        k, pct, metric = next(iter(grid))
+        self.anonymizer(k, pct, metric)
+
+    @property
+    def sensitive_columns(self) -> tuple[str, ...]:
+        """Sensitive columns the frequency table must keep (for the non-k models)."""
+        out: list[str] = []
+        for m in self.base_models:
+            out.extend(c for c in m.sensitive_columns if c not in out)
+        return tuple(out)
+
+    def anonymizer(self, k: int, pct: float, metric: str) -> Anonymizer:
+        """The anonymizer of one configuration."""
+        return Anonymizer(
+            self.schema,
+            [KAnonymity(k), *self.base_models],
+            pct / 100.0,
+            metric,
+            self.algorithm,
+            self.prec_weights if metric == "prec" else None,
+            self.algorithm_options,
+        )
+
+    def run(
+        self,
+        table: FrequencyTable,
+        evaluator: Evaluator | None = None,
+        utility: UtilityTask | None = None,
+        compare_thesis: bool = False,
+        on_result: OnResult | None = None,
+        progress: Callable[[int, SweepRow], None] | None = None,
+    ) -> SweepResult:
+        """Run every configuration on ``table`` with one ``evaluator``.
+
+        With ``utility``, each release is scored by the classifier
+        (:meth:`UtilityTask.evaluate`). ``on_result`` receives every result
+        (e.g. to write its release); ``progress`` is called after each row.
+        """
+        start = time.perf_counter()
+        evaluator = evaluator or Evaluator(table)
+        for k in self.grid.k:
+            KAnonymity(k).validate(table)
+        timings: dict[str, float] = {"search": 0.0}
+        description = None
+        if utility is not None:
+            t0 = time.perf_counter()
+            description = utility.describe()
+            timings["baseline"] = time.perf_counter() - t0
+            timings["utility"] = 0.0
+        rows: list[SweepRow] = []
+        for i, (k, pct, metric) in enumerate(self.grid):
+            result = self.anonymizer(k, pct, metric).fit_table(table, evaluator=evaluator)
+            row = row_from_result(k, pct, metric, result)
+            timings["search"] += row.search_seconds
+            if utility is not None and result.found:
+                t0 = time.perf_counter()
+                score = utility.evaluate(result)
+                timings["utility"] += time.perf_counter() - t0
+                row.accuracy = score.accuracy
+                row.utility = {
+                    "train_records": score.train_records,
+                    "converged": score.classifier.converged,
+                    "test_unseen_categories": score.test_unseen_categories,
+                }
+            if compare_thesis:
+                row.accuracy_thesis = thesis_accuracy(k, pct, metric)
+            rows.append(row)
+            if on_result is not None:
+                on_result(row, result)
+            if progress is not None:
+                progress(i, row)
+        timings["total"] = time.perf_counter() - start
+        return SweepResult(
+            grid=self.grid,
+            rows=rows,
+            table_rows=table.n_rows,
+            records=table.n_records,
+            utility=description,
+            compare_thesis=compare_thesis,
+            timings=timings,
+        )
