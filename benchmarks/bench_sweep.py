@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -129,13 +130,14 @@ def bench_classifier(repeats: int) -> None:
     print(f"   speed-up                         : {td / t1:8.2f} x")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller grid and fewer repeats")
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()
     bench_sweep(args.quick, 1 if args.quick else 3)
     bench_classifier(1 if args.quick else 3)
+    return 0  # both sides of each comparison are asserted to give identical results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

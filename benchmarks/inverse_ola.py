@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -72,10 +73,10 @@ def exhaustive(
     return best, time.perf_counter() - start
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--metric", default="prec", choices=["prec", "dm_star", "entropy"])
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()
 
     cfg = load_config(ROOT / "examples" / "adult" / "adult.yaml")
     table, _ = build_frequency_table(MemoryEngine(cfg.source), cfg.schema)
@@ -122,7 +123,8 @@ def main() -> None:
         f"Inverse OLA, the 9 settings one after the other: {total:.2f} s ({total / 9:.2f} s on average)."
     )
     print(f"Inverse OLA equals the exhaustive search on every setting: {'yes' if all_same else 'NO'}")
+    return 0 if all_same else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

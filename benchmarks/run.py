@@ -20,6 +20,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 BENCHMARKS = {
     "ola": "bench_ola",
     "scale": "bench_scale",
+    "sweep": "bench_sweep",
+    "inverse-ola": "inverse_ola",
+    "m-concealing": "m_concealing",
 }
 
 
@@ -43,7 +46,8 @@ def main() -> int:
         module = importlib.import_module(module_name)
         sys.argv = [module_name, *rest]
         code = module.main()
-        print(f"== {name}: {'targets met' if code == 0 else 'TARGET MISSED'} ({time.perf_counter() - start:.0f} s)")
+        verdict = "targets met" if code == 0 else "TARGET MISSED"
+        print(f"== {name}: {verdict} ({time.perf_counter() - start:.0f} s)")
         status = status or code
     return status
 

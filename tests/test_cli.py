@@ -69,6 +69,24 @@ def test_anonymize_writes_verified_release(
     assert "verified" in stdout
 
 
+def test_duckdb_engine_gives_the_memory_engines_release(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reports, releases = {}, {}
+    for engine in ("memory", "duckdb"):
+        out = tmp_path / engine
+        args = ["anonymize", str(workdir / "adult.yaml"), "--out", str(out), "--engine", engine, "-q"]
+        code, _, stderr = run([*args, "--no-tradeoff"], capsys)
+        assert code == 0, stderr
+        reports[engine] = json.loads((out / "report.json").read_text())
+        frame = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+        releases[engine] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
+    assert reports["duckdb"]["engine"] == "duckdb" and reports["duckdb"]["verified"] is True
+    for key in ("levels", "information_loss", "suppressed_records", "min_class_size", "checked_nodes"):
+        assert reports["duckdb"][key] == reports["memory"][key], key
+    pd.testing.assert_frame_equal(releases["duckdb"], releases["memory"])
+
+
 @pytest.mark.parametrize(
     ("options", "metric"),
     [
@@ -118,12 +136,13 @@ def bad_configs(workdir: Path, tmp: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
 def test_bad_input_exit_2_one_line_nothing_written(
-    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
 ) -> None:
     for name, config in bad_configs(workdir, tmp_path).items():
         out = tmp_path / f"out_{name.replace(' ', '_')}"
-        code, _, stderr = run(["anonymize", str(config), "--out", str(out)], capsys)
+        code, _, stderr = run(["anonymize", str(config), "--out", str(out), "--engine", engine], capsys)
         assert code == 2, (name, stderr)
         lines = stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (name, stderr)

@@ -139,7 +139,13 @@ class AnonymizationResult:
         for qi, h, level in zip(self.table.qi_names, self.table.hierarchies, self.node, strict=True):
             labels = h.labels(level)
             out.append(
-                {"qi": qi, "level": level, "height": h.height, "labels": len(labels), "examples": list(labels[:5])}
+                {
+                    "qi": qi,
+                    "level": level,
+                    "height": h.height,
+                    "labels": len(labels),
+                    "examples": list(labels[:5]),
+                }
             )
         return out
 

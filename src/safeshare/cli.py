@@ -347,12 +347,12 @@ def flatten(
     n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
-    order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated ordering columns.")] = None,
+    order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated sort columns.")] = None,
     order_numeric: Annotated[
         bool, typer.Option("--order-numeric", help="Sort the order-by columns as numbers, not text.")
     ] = False,
     order_dates: Annotated[
-        str | None, typer.Option("--order-dates", help="Sort the order-by columns as dates (strptime format).")
+        str | None, typer.Option("--order-dates", help="Sort the order-by columns as dates (strptime).")
     ] = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,

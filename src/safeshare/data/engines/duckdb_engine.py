@@ -1,0 +1,793 @@
+"""The DuckDB engine: files larger than memory, read in place, and SQL sources.
+
+Same contract as :class:`~safeshare.data.engines.memory.MemoryEngine`, down to
+the text of every value, but nothing is ever loaded into pandas whole: the two
+raw-row steps are SQL statements that DuckDB streams through with bounded
+memory (``memory_limit``, spilling to ``temp_directory``,
+``preserve_insertion_order=false``).
+
+SQL strategy
+------------
+**Scan.** Every statement reads the input through one scan:
+
+* CSV (also gzip) with ``read_csv`` and nothing left to sniffing: every
+  column ``VARCHAR`` (named ``c0 .. cN``, aliased afterwards),
+  ``header=false`` with ``skip`` covering the skipped lines and the header
+  line, ``quote='"'``, ``escape='"'``, the source's delimiter and encoding.
+  Column names and count come from the first line, read by pandas with the
+  memory engine's own options, so both engines name columns identically.
+  ``null_padding=true`` pads short rows as pandas does; ``nullstr`` is a
+  sentinel so that only *padded* fields are NULL, which lets the scan drop
+  lines of spaces/tabs only (pandas skips them as blank; DuckDB skips empty
+  lines itself).
+* Parquet with ``read_parquet``, columns in their own types.
+* A SQL source (:meth:`DuckDBEngine.from_sql`): the query or table, typed.
+
+**Keys and text.** Each column has a *key*, what it is grouped and joined on
+(its raw value, or its text for types whose equality is not equality of text:
+``0.0 = -0.0`` for doubles), and three normalization steps from the key to the
+memory engine's text, one projection level each (levels, not one nested
+expression, so that DuckDB computes each step once):
+
+1. text: CSV ``COALESCE(x, '')`` (plus pandas' ``skipinitialspace`` reading
+   of ``  "quoted"`` fields); typed columns by type, as
+   :func:`safeshare.data.source.text_column`: integers as digits, ``DOUBLE`` as
+   Python's shortest ``repr`` (DuckDB's ``CAST(x AS VARCHAR)`` prints the same
+   digits: ``1e-05``, ``1e+16``, ``0.1``; checked on 400k random doubles),
+   ``NaN`` as missing, ``FLOAT`` widened to ``DOUBLE`` first (as
+   ``repr(float(v))``), booleans ``true``/``false``, NULL ``''``;
+2. strip every character for which ``str.isspace()`` holds (pandas'
+   ``str.strip``), with fast paths (:func:`strip_expression`; DuckDB's
+   ``trim(x, chars)`` costs ~1.5 us a value); skipped for numeric, boolean and
+   date types;
+3. missing tokens and ``''`` -> the first token.
+
+This per-value work is costly (~0.1 us a value), so it is done on *distinct*
+keys wherever possible.
+
+**grouped_counts**: one pass over every record, ``GROUP BY`` the keys (typed,
+cheap to hash) into a small temporary table of distinct key tuples with their
+counts; then the normalization of those tuples only, and ``SUM`` of the counts
+``GROUP BY`` the text. ``ORDER BY ALL`` makes the frequency table (hence every
+float sum computed on it) reproducible. The distinct-key table is kept for
+:meth:`~DuckDBEngine.write_release`.
+
+**write_release** is one ``COPY (SELECT ...) TO <tmp>`` statement. Each
+quasi-identifier is ``LEFT JOIN``-ed on its key to a small ``key -> (label,
+code)`` table, built from its distinct keys (their text looked up in the
+plan's mapping, registered as an Arrow table; an unmapped value gives NULL as
+``Series.map`` gives NaN). The suppressed classes are removed by an ``ANTI
+JOIN`` on one BIGINT per record, the labels' codes in mixed radix (on the
+labels themselves if that could overflow). Other columns are normalized per
+record. Every join has a tiny build side, so the statement streams; the
+release's row order is not the input's. The target is written through
+:func:`safeshare.io.atomic_path`. For a CSV release each row is formatted in
+SQL into one text column exactly as ``DataFrame.to_csv`` writes it (Python's
+:mod:`csv` minimal quoting: a field is quoted when it holds the delimiter, the
+quote or a line-terminator character; a record of one empty field is written
+``""``) and DuckDB writes that column with quoting disabled, the header being
+the column's name. (DuckDB's own CSV quoting differs: it quotes empty strings,
+``#``, ``\\r``.)
+
+Known differences with the memory engine:
+
+* Parquet/SQL ``TIMESTAMP``: pandas pads fractional seconds to the precision
+  of the whole column (``03:04:05.000`` when another row has milliseconds),
+  DuckDB prints each value minimally (``03:04:05``). ``BLOB``, ``TIME``,
+  ``INTERVAL`` and nested types: DuckDB's ``CAST`` text.
+* ``UBIGINT`` values above ``2**63-1``: digits here; the memory engine's
+  ``astype("Int64")`` wraps them around (``2**64-1`` becomes ``-1``).
+* CSV: errors where pandas reads something: mixed line endings (``\\n`` and
+  ``\\r\\n`` in one file), a quoted field holding the delimiter after two or
+  more spaces (``a,  "x,y"``), more names than fields (pandas pads the missing
+  columns with ``''``). A line holding only a quoted blank value (``"  "``) is
+  skipped here, kept by pandas (unquoted, both skip it). Paths with glob
+  characters (``*?[``) are patterns to DuckDB.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import functools
+import io
+import itertools
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.source import TableSource
+from safeshare.errors import DataError
+from safeshare.io import atomic_path
+
+#: Every character that ``str.strip()`` (hence pandas' ``Series.str.strip``) removes, i.e.
+#: ``"".join(filter(str.isspace, map(chr, range(0x110000))))`` (checked by the tests).
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+#: ``nullstr`` of the CSV scan: a value no real file holds, so that only padded fields are NULL.
+_NULL_SENTINEL = "\ue000safeshare-padded\ue001"
+
+#: Python codec name -> DuckDB ``read_csv`` encoding (the ones DuckDB has built in).
+_ENCODINGS = {
+    "utf-8": "utf-8",
+    "ascii": "utf-8",
+    "utf-8-sig": "utf-8",
+    "iso8859-1": "latin-1",
+    "utf-16": "utf-16",
+}
+
+_INTEGER_TYPES = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+}  # fmt: skip
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$")
+
+_SPACED_QUOTED = r'^ +"((?:[^"]|"")*)" *$'
+
+_counter = itertools.count()
+
+#: Optimizers that would reorder the release's joins or swap their build and probe sides.
+_KEEP_JOINS_AS_WRITTEN = ("join_order", "build_side_probe_side")
+
+#: Up to this many labels, a quasi-identifier's labels are typed ENUM for the Parquet writer.
+_MAX_ENUM = 100_000
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def text_expression(column_sql: str, duckdb_type: str) -> str:
+    """SQL rendering a typed column as text like :func:`safeshare.data.source.text_column`.
+
+    NULL becomes ``''``; the result is neither stripped nor missing-normalized.
+    """
+    t = duckdb_type.upper()
+    c = column_sql
+    if t == "BOOLEAN":
+        return f"CASE WHEN {c} IS NULL THEN '' WHEN {c} THEN 'true' ELSE 'false' END"
+    if t in ("DOUBLE", "FLOAT", "REAL"):
+        d = f"CAST({c} AS DOUBLE)"
+        return f"CASE WHEN {c} IS NULL OR isnan({d}) THEN '' ELSE CAST({d} AS VARCHAR) END"
+    if t == "VARCHAR":
+        return f"COALESCE({c}, '')"
+    return f"COALESCE(CAST({c} AS VARCHAR), '')"
+
+
+def needs_strip(duckdb_type: str) -> bool:
+    """Whether the text of a column of this type can have surrounding whitespace."""
+    t = duckdb_type.upper()
+    return not (
+        t in _INTEGER_TYPES
+        or t in ("BOOLEAN", "DOUBLE", "FLOAT", "REAL", "DATE")
+        or t.startswith("DECIMAL")
+        or t.startswith("TIMESTAMP")
+    )
+
+
+def _not_whitespace_ranges() -> list[tuple[int, int]]:
+    """Code point ranges above 32 holding no whitespace character."""
+    out, low = [], 33
+    for cp in [*sorted(ord(c) for c in WHITESPACE if ord(c) > 32), 0x110000]:
+        if cp > low:
+            out.append((low, cp - 1))
+        low = cp + 1
+    return out
+
+
+def strip_expression(x: str) -> str:
+    """SQL for ``x.strip()`` (``x`` a column reference, not NULL), with fast paths.
+
+    ``trim(x, <unicode whitespace>)`` costs about 1.5 us a value, far more
+    than testing the first and last characters with ``ord``. So: ``x`` as is
+    when both are printable ASCII; ``substr(x, 2)`` when only one leading space
+    must go (", "-separated files); ``x`` again when neither is whitespace
+    (comparisons on code point ranges: long ``IN`` lists become joins and
+    constant lists slow the planner down); ``trim`` otherwise. A whitespace
+    code point never combines with a neighbour into one character, so the
+    tests are exact. ``ord('')`` is -1.
+    """
+    first, last, second = f"ord({x})", f"ord({x}[-1])", f"ord({x}[2])"
+
+    def printable(o: str) -> str:
+        return f"{o} BETWEEN 33 AND 126"
+
+    def not_ws(o: str) -> str:
+        return "(" + " OR ".join(f"{o} BETWEEN {a} AND {b}" for a, b in _not_whitespace_ranges()) + ")"
+
+    return (
+        f"CASE WHEN {printable(first)} AND {printable(last)} THEN {x} "
+        f"WHEN {first} = 32 AND {printable(second)} AND {printable(last)} THEN substr({x}, 2) "
+        f"WHEN {not_ws(first)} AND {not_ws(last)} THEN {x} "
+        f"ELSE trim({x}, {quote_literal(WHITESPACE)}) END"
+    )
+
+
+def missing_expression(x: str, missing: Sequence[str]) -> str:
+    """Missing tokens (and ``''``) -> the first token, as :func:`normalize_missing`."""
+    tokens = ", ".join(quote_literal(t) for t in dict.fromkeys([*missing, ""]))
+    return f"CASE WHEN {x} IN ({tokens}) THEN {quote_literal(missing[0])} ELSE {x} END"
+
+
+def unquote_spaced(x: str) -> str:
+    """Read ``  "a ""b"" "`` as pandas' ``skipinitialspace`` does: ``a "b"``.
+
+    DuckDB reads a quoted field after one space, but after several it keeps
+    the spaces and the quotes. The cheap ``contains`` test keeps the regular
+    expression off ordinary values.
+    """
+    pattern = quote_literal(_SPACED_QUOTED)
+    return (
+        f"CASE WHEN contains({x}, '\"') AND regexp_matches({x}, {pattern}) "
+        f"THEN replace(regexp_extract({x}, {pattern}, 1), '\"\"', '\"') ELSE {x} END"
+    )
+
+
+def one_line(exc: BaseException) -> str:
+    """The useful part of a (multi-line) DuckDB or parser error, on one line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = re.sub(r"^(Invalid Input|IO|Conversion|Binder|Parser|Invalid) Error: ", "", lines[0])
+    if "state machine reached an invalid state" in first:
+        return "the CSV parser failed: not RFC 4180 CSV with these options (e.g. mixed line endings)"
+    detail = ""
+    for ln in lines[1:]:
+        if ln.startswith(("Original Line", "Possible", "LINE ", "^", "*")) or "=" in ln:
+            continue
+        detail = ln
+        break
+    text = f"{first}: {detail}" if detail and detail not in first else first
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def csv_special_characters(delimiter: str) -> str:
+    """Characters that make ``DataFrame.to_csv`` quote a field (Python's ``QUOTE_MINIMAL``)."""
+    return "".join(dict.fromkeys(delimiter + '"' + os.linesep))
+
+
+def csv_header(columns: Sequence[str], delimiter: str) -> str:
+    """The header line ``DataFrame.to_csv`` writes (without the line terminator)."""
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=delimiter, quotechar='"', lineterminator="\n").writerow(list(columns))
+    return buf.getvalue()[:-1]
+
+
+def csv_field(x: str, delimiter: str) -> str:
+    """SQL formatting one text value (maybe NULL) as a minimally quoted CSV field."""
+    special = " OR ".join(f"contains({x}, {quote_literal(ch)})" for ch in csv_special_characters(delimiter))
+    quoted = "'\"' || replace(" + x + ", '\"', '\"\"') || '\"'"
+    return f"CASE WHEN {x} IS NULL THEN '' WHEN {special} THEN {quoted} ELSE {x} END"
+
+
+def _csv_text(x: str) -> str:
+    return unquote_spaced(f"COALESCE({x}, '')")
+
+
+def exact_key(duckdb_type: str) -> bool:
+    """Whether DuckDB's equality of values of this type is equality of their text.
+
+    Not for floating point (``0.0 = -0.0``, rendered differently) nor, e.g.,
+    ``INTERVAL`` (``'1 month' = '30 days'``): those are grouped and joined on
+    their text instead.
+    """
+    t = duckdb_type.upper()
+    return t in _INTEGER_TYPES or t in ("VARCHAR", "BOOLEAN", "DATE", "TIMESTAMP") or t.startswith("DECIMAL")
+
+
+SQL = Callable[[str], str]
+"""SQL built around the SQL of a value."""
+
+
+def _same(x: str) -> str:
+    return x
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One input column: its name, how the scan reads it, how it becomes text.
+
+    ``key`` (SQL over the raw value) is what the column is grouped and joined
+    on: the raw value itself when equal values always have equal text,
+    otherwise the text. ``steps`` turn the key into the released text, one
+    projection level each: text rendering, stripping, missing-token
+    normalization.
+    """
+
+    name: str
+    raw: str
+    key: SQL
+    steps: tuple[SQL, SQL, SQL]
+
+    def key_sql(self) -> str:
+        return self.key(self.raw)
+
+
+class DuckDBEngine(Engine):
+    """Reads CSV/Parquet in place (or a SQL relation) and writes releases with DuckDB.
+
+    Parameters
+    ----------
+    source: the CSV (plain or gzip) or Parquet file to read.
+    memory_limit: DuckDB's memory limit (e.g. ``"2GB"``); beyond it, operators spill.
+    threads: DuckDB worker threads.
+    temp_directory: where DuckDB spills; by default a private temporary
+        directory, removed by :meth:`close`.
+
+    See the module docstring for the SQL and for the (few, type-related)
+    differences with the memory engine.
+    """
+
+    name = "duckdb"
+    _finalizer: weakref.finalize[Any, Any] | None
+
+    def __init__(
+        self,
+        source: TableSource,
+        memory_limit: str = "2GB",
+        threads: int = 2,
+        temp_directory: str | Path | None = None,
+    ) -> None:
+        self._setup(str(source.path), source.missing)
+        self.source: TableSource | None = source
+        self._owns_connection = True
+        self._own_temp: Path | None = None
+        if temp_directory is None:
+            self._own_temp = Path(tempfile.mkdtemp(prefix="safeshare-duckdb-"))
+            temp_directory = self._own_temp
+        try:
+            self.con = duckdb.connect(
+                config={
+                    "memory_limit": memory_limit,
+                    "threads": int(threads),
+                    "temp_directory": str(temp_directory),
+                    "preserve_insertion_order": False,
+                }
+            )
+        except duckdb.Error as exc:
+            if self._own_temp is not None:
+                shutil.rmtree(self._own_temp, ignore_errors=True)
+            raise DataError(f"cannot configure DuckDB: {one_line(exc)}") from None
+        self._finalizer = weakref.finalize(self, _cleanup, self.con, self._own_temp)
+        try:
+            source.check_readable()
+            if source.fmt == "parquet":
+                self._init_parquet(source)
+            else:
+                self._init_csv(source)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, label: str, missing: Sequence[str]) -> None:
+        self.label = label
+        self._missing: tuple[str, ...] = tuple(missing)
+        self._closed = False
+        self._parallel = True
+        self._n_records: int | None = None
+        self._finalizer = None
+        self._columns: list[_Column] = []
+        self._scan: Callable[[], str] = lambda: ""
+        self._groups: tuple[frozenset[int], str] | None = None
+        self._uid = f"{os.getpid()}_{next(_counter)}"
+
+    @classmethod
+    def from_sql(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        relation: str,
+        missing: Sequence[str] = (),
+        strip: bool = False,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | Path | None = None,
+    ) -> DuckDBEngine:
+        """An engine over a table/view name or a ``SELECT`` query of an open connection.
+
+        Column types are rendered as text like Parquet columns and, like the
+        values of a DataFrame given to :class:`MemoryEngine`, are not stripped
+        of surrounding whitespace unless ``strip`` is true. The connection
+        stays the caller's: :meth:`close` does not close it, its settings are
+        changed only for the options given here, and the temporary objects
+        the engine creates get unique names and are dropped by :meth:`close`
+        (``preserve_insertion_order`` is switched off for the release's
+        ``COPY`` and restored). The relation is re-read by the calls: it must
+        not change between :meth:`grouped_counts` and :meth:`write_release`
+        (if it does, the independent verification of the release fails).
+        """
+        self = cls.__new__(cls)
+        text = relation.strip().rstrip(";").strip()
+        is_name = bool(_IDENTIFIER.match(text)) and text.upper() not in ("SELECT", "WITH", "FROM", "VALUES")
+        self._setup(f"table {text}" if is_name else "SQL query", missing)
+        self.source = None
+        self._owns_connection = False
+        self._own_temp = None
+        self.con = con
+        if not text:
+            raise DataError("empty SQL relation")
+        relation_sql = text if is_name else f"({text})"
+        try:
+            for key, value in (("memory_limit", memory_limit), ("threads", threads)):
+                if value is not None:
+                    con.execute(f"SET {key} = {quote_literal(str(value))}")
+            if temp_directory is not None:
+                con.execute(f"SET temp_directory = {quote_literal(str(temp_directory))}")
+            described = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"cannot read {self.label}: {one_line(exc)}") from None
+        names = [str(r[0]) for r in described]
+        self._typed_columns(names, names, [str(r[1]) for r in described], strip=strip)
+        self._scan = lambda: f"SELECT * FROM {relation_sql}"
+        return self
+
+    # ------------------------------------------------------------------ reading
+
+    def _set_columns(
+        self, names: Sequence[str], columns: Sequence[tuple[str, SQL, tuple[SQL, SQL, SQL]]]
+    ) -> None:
+        cols = [str(c).strip() for c in names]
+        if len(set(cols)) != len(cols):
+            raise DataError(f"{self.label}: duplicate column names")
+        self._columns = [
+            _Column(n, raw, key, steps) for n, (raw, key, steps) in zip(cols, columns, strict=True)
+        ]
+
+    def _typed_columns(
+        self, names: Sequence[str], originals: Sequence[str], types: Sequence[str], strip: bool = True
+    ) -> None:
+        """Columns of a typed relation (Parquet, SQL), rendered by type."""
+        missing = self._missing_step()
+        columns: list[tuple[str, SQL, tuple[SQL, SQL, SQL]]] = []
+        for original, typ in zip(originals, types, strict=True):
+            text: SQL = functools.partial(text_expression, duckdb_type=typ)
+            stripped = strip_expression if strip and needs_strip(typ) else _same
+            if exact_key(typ):
+                columns.append((quote_identifier(original), _same, (text, stripped, missing)))
+            else:
+                columns.append((quote_identifier(original), text, (_same, stripped, missing)))
+        self._set_columns(names, columns)
+
+    def _missing_step(self) -> SQL:
+        return functools.partial(missing_expression, missing=self._missing) if self._missing else _same
+
+    def _init_parquet(self, source: TableSource) -> None:
+        if source.path.stat().st_size == 0:
+            raise DataError(f"{source.path}: the file is empty")
+        scan = f"read_parquet({quote_literal(str(source.path))})"
+        try:
+            described = self.con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"cannot read {source.path}: {one_line(exc)}") from None
+        originals = [str(r[0]) for r in described]
+        if source.names and len(source.names) != len(originals):
+            raise DataError(f"{source.path}: {len(source.names)} names given for {len(originals)} columns")
+        self._typed_columns(source.names or originals, originals, [str(r[1]) for r in described])
+        self._scan = lambda: f"SELECT * FROM {scan}"
+
+    def _init_csv(self, source: TableSource) -> None:
+        encoding = self._duckdb_encoding(source)
+        n_fields, header_names = self._probe_csv(source)
+        if source.names and len(source.names) != n_fields:
+            raise DataError(f"{source.path}: {len(source.names)} names given for {n_fields} columns")
+        raws = [f"c{i}" for i in range(n_fields)]
+        steps = (_csv_text, strip_expression, self._missing_step())
+        self._set_columns(source.names or header_names, [(r, _same, steps) for r in raws])
+        columns_struct = "{" + ", ".join(f"'{r}': 'VARCHAR'" for r in raws) + "}"
+        skip = source.skip_rows + (1 if source.header else 0)
+        # A line of spaces/tabs only (pandas skips it): one non-empty field, every other one padded (NULL).
+        blanks = quote_literal("".join(c for c in " \t" if c != source.delimiter))
+        blank = " AND ".join([f"{r} IS NULL" for r in raws[1:]] + ["c0 <> ''", f"trim(c0, {blanks}) = ''"])
+        path, delim = quote_literal(str(source.path)), quote_literal(source.delimiter)
+
+        def scan() -> str:
+            return (
+                f"SELECT * FROM read_csv({path}, header=false, auto_detect=false, columns={columns_struct}, "
+                f"delim={delim}, quote='\"', escape='\"', skip={skip}, null_padding=true, "
+                f"nullstr={quote_literal(_NULL_SENTINEL)}, encoding={quote_literal(encoding)}, "
+                f"compression='auto', parallel={'true' if self._parallel else 'false'}) WHERE NOT ({blank})"
+            )
+
+        self._scan = scan
+
+    @staticmethod
+    def _duckdb_encoding(source: TableSource) -> str:
+        try:
+            name = codecs.lookup(source.encoding).name
+        except LookupError:
+            raise DataError(f"{source.path}: unknown encoding {source.encoding!r}") from None
+        if name not in _ENCODINGS:
+            raise DataError(
+                f"{source.path}: encoding {source.encoding!r} is not supported by the duckdb engine "
+                "(utf-8, latin-1, utf-16)"
+            )
+        return _ENCODINGS[name]
+
+    @staticmethod
+    def _probe_csv(source: TableSource) -> tuple[int, list[str]]:
+        """Field count of the first line and (with a header) the column names, read by pandas."""
+        options: dict[str, Any] = dict(
+            sep=source.delimiter,
+            skiprows=source.skip_rows,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            skipinitialspace=True,
+            encoding=source.encoding,
+            skip_blank_lines=True,
+            engine="c",
+        )
+        try:
+            first = pd.read_csv(source.path, header=None, nrows=1, **options)
+            names = []
+            if source.header:
+                names = [str(c) for c in pd.read_csv(source.path, header=0, nrows=0, **options).columns]
+        except pd.errors.EmptyDataError:
+            raise DataError(f"{source.path}: the file is empty (no header, no records)") from None
+        except Exception as exc:  # parser, decoding and decompression errors
+            raise DataError(f"cannot read {source.path}: {one_line(exc)}") from None
+        return int(first.shape[1]), names
+
+    def _text(self, relation: str, keys: dict[int, str], keep: Sequence[str] = ()) -> str:
+        """``relation`` -> columns ``__v{i}``, the text of column ``i`` whose key is ``keys[i]``.
+
+        One projection level per normalization step; ``keep`` (column names of
+        ``relation``) are passed through.
+        """
+        sql, refs = relation, dict(keys)
+        for level in range(3):
+            exprs = [f"{self._columns[i].steps[level](ref)} AS __v{i}" for i, ref in refs.items()]
+            sql = f"SELECT {', '.join([*exprs, *keep])} FROM ({sql})"
+            refs = {i: f"__v{i}" for i in refs}
+        return sql
+
+    def _index(self, column: str) -> int:
+        for i, c in enumerate(self._columns):
+            if c.name == column:
+                return i
+        raise DataError(f"{self.label}: unknown column {column!r}")
+
+    def _run(self, make_sql: Callable[[str], str], action: str = "cannot read") -> duckdb.DuckDBPyConnection:
+        """Execute ``make_sql(scan)``, turning DuckDB errors into :class:`DataError`.
+
+        DuckDB's parallel CSV scanner cannot pad short rows when quoted fields
+        hold line breaks; it says so, and the statement is rerun with a serial scan.
+        """
+        if self._closed:
+            raise RuntimeError("the DuckDB engine is closed")
+        while True:
+            try:
+                return self.con.execute(make_sql(self._scan()))
+            except duckdb.Error as exc:
+                if self._parallel and self.source is not None and "parallel=false" in str(exc):
+                    self._parallel = False
+                    continue
+                raise DataError(f"{action} {self.label}: {one_line(exc)}") from None
+
+    def _distinct_keys(self, indices: Sequence[int]) -> str:
+        """A temporary table of the distinct key tuples of ``indices`` (``__k{i}``) with counts ``__n``.
+
+        The one pass over every record of :meth:`grouped_counts`; kept (the
+        last one) so that :meth:`write_release` finds the quasi-identifiers'
+        distinct values without reading the input again.
+        """
+        wanted = frozenset(indices)
+        if self._groups is not None and wanted <= self._groups[0]:
+            return self._groups[1]
+        self._drop_groups()
+        name = f"__safeshare_groups_{self._uid}"
+        keys = ", ".join(f"{self._columns[i].key_sql()} AS __k{i}" for i in sorted(wanted))
+        self._run(
+            lambda scan: (
+                f"CREATE TEMP TABLE {name} AS SELECT {keys}, COUNT(*) AS __n FROM ({scan}) GROUP BY ALL"
+            )
+        )
+        self._groups = (wanted, name)
+        return name
+
+    def _drop_groups(self) -> None:
+        if self._groups is not None:
+            name, self._groups = self._groups[1], None
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    # ------------------------------------------------------------------ Engine API
+
+    def columns(self) -> list[str]:
+        return [c.name for c in self._columns]
+
+    def n_records(self) -> int:
+        if self._n_records is None:
+            counted = f"SELECT COALESCE(SUM(__n), 0) FROM {self._groups[1]}" if self._groups else None
+            row = self._run(lambda scan: counted or f"SELECT COUNT(*) FROM ({scan})").fetchone()
+            assert row is not None
+            self._n_records = int(row[0])
+        return self._n_records
+
+    def grouped_counts(self, columns: Sequence[str]) -> pd.DataFrame:
+        """Two aggregations: by key over every record, then by text over the distinct key tuples."""
+        indices = list(dict.fromkeys(self._index(c) for c in columns))
+        if not indices:
+            return pd.DataFrame({COUNT_COLUMN: [self.n_records()]}, dtype="int64")
+        groups = self._distinct_keys(indices)
+        text = self._text(f"SELECT * FROM {groups}", {i: f"__k{i}" for i in indices}, keep=["__n"])
+        outs = ", ".join(f"__v{i} AS {quote_identifier(self._columns[i].name)}" for i in indices)
+        frame = self._run(
+            lambda _: (
+                f"SELECT {outs}, CAST(SUM(__n) AS BIGINT) AS {quote_identifier(COUNT_COLUMN)} "
+                f"FROM ({text}) GROUP BY ALL ORDER BY ALL"
+            )
+        ).df()
+        frame[COUNT_COLUMN] = frame[COUNT_COLUMN].astype("int64")
+        return frame
+
+    def write_release(self, plan: ReleasePlan, target: Path) -> int:
+        """One ``COPY`` joining every record to its class's labels (see the module docstring)."""
+        out_idx = [self._index(c) for c in plan.columns]
+        qis = plan.quasi_identifiers
+        qi_idx = [self._index(qi) for qi in qis]
+        uid = f"{self._uid}_{next(_counter)}"
+        registered: list[str] = []
+
+        def register(name: str, text: dict[str, list[str]], ints: dict[str, list[int]] | None = None) -> str:
+            columns = {k: pa.array(v, pa.string()) for k, v in text.items()}
+            columns.update({k: pa.array(v, pa.int64()) for k, v in (ints or {}).items()})
+            self.con.register(name, pa.table(columns))
+            registered.append(name)
+            return name
+
+        try:
+            values = {i: f"__src.__v{i}" for i in out_idx}
+            fields = {i: csv_field(f"__src.__v{i}", plan.delimiter) for i in out_idx}
+            joins, codes, groups = [], [], self._distinct_keys(qi_idx) if qis else ""
+            for j, (qi, i) in enumerate(zip(qis, qi_idx, strict=True)):
+                # key -> (label, code) over the QI's distinct keys: the key's text looked up in the mapping
+                mapping = plan.generalization[qi]
+                codes.append({label: n + 1 for n, label in enumerate(sorted(set(mapping.values())))})
+                name = register(
+                    f"__safeshare_map_{uid}_{j}",
+                    {"v": list(mapping), "label": list(mapping.values())},
+                    {"code": [codes[j][label] for label in mapping.values()]},
+                )
+                text = self._text(f"SELECT DISTINCT __k{i} FROM {groups}", {i: f"__k{i}"}, keep=[f"__k{i}"])
+                field = csv_field("m.label", plan.delimiter)  # the label as a CSV field, once per key
+                label = "m.label"
+                if plan.format == "parquet" and 0 < len(codes[j]) <= _MAX_ENUM:
+                    # DuckDB writes an ENUM column to Parquet (as strings) several times faster than VARCHAR
+                    label = f"CAST(m.label AS ENUM({', '.join(map(quote_literal, codes[j]))}))"
+                labels = (
+                    f"SELECT t.__k{i} AS k, {label} AS label, m.code, {field} AS field FROM ({text}) AS t"
+                )
+                labels += f" LEFT JOIN {name} AS m ON t.__v{i} = m.v"
+                joins.append(f"LEFT JOIN ({labels}) AS __m{j} ON __src.__k{i} IS NOT DISTINCT FROM __m{j}.k")
+                values[i] = f"__m{j}.label"
+                fields[i] = f"__m{j}.field"
+            if len(plan.suppressed) and qis:
+                joins.append(self._suppression(plan, codes, register, f"__safeshare_suppressed_{uid}"))
+            out = [values[i] for i in out_idx]
+            if plan.format == "parquet":
+                select = ", ".join(
+                    f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
+                )
+                options = "FORMAT parquet, COMPRESSION snappy"
+            else:
+                line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
+                if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
+                    line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
+                select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
+                options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
+            join = " ".join(joins)
+            text_idx = {i: self._columns[i].key_sql() for i in dict.fromkeys(out_idx) if i not in qi_idx}
+            key_cols = [f"{self._columns[i].key_sql()} AS __k{i}" for i in qi_idx]
+
+            def sql(scan: str, tmp: Path) -> str:
+                keyed = f"SELECT {', '.join(['*', *key_cols])} FROM ({scan})"
+                source = self._text(keyed, text_idx, keep=[f"__k{i}" for i in qi_idx])
+                target_sql = quote_literal(str(tmp))
+                return f"COPY (SELECT {select} FROM ({source}) AS __src {join}) TO {target_sql} ({options})"
+
+            # The joins as written: every record probes small hash tables. DuckDB cannot estimate
+            # a CSV scan's size and, left to itself, may build a hash table of all the records.
+            optimizers = self._setting("disabled_optimizers")
+            disabled = ",".join(
+                dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN])
+            )
+            with (
+                self._temporarily("disabled_optimizers", quote_literal(disabled)),
+                self._temporarily("preserve_insertion_order", "false"),
+                atomic_path(Path(target)) as tmp,
+            ):
+                row = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of").fetchone()
+            assert row is not None
+            return int(row[0])
+        finally:
+            for name in registered:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.unregister(name)
+
+    def _setting(self, name: str) -> str:
+        row = self.con.execute(f"SELECT current_setting({quote_literal(name)})").fetchone()
+        return "" if row is None or row[0] is None else str(row[0])
+
+    @contextlib.contextmanager
+    def _temporarily(self, name: str, value_sql: str) -> Iterator[None]:
+        """``SET name = value`` for the duration of the block (the connection may be the caller's)."""
+        old = self._setting(name)
+        self.con.execute(f"SET {name} = {value_sql}")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"SET {name} = {quote_literal(old)}")
+
+    @staticmethod
+    def _suppression(
+        plan: ReleasePlan,
+        codes: list[dict[str, int]],
+        register: Callable[[str, dict[str, list[str]], dict[str, list[int]] | None], str],
+        name: str,
+    ) -> str:
+        """The ``ANTI JOIN`` removing the records of the suppressed classes.
+
+        A class is identified by one integer, its labels' codes (1.., 0 for an
+        unmapped value) in mixed radix, so the join hashes one BIGINT a record
+        rather than one string per quasi-identifier; when the codes could
+        overflow, the join is on the labels themselves.
+        """
+        qis = plan.quasi_identifiers
+        sup = plan.suppressed[qis].astype(str)
+        weights, weight = [], 1
+        for table in codes:
+            weights.append(weight)
+            weight *= len(table) + 1
+        if weight >= 2**62:
+            register(name, {f"s{j}": list(sup[q]) for j, q in enumerate(qis)}, None)
+            cond = " AND ".join(f"__m{j}.label = __sup.s{j}" for j in range(len(qis)))
+            return f"ANTI JOIN {name} AS __sup ON {cond}"
+        classes = [
+            sum(table[label] * w for table, label, w in zip(codes, row, weights, strict=True))
+            for row in sup.itertuples(index=False)
+            if all(label in table for table, label in zip(codes, row, strict=True))  # else no record has it
+        ]
+        register(name, {}, {"c": classes})
+        code = " + ".join(f"COALESCE(__m{j}.code, 0) * {w}" for j, w in enumerate(weights))
+        return f"ANTI JOIN {name} AS __sup ON ({code}) = __sup.c"
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._drop_groups()
+        self._closed = True
+        if self._finalizer is not None:
+            self._finalizer()
+
+
+def _cleanup(con: duckdb.DuckDBPyConnection, temp: Path | None) -> None:
+    """Close an owned connection and remove the private spill directory."""
+    try:
+        con.close()
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
