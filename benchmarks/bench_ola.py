@@ -28,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
 from safeshare.data.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.source import TableSource  # noqa: E402
@@ -38,34 +39,8 @@ from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search import OLA  # noqa: E402
 
 ADULT = ROOT / "examples" / "adult"
-COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
-QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+COLUMNS = list(ADULT_COLUMNS)
+QIS = list(ADULT_QUASI_IDENTIFIERS)
 KS = (5, 25, 100)
 LIMITS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5)
 THESIS_TABLE_6_9 = {

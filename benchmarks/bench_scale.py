@@ -43,6 +43,7 @@ import psutil
 import pyarrow.parquet as pq
 
 from safeshare import Anonymizer, KAnonymity, Schema, TableSource, read_arx_csv
+from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.schema import Attribute, Role
 from safeshare.release import write_release
@@ -51,35 +52,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ADULT = ROOT / "examples" / "adult"
 DATA_DIR = ROOT / "benchmarks" / "data"
 SEED = 20240521
-COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
+COLUMNS = list(ADULT_COLUMNS)
 INTEGER_COLUMNS = {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"}
-QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+QIS = list(ADULT_QUASI_IDENTIFIERS)
 IDENTIFYING = ["fnlwgt", "education-num"]
 K = 5
 MAX_SUPPRESSION = 0.05

@@ -23,6 +23,7 @@ BENCHMARKS = {
     "sweep": "bench_sweep",
     "inverse-ola": "inverse_ola",
     "m-concealing": "m_concealing",
+    "dp": "bench_dp",
     "sensitive": "bench_sensitive",
 }
 

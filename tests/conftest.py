@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from safeshare import adult
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.frequency import FrequencyTable
@@ -17,34 +18,8 @@ from safeshare.hierarchy.io import read_arx_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT_DIR = ROOT / "examples" / "adult"
-ADULT_COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
-ADULT_QIS = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+ADULT_COLUMNS = list(adult.ADULT_COLUMNS)
+ADULT_QIS = list(adult.ADULT_QUASI_IDENTIFIERS)
 
 
 @pytest.fixture(scope="session")
@@ -101,3 +76,25 @@ def generalized_frame(table: FrequencyTable, node: tuple[int, ...]) -> pd.DataFr
     """Row-level generalized records of ``table`` at ``node`` (for brute-force references)."""
     labels = table.labels_at(node)
     return labels.loc[labels.index.repeat(table.counts)].reset_index(drop=True)
+
+
+def write_small_adult(directory: Path, n_train: int = 3000, n_test: int = 0) -> Path:
+    """The first ``n_train`` records of adult.data (and ``n_test`` of adult.test, after its
+    comment line) with adult.yaml pointing at the bundled hierarchies; returns ``directory``."""
+    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:n_train]
+    (directory / "adult.data").write_text("\n".join(lines) + "\n")
+    if n_test:
+        test_lines = (ADULT_DIR / "adult.test").read_text().splitlines()[: n_test + 1]
+        (directory / "adult.test").write_text("\n".join(test_lines) + "\n")
+    text = (ADULT_DIR / "adult.yaml").read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
+    (directory / "adult.yaml").write_text(text)
+    return directory
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``safeshare ARGS`` in-process: ``(exit status, stdout, stderr)``."""
+    from safeshare.cli import main
+
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeshare.anonymizer import Anonymizer
-from safeshare.cli import main
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError
@@ -30,7 +29,8 @@ from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.search.inverse_ola import InverseOLA, achievable_k, make_inverse_ola
 from safeshare.search.strategy import SearchContext, make_strategy
-from tests.conftest import ADULT_DIR, random_table
+from tests import conftest
+from tests.conftest import random_table, write_small_adult
 from tests.test_m_concealing import brute_suppressed, random_sensitive_table
 from tests.test_ola import BruteForce
 
@@ -263,19 +263,16 @@ def test_options_are_validated() -> None:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Adult config on the first 3,000 records, with and without a privacy model."""
-    d = tmp_path_factory.mktemp("adult_inverse")
-    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:3000]
-    (d / "adult.data").write_text("\n".join(lines) + "\n")
-    text = (ADULT_DIR / "adult.yaml").read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
-    (d / "adult.yaml").write_text(text)
+    d = write_small_adult(tmp_path_factory.mktemp("adult_inverse"))
+    text = (d / "adult.yaml").read_text()
     (d / "noprivacy.yaml").write_text(text.replace("privacy:\n  k-anonymity: {k: 5}\n", ""))
     assert "privacy" not in (d / "noprivacy.yaml").read_text().split("attributes:")[1].split("max_supp")[0]
     return d
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main(args)
-    return code, capsys.readouterr().err
+    code, _, err = conftest.run_cli(args, capsys)
+    return code, err
 
 
 def test_cli_inverse_ola_reports_and_verifies_k_achieved(

@@ -42,7 +42,7 @@ from safeshare.risk.m_concealing import AdversaryKnowledge, MConcealingMeasure, 
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify_m_concealing import record_values_sql
-from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
+from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy, run_cli, write_small_adult
 from tests.test_ola import BruteForce
 
 SENSITIVE = ["capital-gain", "capital-loss", "hours-per-week"]
@@ -526,19 +526,12 @@ def test_verifier_recomputes_from_the_file(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Adult config on the first 3,000 records."""
-    d = tmp_path_factory.mktemp("adult_m")
-    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:3000]
-    (d / "adult.data").write_text("\n".join(lines) + "\n")
-    text = (ADULT_DIR / "adult.yaml").read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
-    (d / "adult.yaml").write_text(text)
-    return d
+    return write_small_adult(tmp_path_factory.mktemp("adult_m"))
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from safeshare.cli import main
-
-    code = main(args)
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(args, capsys)
+    return code, err
 
 
 KNOWLEDGE = "{capital-gain: 0.05, capital-loss: 0.05, hours-per-week: 0.05}"

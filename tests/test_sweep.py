@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
-from safeshare.cli import main
 from safeshare.config import load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
@@ -29,7 +28,7 @@ from safeshare.evaluation import Evaluator
 from safeshare.models import KAnonymity
 from safeshare.report.plots import plot_loss_vs_suppression
 from safeshare.sweep import SWEEP_COLUMNS, Sweep, SweepGrid, SweepRow
-from tests.conftest import ADULT_DIR, random_table
+from tests.conftest import ADULT_DIR, random_table, run_cli, write_small_adult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -37,20 +36,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Adult config on the first 3,000 training and 1,500 test records (comment line kept)."""
-    d = tmp_path_factory.mktemp("adult")
-    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:3000]
-    (d / "adult.data").write_text("\n".join(lines) + "\n")
-    test_lines = (ADULT_DIR / "adult.test").read_text().splitlines()[:1501]
-    (d / "adult.test").write_text("\n".join(test_lines) + "\n")
-    text = (ADULT_DIR / "adult.yaml").read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
-    (d / "adult.yaml").write_text(text)
-    return d
+    return write_small_adult(tmp_path_factory.mktemp("adult"), n_test=1500)
 
 
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = run_cli
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -33,6 +33,9 @@ app = typer.Typer(
 )
 hierarchy_app = typer.Typer(help="Inspect and build generalization hierarchies.", no_args_is_help=True)
 app.add_typer(hierarchy_app, name="hierarchy")
+from safeshare.dp.commands import dp_app  # noqa: E402 - differential privacy under sampling (thesis 4.5)
+
+app.add_typer(dp_app, name="dp")
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -84,7 +87,7 @@ def anonymize(
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[
-        str | None, typer.Option("--algorithm", help="ola | exhaustive | inverse-ola")
+        str | None, typer.Option("--algorithm", help="ola | exhaustive | inverse-ola | epsilon-safe")
     ] = None,
     max_loss: Annotated[
         float | None,
@@ -95,6 +98,27 @@ def anonymize(
         bool, typer.Option("--tradeoff/--no-tradeoff", help="Also report loss for suppression 0-50%.")
     ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+    beta: Annotated[float | None, typer.Option("--beta", help="epsilon-safe: sampling probability.")] = None,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", help="epsilon-safe: DPS epsilon.")] = None,
+    epsilon_prime: Annotated[
+        float | None, typer.Option("--epsilon-prime", help="epsilon-safe: budget of the node choice.")
+    ] = None,
+    utility: Annotated[str | None, typer.Option("--utility", help="thesis | linear | safepub")] = None,
+    penalty: Annotated[float | None, typer.Option("--penalty", help="epsilon-safe: penalty factor.")] = None,
+    penalty_mode: Annotated[
+        str | None, typer.Option("--penalty-mode", help="k-anonymity | suppression")
+    ] = None,
+    sensitivity: Annotated[str | None, typer.Option("--sensitivity", help="exact | thesis (not DP)")] = None,
+    reference_size: Annotated[
+        int | None, typer.Option("--reference-size", help="epsilon-safe: N_ref of the suppression penalty.")
+    ] = None,
+    seed: Annotated[str | None, typer.Option("--seed", help="epsilon-safe: reproducible draws.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="epsilon-safe: write the node distribution, not a release.")
+    ] = False,
+    allow_non_dp: Annotated[
+        bool, typer.Option("--allow-non-dp", help="epsilon-safe: allow --sensitivity thesis releases.")
+    ] = False,
 ) -> None:
     """Anonymize a table with optimal k-anonymity (OLA) and write a verified release."""
     from safeshare.anonymizer import Anonymizer
@@ -109,6 +133,28 @@ def anonymize(
     )
 
     cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
+    dp_options: dict[str, Any] = {
+        "beta": beta,
+        "epsilon": epsilon,
+        "epsilon_prime": epsilon_prime,
+        "utility": utility,
+        "penalty": penalty,
+        "penalty_mode": penalty_mode,
+        "sensitivity": sensitivity,
+        "reference_size": reference_size,
+        "seed": None if seed is None else _seed(seed),
+        "allow_non_dp": allow_non_dp or None,
+    }
+    if cfg.algorithm == "epsilon-safe":
+        from safeshare.dp.commands import anonymize_epsilon_safe
+
+        anonymize_epsilon_safe(cfg, out_dir, dp_options, dry_run=dry_run, quiet=quiet)
+        return
+    given = [name for name, value in dp_options.items() if value is not None]
+    given += ["dry_run"] if dry_run else []
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise InputError(f"{flag} applies to --algorithm epsilon-safe only")
     anonymizer = Anonymizer(
         cfg.schema,
         cfg.privacy,
@@ -152,6 +198,12 @@ def anonymize(
         eng.close()
     if not quiet:
         _print_summary(published.report, published.release)
+
+
+def _seed(text: str) -> int | str:
+    from safeshare.dp.config import parse_seed
+
+    return parse_seed(text)
 
 
 def _print_summary(report: dict[str, Any], release: Path) -> None:

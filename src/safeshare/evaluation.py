@@ -73,9 +73,7 @@ class Classes:
         first use when the classes were rolled up from another node's).
     """
 
-    def __init__(
-        self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray
-    ) -> None:
+    def __init__(self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
@@ -147,17 +145,9 @@ class Evaluator:
         # Dense codes per (QI, level), over the values present in the data.
         self._codes: list[list[IntArray]] = []
         self._sizes: list[list[int]] = []
-        for i in range(q):
-            codes_i, sizes_i = [], []
-            for level in range(table.hierarchies[i].height + 1):
-                raw = table.level_codes(i, level)
-                present = np.zeros(table.hierarchies[i].size(level), dtype=bool)
-                present[raw] = True
-                remap = (np.cumsum(present) - 1).astype(np.int32)
-                codes_i.append(remap[raw])
-                sizes_i.append(int(present.sum()))
-            self._codes.append(codes_i)
-            self._sizes.append(sizes_i)
+        for per_level in table.present_level_codes:
+            self._codes.append([codes for codes, _ in per_level])
+            self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
         self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()
         self._cache_used = 0

@@ -111,6 +111,25 @@ class FrequencyTable:
         """``(M,)`` code of each row's QI ``qi`` value at ``level`` (hierarchy code space)."""
         return self.hierarchies[qi].leaf_codes(level)[self.codes[:, qi]]
 
+    @cached_property
+    def present_level_codes(self) -> tuple[tuple[tuple[IntArray, int], ...], ...]:
+        """Per QI and level: ``(codes, s)``, each row's label renumbered ``0 .. s - 1`` over the
+        ``s`` labels present in the data (order kept). Computed once per table and shared by
+        every evaluator built on it."""
+        out = []
+        for i, h in enumerate(self.hierarchies):
+            per_level = []
+            for level in range(h.height + 1):
+                raw = self.level_codes(i, level)
+                present = np.zeros(h.size(level), dtype=bool)
+                present[raw] = True
+                remap = (np.cumsum(present) - 1).astype(np.int32)
+                codes = remap[raw]
+                codes.flags.writeable = False
+                per_level.append((codes, int(present.sum())))
+            out.append(tuple(per_level))
+        return tuple(out)
+
     def marginal(self, qi: int, level: int) -> npt.NDArray[np.int64]:
         """Record count of each label of QI ``qi`` at ``level`` (indexed by hierarchy code)."""
         return np.bincount(

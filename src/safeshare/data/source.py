@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -73,6 +73,21 @@ class TableSource:
     def fmt(self) -> Format:
         assert self.format is not None
         return self.format
+
+    def pandas_csv_options(self) -> dict[str, Any]:
+        """The options with which every engine has pandas read this CSV: all text, nothing
+        turned into NaN, blank lines skipped, spaces after delimiters dropped."""
+        return {
+            "sep": self.delimiter,
+            "skiprows": self.skip_rows,
+            "dtype": str,
+            "keep_default_na": False,
+            "na_filter": False,
+            "skipinitialspace": True,
+            "encoding": self.encoding,
+            "skip_blank_lines": True,
+            "engine": "c",
+        }
 
     def check_readable(self) -> None:
         if not self.path.exists():

@@ -98,27 +98,41 @@ class Prec(InformationLoss):
         self._total = sum(
             (w for w, h in zip(self._weights, self._heights, strict=True) if h > 0), Fraction(0)
         )
+        # Exact arithmetic on integers: Prec(n) = sum_i c_i l_i / d with c_i = w_i / h_i * d / total
+        # over a common denominator d, so that c_i and d are integers. Python's int / int is
+        # correctly rounded, hence equal to float(Fraction(...)) of the exact value.
+        parts = [w / h if h > 0 else Fraction(0) for w, h in zip(self._weights, self._heights, strict=True)]
+        scale = math.lcm(1, *(f.denominator for f in parts))
+        self._coefficients = [int(f * scale) for f in parts]
+        total = self._total * scale
+        self._denominator = total.numerator
+        self._coefficients = [c * total.denominator for c in self._coefficients]
 
     def value(self, node: Node, classes: Classes | None = None) -> float:
         if self._total == 0:
             return 0.0
-        acc = Fraction(0)
-        for lv, h, w in zip(node, self._heights, self._weights, strict=True):
-            if h > 0:
-                acc += w * Fraction(lv, h)
-        return float(acc / self._total)
+        numerator = sum(c * lv for c, lv in zip(self._coefficients, node, strict=True))
+        return numerator / self._denominator
 
     @property
     def lower(self) -> float:
         return 0.0
 
     def node_array(self) -> np.ndarray:
-        parts = [
-            np.array([float(w * Fraction(lv, h)) if h > 0 else 0.0 for lv in range(h + 1)])
-            for w, h in zip(self._weights, self._heights, strict=True)
-        ]
-        total = float(self._total) if self._total else 1.0
-        return _outer_sum(parts) / total
+        """Every node's value, equal to :meth:`value` (exact integer numerators when they fit 2**53)."""
+        if self._total == 0:
+            return np.zeros(tuple(h + 1 for h in self._heights))
+        largest = sum(c * h for c, h in zip(self._coefficients, self._heights, strict=True))
+        if largest < 2**53 and self._denominator < 2**53:
+            parts = [
+                np.arange(h + 1, dtype=np.float64) * c
+                for c, h in zip(self._coefficients, self._heights, strict=True)
+            ]
+            return _outer_sum(parts) / float(self._denominator)
+        out = np.empty(tuple(h + 1 for h in self._heights))
+        for node in np.ndindex(*out.shape):
+            out[node] = self.value(node)
+        return out
 
 
 class DMStar(InformationLoss):

@@ -52,10 +52,6 @@ Objective = Callable[[Node], float]
 Guide = Callable[[Node], float] | np.ndarray
 
 
-def _plus_one(v: int) -> int:
-    return v + 1
-
-
 def guide_array(lattice: Lattice, guide: Guide) -> np.ndarray:
     """A node score as a float array of shape ``heights + 1``, indexed by the node."""
     shape = tuple(h + 1 for h in lattice.heights)
@@ -154,13 +150,17 @@ def find_minimal_nodes(
     state = tags.array
     status = state.item
     checked = 0
+    boxes = _BoxMasks(lattice.heights)
+    unknown = boxes.everything  # bit set of the untagged nodes
 
     def check(node: Node) -> int:
-        nonlocal checked
+        nonlocal checked, unknown
         value = status(node)
         if value == UNKNOWN:
             checked += 1
-            tags.tag(node, bool(predicate(node)))
+            satisfied = bool(predicate(node))
+            tags.tag(node, satisfied)
+            unknown &= ~(boxes.up(node) if satisfied else boxes.down(node))
             value = status(node)
         return value
 
@@ -169,17 +169,28 @@ def find_minimal_nodes(
     scores = guide_array(lattice, guide if guide is not None else lambda n: float(sum(n)))
     visited: set[tuple[Node, Node]] = set()
     walked: set[Node] = set()
-    offsets_cache: dict[tuple[tuple[int, ...], int], list[Node]] = {}
+    offsets_cache: dict[tuple[tuple[int, ...], int], tuple[list[Node], np.ndarray | None]] = {}
     pred_cache: dict[Node, list[Node]] = {}
 
-    def offsets(spans: tuple[int, ...], steps: int) -> list[Node]:
-        """Offsets from a sub-lattice's bottom to its nodes ``steps`` above it."""
-        key = (spans, steps)
+    def mid_nodes(bottom: Node, top: Node, steps: int) -> list[Node]:
+        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable).
+
+        Offsets from the bottom are cached per shape; long lists are built with numpy.
+        """
+        key = (tuple(map(sub, top, bottom)), steps)
         hit = offsets_cache.get(key)
         if hit is None:
-            hit = [o for o in product(*(range(s + 1) for s in spans)) if sum(o) == steps]
-            offsets_cache[key] = hit
-        return hit
+            rows = [o for o in product(*(range(s + 1) for s in key[0])) if sum(o) == steps]
+            arr = np.array(rows, dtype=np.intp) if len(rows) > 64 else None
+            hit = offsets_cache[key] = (rows, arr)
+        rows, arr = hit
+        if arr is None:
+            nodes = [tuple(map(add, bottom, o)) for o in rows]
+            nodes.sort(key=scores.item)
+            return nodes
+        full = arr + np.asarray(bottom, dtype=np.intp)
+        order = np.argsort(scores[tuple(full.T)], kind="stable")
+        return list(map(tuple, full[order].tolist()))
 
     def predecessors_by_score(node: Node) -> list[Node]:
         hit = pred_cache.get(node)
@@ -209,8 +220,8 @@ def find_minimal_nodes(
             node = nxt
 
     def settled(bottom: Node, top: Node) -> bool:
-        """Whether every node of the sub-lattice is tagged (UNKNOWN is 0)."""
-        return bool(state[tuple(map(slice, bottom, map(_plus_one, top)))].all())
+        """Whether every node of the sub-lattice is tagged."""
+        return not boxes.meets(unknown, bottom, top)
 
     def kmin(bottom: Node, top: Node, low: int, high: int) -> None:
         """OLA's Kmin on the sub-lattice [bottom, top] (heights low..high, high - low >= 2)."""
@@ -221,9 +232,7 @@ def find_minimal_nodes(
         span = high - low
         half = span // 2
         mid = low + half
-        nodes = [tuple(map(add, bottom, o)) for o in offsets(tuple(map(sub, top, bottom)), half)]
-        nodes.sort(key=scores.item)
-        for node in nodes:
+        for node in mid_nodes(bottom, top, half):
             if status(node) == UNKNOWN:
                 for p in predecessors_by_score(node):
                     if status(p) == UNKNOWN:
@@ -238,6 +247,8 @@ def find_minimal_nodes(
                 continue  # its only minimal node is its bottom, already tagged
             if child_high - child_low == 1:
                 check(child_bottom)  # two nodes: bottom if it qualifies, else top
+            elif (child_bottom, child_top) in visited:
+                continue
             elif child_high - child_low == 2 or not settled(child_bottom, child_top):
                 kmin(child_bottom, child_top, child_low, child_high)
 
@@ -254,6 +265,54 @@ def find_minimal_nodes(
     for node in sorted(tag_minimal(state), key=sum):
         found.add(node)
     return found.nodes(), checked, True
+
+
+class _BoxMasks:
+    """Sets of lattice nodes as bits of a Python integer (bit = row-major node index).
+
+    A sub-lattice ``{n : b <= n <= t}`` is the AND over the QIs of "level of
+    QI i in [b_i, t_i]" (all precomputed): whether it holds an untagged node
+    is a few ANDs of integers of ``|lattice|`` bits, stopping as soon as the
+    intersection is empty, several times cheaper than slicing the tag array.
+    """
+
+    def __init__(self, heights: tuple[int, ...] | list[int]) -> None:
+        shape = tuple(h + 1 for h in heights)
+        size = int(np.prod(shape, dtype=np.int64))
+        self.everything = (1 << size) - 1
+        grid = np.indices(shape).reshape(len(shape), -1)
+        #: ranges[axis][low][high]: nodes whose level of QI ``axis`` lies in [low, high]
+        self.ranges: list[list[list[int]]] = []
+        for axis, levels in enumerate(grid):
+            per_low = []
+            for low in range(shape[axis]):
+                per_high = [0] * shape[axis]
+                for high in range(low, shape[axis]):
+                    bits = np.packbits((levels >= low) & (levels <= high), bitorder="little")
+                    per_high[high] = int.from_bytes(bits.tobytes(), "little")
+                per_low.append(per_high)
+            self.ranges.append(per_low)
+        self._top = [h for h in heights]
+
+    def meets(self, nodes: int, bottom: Node, top: Node) -> bool:
+        """Whether the set ``nodes`` has a node in the sub-lattice ``[bottom, top]``."""
+        for per_low, low, high in zip(self.ranges, bottom, top, strict=True):
+            nodes &= per_low[low][high]
+            if not nodes:
+                return False
+        return True
+
+    def up(self, node: Node) -> int:
+        out = self.everything
+        for per_low, low, high in zip(self.ranges, node, self._top, strict=True):
+            out &= per_low[low][high]
+        return out
+
+    def down(self, node: Node) -> int:
+        out = self.everything
+        for per_low, high in zip(self.ranges, node, strict=True):
+            out &= per_low[0][high]
+        return out
 
 
 def tag_minimal(state: np.ndarray) -> list[Node]:

@@ -108,11 +108,19 @@ def _no_options(cls: type) -> StrategyFactory:
     return factory
 
 
+def _epsilon_safe(options: Mapping[str, Any]) -> SearchStrategy:
+    """Epsilon-safe LA (thesis §4.5.4): imported lazily, it builds on this module."""
+    from safeshare.dp.epsilon_safe import make_epsilon_safe_strategy
+
+    return make_epsilon_safe_strategy(options)
+
+
 #: Strategy factories by name; further workflows register here.
 STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLAStrategy),
     "exhaustive": _no_options(ExhaustiveStrategy),
     "inverse-ola": make_inverse_ola,
+    "epsilon-safe": _epsilon_safe,
 }
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from safeshare import adult
+
 #: Accuracy of the classifier trained on the original UCI Adult training set.
 BASELINE_ACCURACY = 0.8519
 
@@ -51,19 +53,7 @@ FIGURE_6_1_K = (5, 25, 100)
 FIGURE_6_1_SUPPRESSION_PCT = (0.0, 1.0, 5.0, 10.0, 20.0, 50.0)
 
 #: The quasi-identifiers of the thesis' Adult experiments (§5.3), with this project's column names.
-ADULT_QUASI_IDENTIFIERS = frozenset(
-    {
-        "age",
-        "workclass",
-        "education",
-        "marital-status",
-        "occupation",
-        "relationship",
-        "race",
-        "sex",
-        "native-country",
-    }
-)
+ADULT_QUASI_IDENTIFIERS = frozenset(adult.ADULT_QUASI_IDENTIFIERS)
 
 
 def thesis_accuracy(k: int, max_suppression_pct: float, metric: str) -> float | None:

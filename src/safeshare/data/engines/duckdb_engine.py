@@ -528,17 +528,7 @@ class DuckDBEngine(Engine):
     @staticmethod
     def _probe_csv(source: TableSource) -> tuple[int, list[str]]:
         """Field count of the first line and (with a header) the column names, read by pandas."""
-        options: dict[str, Any] = dict(
-            sep=source.delimiter,
-            skiprows=source.skip_rows,
-            dtype=str,
-            keep_default_na=False,
-            na_filter=False,
-            skipinitialspace=True,
-            encoding=source.encoding,
-            skip_blank_lines=True,
-            engine="c",
-        )
+        options = source.pandas_csv_options()
         try:
             first = pd.read_csv(source.path, header=None, nrows=1, **options)
             names = []

@@ -36,18 +36,10 @@ def read_frame(source: TableSource) -> pd.DataFrame:
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 frame = pd.read_csv(
                     source.path,
-                    sep=source.delimiter,
                     header=0 if source.header else None,
                     names=list(source.names) if source.names else None,
-                    skiprows=source.skip_rows,
-                    dtype=str,
-                    keep_default_na=False,
-                    na_filter=False,
-                    skipinitialspace=True,
-                    encoding=source.encoding,
-                    skip_blank_lines=True,
                     index_col=False,
-                    engine="c",
+                    **source.pandas_csv_options(),
                 )
     except DataError:
         raise

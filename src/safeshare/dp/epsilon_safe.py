@@ -1,0 +1,534 @@
+"""Epsilon-safe lattice anonymization (thesis §4.5.4; Li, Qardaji, Su 2012).
+
+::
+
+    input (N records) --Bernoulli(beta) sample--> sampled data (every column a QI)
+        --> utility of EVERY lattice node --> exponential mechanism (epsilon') --> node
+        --> generalize, suppress every class smaller than k --> verified release
+
+The release satisfies ``(beta, epsilon, delta)``-differential privacy under
+sampling with ``epsilon >= -ln(1 - beta) + epsilon'`` and
+``delta = D(k, beta, epsilon - epsilon')`` (:mod:`safeshare.dp.parameters`),
+provided that
+
+* every released column is a quasi-identifier (the theorem treats the whole
+  tuple as the generalized value; :meth:`EpsilonSafeAnonymizer.check_schema`
+  enforces it),
+* the generalization hierarchies, hence the lattice and every node's Prec,
+  do not depend on the data (hierarchy files, not builders run on the data),
+* the node is chosen by an ``epsilon'``-DP mechanism: the utilities of
+  :mod:`safeshare.dp.utility` with a correct sensitivity,
+* every class with fewer than ``k`` sampled records is suppressed, whatever
+  the suppression (the suppression limit only shapes the utility, §4.5.4),
+* the adversary is told that records were sampled and a node was drawn
+  (§4.5.4, last paragraph).
+
+The search strategy registered as ``epsilon-safe`` (see
+:data:`safeshare.search.strategy.STRATEGIES`) runs on a frequency table built
+from the SAMPLED records; :class:`EpsilonSafeAnonymizer` draws the sample
+first and is what the command line uses.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
+from safeshare.data.engines.base import Engine
+from safeshare.data.frequency import FrequencyTable
+from safeshare.data.schema import Schema
+from safeshare.dp.drbg import CryptoRandom
+from safeshare.dp.mechanism import ExponentialMechanism, sample_index
+from safeshare.dp.parameters import DPSParameters, check_beta, dps_parameters, format_log10
+from safeshare.dp.sampling import SampleDraw, sample_engine
+from safeshare.dp.utility import LatticeData, Utility, make_utility
+from safeshare.errors import ConfigError, InputError
+from safeshare.evaluation import Evaluator
+from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.lattice.lattice import Node
+from safeshare.metrics.loss import Prec
+from safeshare.models.base import PrivacyCriterion
+from safeshare.models.k_anonymity import KAnonymity
+from safeshare.rollup import scan_lattice
+from safeshare.search.result import SearchResult
+
+FloatArray = npt.NDArray[np.float64]
+
+NON_DP_WARNING = (
+    "WARNING: --sensitivity thesis calibrates the exponential mechanism with the thesis' sensitivity, "
+    "which is smaller than the utility's true sensitivity: the choice of node is NOT epsilon'-differentially "
+    "private, and the (beta, epsilon, delta) guarantee does not hold"
+)
+
+
+@dataclass(frozen=True)
+class EpsilonSafeParams:
+    """Parameters of epsilon-safe LA (besides ``k`` and the suppression limit).
+
+    Parameters
+    ----------
+    beta: sampling probability, in (0, 1).
+    epsilon_prime: privacy budget of the node choice (> 0).
+    epsilon: the DPS epsilon; default (``None``) the least allowed, ``-ln(1 - beta) + epsilon'``.
+    utility: ``thesis`` (1/(Prec + penalty)), ``linear`` (-(Prec + penalty)) or ``safepub``.
+    penalty: the penalty factor ``p`` (thesis and linear utilities).
+    penalty_mode: ``k-anonymity`` or ``suppression``.
+    sensitivity: ``exact`` (default) or ``thesis`` (not DP; see :mod:`safeshare.dp.utility`).
+    reference_size: ``N_ref`` of the suppression penalty; default ``round(beta N)``.
+    seed: seed of the generator (reproducible runs); ``None``: secret entropy.
+    allow_non_dp: let ``sensitivity=thesis`` write a release (it is refused otherwise).
+    """
+
+    beta: float
+    epsilon_prime: float
+    epsilon: float | None = None
+    utility: str = "thesis"
+    penalty: float | None = None
+    penalty_mode: str = "suppression"
+    sensitivity: str = "exact"
+    reference_size: int | None = None
+    seed: int | str | None = None
+    allow_non_dp: bool = False
+
+    def __post_init__(self) -> None:
+        check_beta(self.beta)
+        for name, value in (("epsilon_prime", self.epsilon_prime), ("epsilon", self.epsilon)):
+            if value is None and name == "epsilon":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise InputError(f"{name}: expected a number > 0, got {value!r}")
+            if value <= 0:
+                raise InputError(f"{name}: expected a number > 0, got {value!r}")
+        rs = self.reference_size
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or rs < 1):
+            raise InputError(f"reference_size: expected an integer >= 1, got {rs!r}")
+        self.make_utility()  # validates utility, penalty, mode, sensitivity
+
+    def make_utility(self) -> Utility:
+        penalty = self.penalty if self.utility != "safepub" else None
+        return make_utility(self.utility, penalty, self.penalty_mode, self.sensitivity)
+
+    def dps(self, k: int, n_records: int) -> DPSParameters:
+        """``(beta, epsilon, delta)`` for ``k`` and an input of ``n_records`` records."""
+        epsilon = self.epsilon
+        if epsilon is None:
+            epsilon = -math.log1p(-self.beta) + self.epsilon_prime
+        return dps_parameters(k, self.beta, epsilon, self.epsilon_prime, n_records)
+
+
+@dataclass
+class NodeDistribution:
+    """The exponential mechanism's distribution over every node of the lattice.
+
+    Arrays are flat, in the lattice's lexicographic node order
+    (:meth:`~safeshare.lattice.lattice.Lattice.index`).
+    """
+
+    table: FrequencyTable
+    data: LatticeData
+    utility: Utility
+    utilities: FloatArray
+    log_probabilities: FloatArray
+    sensitivity: float
+    exact_sensitivity: float
+    epsilon_prime: float
+
+    @property
+    def probabilities(self) -> FloatArray:
+        with np.errstate(under="ignore"):
+            return np.exp(self.log_probabilities)
+
+    @property
+    def nodes(self) -> npt.NDArray[np.int16]:
+        return self.table.lattice.levels_array()
+
+    def node_at(self, index: int) -> Node:
+        return self.table.lattice.node_at(index)
+
+    @property
+    def effective_epsilon_prime(self) -> float:
+        """The epsilon' the choice actually satisfies: ``epsilon' Du_true / Du_used`` (``inf``: none)."""
+        if math.isinf(self.exact_sensitivity):
+            return math.inf
+        return self.epsilon_prime * self.exact_sensitivity / self.sensitivity
+
+    def expectation(self, values: npt.ArrayLike) -> float:
+        p = self.probabilities
+        return float((p * np.asarray(values, dtype=np.float64).ravel()).sum())
+
+    @property
+    def expected_suppressed_fraction(self) -> float:
+        return self.expectation(self.data.suppressed_fraction)
+
+    @property
+    def probability_within_limit(self) -> float:
+        """Probability of drawing a node that needs at most the suppression limit."""
+        return self.expectation(self.data.within_limit)
+
+    def probability_good(self, max_prec: float = 0.5) -> float:
+        """Probability of a "good" node: Prec below ``max_prec`` and suppression below the limit (§6.2.2)."""
+        good = (self.data.prec < max_prec) & (self.data.suppressed_fraction < self.data.max_suppression)
+        return self.expectation(good)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per node: the level of each QI, utility, probability and what they derive from."""
+        levels = self.nodes
+        out = pd.DataFrame({name: levels[:, j] for j, name in enumerate(self.table.qi_names)})
+        out["utility"] = self.utilities
+        out["probability"] = self.probabilities
+        out["log_probability"] = self.log_probabilities
+        out["prec"] = self.data.prec.ravel()
+        out["suppressed_records"] = self.data.suppressed.ravel()
+        out["suppressed_fraction"] = self.data.suppressed_fraction.ravel()
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        p = self.probabilities
+        return {
+            **self.utility.params(),
+            "sensitivity": self.sensitivity,
+            "exact_sensitivity": None if math.isinf(self.exact_sensitivity) else self.exact_sensitivity,
+            "epsilon_prime": self.epsilon_prime,
+            "effective_epsilon_prime": None
+            if math.isinf(self.effective_epsilon_prime)
+            else self.effective_epsilon_prime,
+            "differentially_private": self.utility.differentially_private,
+            "nodes": int(p.size),
+            "candidate_nodes": int(np.isfinite(self.utilities).sum()),
+            "reference_size": self.data.reference_size,
+            "k": self.data.k,
+            "max_suppression": self.data.max_suppression,
+            "records_sampled": self.data.n_sampled,
+            "records_before_sampling": self.data.n_input,
+            "expected_suppressed_fraction": self.expected_suppressed_fraction,
+            "probability_within_suppression_limit": self.probability_within_limit,
+            "probability_good_node": self.probability_good(),
+            "max_probability": float(p.max()),
+        }
+
+
+def lattice_data(
+    table: FrequencyTable,
+    k: int,
+    max_suppression: float,
+    n_input: int,
+    beta: float,
+    reference_size: int | None = None,
+    prec_weights: Mapping[str, float] | None = None,
+    evaluator: Evaluator | None = None,
+) -> LatticeData:
+    """Prec, granularity and suppression of every node of ``table``'s lattice."""
+    evaluator = evaluator or Evaluator(table)
+    prec_metric = Prec(evaluator, prec_weights)
+    prec = np.asarray(prec_metric.node_array(), dtype=np.float64)
+    upper = prec_metric.upper
+    if upper > 0:
+        prec = prec / upper
+    parts = [np.arange(h.height + 1) / h.height if h.height else np.zeros(1) for h in table.hierarchies]
+    granularity = np.zeros(prec.shape)
+    for i, part in enumerate(parts):
+        shape = [1] * len(parts)
+        shape[i] = part.size
+        granularity = granularity + part.reshape(shape)
+    suppressed = scan_lattice(table, (k,)).suppressed[0]
+    ref = reference_size if reference_size is not None else max(1, round(beta * n_input))
+    return LatticeData(
+        prec=prec,
+        granularity=granularity,
+        suppressed=suppressed,
+        n_qis=len(table.qi_names),
+        k=k,
+        n_sampled=table.n_records,
+        n_input=n_input,
+        max_suppression=max_suppression,
+        reference_size=ref,
+    )
+
+
+def node_distribution(
+    table: FrequencyTable,
+    k: int,
+    max_suppression: float,
+    params: EpsilonSafeParams,
+    n_input: int,
+    prec_weights: Mapping[str, float] | None = None,
+    evaluator: Evaluator | None = None,
+) -> NodeDistribution:
+    """The mechanism's distribution over the lattice of ``table`` (the SAMPLED data)."""
+    data = lattice_data(
+        table, k, max_suppression, n_input, params.beta, params.reference_size, prec_weights, evaluator
+    )
+    utility = params.make_utility()
+    values = utility.values(data)
+    sensitivity = utility.sensitivity(data)
+    mechanism = ExponentialMechanism(params.epsilon_prime, sensitivity)
+    return NodeDistribution(
+        table=table,
+        data=data,
+        utility=utility,
+        utilities=values.ravel(),
+        log_probabilities=mechanism.log_probabilities(values).ravel(),
+        sensitivity=sensitivity,
+        exact_sensitivity=utility.exact_sensitivity(data),
+        epsilon_prime=params.epsilon_prime,
+    )
+
+
+def _single_k(criterion: PrivacyCriterion) -> int:
+    ks = [m.k for m in criterion.models if isinstance(m, KAnonymity)]
+    others = [m.name for m in criterion.models if not isinstance(m, KAnonymity)]
+    if others or len(ks) != 1:
+        raise ConfigError(
+            "epsilon-safe anonymization supports exactly one privacy model, k-anonymity"
+            + (f" (got {', '.join(others)})" if others else "")
+        )
+    return ks[0]
+
+
+class EpsilonSafeStrategy:
+    """The ``epsilon-safe`` search strategy: draw a node with the exponential mechanism.
+
+    It must run on the frequency table of the SAMPLED records; build it with
+    :class:`EpsilonSafeAnonymizer`, which samples first.
+    """
+
+    name = "epsilon-safe"
+
+    def __init__(
+        self,
+        params: EpsilonSafeParams,
+        records_before_sampling: int,
+        generator: CryptoRandom,
+        prec_weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.params = params
+        self.records_before_sampling = records_before_sampling
+        self.generator = generator
+        self.prec_weights = dict(prec_weights or {})
+        self.distribution: NodeDistribution | None = None
+
+    def run(self, ctx: Any) -> SearchResult:
+        start = time.perf_counter()
+        k = _single_k(ctx.criterion)
+        dps = self.params.dps(k, self.records_before_sampling)
+        dist = node_distribution(
+            ctx.table,
+            k,
+            ctx.criterion.max_suppression,
+            self.params,
+            self.records_before_sampling,
+            self.prec_weights or None,
+            ctx.evaluator,
+        )
+        self.distribution = dist
+        index = sample_index(dist.probabilities, self.generator)
+        node = dist.node_at(index)
+        extra: dict[str, Any] = {
+            "beta": self.params.beta,
+            "epsilon": dps.epsilon,
+            "epsilon_prime": self.params.epsilon_prime,
+            "delta": dps.delta,
+            "log10_delta": dps.log10_delta,
+            "delta_scientific": format_log10(dps.log10_delta),
+            "utility": dist.utility.name,
+            "node_utility": float(dist.utilities[index]),
+            "node_probability": float(dist.probabilities[index]),
+            "node_log_probability": float(dist.log_probabilities[index]),
+            "node_suppressed_records": int(dist.data.suppressed.ravel()[index]),
+            "differential_privacy": {
+                "definition": "(beta, epsilon, delta)-differential privacy under sampling "
+                "(Li, Qardaji, Su 2012; thesis 4.5.2)",
+                "gamma": dps.gamma,
+                "epsilon_min": dps.epsilon_min,
+                "delta_n_argmax": dps.n_argmax,
+                **dist.summary(),
+            },
+        }
+        if self.generator.seed is not None:
+            extra["seed"] = self.generator.seed
+        if not dist.utility.differentially_private:
+            extra["warning"] = NON_DP_WARNING
+        return SearchResult(
+            algorithm=self.name,
+            node=node,
+            objective=float(dist.utilities[index]),
+            minimal_nodes=[],
+            checked_nodes=ctx.table.lattice.size,
+            lattice_size=ctx.table.lattice.size,
+            elapsed_s=time.perf_counter() - start,
+            extra=extra,
+            # every class smaller than k is suppressed, whatever it takes (thesis 4.5.4)
+            criterion=PrivacyCriterion([KAnonymity(k)], 1.0),
+        )
+
+
+def make_epsilon_safe_strategy(options: Mapping[str, Any]) -> EpsilonSafeStrategy:
+    """Factory registered as ``epsilon-safe`` in :data:`safeshare.search.strategy.STRATEGIES`."""
+    params = options.get("params")
+    n_input = options.get("records_before_sampling")
+    generator = options.get("generator")
+    if not isinstance(params, EpsilonSafeParams) or not isinstance(n_input, int) or generator is None:
+        raise ConfigError(
+            "algorithm 'epsilon-safe' samples the records before the search: run it with "
+            "`safeshare anonymize --algorithm epsilon-safe` or safeshare.dp.EpsilonSafeAnonymizer"
+        )
+    unknown = set(options) - {"params", "records_before_sampling", "generator", "prec_weights"}
+    if unknown:
+        raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
+    return EpsilonSafeStrategy(params, n_input, generator, options.get("prec_weights"))
+
+
+@dataclass
+class EpsilonSafeResult:
+    """What :meth:`EpsilonSafeAnonymizer.fit` returns."""
+
+    result: AnonymizationResult
+    engine: Engine
+    draw: SampleDraw
+    dps: DPSParameters
+    distribution: NodeDistribution
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def report(self) -> dict[str, Any]:
+        """Extra report.json entries (the search's own figures are in ``result.summary()``)."""
+        return {**self.draw.summary(), "suppression_limit_enforced": False}
+
+
+@dataclass
+class EpsilonSafeDryRun:
+    """What :meth:`EpsilonSafeAnonymizer.dry_run` returns: the distribution, no node drawn."""
+
+    distribution: NodeDistribution
+    draw: SampleDraw
+    dps: DPSParameters
+
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "not_for_release": "computed from the (sampled) data: NOT differentially private; "
+            "for the data custodian only",
+            **self.distribution.summary(),
+            "beta": self.dps.beta,
+            "epsilon": self.dps.epsilon,
+            "delta": self.dps.delta,
+            "log10_delta": self.dps.log10_delta,
+            "delta_scientific": format_log10(self.dps.log10_delta),
+            "gamma": self.dps.gamma,
+            "epsilon_min": self.dps.epsilon_min,
+            **self.draw.summary(),
+        }
+        if not self.distribution.utility.differentially_private:
+            doc["warning"] = NON_DP_WARNING
+        return doc
+
+
+class EpsilonSafeAnonymizer:
+    """Epsilon-safe LA end to end: sample, search on the sample, choose a node, suppress.
+
+    Parameters
+    ----------
+    schema: column roles and hierarchies; every released column must be a QI.
+    k: the k of k-anonymity (every smaller class is suppressed).
+    params: :class:`EpsilonSafeParams`.
+    max_suppression: the suppression limit that shapes the utility (not enforced).
+    prec_weights: optional per-QI weights of Prec.
+    """
+
+    def __init__(
+        self,
+        schema: Schema,
+        k: int,
+        params: EpsilonSafeParams,
+        max_suppression: float = 0.05,
+        prec_weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.model = KAnonymity(k)
+        self.k = self.model.k
+        self.params = params
+        self.criterion = PrivacyCriterion([self.model], max_suppression)
+        self.max_suppression = self.criterion.max_suppression
+        self.prec_weights = dict(prec_weights or {})
+        self._refuse_release = not params.make_utility().differentially_private and not params.allow_non_dp
+
+    def check_schema(self, columns: Sequence[str]) -> None:
+        """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
+        self.schema.check_columns(columns)
+        qis = set(self.schema.quasi_identifiers)
+        for column in self.schema.released_columns(columns):
+            if column not in qis:
+                role = self.schema.role(column)
+                raise ConfigError(
+                    f"epsilon-safe anonymization treats every released column as a quasi-identifier "
+                    f"(thesis 4.5.2): column {column!r} has role {role.value}; give it role quasi with a "
+                    "hierarchy, or role identifying to drop it"
+                )
+        for qi in self.schema.quasi_identifiers:
+            if not isinstance(self.schema.hierarchy_spec(qi), Hierarchy):
+                raise ConfigError(
+                    f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
+                    "builder, whose levels depend on the data; give it a hierarchy file"
+                )
+
+    def _sample(self, engine: Engine) -> tuple[Engine, SampleDraw, DPSParameters, CryptoRandom]:
+        self.check_schema(engine.columns())
+        n_input = engine.n_records()
+        if n_input < self.k:
+            raise InputError(f"k = {self.k} exceeds the number of records ({n_input})")
+        dps = self.params.dps(self.k, n_input)  # fails early on impossible parameters
+        rng = CryptoRandom(self.params.seed)
+        sampled, draw = sample_engine(engine, self.params.beta, rng)
+        if draw.records_sampled < self.k:
+            raise InputError(
+                f"only {draw.records_sampled} of {n_input} records were sampled "
+                f"(beta = {self.params.beta:g}), fewer than k = {self.k}"
+            )
+        return sampled, draw, dps, rng
+
+    def dry_run(self, engine: Engine) -> EpsilonSafeDryRun:
+        """Sample and compute the distribution over every node, without drawing one."""
+        sampled, draw, dps, _ = self._sample(engine)
+        table, _ = build_frequency_table(sampled, self.schema)
+        dist = node_distribution(
+            table, self.k, self.max_suppression, self.params, draw.records_in, self.prec_weights or None
+        )
+        return EpsilonSafeDryRun(dist, draw, dps)
+
+    def fit(self, engine: Engine) -> EpsilonSafeResult:
+        """Sample, draw a node, and prepare the release of the sampled records."""
+        if self._refuse_release:
+            raise ConfigError(
+                "sensitivity 'thesis' is not differentially private: a release needs allow_non_dp "
+                "(--allow-non-dp); use --dry-run to study it"
+            )
+        start = time.perf_counter()
+        sampled, draw, dps, rng = self._sample(engine)
+        timings = {"sample": time.perf_counter() - start}
+        options: dict[str, Any] = {
+            "params": self.params,
+            "records_before_sampling": draw.records_in,
+            "generator": rng.stream("mechanism"),
+        }
+        if self.prec_weights:
+            options["prec_weights"] = self.prec_weights
+        anonymizer = Anonymizer(
+            self.schema,
+            [self.model],
+            self.max_suppression,
+            "prec",
+            "epsilon-safe",
+            self.prec_weights or None,
+            options,
+        )
+        result = anonymizer.fit(sampled)
+        result.timings = {**timings, **result.timings}
+        strategy = anonymizer.strategy
+        assert isinstance(strategy, EpsilonSafeStrategy) and strategy.distribution is not None
+        return EpsilonSafeResult(result, sampled, draw, dps, strategy.distribution, result.timings)

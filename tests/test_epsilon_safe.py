@@ -1,0 +1,269 @@
+"""Epsilon-safe LA end to end (thesis §4.5.4): dry run, verified release, reproducibility, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from safeshare.anonymizer import Anonymizer
+from safeshare.cli import main
+from safeshare.config import load_config
+from safeshare.data.engines.memory import MemoryEngine
+from safeshare.dp.drbg import CryptoRandom
+from safeshare.dp.epsilon_safe import EpsilonSafeAnonymizer, EpsilonSafeParams
+from safeshare.dp.mechanism import sample_indices
+from safeshare.dp.parameters import d_function
+from safeshare.dp.sampling import draw_sample
+from safeshare.errors import ConfigError
+from safeshare.models import KAnonymity
+from tests.conftest import ADULT_DIR
+
+CONFIG = ADULT_DIR / "adult-dp.yaml"
+QIS = ["workclass", "marital-status", "occupation", "race", "sex"]
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def adult_frame() -> pd.DataFrame:
+    return MemoryEngine(load_config(CONFIG).source).frame
+
+
+def sampled_frame(frame: pd.DataFrame, beta: float, seed: int) -> pd.DataFrame:
+    """The records the run sampled, recomputed from the documented generator."""
+    keep = draw_sample(len(frame), beta, CryptoRandom(seed)).keep
+    return frame.loc[keep, QIS].reset_index(drop=True)
+
+
+def test_dry_run_writes_the_exact_distribution(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], adult_frame: pd.DataFrame
+) -> None:
+    out = tmp_path / "dist"
+    args = ["anonymize", str(CONFIG), "--out", str(out), "--dry-run", "--seed", "5"]
+    args += [
+        "--utility",
+        "thesis",
+        "--penalty",
+        "0.5",
+        "--penalty-mode",
+        "k-anonymity",
+        "--epsilon-prime",
+        "1",
+        "--epsilon",
+        "3",
+    ]
+    code, stdout, stderr = run(args, capsys)
+    assert code == 0, stderr
+    assert sorted(p.name for p in out.iterdir()) == ["distribution.csv", "distribution.json"]
+    dist = pd.read_csv(out / "distribution.csv")
+    doc = json.loads((out / "distribution.json").read_text())
+    assert len(dist) == 108 and list(dist.columns[:5]) == QIS
+    assert {"utility", "probability"} <= set(dist.columns)
+    assert {"sensitivity", "epsilon_prime", "beta", "k", "penalty", "penalty_mode", "utility"} <= set(doc)
+    assert doc["epsilon_prime"] == 1.0 and doc["k"] == 50 and doc["seed"] == 5
+    # the probabilities are exp(eps' u / (2 Du)), normalized, recomputed here from the CSV
+    u = dist["utility"].to_numpy()
+    finite = np.isfinite(u)
+    assert not finite[0] and finite[1:].all()  # the bottom node (Prec 0) is excluded
+    w = np.exp(doc["epsilon_prime"] * (u[finite] - u[finite].max()) / (2 * doc["sensitivity"]))
+    assert np.allclose(dist["probability"].to_numpy()[finite], w / w.sum(), rtol=1e-9)
+    assert dist["probability"].sum() == pytest.approx(1.0)
+    # the sensitivity is the derived one: 1/P_min - 1/(P_min + p), P_min = 1/(5 * 2)
+    assert doc["sensitivity"] == pytest.approx(10 - 1 / (0.1 + 0.5))
+    # suppression per node equals a pandas group-by of the sampled, generalized records
+    sample = sampled_frame(adult_frame, 0.75, 5)
+    assert doc["records_sampled"] == len(sample)
+    hier = {
+        q: pd.read_csv(ADULT_DIR / "hierarchies" / f"{q}.csv", sep=";", header=None, dtype=str) for q in QIS
+    }
+    for _, row in dist.sample(12, random_state=1).iterrows():
+        gen = pd.DataFrame(
+            {q: sample[q].map(dict(zip(hier[q][0], hier[q][int(row[q])], strict=True))) for q in QIS}
+        )
+        sizes = gen.groupby(QIS).size()
+        assert int(row["suppressed_records"]) == int(sizes[sizes < 50].sum())
+    assert "not for release" in " ".join(stdout.split())
+
+
+def test_release_is_verified_and_made_of_sampled_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], adult_frame: pd.DataFrame
+) -> None:
+    out = tmp_path / "rel"
+    args = ["anonymize", str(CONFIG), "--out", str(out), "--seed", "11", "--utility", "linear"]
+    args += ["--penalty", "0.04", "--epsilon-prime", "2", "--epsilon", "3.5"]
+    code, _, stderr = run(args, capsys)
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text())
+    for key in ("beta", "epsilon", "epsilon_prime", "delta", "utility", "node_utility", "node_probability"):
+        assert key in report, key
+    assert report["verified"] is True and report["algorithm"] == "epsilon-safe"
+    assert report["seed"] == 11 and report["epsilon"] == 3.5 and report["epsilon_prime"] == 2.0
+    assert report["delta"] == pytest.approx(d_function(50, 0.75, 1.5, 32561).value)
+    assert report["records_before_sampling"] == 32561
+    sample = sampled_frame(adult_frame, 0.75, 11)
+    assert report["records_in"] == report["records_sampled"] == len(sample)
+    release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+    assert list(release.columns) == QIS  # identifying columns dropped, every released column a QI
+    sizes = release.groupby(QIS).size()
+    assert sizes.min() >= 50
+    # the release is exactly the sampled records, generalized, minus the classes smaller than k
+    levels = report["levels"]
+    hier = {
+        q: pd.read_csv(ADULT_DIR / "hierarchies" / f"{q}.csv", sep=";", header=None, dtype=str) for q in QIS
+    }
+    gen = pd.DataFrame(
+        {q: sample[q].map(dict(zip(hier[q][0], hier[q][levels[q]], strict=True))) for q in QIS}
+    )
+    gsizes = gen.groupby(QIS).size()
+    expected = gsizes[gsizes >= 50].sort_index()
+    assert sizes.sort_index().equals(expected)
+    assert report["suppressed_records"] == int(gsizes[gsizes < 50].sum())
+    assert report["privacy"]["max_suppression"] == 1.0  # suppression is unbounded in this mode
+
+
+def test_same_seed_same_release_and_no_seed_is_not_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["anonymize", str(CONFIG), "--utility", "safepub", "-q"]
+    assert run([*common, "--out", str(tmp_path / "a"), "--seed", "abc"], capsys)[0] == 0
+    assert run([*common, "--out", str(tmp_path / "b"), "--seed", "abc"], capsys)[0] == 0
+    assert (tmp_path / "a" / "release.csv").read_bytes() == (tmp_path / "b" / "release.csv").read_bytes()
+    assert run([*common, "--out", str(tmp_path / "c")], capsys)[0] == 0
+    report = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert "seed" not in report and "seed" not in json.dumps(report["differential_privacy"])
+    assert json.loads((tmp_path / "a" / "report.json").read_text())["seed"] == "abc"
+
+
+def test_node_draws_follow_the_reported_probabilities() -> None:
+    """Chi-square: nodes drawn with the mechanism's generator stream match the exact distribution."""
+    cfg = load_config(CONFIG)
+    params = EpsilonSafeParams(beta=0.75, epsilon_prime=2.0, utility="linear", penalty=0.04, seed=8)
+    run_ = EpsilonSafeAnonymizer(cfg.schema, 50, params, 0.05).dry_run(MemoryEngine(cfg.source))
+    probs = run_.distribution.probabilities
+    draws = sample_indices(probs, CryptoRandom(8).stream("mechanism"), 30_000)
+    counts = np.bincount(draws, minlength=probs.size)
+    big = probs * 30_000 >= 5
+    obs = np.append(counts[big], counts[~big].sum())
+    exp = np.append(probs[big], probs[~big].sum()) * 30_000
+    assert stats.chisquare(obs, exp).pvalue > 1e-4
+
+
+def test_thesis_calibration_warns_and_needs_explicit_consent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["anonymize", str(CONFIG), "--utility", "thesis", "--penalty", "0.04", "--sensitivity", "thesis"]
+    code, _, stderr = run([*common, "--out", str(tmp_path / "d"), "--dry-run"], capsys)
+    assert code == 0 and "NOT epsilon'-differentially" in stderr
+    doc = json.loads((tmp_path / "d" / "distribution.json").read_text())
+    assert doc["differentially_private"] is False and "warning" in doc
+    assert doc["sensitivity"] == pytest.approx(0.04 * 100 / doc["records_sampled"])
+    assert doc["effective_epsilon_prime"] is None  # the bottom node is a candidate: unbounded
+    code, _, stderr = run([*common, "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and "allow-non-dp" in stderr and not (tmp_path / "r").exists()
+    code, _, _ = run([*common, "--out", str(tmp_path / "r"), "--allow-non-dp", "-q"], capsys)
+    assert code == 0
+    assert "warning" in json.loads((tmp_path / "r" / "report.json").read_text())
+
+
+def bad_dp_configs(tmp: Path) -> dict[str, Path]:
+    base = CONFIG.read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
+    base = base.replace("path: adult.data", f"path: {ADULT_DIR / 'adult.data'}")
+    variants = {
+        "non-QI column": base.replace("income:         {role: identifying}", "income: {role: insensitive}"),
+        "builder hierarchy": base.replace(
+            f"{{role: quasi, hierarchy: {ADULT_DIR}/hierarchies/sex.csv}}",
+            "{role: quasi, hierarchy: {type: suppression}}",
+        ),
+        "unknown dp key": base.replace("  beta: 0.75", "  beta: 0.75\n  betta: 0.5"),
+        "beta as text": base.replace("  beta: 0.75", "  beta: high"),
+        "beta above 1": base.replace("  beta: 0.75", "  beta: 1.5"),
+        "no epsilon prime": base.replace("  epsilon_prime: 0.45\n", ""),
+        "other model": base.replace("k-anonymity: {k: 50}", "k-anonymity: {k: 50}\n  l-diversity: {l: 2}"),
+        "k above N": base.replace("k-anonymity: {k: 50}", "k-anonymity: {k: 40000}"),
+        "max_loss": base.replace("max_suppression: 0.05", "max_suppression: 0.05\nmax_loss: 0.5"),
+        "knowledge": base.replace("max_suppression: 0.05", "max_suppression: 0.05\nknowledge: {sex: 0.5}"),
+    }
+    out = {}
+    for name, text in variants.items():
+        p = tmp / (name.replace(" ", "_") + ".yaml")
+        p.write_text(text)
+        out[name] = p
+    return out
+
+
+def test_bad_configs_exit_2_one_line_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = {
+        "non-QI column": "column 'income'",
+        "builder hierarchy": "column 'sex'",
+        "unknown dp key": "betta",
+        "beta as text": "dp.beta",
+        "beta above 1": "dp.beta",
+        "no epsilon prime": "epsilon_prime",
+        "other model": "privacy",
+        "k above N": "exceeds",
+        "max_loss": "max_loss",
+        "knowledge": "knowledge",
+    }
+    for name, config in bad_dp_configs(tmp_path).items():
+        out = tmp_path / f"out_{name.replace(' ', '_')}"
+        code, _, stderr = run(["anonymize", str(config), "--out", str(out)], capsys)
+        lines = stderr.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (name, stderr)
+        assert expected[name] in lines[0], (name, lines[0])
+        assert not out.exists(), name
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--beta", "0"], "--beta"),
+        (["--epsilon-prime", "-1"], "--epsilon-prime"),
+        (["--epsilon", "0.5"], "below"),  # below -ln(1 - 0.75) + 0.5
+        (["--utility", "magic"], "unknown utility"),
+        (["--penalty-mode", "both"], "--penalty-mode"),
+        (["--utility", "thesis", "--penalty-mode", "suppression", "--penalty", "-2"], "penalty"),
+        (["--reference-size", "0"], "--reference-size"),
+        (["--sensitivity", "thesis", "--utility", "linear"], "thesis utility only"),
+        (["--engine", "duckdb"], "cannot sample records"),  # no sampled(keep) in the DuckDB engine yet
+    ],
+)
+def test_bad_options_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], match: str
+) -> None:
+    out = tmp_path / "o"
+    code, _, stderr = run(["anonymize", str(CONFIG), "--out", str(out), *args], capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and match in stderr, stderr
+    assert not out.exists()
+
+
+def test_dp_options_need_the_epsilon_safe_algorithm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ADULT_DIR / "adult.yaml"
+    code, _, stderr = run(["anonymize", str(config), "--out", str(tmp_path / "x"), "--beta", "0.5"], capsys)
+    assert code == 2 and "--beta applies to --algorithm epsilon-safe only" in stderr
+    code, _, stderr = run(["anonymize", str(config), "--out", str(tmp_path / "x"), "--dry-run"], capsys)
+    assert code == 2 and "--dry-run" in stderr
+
+
+def test_strategy_refuses_unsampled_data() -> None:
+    cfg = load_config(CONFIG)
+    with pytest.raises(ConfigError, match="samples the records"):
+        Anonymizer(cfg.schema, [KAnonymity(50)], 0.05, algorithm="epsilon-safe")
+
+
+def test_epsilon_defaults_to_its_minimum() -> None:
+    p = EpsilonSafeParams(beta=0.75, epsilon_prime=0.5, utility="safepub").dps(50, 32561)
+    assert p.epsilon == pytest.approx(-math.log(0.25) + 0.5)
