@@ -24,6 +24,7 @@ BENCHMARKS = {
     "inverse-ola": "inverse_ola",
     "m-concealing": "m_concealing",
     "dp": "bench_dp",
+    "sensitive": "bench_sensitive",
 }
 
 

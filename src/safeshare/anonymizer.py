@@ -203,8 +203,17 @@ class AnonymizationResult:
             "lattice_size": self.search.lattice_size,
             "algorithm": self.search.algorithm,
             "privacy": self.criterion.params(),
+            "privacy_achieved": self.privacy_achieved(),
             **{k: v for k, v in self.search.extra.items() if k not in ("qualifying_nodes",)},
         }
+
+    def privacy_achieved(self) -> dict[str, Any]:
+        """Per model, what the released classes achieve (e.g. the smallest l, the largest t)."""
+        if self.classes is None or self.assessment is None:
+            return {}
+        released = self.assessment.acceptable & (self.classes.sizes > 0)
+        out = {m.name: m.achieved(self.classes, self.table, released) for m in self.criterion.models}
+        return {name: value for name, value in out.items() if value}
 
 
 class Anonymizer:
@@ -233,7 +242,8 @@ class Anonymizer:
         algorithm_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.schema = schema
-        self.criterion = PrivacyCriterion(privacy, max_suppression)
+        # Models over sensitive attributes learn the schema's sensitive columns here.
+        self.criterion = PrivacyCriterion([m.bind(schema) for m in privacy], max_suppression)
         self.metric_name = metric_name(metric)
         self.algorithm = algorithm
         self.algorithm_options = dict(algorithm_options or {})

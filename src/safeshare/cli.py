@@ -227,6 +227,11 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
         table.add_row("inverse OLA", f"k achieved = {report['k_achieved']:,} (max_loss {report['max_loss']})")
     if report.get("inverse_m") is not None:
         table.add_row("m-concealing", f"m = {report['m']:.4g}, 1/m = {report['inverse_m']:.4g}")
+    for name, achieved in report.get("privacy_achieved", {}).items():  # l-diversity, t-closeness, ...
+        for how in ("min", "max"):
+            if how in achieved:
+                values = ", ".join(f"{c} {v:.4g}" for c, v in achieved[how].items() if v is not None)
+                table.add_row(name, f"{how} per column: {values}")
     table.add_row(
         "search",
         f"{report['algorithm']}: {report['checked_nodes']:,} of {report['lattice_size']:,} nodes checked, "

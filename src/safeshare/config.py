@@ -15,6 +15,7 @@ Example (paths are relative to the configuration file)::
       fnlwgt: {role: identifying}
       notes: {role: text}
       capital-gain: {role: sensitive}
+      diagnosis: {role: sensitive, hierarchy: hierarchies/icd.csv}   # t-closeness distance
     privacy:
       k-anonymity: {k: 5}
     max_suppression: 0.05
@@ -291,6 +292,8 @@ def _schema(spec: Any, base: Path, where: str) -> Schema:
         if role is Role.QUASI:
             if "hierarchy" not in entry:
                 raise ConfigError(f"{here}: a quasi-identifier needs a hierarchy")
+            hierarchy = _hierarchy(entry["hierarchy"], base, f"{here}.hierarchy")
+        elif role is Role.SENSITIVE and "hierarchy" in entry:  # for t-closeness' hierarchical distance
             hierarchy = _hierarchy(entry["hierarchy"], base, f"{here}.hierarchy")
         attrs.append(Attribute(str(column), role, hierarchy))
     return Schema.from_attributes(attrs)

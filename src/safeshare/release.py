@@ -81,7 +81,7 @@ def write_release(
             levels=result.levels,
             records_in=result.records_in,
             max_suppression=result.criterion.max_suppression,
-            models={m.name: m.params() for m in result.criterion.models},
+            models={m.name: m.verification_params(result.table) for m in result.criterion.models},
             delimiter=delimiter,
         )
         verification = verify_release(stage / name, fmt, expected)

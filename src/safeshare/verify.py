@@ -179,4 +179,4 @@ def expectations_for(
 
 
 # Checks of further privacy models register themselves in EXTRA_CHECKS when imported.
-from safeshare import verify_m_concealing  # noqa: E402, F401
+from safeshare import verify_m_concealing, verify_sensitive  # noqa: E402, F401

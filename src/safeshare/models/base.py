@@ -20,7 +20,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,9 @@ import numpy.typing as npt
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.evaluation import Classes
+
+if TYPE_CHECKING:
+    from safeshare.data.schema import Schema
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -63,6 +66,22 @@ class PrivacyModel(ABC):
     def params(self) -> dict[str, Any]:
         """The model's parameters, for reports."""
 
+    def bind(self, schema: Schema) -> PrivacyModel:
+        """The model applied to ``schema`` (e.g. to its sensitive columns); by default itself."""
+        return self
+
+    def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
+        """What the ``released`` classes achieve, for reports (default: nothing to add)."""
+        return {}
+
+    def verification_params(self, table: FrequencyTable) -> dict[str, Any]:
+        """What the independent verifier needs to re-check the model (default: :meth:`params`).
+
+        Facts about the input that the release alone cannot show (e.g. the
+        input's distribution of a sensitive column for t-closeness) go here.
+        """
+        return self.params()
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
@@ -93,6 +112,8 @@ class PrivacyCriterion:
             raise InputError(f"max_suppression must be in [0, 1], got {max_suppression!r}")
         self.models = tuple(models)
         self.max_suppression = float(max_suppression)
+        # Cheap models (no sensitive columns) first, so that holds() can stop early.
+        self._check_order = tuple(sorted(self.models, key=lambda m: bool(m.sensitive_columns)))
 
     @property
     def monotone(self) -> bool:
@@ -132,7 +153,13 @@ class PrivacyCriterion:
         limit = self.suppression_limit(classes.n_records)
         if len(self.models) == 1:
             return self.models[0].failing_records(classes, table) <= limit
-        return self.assess(classes, table).suppressed_records <= limit
+        ok: BoolArray | None = None
+        for m in self._check_order:
+            accepted = m.acceptable(classes, table)
+            ok = accepted if ok is None else ok & accepted
+            if int((classes.sizes * ~ok).sum()) > limit:
+                return False
+        return True
 
     def params(self) -> dict[str, Any]:
         return {

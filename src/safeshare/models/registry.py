@@ -13,7 +13,9 @@ from typing import Any
 from safeshare.errors import ConfigError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.l_diversity import from_config as _l_diversity
 from safeshare.models.m_concealing import MConcealing
+from safeshare.models.t_closeness import from_config as _t_closeness
 from safeshare.risk.m_concealing import is_number, parse_knowledge
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
@@ -52,9 +54,20 @@ def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
     return MConcealing(float(m), knowledge, float(pi))
 
 
-MODEL_FACTORIES: dict[str, ModelFactory] = {"k-anonymity": _k_anonymity, "m-concealing": _m_concealing}
+MODEL_FACTORIES: dict[str, ModelFactory] = {
+    "k-anonymity": _k_anonymity,
+    "m-concealing": _m_concealing,
+    "l-diversity": _l_diversity,
+    "t-closeness": _t_closeness,
+}
 
-ALIASES = {"k_anonymity": "k-anonymity", "kanonymity": "k-anonymity", "m_concealing": "m-concealing"}
+ALIASES = {
+    "k_anonymity": "k-anonymity",
+    "kanonymity": "k-anonymity",
+    "m_concealing": "m-concealing",
+    "l_diversity": "l-diversity",
+    "t_closeness": "t-closeness",
+}
 
 
 def make_model(name: str, params: Mapping[str, Any] | None, where: str = "privacy") -> PrivacyModel:

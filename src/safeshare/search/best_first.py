@@ -41,7 +41,7 @@ Algorithm (best-first on the loss).
    node that qualifies is optimal: every node of smaller key was checked and
    failed, or lies outside ``G``, or lies below such a failure. (Loss values of
    node-only metrics come from a float array; nodes whose array value is
-   within ``1e-9`` of the first qualifying node's are also checked and
+   within ``1e-9`` (relative) of the first qualifying node's are also checked and
    compared with the metric's own ``value``, so ties are broken exactly as OLA
    and the exhaustive search break them.)
 
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from safeshare.metrics.loss import InformationLoss
     from safeshare.search.strategy import SearchContext
 
-#: Node-array loss values within this distance count as ties (exact comparison follows).
+#: Node-array loss values within this relative distance count as ties (exact comparison follows).
 _TIE = 1e-9
 
 
@@ -167,8 +167,9 @@ class BestFirstOLA:
                 key = (metric.value(node, classes), sum(node), node)
                 if best is None or key < best:
                     best = key
-                if window is None:
-                    window = float(flat[index]) + _TIE
+                if window is None:  # relative: DM* values reach 1e9, where rounding exceeds 1e-9
+                    value = float(flat[index])
+                    window = value + _TIE * max(1.0, abs(value))
             elif window is None:
                 rows = surely_failing_rows(criterion, classes, table)
                 if int(table.counts[rows].sum()) > limit:

@@ -27,7 +27,7 @@ from safeshare.evaluation import Evaluator
 from safeshare.lattice.lattice import Lattice
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
-from safeshare.search.best_first import BestFirstOLA, monotone_relaxation
+from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.exhaustive import ExhaustiveSearch
 from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.ola import OLA
@@ -68,20 +68,17 @@ class SearchStrategy(Protocol):
 class OLAStrategy:
     """OLA: least loss among the k-minimal nodes (thesis §4.3).
 
-    When the criterion is not monotone: the exact best-first search of
-    :mod:`safeshare.search.best_first` if a monotone relaxation is known,
-    otherwise every node is evaluated.
+    When the criterion is not monotone, predictive tagging is not exact: the
+    exact best-first search of :mod:`safeshare.search.best_first` (pruned by a
+    monotone relaxation when one is known, e.g. k-anonymity with
+    ``k = ceil(l)`` for entropy l-diversity) returns the exhaustive optimum.
     """
 
     name = "ola"
 
     def run(self, ctx: SearchContext) -> SearchResult:
-        if not ctx.criterion.monotone and monotone_relaxation(ctx.criterion) is not None:
-            return BestFirstOLA().search(ctx)
         if not ctx.criterion.monotone:
-            result = ExhaustiveStrategy().run(ctx)
-            result.extra["note"] = "privacy models not monotone with suppression: every node was evaluated"
-            return result
+            return BestFirstOLA().search(ctx)
         return OLA(guide=ctx.guide).search(ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n))
 
 
