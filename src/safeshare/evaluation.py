@@ -35,7 +35,8 @@ import numpy.typing as npt
 from safeshare.data.frequency import FrequencyTable
 from safeshare.lattice.lattice import Lattice, Node
 
-IntArray = npt.NDArray[np.int32]
+#: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
+IntArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float64]
 #: Class slots of rows: int32 or int64 depending on the id space.
 SlotArray = npt.NDArray[np.signedinteger[Any]]
@@ -43,7 +44,7 @@ SlotArray = npt.NDArray[np.signedinteger[Any]]
 _DEFAULT_CACHE_BYTES = 256 * 2**20
 
 
-def densify(key: SlotArray, space: int) -> tuple[npt.NDArray[np.int64], int]:
+def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
     """Relabel ids in ``0 .. space - 1`` to ``0 .. k - 1`` (k distinct), keeping their order.
 
     A presence array when ``space`` is within 64 times the number of ids,
@@ -54,11 +55,16 @@ def densify(key: SlotArray, space: int) -> tuple[npt.NDArray[np.int64], int]:
         present = np.zeros(space, dtype=bool)
         present[key] = True
         used = np.flatnonzero(present)
-        remap = np.empty(space, dtype=np.int64)
-        remap[used] = np.arange(used.shape[0], dtype=np.int64)
+        remap = np.empty(space, dtype=np.intp)
+        remap[used] = np.arange(used.shape[0], dtype=np.intp)
         return remap[key], int(used.shape[0])
     uniq, inverse = np.unique(key, return_inverse=True)
-    return inverse.astype(np.int64).ravel(), int(uniq.shape[0])
+    return inverse.astype(np.intp).ravel(), int(uniq.shape[0])
+
+
+def _read_only(array: IntArray) -> IntArray:
+    array.flags.writeable = False
+    return array
 
 
 class Classes:
@@ -146,7 +152,7 @@ class Evaluator:
         self._codes: list[list[IntArray]] = []
         self._sizes: list[list[int]] = []
         for per_level in table.present_level_codes:
-            self._codes.append([codes for codes, _ in per_level])
+            self._codes.append([_read_only(codes.astype(np.intp)) for codes, _ in per_level])
             self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
         self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()
@@ -221,11 +227,12 @@ class Evaluator:
             return ids, n
         if ids is None:
             return code, s
+        key = ids * s
+        key += code
         space = n * s
         if space <= m:
-            return (ids * s + code).astype(np.int32, copy=False), space
-        key, k = densify(ids.astype(np.int64) * s + code, space)
-        return key.astype(np.int32, copy=False), k
+            return key, space
+        return densify(key, space)
 
     @staticmethod
     def _finish(
@@ -238,18 +245,13 @@ class Evaluator:
         """
         m = code.shape[0]
         if ids is None:
-            key = code.astype(np.int64)
-            space = s
+            key, space = code, s
         elif s == 1:
-            key = ids.astype(np.int64, copy=False)
-            space = n
+            key, space = ids, n
         else:
+            key = ids * s
+            key += code
             space = n * s
-            if space < 2**31:
-                key = ids * np.int32(s) if ids.dtype == np.int32 else ids.astype(np.int32) * np.int32(s)
-                key += code
-            else:
-                key = ids.astype(np.int64) * s + code
         if space > max(2 * m, 1 << 12):
             key, space = densify(key, space)
         sizes = cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
@@ -270,6 +272,8 @@ class Evaluator:
         return result
 
     def _remember(self, key: tuple[int, ...], value: tuple[IntArray | None, int]) -> None:
+        if value[0] is not None:
+            _read_only(value[0])  # shared by every node with this prefix (and maybe its row_class)
         nbytes = value[0].nbytes if value[0] is not None else 0
         if nbytes > self.cache_bytes:
             return
