@@ -7,6 +7,8 @@ table to one row per record with pandas and groups it.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +24,9 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
-from safeshare.verify import Expectations, expectations_for
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ADULT_QIS, generalized_frame, random_hierarchy
+from safeshare.release import release_expectations
+from safeshare.verify import Expectations
+from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ADULT_QIS, ROOT, generalized_frame, random_hierarchy
 
 Node = tuple[int, ...]
 
@@ -118,17 +121,7 @@ def fit(
 
 def expectations_of(result: AnonymizationResult, columns: Sequence[str]) -> Expectations:
     """What :func:`safeshare.release.write_release` asks the verifier to check."""
-    return expectations_for(
-        columns=list(columns),
-        quasi_identifiers=list(result.table.qi_names),
-        hierarchy_rows={
-            q: h.rows for q, h in zip(result.table.qi_names, result.table.hierarchies, strict=True)
-        },
-        levels=result.levels,
-        records_in=result.records_in,
-        max_suppression=result.criterion.max_suppression,
-        models={m.name: m.verification_params(result.table) for m in result.criterion.models},
-    )
+    return release_expectations(result, columns)
 
 
 def adult_subset_config(
@@ -155,3 +148,16 @@ def adult_subset_config(
     path = directory / "adult.yaml"
     path.write_text(text + "\n")
     return path
+
+
+def run_cli(config: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``safeshare anonymize CONFIG --out OUT`` in a subprocess of this checkout."""
+    args = ["anonymize", str(config), "--out", str(out), "--no-tradeoff", "-q", *extra]
+    return subprocess.run(
+        [sys.executable, "-m", "safeshare", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )

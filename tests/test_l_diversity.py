@@ -37,6 +37,7 @@ from tests.sensitive_helpers import (
     qualifying_nodes,
     random_sensitive_table,
     recursive_ratio,
+    run_cli,
     table_from_frame,
 )
 
@@ -396,26 +397,6 @@ def test_adult_entropy_with_suppression_equals_exhaustive(adult_hours) -> None: 
 
 
 # ------------------------------------------------------------------ releases
-def run_cli(config: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "safeshare",
-            "anonymize",
-            str(config),
-            "--out",
-            str(out),
-            "--no-tradeoff",
-            "-q",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
 
 
 SENSITIVE = ["capital-gain", "capital-loss", "hours-per-week"]

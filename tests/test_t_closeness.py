@@ -45,6 +45,7 @@ from tests.sensitive_helpers import (
     fit,
     qualifying_nodes,
     random_frame,
+    run_cli,
     table_from_frame,
 )
 
@@ -425,25 +426,6 @@ def test_adult_with_suppression_equals_exhaustive(adult_sensitive, models, limit
 
 
 # ------------------------------------------------------------------ releases
-def run_cli(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "safeshare",
-            "anonymize",
-            str(config),
-            "--out",
-            str(out),
-            "--no-tradeoff",
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
 
 
 def t_of_release(release: pd.DataFrame, sensitive: list[str]) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import atomic_write_text, publish, staging_directory
-from safeshare.verify import Verification, expectations_for, verify_release
+from safeshare.verify import Expectations, Verification, expectations_for, verify_release
 
 
 @dataclass
@@ -36,6 +37,23 @@ class PublishedRelease:
 
 def release_name(fmt: OutputFormat) -> str:
     return "release.parquet" if fmt == "parquet" else "release.csv"
+
+
+def release_expectations(
+    result: AnonymizationResult, columns: Sequence[str], delimiter: str = ","
+) -> Expectations:
+    """What the independent verifier must find in the release of ``result``."""
+    table = result.table
+    return expectations_for(
+        columns=list(columns),
+        quasi_identifiers=list(table.qi_names),
+        hierarchy_rows={q: h.rows for q, h in zip(table.qi_names, table.hierarchies, strict=True)},
+        levels=result.levels,
+        records_in=result.records_in,
+        max_suppression=result.criterion.max_suppression,
+        models={m.name: m.verification_params(table) for m in result.criterion.models},
+        delimiter=delimiter,
+    )
 
 
 def write_release(
@@ -72,18 +90,7 @@ def write_release(
         written = engine.write_release(plan, stage / name)
         timings["apply"] = time.perf_counter() - start
         start = time.perf_counter()
-        expected = expectations_for(
-            columns=plan.columns,
-            quasi_identifiers=list(result.table.qi_names),
-            hierarchy_rows={
-                q: h.rows for q, h in zip(result.table.qi_names, result.table.hierarchies, strict=True)
-            },
-            levels=result.levels,
-            records_in=result.records_in,
-            max_suppression=result.criterion.max_suppression,
-            models={m.name: m.verification_params(result.table) for m in result.criterion.models},
-            delimiter=delimiter,
-        )
+        expected = release_expectations(result, plan.columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
