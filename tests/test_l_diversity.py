@@ -27,6 +27,7 @@ from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion
 from safeshare.verify import verify_release
+from tests import conftest
 from tests.conftest import ADULT_DIR, ADULT_QIS
 from tests.sensitive_helpers import (
     adult_subset_config,
@@ -41,7 +42,7 @@ from tests.sensitive_helpers import (
     table_from_frame,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = conftest.ROOT
 GROUPS = Hierarchy([("a", "ab", "*"), ("b", "ab", "*"), ("c", "c", "*")], "g")
 
 

@@ -37,6 +37,7 @@ from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.strategy import SearchContext
 from safeshare.verify import verify_release
 from safeshare.verify_sensitive import check_t_closeness
+from tests import conftest
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
 from tests.sensitive_helpers import (
     adult_subset_config,
@@ -49,7 +50,7 @@ from tests.sensitive_helpers import (
     table_from_frame,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = conftest.ROOT
 GROUPS = Hierarchy([("a", "ab", "*"), ("b", "ab", "*"), ("c", "c", "*")], "g")
 
 
