@@ -181,7 +181,7 @@ def find_minimal_nodes(
         hit = offsets_cache.get(key)
         if hit is None:
             rows = [o for o in product(*(range(s + 1) for s in key[0])) if sum(o) == steps]
-            arr = np.array(rows, dtype=np.intp) if len(rows) > 64 else None
+            arr = np.array(rows, dtype=np.intp) if len(rows) > 16 else None
             hit = offsets_cache[key] = (rows, arr)
         rows, arr = hit
         if arr is None:
