@@ -7,6 +7,7 @@ thresholds (p-values > 1e-4) would reject a biased or correlated generator.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -117,3 +118,35 @@ def test_sampled_engine_holds_only_the_sampled_records() -> None:
 
     with pytest.raises(InputError, match="cannot sample"):
         restrict_engine(Other(), draw.keep)  # type: ignore[arg-type]
+
+
+def test_duckdb_engine_samples_parquet_rows_by_position(tmp_path: Path) -> None:
+    from safeshare.data.engines.duckdb_engine import DuckDBEngine
+    from safeshare.data.source import TableSource
+
+    frame = pd.DataFrame({"a": [str(i) for i in range(5000)], "b": ["x", "y", "z", "w", "v"] * 1000})
+    frame.to_parquet(tmp_path / "t.parquet", index=False, row_group_size=700)  # several row groups
+    engine = DuckDBEngine(TableSource(tmp_path / "t.parquet"))
+    try:
+        sampled, draw = sample_engine(engine, 0.3, CryptoRandom(9))
+        assert isinstance(sampled, DuckDBEngine) and sampled.n_records() == draw.records_sampled
+        kept = sampled.grouped_counts(["a"])
+        assert sorted(kept["a"].astype(int)) == list(np.flatnonzero(draw.keep))
+        memory = SampledMemoryEngine(MemoryEngine(frame), draw.keep).grouped_counts(["b"])
+        duck = sampled.grouped_counts(["b"])
+        assert dict(zip(duck["b"], duck["__count__"], strict=True)) == dict(
+            zip(memory["b"], memory["__count__"], strict=True)
+        )
+        sampled.close()
+        assert engine.n_records() == 5000  # the base engine is untouched
+        with pytest.raises(InputError, match="booleans"):
+            engine.sampled(np.ones(3, dtype=bool))
+    finally:
+        engine.close()
+    (tmp_path / "t.csv").write_text(frame.to_csv(index=False))
+    csv_engine = DuckDBEngine(TableSource(tmp_path / "t.csv"))
+    try:
+        with pytest.raises(InputError, match="Parquet files only"):
+            sample_engine(csv_engine, 0.5, CryptoRandom(1))
+    finally:
+        csv_engine.close()

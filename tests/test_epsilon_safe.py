@@ -236,7 +236,7 @@ def test_bad_configs_exit_2_one_line_nothing_written(
         (["--utility", "thesis", "--penalty-mode", "suppression", "--penalty", "-2"], "penalty"),
         (["--reference-size", "0"], "--reference-size"),
         (["--sensitivity", "thesis", "--utility", "linear"], "thesis utility only"),
-        (["--engine", "duckdb"], "cannot sample records"),  # no sampled(keep) in the DuckDB engine yet
+        (["--engine", "duckdb"], "Parquet files only"),  # CSV rows have no stable number in DuckDB
     ],
 )
 def test_bad_options_exit_2(
@@ -267,3 +267,29 @@ def test_strategy_refuses_unsampled_data() -> None:
 def test_epsilon_defaults_to_its_minimum() -> None:
     p = EpsilonSafeParams(beta=0.75, epsilon_prime=0.5, utility="safepub").dps(50, 32561)
     assert p.epsilon == pytest.approx(-math.log(0.25) + 0.5)
+
+
+def test_duckdb_engine_on_parquet_gives_the_memory_engines_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], adult_frame: pd.DataFrame
+) -> None:
+    """Same seed, same sample, same node, same release: the DuckDB engine samples by file row number."""
+    data = tmp_path / "adult.parquet"
+    adult_frame.to_parquet(data, index=False)
+    text = CONFIG.read_text().replace("path: adult.data", f"path: {data}").replace("header: false", "")
+    text = text.replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
+    config = tmp_path / "adult-dp.yaml"
+    config.write_text(text)
+    releases, reports = {}, {}
+    for engine in ("memory", "duckdb"):
+        out = tmp_path / engine
+        code, _, stderr = run(
+            ["anonymize", str(config), "--out", str(out), "--seed", "23", "--engine", engine], capsys
+        )
+        assert code == 0, stderr
+        reports[engine] = json.loads((out / "report.json").read_text())
+        frame = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+        releases[engine] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
+    assert reports["duckdb"]["engine"] == "duckdb" and reports["duckdb"]["verified"] is True
+    for key in ("levels", "records_in", "suppressed_records", "records_out"):
+        assert reports["duckdb"][key] == reports["memory"][key], key
+    pd.testing.assert_frame_equal(releases["duckdb"], releases["memory"])

@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import copy
 import csv
 import functools
 import io
@@ -104,12 +105,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
 from safeshare.data.source import TableSource
-from safeshare.errors import DataError
+from safeshare.errors import DataError, InputError
 from safeshare.io import atomic_path
 
 #: Every character that ``str.strip()`` (hence pandas' ``Series.str.strip``) removes, i.e.
@@ -393,6 +396,7 @@ class DuckDBEngine(Engine):
         self._scan: Callable[[], str] = lambda: ""
         self._groups: tuple[frozenset[int], str] | None = None
         self._uid = f"{os.getpid()}_{next(_counter)}"
+        self._registered: list[str] = []
 
     @classmethod
     def from_sql(
@@ -765,10 +769,58 @@ class DuckDBEngine(Engine):
         code = " + ".join(f"COALESCE(__m{j}.code, 0) * {w}" for j, w in enumerate(weights))
         return f"ANTI JOIN {name} AS __sup ON ({code}) = __sup.c"
 
+    def sampled(self, keep: npt.NDArray[np.bool_]) -> DuckDBEngine:
+        """This engine restricted to the records at the positions where ``keep`` is True.
+
+        Record sampling (epsilon-safe LA, thesis §4.5.2; see
+        :mod:`safeshare.data.engines.sampled`) needs a stable record order:
+        here the row number of a Parquet file (``file_row_number``), so the
+        sample is a ``SEMI JOIN`` of the scan with the kept positions
+        (registered as an Arrow column) and the data is still never loaded
+        whole. CSV files are refused: DuckDB's CSV reader has no row number,
+        and its parallel scan has no order to number.
+
+        The returned engine shares this engine's connection (close it before
+        this one); it holds the sampled records only, for the frequency table
+        and the release alike.
+        """
+        keep = np.asarray(keep)
+        if self.source is None or self.source.fmt != "parquet":
+            raise InputError(
+                f"the duckdb engine samples records of Parquet files only ({self.label} is not one): "
+                "convert it to Parquet or use the memory engine"
+            )
+        if keep.dtype != np.bool_ or keep.shape != (self.n_records(),):
+            raise InputError(
+                f"sampling mask: expected {self.n_records()} booleans, got {keep.dtype} of shape {keep.shape}"
+            )
+        path = quote_literal(str(self.source.path))
+        described = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
+        if any(str(r[0]) == "file_row_number" for r in described):
+            raise InputError(f"{self.label}: a column named file_row_number prevents record sampling")
+        clone = copy.copy(self)
+        clone._uid = f"{os.getpid()}_{next(_counter)}"
+        clone._owns_connection = False
+        clone._finalizer = None
+        clone._closed = False
+        clone._groups = None
+        clone._n_records = int(keep.sum())
+        name = f"__safeshare_keep_{clone._uid}"
+        self.con.register(name, pa.table({"p": pa.array(np.flatnonzero(keep), pa.int64())}))
+        clone._registered = [name]
+        clone._scan = lambda: (
+            f"SELECT __s.* EXCLUDE (file_row_number) FROM read_parquet({path}, file_row_number=true) AS __s "
+            f"SEMI JOIN {name} AS __keep ON __s.file_row_number = __keep.p"
+        )
+        return clone
+
     def close(self) -> None:
         if getattr(self, "_closed", True):
             return
         self._drop_groups()
+        for name in self._registered:
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(name)
         self._closed = True
         if self._finalizer is not None:
             self._finalizer()

@@ -13,12 +13,10 @@ CSV and Parquet). An engine that cannot honour that must not implement it.
 
 * :class:`~safeshare.data.engines.memory.MemoryEngine` is supported here by
   the wrapper :class:`SampledMemoryEngine` (no change to ``memory.py``).
-* A DuckDB engine can implement ``sampled(keep)`` by numbering rows in read
-  order (``row_number() OVER ()`` over a source read with
-  ``preserve_insertion_order``, or the file row index) and joining the
-  positions where ``keep`` is true (registered as an Arrow array), for both
-  ``grouped_counts`` and ``write_release``; :func:`restrict_engine` dispatches
-  to it automatically.
+* :class:`~safeshare.data.engines.duckdb_engine.DuckDBEngine` implements
+  ``sampled(keep)`` for Parquet files: a ``SEMI JOIN`` of the scan with the
+  kept positions on ``file_row_number``. CSV files have no stable row number
+  in DuckDB, so it refuses them. :func:`restrict_engine` dispatches to it.
 """
 
 from __future__ import annotations
