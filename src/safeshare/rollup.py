@@ -79,16 +79,8 @@ class LatticeStatistics:
 
 
 def _dense_levels(table: FrequencyTable, qi: int) -> list[Int64Array]:
-    """Dense codes of every row of the frequency table at each level of QI ``qi``."""
-    h = table.hierarchies[qi]
-    out = []
-    for level in range(h.height + 1):
-        raw = table.level_codes(qi, level)
-        present = np.zeros(h.size(level), dtype=bool)
-        present[raw] = True
-        remap = np.cumsum(present, dtype=np.int64) - 1
-        out.append(remap[raw])
-    return out
+    """Dense codes of every row of the frequency table at each level of QI ``qi`` (int64)."""
+    return [codes.astype(np.int64) for codes, _ in table.present_level_codes[qi]]
 
 
 class _Plan:

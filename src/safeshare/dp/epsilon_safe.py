@@ -57,7 +57,6 @@ from safeshare.lattice.lattice import Node
 from safeshare.metrics.loss import Prec
 from safeshare.models.base import PrivacyCriterion
 from safeshare.models.k_anonymity import KAnonymity
-from safeshare.rollup import scan_lattice
 from safeshare.search.result import SearchResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -238,7 +237,7 @@ def lattice_data(
         shape = [1] * len(parts)
         shape[i] = part.size
         granularity = granularity + part.reshape(shape)
-    suppressed = scan_lattice(table, (k,)).suppressed[0]
+    suppressed = evaluator.lattice_statistics((k,)).suppressed[0]
     ref = reference_size if reference_size is not None else max(1, round(beta * n_input))
     return LatticeData(
         prec=prec,
