@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from safeshare.errors import InputError
 from safeshare.lattice import FAILED, SATISFIED, UNKNOWN, Lattice, TagStore
+from safeshare.lattice.lattice import _BoxMasks
 
 
 def test_size_bottom_top_height() -> None:
@@ -86,3 +87,54 @@ def test_nodes_are_lexicographic() -> None:
     lat = Lattice([1, 2])
     assert list(lat.nodes()) == list(itertools.product(range(2), range(3)))
     assert np.array_equal(lat.levels_array()[:, 1], [0, 1, 2, 0, 1, 2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_box_masks_agree_with_numpy_slices(heights: list[int], seed: int) -> None:
+    """The bit sets that decide whether a sub-lattice is settled equal numpy slices of a set."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(h + 1 for h in heights)
+    members = rng.random(shape) < 0.3
+    masks = _BoxMasks(heights)
+    bits = int.from_bytes(np.packbits(members.ravel(), bitorder="little").tobytes(), "little")
+    for _ in range(20):
+        a = tuple(int(rng.integers(0, s)) for s in shape)
+        b = tuple(int(rng.integers(0, s)) for s in shape)
+        bottom, top = tuple(map(min, a, b)), tuple(map(max, a, b))
+        box = tuple(slice(lo, hi + 1) for lo, hi in zip(bottom, top, strict=True))
+        assert masks.meets(bits, bottom, top) == bool(members[box].any())
+        up = np.zeros(shape, dtype=bool)
+        up[tuple(slice(lo, None) for lo in a)] = True
+        down = np.zeros(shape, dtype=bool)
+        down[tuple(slice(0, hi + 1) for hi in a)] = True
+        for mask, ref in ((masks.up(a), up), (masks.down(a), down)):
+            assert mask == int.from_bytes(np.packbits(ref.ravel(), bitorder="little").tobytes(), "little")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+    seed=st.integers(0, 2**32 - 1),
+    monotone=st.booleans(),
+)
+def test_settled_agrees_with_the_tag_array(heights: list[int], seed: int, monotone: bool) -> None:
+    """TagStore.settled (bit sets) equals "no UNKNOWN in the slice" of the tag array, as tags grow."""
+    rng = np.random.default_rng(seed)
+    lat = Lattice(heights)
+    tags = TagStore(lat, monotone=monotone)
+    nodes = list(lat.nodes())
+    for step in range(12):
+        node = nodes[int(rng.integers(len(nodes)))]
+        if step % 4 == 3:
+            tags.tag_only(node, bool(rng.integers(2)))
+        else:
+            tags.tag(node, bool(rng.integers(2)))
+        for _ in range(5):
+            a, b = nodes[int(rng.integers(len(nodes)))], nodes[int(rng.integers(len(nodes)))]
+            bottom, top = tuple(map(min, a, b)), tuple(map(max, a, b))
+            box = tuple(slice(lo, hi + 1) for lo, hi in zip(bottom, top, strict=True))
+            assert tags.settled(bottom, top) == bool((tags.array[box] != UNKNOWN).all())

@@ -202,31 +202,3 @@ def test_no_qualifying_node() -> None:
     lattice = Lattice([1, 2])
     found, checked, any_ok = find_minimal_nodes(lattice, lambda n: False)
     assert (found, checked, any_ok) == ([], 1, False)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_box_masks_agree_with_the_tag_array(heights: list[int], seed: int) -> None:
-    """The bit sets that decide whether a sub-lattice is settled equal numpy slices of a set."""
-    from safeshare.search.ola import _BoxMasks
-
-    rng = np.random.default_rng(seed)
-    shape = tuple(h + 1 for h in heights)
-    members = rng.random(shape) < 0.3
-    masks = _BoxMasks(heights)
-    bits = int.from_bytes(np.packbits(members.ravel(), bitorder="little").tobytes(), "little")
-    for _ in range(20):
-        a = tuple(int(rng.integers(0, s)) for s in shape)
-        b = tuple(int(rng.integers(0, s)) for s in shape)
-        bottom, top = tuple(map(min, a, b)), tuple(map(max, a, b))
-        box = tuple(slice(lo, hi + 1) for lo, hi in zip(bottom, top, strict=True))
-        assert masks.meets(bits, bottom, top) == bool(members[box].any())
-        up = np.zeros(shape, dtype=bool)
-        up[tuple(slice(lo, None) for lo in a)] = True
-        down = np.zeros(shape, dtype=bool)
-        down[tuple(slice(0, hi + 1) for hi in a)] = True
-        for mask, ref in ((masks.up(a), up), (masks.down(a), down)):
-            assert mask == int.from_bytes(np.packbits(ref.ravel(), bitorder="little").tobytes(), "little")

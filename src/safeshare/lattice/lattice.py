@@ -171,6 +171,58 @@ class Lattice:
 UNKNOWN, SATISFIED, FAILED = 0, 1, -1
 
 
+class _BoxMasks:
+    """Sets of lattice nodes as bits of a Python integer (bit = row-major node index).
+
+    A sub-lattice ``{n : b <= n <= t}`` is the AND over the QIs of "level of
+    QI i in [b_i, t_i]" (all precomputed): whether it holds an untagged node
+    is a few ANDs of integers of ``|lattice|`` bits, stopping as soon as the
+    intersection is empty, several times cheaper than slicing the tag array.
+    """
+
+    def __init__(self, heights: tuple[int, ...] | list[int]) -> None:
+        shape = tuple(h + 1 for h in heights)
+        size = int(np.prod(shape, dtype=np.int64))
+        self.everything = (1 << size) - 1
+        grid = np.indices(shape).reshape(len(shape), -1)
+        #: ranges[axis][low][high]: nodes whose level of QI ``axis`` lies in [low, high]
+        self.ranges: list[list[list[int]]] = []
+        for axis, levels in enumerate(grid):
+            per_low = []
+            for low in range(shape[axis]):
+                per_high = [0] * shape[axis]
+                for high in range(low, shape[axis]):
+                    bits = np.packbits((levels >= low) & (levels <= high), bitorder="little")
+                    per_high[high] = int.from_bytes(bits.tobytes(), "little")
+                per_low.append(per_high)
+            self.ranges.append(per_low)
+        self._top = tuple(heights)
+        self._bottom = (0,) * len(heights)
+
+    def meets(self, nodes: int, bottom: Node, top: Node) -> bool:
+        """Whether the set ``nodes`` has a node in the sub-lattice ``[bottom, top]``."""
+        for per_low, low, high in zip(self.ranges, bottom, top, strict=True):
+            nodes &= per_low[low][high]
+            if not nodes:
+                return False
+        return True
+
+    def box(self, bottom: Node, top: Node) -> int:
+        """The nodes ``n`` with ``bottom <= n <= top``."""
+        out = self.everything
+        for per_low, low, high in zip(self.ranges, bottom, top, strict=True):
+            out &= per_low[low][high]
+        return out
+
+    def up(self, node: Node) -> int:
+        """The up-set of ``node``."""
+        return self.box(node, self._top)
+
+    def down(self, node: Node) -> int:
+        """The down-set of ``node``."""
+        return self.box(self._bottom, node)
+
+
 class TagStore:
     """Predictive tagging of one monotone predicate over a lattice (thesis §4.3.2).
 
@@ -182,7 +234,9 @@ class TagStore:
 
     The tags live in a q-dimensional int8 array indexed by the node itself, so
     an up-set ``[l_1:, ..., l_q:]`` or down-set ``[:l_1+1, ..., :l_q+1]`` is
-    tagged with one slice assignment.
+    tagged with one slice assignment. The untagged nodes are also kept as a bit
+    set, so that :meth:`settled` (is a whole sub-lattice tagged?) is a few
+    integer ANDs.
     """
 
     def __init__(self, lattice: Lattice, monotone: bool = True) -> None:
@@ -194,6 +248,8 @@ class TagStore:
         self.lattice = lattice
         self.monotone = monotone
         self._tags = np.zeros(tuple(h + 1 for h in lattice.heights), dtype=np.int8)
+        self._boxes = _BoxMasks(lattice.heights)
+        self._unknown = self._boxes.everything  # bit set of the untagged nodes
 
     @property
     def array(self) -> npt.NDArray[np.int8]:
@@ -212,16 +268,18 @@ class TagStore:
 
     def tag(self, node: Node, satisfied: bool) -> None:
         """Record the predicate's value at ``node`` and propagate it."""
-        if satisfied:
-            region = self._up(node) if self.monotone else self._down(node)
-            self._tags[region] = SATISFIED
-        else:
-            region = self._down(node) if self.monotone else self._up(node)
-            self._tags[region] = FAILED
+        upward = satisfied == self.monotone
+        self._tags[self._up(node) if upward else self._down(node)] = SATISFIED if satisfied else FAILED
+        self._unknown &= ~(self._boxes.up(node) if upward else self._boxes.down(node))
 
     def tag_only(self, node: Node, satisfied: bool) -> None:
         """Record the predicate's value at ``node`` without propagation."""
         self._tags[node] = SATISFIED if satisfied else FAILED
+        self._unknown &= ~self._boxes.box(node, node)
+
+    def settled(self, bottom: Node, top: Node) -> bool:
+        """Whether every node ``n`` with ``bottom <= n <= top`` is tagged."""
+        return not self._boxes.meets(self._unknown, bottom, top)
 
     def counts(self) -> dict[str, int]:
         return {

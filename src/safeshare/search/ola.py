@@ -150,17 +150,13 @@ def find_minimal_nodes(
     state = tags.array
     status = state.item
     checked = 0
-    boxes = _BoxMasks(lattice.heights)
-    unknown = boxes.everything  # bit set of the untagged nodes
 
     def check(node: Node) -> int:
-        nonlocal checked, unknown
+        nonlocal checked
         value = status(node)
         if value == UNKNOWN:
             checked += 1
-            satisfied = bool(predicate(node))
-            tags.tag(node, satisfied)
-            unknown &= ~(boxes.up(node) if satisfied else boxes.down(node))
+            tags.tag(node, bool(predicate(node)))
             value = status(node)
         return value
 
@@ -219,10 +215,6 @@ def find_minimal_nodes(
                 return
             node = nxt
 
-    def settled(bottom: Node, top: Node) -> bool:
-        """Whether every node of the sub-lattice is tagged."""
-        return not boxes.meets(unknown, bottom, top)
-
     def kmin(bottom: Node, top: Node, low: int, high: int) -> None:
         """OLA's Kmin on the sub-lattice [bottom, top] (heights low..high, high - low >= 2)."""
         key = (bottom, top)
@@ -249,7 +241,7 @@ def find_minimal_nodes(
                 check(child_bottom)  # two nodes: bottom if it qualifies, else top
             elif (child_bottom, child_top) in visited:
                 continue
-            elif child_high - child_low == 2 or not settled(child_bottom, child_top):
+            elif child_high - child_low == 2 or not tags.settled(child_bottom, child_top):
                 kmin(child_bottom, child_top, child_low, child_high)
 
     limit = sys.getrecursionlimit()
@@ -265,54 +257,6 @@ def find_minimal_nodes(
     for node in sorted(tag_minimal(state), key=sum):
         found.add(node)
     return found.nodes(), checked, True
-
-
-class _BoxMasks:
-    """Sets of lattice nodes as bits of a Python integer (bit = row-major node index).
-
-    A sub-lattice ``{n : b <= n <= t}`` is the AND over the QIs of "level of
-    QI i in [b_i, t_i]" (all precomputed): whether it holds an untagged node
-    is a few ANDs of integers of ``|lattice|`` bits, stopping as soon as the
-    intersection is empty, several times cheaper than slicing the tag array.
-    """
-
-    def __init__(self, heights: tuple[int, ...] | list[int]) -> None:
-        shape = tuple(h + 1 for h in heights)
-        size = int(np.prod(shape, dtype=np.int64))
-        self.everything = (1 << size) - 1
-        grid = np.indices(shape).reshape(len(shape), -1)
-        #: ranges[axis][low][high]: nodes whose level of QI ``axis`` lies in [low, high]
-        self.ranges: list[list[list[int]]] = []
-        for axis, levels in enumerate(grid):
-            per_low = []
-            for low in range(shape[axis]):
-                per_high = [0] * shape[axis]
-                for high in range(low, shape[axis]):
-                    bits = np.packbits((levels >= low) & (levels <= high), bitorder="little")
-                    per_high[high] = int.from_bytes(bits.tobytes(), "little")
-                per_low.append(per_high)
-            self.ranges.append(per_low)
-        self._top = [h for h in heights]
-
-    def meets(self, nodes: int, bottom: Node, top: Node) -> bool:
-        """Whether the set ``nodes`` has a node in the sub-lattice ``[bottom, top]``."""
-        for per_low, low, high in zip(self.ranges, bottom, top, strict=True):
-            nodes &= per_low[low][high]
-            if not nodes:
-                return False
-        return True
-
-    def up(self, node: Node) -> int:
-        out = self.everything
-        for per_low, low, high in zip(self.ranges, node, self._top, strict=True):
-            out &= per_low[low][high]
-        return out
-
-    def down(self, node: Node) -> int:
-        out = self.everything
-        for per_low, high in zip(self.ranges, node, strict=True):
-            out &= per_low[0][high]
-        return out
 
 
 def tag_minimal(state: np.ndarray) -> list[Node]:
