@@ -155,7 +155,7 @@ class Evaluator:
         self._codes: list[list[IntArray]] = []
         self._sizes: list[list[int]] = []
         for per_level in table.present_level_codes:
-            self._codes.append([_read_only(codes.astype(np.intp)) for codes, _ in per_level])
+            self._codes.append([codes for codes, _ in per_level])
             self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
         self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()

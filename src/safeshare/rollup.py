@@ -80,7 +80,7 @@ class LatticeStatistics:
 
 def _dense_levels(table: FrequencyTable, qi: int) -> list[Int64Array]:
     """Dense codes of every row of the frequency table at each level of QI ``qi`` (int64)."""
-    return [codes.astype(np.int64) for codes, _ in table.present_level_codes[qi]]
+    return [codes.astype(np.int64, copy=False) for codes, _ in table.present_level_codes[qi]]
 
 
 class _Plan:

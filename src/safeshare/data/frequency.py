@@ -112,10 +112,11 @@ class FrequencyTable:
         return self.hierarchies[qi].leaf_codes(level)[self.codes[:, qi]]
 
     @cached_property
-    def present_level_codes(self) -> tuple[tuple[tuple[IntArray, int], ...], ...]:
+    def present_level_codes(self) -> tuple[tuple[tuple[npt.NDArray[np.intp], int], ...], ...]:
         """Per QI and level: ``(codes, s)``, each row's label renumbered ``0 .. s - 1`` over the
-        ``s`` labels present in the data (order kept). Computed once per table and shared by
-        every evaluator built on it."""
+        ``s`` labels present in the data (order kept), as read-only platform integers (what
+        numpy indexes and counts with). Computed once per table and shared by every evaluator
+        built on it."""
         out = []
         for i, h in enumerate(self.hierarchies):
             per_level = []
@@ -123,7 +124,7 @@ class FrequencyTable:
                 raw = self.level_codes(i, level)
                 present = np.zeros(h.size(level), dtype=bool)
                 present[raw] = True
-                remap = (np.cumsum(present) - 1).astype(np.int32)
+                remap = np.cumsum(present, dtype=np.intp) - 1
                 codes = remap[raw]
                 codes.flags.writeable = False
                 per_level.append((codes, int(present.sum())))
