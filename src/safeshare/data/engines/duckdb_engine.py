@@ -615,7 +615,7 @@ class DuckDBEngine(Engine):
     def n_records(self) -> int:
         if self._n_records is None:
             counted = f"SELECT COALESCE(SUM(__n), 0) FROM {self._groups[1]}" if self._groups else None
-            row = self._run(lambda scan: counted or f"SELECT COUNT(*) FROM ({scan})").fetchone()
+            row = _single_row(self._run(lambda scan: counted or f"SELECT COUNT(*) FROM ({scan})"))
             assert row is not None
             self._n_records = int(row[0])
         return self._n_records
@@ -713,7 +713,8 @@ class DuckDBEngine(Engine):
                 self._temporarily("preserve_insertion_order", "false"),
                 atomic_path(Path(target)) as tmp,
             ):
-                row = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of").fetchone()
+                copied = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of")
+                row = _single_row(copied)
             assert row is not None
             return int(row[0])
         finally:
@@ -722,7 +723,7 @@ class DuckDBEngine(Engine):
                     self.con.unregister(name)
 
     def _setting(self, name: str) -> str:
-        row = self.con.execute(f"SELECT current_setting({quote_literal(name)})").fetchone()
+        row = _single_row(self.con.execute(f"SELECT current_setting({quote_literal(name)})"))
         return "" if row is None or row[0] is None else str(row[0])
 
     @contextlib.contextmanager
@@ -795,8 +796,7 @@ class DuckDBEngine(Engine):
                 f"sampling mask: expected {self.n_records()} booleans, got {keep.dtype} of shape {keep.shape}"
             )
         path = quote_literal(str(self.source.path))
-        described = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
-        if any(str(r[0]) == "file_row_number" for r in described):
+        if any(c.raw == quote_identifier("file_row_number") for c in self._columns):
             raise InputError(f"{self.label}: a column named file_row_number prevents record sampling")
         clone = copy.copy(self)
         clone._uid = f"{os.getpid()}_{next(_counter)}"
@@ -824,6 +824,13 @@ class DuckDBEngine(Engine):
         self._closed = True
         if self._finalizer is not None:
             self._finalizer()
+
+
+def _single_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The one row of a statement's result, read to the end: DuckDB refuses further work
+    on a connection (e.g. ``register``) while a result is still open."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
 
 
 def _cleanup(con: duckdb.DuckDBPyConnection, temp: Path | None) -> None:
