@@ -20,20 +20,7 @@ def bar_chart(
     vmax = max([float(v) for v in values] + [1.0])
     n = max(len(values), 1)
     bar_w = plot_w / n
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">',
-        f'<text x="{width / 2}" y="18" text-anchor="middle" class="chart-title">{escape(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axis"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
-        f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
-        f'text-anchor="middle" class="axis-label">{escape(y_label)}</text>',
-    ]
-    for tick in range(5):
-        v = vmax * tick / 4
-        y = top + plot_h - plot_h * tick / 4
-        parts.append(f'<text x="{left - 6}" y="{y + 4}" text-anchor="end" class="tick">{_fmt(v)}</text>')
-        parts.append(f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" class="grid"/>')
+    parts = _frame(width, height, title, (left, top, plot_w, plot_h), vmax, y_label)
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         h = plot_h * float(value) / vmax
         x = left + i * bar_w + bar_w * 0.1
@@ -73,23 +60,7 @@ def line_chart(
     def py(y: float) -> float:
         return top + plot_h - plot_h * y / ymax
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">',
-        f'<text x="{width / 2}" y="18" text-anchor="middle" class="chart-title">{escape(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axis"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
-        f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" class="axis-label">'
-        f"{escape(x_label)}</text>",
-        f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
-        f'text-anchor="middle" class="axis-label">{escape(y_label)}</text>',
-    ]
-    for tick in range(5):
-        yv = ymax * tick / 4
-        parts.append(
-            f'<text x="{left - 6}" y="{py(yv) + 4}" text-anchor="end" class="tick">{_fmt(yv)}</text>'
-        )
-        parts.append(f'<line x1="{left}" y1="{py(yv)}" x2="{left + plot_w}" y2="{py(yv)}" class="grid"/>')
+    parts = _frame(width, height, title, (left, top, plot_w, plot_h), ymax, y_label, x_label)
     for x, _ in pts:
         parts.append(
             f'<text x="{px(x)}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">{_fmt(x)}</text>'
@@ -105,6 +76,45 @@ def line_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _frame(
+    width: int,
+    height: int,
+    title: str,
+    plot: tuple[float, float, float, float],
+    ymax: float,
+    y_label: str,
+    x_label: str | None = None,
+) -> list[str]:
+    """The opening ``<svg>``, title, axes, axis labels and five y ticks with grid lines.
+
+    ``plot`` is ``(left, top, width, height)`` of the plotting area; y runs from 0 to ``ymax``.
+    """
+    left, top, plot_w, plot_h = plot
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f'<text x="{width / 2}" y="18" text-anchor="middle" class="chart-title">{escape(title)}</text>',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axis"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
+    ]
+    if x_label is not None:
+        parts.append(
+            f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" class="axis-label">'
+            f"{escape(x_label)}</text>"
+        )
+    parts.append(
+        f'<text x="14" y="{top + plot_h / 2}" transform="rotate(-90 14 {top + plot_h / 2})" '
+        f'text-anchor="middle" class="axis-label">{escape(y_label)}</text>'
+    )
+    for tick in range(5):
+        y = top + plot_h - plot_h * tick / 4
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4}" text-anchor="end" class="tick">{_fmt(ymax * tick / 4)}</text>'
+        )
+        parts.append(f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" class="grid"/>')
+    return parts
 
 
 def _fmt(v: float) -> str:
