@@ -126,12 +126,17 @@ _BETA_GRID = 1000
 
 
 # --------------------------------------------------------------------------- validation
+def _check_open_unit(value: float, name: str, what: str) -> float:
+    """``value`` as a float strictly between 0 and 1 (``what`` names it in the error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{name}: expected a number in (0, 1), got {value!r}")
+    if not 0.0 < float(value) < 1.0:
+        raise InputError(f"{name}: expected {what} in (0, 1), got {value!r}")
+    return float(value)
+
+
 def check_beta(beta: float, name: str = "beta") -> float:
-    if isinstance(beta, bool) or not isinstance(beta, int | float) or not math.isfinite(beta):
-        raise InputError(f"{name}: expected a number in (0, 1), got {beta!r}")
-    if not 0.0 < float(beta) < 1.0:
-        raise InputError(f"{name}: expected a sampling probability in (0, 1), got {beta!r}")
-    return float(beta)
+    return _check_open_unit(beta, name, "a sampling probability")
 
 
 def _check_positive(value: float, name: str, allow_zero: bool = False) -> float:
@@ -149,11 +154,7 @@ def _check_int(value: int, name: str, low: int = 1) -> int:
 
 
 def _check_delta(value: float, name: str = "delta") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{name}: expected a number in (0, 1), got {value!r}")
-    if not 0.0 < float(value) < 1.0:
-        raise InputError(f"{name}: expected a target in (0, 1), got {value!r}")
-    return float(value)
+    return _check_open_unit(value, name, "a target")
 
 
 # --------------------------------------------------------------------------- formulas
