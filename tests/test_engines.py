@@ -471,17 +471,17 @@ def test_failing_write_leaves_no_file(tmp_path: Path) -> None:
     bad = tmp_path / "late_error.csv"
     lines = ["a,b"] + [f"{i},{i % 7}" for i in range(200_000)] + ["oops,1,2,3"]
     bad.write_text("\n".join(lines) + "\n")
-    engine = DuckDBEngine(TableSource(bad))
     out = tmp_path / "out"
     out.mkdir()
     target = out / "release.csv"
     plan = ReleasePlan(columns=["a", "b"], generalization={}, suppressed=pd.DataFrame())
-    with pytest.raises(DataError, match="cannot write the release"):
-        engine.write_release(plan, target)
-    assert list(out.iterdir()) == []
-    target.write_text("previous release\n")
-    with pytest.raises(DataError):
-        engine.write_release(ReleasePlan(**{**plan.__dict__, "format": "parquet"}), target)
+    with DuckDBEngine(TableSource(bad)) as engine:  # closed here, not by the garbage collector
+        with pytest.raises(DataError, match="cannot write the release"):
+            engine.write_release(plan, target)
+        assert list(out.iterdir()) == []
+        target.write_text("previous release\n")
+        with pytest.raises(DataError):
+            engine.write_release(ReleasePlan(**{**plan.__dict__, "format": "parquet"}), target)
     assert target.read_text() == "previous release\n"
     assert [p.name for p in out.iterdir()] == ["release.csv"]
 
