@@ -131,20 +131,42 @@ class AnonymizationResult:
         sizes = self.released_class_sizes
         return int(sizes.min()) if sizes.size else 0
 
-    def generalization(self) -> list[dict[str, Any]]:
-        """Per QI: chosen level, hierarchy height, and the labels released at that level."""
+    @property
+    def released_rows(self) -> np.ndarray:
+        """Boolean mask over the frequency table's rows: the rows whose records are released."""
+        if self.classes is None or self.assessment is None:
+            return np.zeros(self.table.n_rows, dtype=bool)
+        return self.assessment.acceptable[self.classes.row_class] & (self.table.counts > 0)
+
+    def generalization(self, examples: int = 5) -> list[dict[str, Any]]:
+        """Per QI: chosen level, hierarchy height, and the labels the release holds at that level.
+
+        Labels and their record counts come from the released classes only: a
+        label of the hierarchy that no record carries, or whose records are all
+        suppressed, is not in the release and must not be in its report.
+        ``examples`` lists the most frequent released labels (ties by label).
+        """
         if self.node is None:
             return []
+        rows = self.released_rows
+        weights = self.table.counts[rows]
         out = []
-        for qi, h, level in zip(self.table.qi_names, self.table.hierarchies, self.node, strict=True):
+        for j, (qi, h, level) in enumerate(
+            zip(self.table.qi_names, self.table.hierarchies, self.node, strict=True)
+        ):
             labels = h.labels(level)
+            codes = self.table.level_codes(j, level)[rows]
+            counts = np.bincount(codes, weights=weights, minlength=len(labels)).astype(np.int64)
+            present = np.flatnonzero(counts)
+            ranked = sorted(present.tolist(), key=lambda c: (-int(counts[c]), labels[c]))[:examples]
             out.append(
                 {
                     "qi": qi,
                     "level": level,
                     "height": h.height,
-                    "labels": len(labels),
-                    "examples": list(labels[:5]),
+                    "labels": int(present.size),
+                    "examples": [labels[c] for c in ranked],
+                    "example_records": [int(counts[c]) for c in ranked],
                 }
             )
         return out
@@ -199,13 +221,24 @@ class AnonymizationResult:
             "min_class_size": self.min_class_size,
             "equivalence_classes": int(self.released_class_sizes.size),
             "checked_nodes": self.search.checked_nodes,
-            "minimal_nodes": len(self.search.minimal_nodes),
+            "minimal_nodes": self.minimal_node_count(),
             "lattice_size": self.search.lattice_size,
             "algorithm": self.search.algorithm,
             "privacy": self.criterion.params(),
             "privacy_achieved": self.privacy_achieved(),
             **{k: v for k, v in self.search.extra.items() if k not in ("qualifying_nodes",)},
         }
+
+    def minimal_node_count(self) -> int | None:
+        """How many minimal qualifying nodes the search compared; ``None`` for a search that finds none.
+
+        A best-first search (criteria not monotone with suppression) walks the
+        loss order and the exponential mechanism of epsilon-safe draws from every
+        node: neither computes a minimal frontier, and "0 minimal" would misreport them.
+        """
+        if self.search.extra.get("search") == "best-first" or self.search.algorithm == "epsilon-safe":
+            return None
+        return len(self.search.minimal_nodes)
 
     def privacy_achieved(self) -> dict[str, Any]:
         """Per model, what the released classes achieve (e.g. the smallest l, the largest t)."""

@@ -207,6 +207,8 @@ def _seed(text: str) -> int | str:
 
 
 def _print_summary(report: dict[str, Any], release: Path) -> None:
+    from safeshare.report.content import describe_search
+
     table = Table(title="safeshare: release verified", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -232,11 +234,9 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
             if how in achieved:
                 values = ", ".join(f"{c} {v:.4g}" for c, v in achieved[how].items() if v is not None)
                 table.add_row(name, f"{how} per column: {values}")
-    table.add_row(
-        "search",
-        f"{report['algorithm']}: {report['checked_nodes']:,} of {report['lattice_size']:,} nodes checked, "
-        f"{report['minimal_nodes']:,} minimal",
-    )
+    table.add_row("search", describe_search(report))
+    for warning in report.get("warnings", []):
+        table.add_row("warning", warning, style="yellow")
     table.add_row("time", ", ".join(f"{k} {v:.2f}s" for k, v in report["elapsed_s"].items()))
     table.add_row("output", f"{release} (+ report.json, report.html)")
     out.print(table)

@@ -21,6 +21,7 @@ from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import atomic_write_text, publish, staging_directory
+from safeshare.report.content import column_treatments, portable_paths, report_warnings
 from safeshare.verify import Expectations, Verification, expectations_for, verify_release
 
 
@@ -119,6 +120,9 @@ def write_release(
         }
         for key, value in (report or {}).items():
             doc.setdefault(key, value)
+        doc.setdefault("columns", column_treatments(result.schema, engine.columns(), plan.columns))
+        portable_paths(doc)
+        doc["warnings"] = [*doc.get("warnings", []), *report_warnings(doc)]
         start = time.perf_counter()
         timings["report"] = 0.0
         doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}

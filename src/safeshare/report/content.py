@@ -1,0 +1,168 @@
+"""What the release report says, apart from how it is laid out.
+
+The report of a release may show only what the release itself shows (the
+labels and counts of the released classes, computed in
+:meth:`safeshare.anonymizer.AnonymizationResult.generalization`), the
+parameters of the run, and figures about them. This module derives the parts
+of report.json that are not figures of the search:
+
+* :func:`column_treatments`: every input column's role and what the release
+  did with it;
+* :func:`report_warnings`: what a data custodian should know before
+  publishing (uninformative QIs, a weak epsilon-safe delta);
+* :func:`describe_search`: one sentence on what the search did (shared by the
+  terminal summary and the HTML);
+* :func:`portable_paths`: the configuration and input paths relative to the
+  configuration's directory, so that no absolute local path leaves the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePath
+from typing import Any
+
+from safeshare.data.schema import Schema
+
+
+def column_treatments(
+    schema: Schema, input_columns: Sequence[str], released_columns: Sequence[str]
+) -> list[dict[str, str]]:
+    """Every input column, in input order, with its role and treatment.
+
+    Treatment is ``dropped`` (not in the release), ``generalized`` (a
+    quasi-identifier, released through its hierarchy at the chosen level,
+    possibly level 0) or ``kept`` (released as it is). Reports render the
+    ``columns`` key of the report when a caller provides it; this is the
+    fallback derived from the schema and the written release's columns.
+    """
+    released = set(released_columns)
+    qis = set(schema.quasi_identifiers)
+    out = []
+    for name in input_columns:
+        if name not in released:
+            treatment = "dropped"
+        elif name in qis:
+            treatment = "generalized"
+        else:
+            treatment = "kept"
+        out.append({"name": name, "role": schema.role(name).value, "treatment": treatment})
+    return out
+
+
+def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> list[str]:
+    """QIs generalized to their top level, or released with a single label: they carry no information."""
+    out = []
+    advice = "consider dropping it (role identifying), which may let the other columns keep more detail"
+    for g in generalization:
+        top = g["height"] > 0 and g["level"] >= g["height"]
+        where = "its top level" if top else f"level {g['level']} of {g['height']}"
+        if g["labels"] == 1 and g.get("examples"):
+            out.append(
+                f"quasi-identifier {g['qi']!r} is generalized to {where}, one label in every released "
+                f"record ({g['examples'][0]!r}): the column carries no information; {advice}"
+            )
+        elif top:
+            out.append(
+                f"quasi-identifier {g['qi']!r} is generalized to its top level ({g['labels']:,} labels "
+                f"released): the column carries little information; {advice}"
+            )
+    return out
+
+
+def delta_warning(doc: Mapping[str, Any]) -> str | None:
+    """Epsilon-safe: warn when delta > 1/N (N = records before sampling).
+
+    With delta >= 1/N the (beta, epsilon, delta) guarantee tolerates failing
+    for about one record of the input or more, the usual bound of "delta
+    much smaller than 1/N" is not met. Compared on log10 so that tiny deltas
+    (1e-300 and below) do not underflow.
+    """
+    n = doc.get("records_before_sampling")
+    if not isinstance(n, int) or n <= 0:
+        return None
+    log10_delta = doc.get("log10_delta")
+    if log10_delta is None:
+        delta = doc.get("delta")
+        if delta is None:
+            return None
+        log10_delta = math.log10(delta) if delta > 0 else -math.inf
+    if float(log10_delta) <= -math.log10(n):
+        return None
+    shown = doc.get("delta_scientific") or f"{doc.get('delta', 10.0**log10_delta):.3g}"
+    return (
+        f"delta = {shown} exceeds 1/N = 1/{n:,} = {1 / n:.3g} (N = records before sampling): "
+        "the guarantee may fail for about one record or more; choose a larger k or a smaller "
+        "beta or epsilon' (`safeshare dp params`)"
+    )
+
+
+def report_warnings(doc: Mapping[str, Any]) -> list[str]:
+    """Everything the report warns about, in the order shown."""
+    out = uninformative_qi_warnings(doc.get("generalization", []))
+    delta = delta_warning(doc)
+    if delta is not None:
+        out.append(delta)
+    warning = doc.get("warning")  # epsilon-safe's non-DP calibration
+    if isinstance(warning, str) and warning:
+        out.append(warning)
+    return out
+
+
+def describe_search(doc: Mapping[str, Any]) -> str:
+    """One sentence on what the search did; minimal nodes only for searches that compute them."""
+    algorithm = doc.get("algorithm")
+    checked = f"{doc.get('checked_nodes', 0):,} of {doc.get('lattice_size', 0):,} lattice nodes checked"
+    if algorithm == "epsilon-safe":
+        return (
+            f"{algorithm}: the utility of all {doc.get('lattice_size', 0):,} lattice nodes computed on "
+            "the sample, one node drawn by the exponential mechanism"
+        )
+    if doc.get("search") == "best-first":
+        details = [checked]
+        if doc.get("exact_checks") is not None:
+            details.append(f"{doc['exact_checks']:,} exactly in increasing loss order")
+        if doc.get("relaxation_checks"):
+            details.append(f"{doc['relaxation_checks']:,} for the monotone relaxation")
+        if doc.get("pruned_below_failures"):
+            details.append(f"{doc['pruned_below_failures']:,} pruned below failing nodes")
+        return f"{algorithm} (best-first search, privacy models not monotone with suppression): " + ", ".join(
+            details
+        )
+    minimal = doc.get("minimal_nodes")
+    if minimal is None:
+        return f"{algorithm}: {checked}"
+    return f"{algorithm}: {checked}, {minimal:,} minimal qualifying nodes compared"
+
+
+def _relative(path: str, base: Path) -> str:
+    """``path`` relative to ``base`` (with ``..`` when needed), in POSIX form; its name alone
+    when no relative path exists (another drive)."""
+    target = Path(path)
+    if not target.is_absolute():
+        target = Path.cwd() / target
+    try:
+        return PurePath(os.path.relpath(target.resolve(), base.resolve())).as_posix()
+    except ValueError:
+        return target.name
+
+
+def portable_paths(doc: dict[str, Any]) -> None:
+    """Make ``doc['config']`` and ``doc['input']`` relative to the configuration's directory.
+
+    Reports travel with the release; absolute paths would publish the
+    custodian's directory layout (user names, project names). The config is
+    named by its file name, the input relative to the config's directory (as
+    written in the config); without a config, the input by its file name.
+    """
+    config = doc.get("config")
+    base = None
+    if isinstance(config, str | PurePath) and str(config):
+        path = Path(config)
+        base = (path if path.is_absolute() else Path.cwd() / path).resolve().parent
+        doc["config"] = path.name
+    source = doc.get("input")
+    if isinstance(source, str | PurePath) and str(source):
+        doc["input"] = _relative(str(source), base) if base is not None else Path(source).name
