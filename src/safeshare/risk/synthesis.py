@@ -34,7 +34,10 @@ class SyntheticRisk:
 
 
 def synthetic_risk(
-    sampler: KeySampler, population_size: int, sample_size: int, rng: np.random.Generator,
+    sampler: KeySampler,
+    population_size: int,
+    sample_size: int,
+    rng: np.random.Generator,
     chunk_size: int = DEFAULT_CHUNK,
 ) -> SyntheticRisk:
     """B* of a synthetic population of ``population_size`` drawn by ``sampler``."""

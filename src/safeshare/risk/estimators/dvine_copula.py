@@ -63,28 +63,35 @@ class DVineCopulaEstimator(SyntheticEstimator):
         self.random_state = random_state
 
     def _prepare(self, table: SampleTable) -> None:
-        m = len(table.columns)
-        self.order_ = greedy_path(copula.rank_correlation(table))
+        # Constant columns carry no dependence: the vine is fitted on the varying ones only.
+        self.varying_ = [c for c, k in enumerate(table.cardinalities) if k > 1]
+        m = len(self.varying_)
         self.vine_: pv.Vinecop | None = None
-        if m == 1:
+        if m < 2 or table.n_classes < 2:
+            self.order_ = list(range(len(table.columns)))
             return
+        corr = copula.rank_correlation(table)[np.ix_(self.varying_, self.varying_)]
+        path = greedy_path(corr)
+        self.order_ = [self.varying_[v] for v in path]
         upper = np.empty((table.n_classes, m))
         lower = np.empty((table.n_classes, m))
-        for c, cum in enumerate(self.cumulative_):
+        for v, c in enumerate(self.varying_):
+            cum = self.cumulative_[c]
             left = np.concatenate([[0.0], cum[:-1]])
-            upper[:, c] = cum[table.codes[:, c]]
-            lower[:, c] = left[table.codes[:, c]]
+            upper[:, v] = cum[table.codes[:, c]]
+            lower[:, v] = left[table.codes[:, c]]
         eps = 1e-10
         u = np.asfortranarray(np.clip(np.hstack([upper, lower]), eps, 1 - eps))
         controls = pv.FitControlsVinecop(
             family_set=[pv.BicopFamily.gaussian], num_threads=1, weights=table.counts.astype(float)
         )
-        structure = pv.DVineStructure(order=[v + 1 for v in self.order_])
+        structure = pv.DVineStructure(order=[v + 1 for v in path])
         self.vine_ = pv.Vinecop.from_data(u, controls=controls, structure=structure, var_types=["d"] * m)
 
     def _codes(self, size: int, rng: np.random.Generator) -> np.ndarray:
         if self.vine_ is None:
             return self._independent_codes(size, rng)
         seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=4)]
-        u = np.asarray(self.vine_.sample(size, seeds=seeds))
+        u = rng.random((size, len(self.cumulative_)))
+        u[:, self.varying_] = np.asarray(self.vine_.sample(size, seeds=seeds))
         return self._codes_from_uniform(u)
