@@ -1,0 +1,77 @@
+"""``safeshare risk``: the JSON keys scripts rely on, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "safeshare", "risk", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    rows = ["age,sex,zip"] + [f"{20 + i % 7},{'fm'[i % 2]},{100 + i % 3}" for i in range(60)]
+    path = tmp_path / "d.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_risk_json_keys_and_exact_B(data: Path, tmp_path: Path) -> None:
+    res = _run(
+        str(data),
+        "--qi",
+        "age,sex",
+        "--population-size",
+        "60",
+        "--data-is-population",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "risk.json").read_text())
+    names = {"entropy", "hypothesis_test", "benedetti_franconi", "gaussian_copula", "dvine_copula", "average"}
+    assert names <= set(doc["B_estimates"])
+    assert doc["A"] == pytest.approx(14 / 60)  # 7 ages x 2 sexes, all present
+    assert doc["B_exact"] == pytest.approx(14 / 60)
+    assert doc["B_estimates"]["benedetti_franconi"] == pytest.approx(doc["B_exact"])
+
+
+def test_without_population_there_is_no_B_exact(data: Path, tmp_path: Path) -> None:
+    res = _run(
+        str(data),
+        "--qi",
+        "age",
+        "--population-size",
+        "600",
+        "--estimator",
+        "entropy",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "risk.json").read_text())
+    assert "B_exact" not in doc and set(doc["B_estimates"]) == {"entropy"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--qi", "zip9", "--population-size", "100"], "unknown quasi-identifier"),
+        (["--qi", "age", "--population-size", "10"], "smaller than the data"),
+        (["--qi", "age", "--population-size", "100", "--estimator", "magic"], "unknown estimator"),
+        (["--qi", "age", "--population-size", "100", "--data-is-population"], "differs from 60"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(data: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    res = _run(str(data), *args, "--out", str(tmp_path / "o"))
+    assert res.returncode == 2
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o" / "risk.json").exists()
