@@ -36,8 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
+from safeshare.config_checks import read_yaml
 from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
@@ -146,18 +145,7 @@ class RunConfig:
 def load_config(path: str | Path) -> RunConfig:
     """Read and validate a configuration file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ConfigError(f"cannot read configuration {path}: {reason}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}{where}: {problem}") from None
+    raw = read_yaml(path)
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return parse_config(dict(raw), path)
