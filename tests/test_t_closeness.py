@@ -282,7 +282,7 @@ def test_sensitive_hierarchy_in_the_config_selects_the_hierarchical_distance(tmp
     [
         ("{t: 2}", "privacy.t-closeness.t: expected a number in [0, 1], got 2"),
         ("{}", "privacy.t-closeness: missing t"),
-        ("{t: 0.2, l: 3}", "privacy.t-closeness: unknown parameter 'l'"),
+        ("{t: 0.2, l: 3}", "privacy.t-closeness.l: unknown key; expected one of distance, t"),
         (
             "{t: 0.2, distance: emd}",
             "privacy.t-closeness.distance: expected one of equal, ordered, hierarchical",

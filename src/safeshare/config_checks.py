@@ -85,19 +85,22 @@ class StrictLoader(yaml.SafeLoader):
         return (node.tag, id(node))  # complex keys are never equal; the sections reject them anyway
 
 
-def read_yaml(path: Path) -> Any:
-    """The data of the YAML file ``path``; every problem is one :class:`ConfigError` line."""
+def read_yaml(path: Path, what: str = "configuration") -> Any:
+    """The data of the YAML file ``path``; every problem is one :class:`ConfigError` line.
+
+    ``what`` names the kind of file in messages (a grouping file is read the same way).
+    """
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: the configuration is larger than {MAX_CONFIG_BYTES >> 20} MiB")
+        raise ConfigError(f"{path}: the {what} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc}") from None
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
     try:
         return yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:
@@ -106,7 +109,7 @@ def read_yaml(path: Path) -> Any:
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"{path}{where}: {problem}") from None
     except RecursionError:
-        raise ConfigError(f"{path}: the configuration is nested too deeply") from None
+        raise ConfigError(f"{path}: the {what} is nested too deeply") from None
 
 
 def key_path(where: str, key: object) -> str:

@@ -52,8 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import yaml
-
+from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv
@@ -214,6 +213,7 @@ class _Configurable:
     """Construction from a configuration mapping, with one-line errors for unknown keys."""
 
     type_name: ClassVar[str] = ""
+    extra_keys: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_config(cls, params: Mapping[str, Any], base_dir: Path) -> Self:
@@ -222,16 +222,17 @@ class _Configurable:
         return cls(**params)
 
 
+def _known_keys(cls: type) -> list[str]:
+    """The configuration keys of a builder class: its constructor's fields and extra keys."""
+    fields = [f.name for f in dataclasses.fields(cast(Any, cls)) if f.init]
+    return fields + list(getattr(cls, "extra_keys", ()))
+
+
 def _check_keys(cls: type, params: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
     """Raise :class:`ConfigError` for an unknown key or a missing required one."""
     fields = [f for f in dataclasses.fields(cast(Any, cls)) if f.init]
-    known = [f.name for f in fields] + list(extra)
     type_name = getattr(cls, "type_name", cls.__name__)
-    for key in params:
-        if key not in known:
-            raise ConfigError(
-                f"unknown key {key!r} for hierarchy type {type_name!r}; expected one of {', '.join(known)}"
-            )
+    check_keys(params, [f.name for f in fields] + list(extra), f"hierarchy type {type_name!r}:")
     required = [
         f.name
         for f in fields
@@ -462,6 +463,7 @@ class GroupingBuilder(_Configurable):
     """
 
     type_name: ClassVar[str] = "grouping"
+    extra_keys: ClassVar[tuple[str, ...]] = ("file",)
 
     levels: Sequence[GroupLevel]
     top: str | None = "*"
@@ -512,7 +514,7 @@ class GroupingBuilder(_Configurable):
     @classmethod
     def from_config(cls, params: Mapping[str, Any], base_dir: Path) -> Self:
         """Like the constructor, but ``file: groups.yaml`` (relative to ``base_dir``) may give ``levels``."""
-        _check_keys(cls, params, extra=("file",))
+        _check_keys(cls, params, extra=cls.extra_keys)
         if "file" not in params:
             return cls(**params)
         if "levels" in params:
@@ -526,11 +528,7 @@ class GroupingBuilder(_Configurable):
     def from_file(cls, path: str | Path, top: str | None = "*") -> Self:
         """The builder whose ``levels`` are in a YAML file (a list, or a mapping with key ``levels``)."""
         path = Path(path)
-        try:
-            content = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            detail = str(exc).replace("\n", " ")
-            raise ConfigError(f"cannot read grouping file {path}: {detail}") from None
+        content = read_yaml(path, "grouping file")  # no aliases, no duplicate keys, at most 1 MiB
         if isinstance(content, Mapping):
             unknown = [str(k) for k in content if k != "levels"]
             if unknown or "levels" not in content:
@@ -910,8 +908,9 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     kind = str(spec["type"]).strip().lower()
     if kind not in BUILDERS:
         raise ConfigError(f"{where}: unknown hierarchy type {kind!r}; expected one of {', '.join(BUILDERS)}")
-    params = {str(k): v for k, v in spec.items() if k != "type"}
     factory = BUILDERS[kind]
+    check_keys(spec, ["type", *_known_keys(factory)], where)
+    params = {str(k): v for k, v in spec.items() if k != "type"}
     try:
         if hasattr(factory, "from_config"):
             builder: HierarchyBuilder = factory.from_config(params, Path(base_dir))
