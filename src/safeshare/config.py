@@ -42,8 +42,7 @@ from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, InputError
-from safeshare.hierarchy.builders import builder_from_spec
-from safeshare.hierarchy.io import read_arx_csv
+from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
@@ -313,8 +312,11 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
 
 def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:
     if isinstance(spec, str):
+        # Read lazily: a run keeps only the file's rows for the values in its data.
         p = Path(spec)
-        return read_arx_csv(p if p.is_absolute() else base / p)
+        builder = FileBuilder(p if p.is_absolute() else base / p)
+        builder.check_readable()
+        return builder
     if isinstance(spec, Mapping):
         return cast(HierarchySpec, builder_from_spec(spec, base, where))
     raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")

@@ -46,7 +46,7 @@ import itertools
 import math
 import string
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.hierarchy.io import read_arx_csv
+from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
 
 if TYPE_CHECKING:
     from typing import Self
@@ -829,12 +829,17 @@ class FileBuilder(_Configurable):
     """A hierarchy from an ARX CSV file (see :mod:`safeshare.hierarchy.io`).
 
     ``{type: file, path: age.csv, delimiter: ","}``; ``path`` is relative to the
-    configuration file. ``build`` keeps the rows of the given values and raises
+    configuration file, and a plain path in a configuration (``hierarchy: age.csv``)
+    is this builder too. ``build`` streams the file and keeps only the rows of the
+    given values (a large file costs no more memory than the data needs), and raises
     :class:`HierarchyError` naming a value that the file does not cover;
-    :meth:`load` returns the whole file.
+    :meth:`load` returns the whole file. The labels come from the file, not from the
+    data: the rows kept for a value are the same whatever the other values.
     """
 
     type_name: ClassVar[str] = "file"
+    #: The labels do not depend on the data (epsilon-safe anonymization accepts it).
+    data_independent: ClassVar[bool] = True
 
     path: str | Path
     delimiter: str = ";"
@@ -862,23 +867,32 @@ class FileBuilder(_Configurable):
             raise ConfigError(f"hierarchy file {path} does not exist")
         return cls(path=path, delimiter=builder.delimiter, encoding=builder.encoding)
 
-    def load(self) -> Hierarchy:
-        """The whole hierarchy in the file."""
-        return read_arx_csv(self.path, delimiter=self.delimiter, encoding=self.encoding)
+    def check_readable(self) -> None:
+        """Raise :class:`HierarchyError` now when the file cannot be opened (before any data is read)."""
+        try:
+            with Path(self.path).open(encoding=self.encoding, newline="") as handle:
+                handle.read(1)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise HierarchyError(f"cannot read hierarchy {self.path}: {reason}") from None
+
+    def load(self, keep: Collection[str] | None = None) -> Hierarchy:
+        """The hierarchy in the file: all of it, or the rows whose leaf is in ``keep``."""
+        return read_arx_csv(self.path, delimiter=self.delimiter, encoding=self.encoding, keep=keep)
 
     def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
-        hierarchy = self.load()
         distinct = _distinct(values)
-        missing = hierarchy.missing_values(distinct)
+        if not distinct:
+            raise HierarchyError(f"{name or self.path}: no values to build a hierarchy from")
+        rows = read_arx_rows(self.path, self.delimiter, self.encoding, keep=set(distinct))
+        covered = {row[0] for row in rows}
+        missing = [v for v in distinct if v not in covered]
         if missing:
             more = f" ({len(missing)} values are missing)" if len(missing) > 1 else ""
             raise HierarchyError(
                 f"{name or self.path}: value {missing[0]!r} is not in hierarchy file {self.path}{more}"
             )
-        if not distinct:
-            raise HierarchyError(f"{name or self.path}: no values to build a hierarchy from")
-        keep = set(distinct)
-        return Hierarchy([row for row in hierarchy.rows if row[0] in keep], name=name or str(self.path))
+        return Hierarchy(rows, name=name or str(self.path))
 
 
 # --------------------------------------------------------------------------- registry
