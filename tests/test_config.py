@@ -56,7 +56,7 @@ def test_minimal_config_and_overrides(tmp_path: Path) -> None:
         (BASE + "max_suppression: -0.1\n", "max_suppression"),
         (BASE + "metric: loss\n", "metric: unknown metric 'loss'"),
         (BASE + "engine: spark\n", "engine: expected one of memory, duckdb"),
-        (BASE + "surprise: 1\n", "unknown key 'surprise'"),
+        (BASE + "surprise: 1\n", "c.yaml: surprise: unknown key; expected one of "),
         (BASE.replace("k: 2", "k: 0"), "privacy.k-anonymity.k: expected an integer >= 1, got 0"),
         (BASE.replace("k: 2", "k: two"), "privacy.k-anonymity.k"),
         (BASE.replace("k-anonymity", "k-map"), "unknown privacy model 'k-map'"),
@@ -94,3 +94,79 @@ def test_missing_hierarchy_file_and_config_file(tmp_path: Path) -> None:
         load_config(write(tmp_path, BASE.replace("h.csv", "nope.csv")))
     with pytest.raises(ConfigError, match="cannot read configuration"):
         load_config(tmp_path / "absent.yaml")
+
+
+# --------------------------------------------------------------------------- hostile YAML (issue 7 item 8)
+BILLION_LAUGHS = """\
+input: {path: d.csv}
+attributes:
+  x: {role: quasi, hierarchy: h.csv}
+privacy: {k-anonymity: {k: 2}}
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+metric: *i
+"""
+
+
+def test_alias_bomb_is_refused_before_expansion(tmp_path: Path) -> None:
+    """A billion-laughs config fails at the first alias (line 6), before anything is expanded."""
+    import tracemalloc
+
+    path = write(tmp_path, BILLION_LAUGHS)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError) as info:
+            load_config(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(info.value) == f"{path} line 6: YAML aliases (*name) are not allowed"
+    assert peak < 20 * 2**20  # the expansion would need gigabytes
+
+
+def test_alias_used_once_is_refused_too(tmp_path: Path) -> None:
+    text = BASE.replace("privacy: {", "privacy: &p {") + "knowledge: *p\n"
+    with pytest.raises(ConfigError, match=r"c\.yaml line 6: YAML aliases \(\*name\) are not allowed$"):
+        load_config(write(tmp_path, text))
+
+
+def test_config_over_the_size_limit_is_refused_before_parsing(tmp_path: Path) -> None:
+    from safeshare.config_checks import MAX_CONFIG_BYTES
+
+    text = BASE + "#" * MAX_CONFIG_BYTES + "\n"
+    with pytest.raises(ConfigError, match=r"c\.yaml: the configuration is larger than 1 MiB"):
+        load_config(write(tmp_path, text))
+
+
+def test_deeply_nested_config_is_one_line(tmp_path: Path) -> None:
+    text = BASE + "metric: " + "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert "c.yaml" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            BASE.replace("hierarchy: h.csv}", "hierarchy: h.csv}\n  x: insensitive"),
+            "c.yaml line 5: attributes.x: duplicate key (first on line 4)",
+        ),
+        (BASE + "metric: prec\nmetric: dm_star\n", "c.yaml line 7: metric: duplicate key (first on line 6)"),
+        (
+            BASE.replace("{k: 2}", "{k: 2, k: 3}"),
+            "c.yaml line 5: privacy.k-anonymity.k: duplicate key (first on line 5)",
+        ),
+    ],
+)
+def test_duplicate_keys_are_refused_in_every_mapping(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert str(info.value) == f"{tmp_path / 'c.yaml'}{message.removeprefix('c.yaml')}"

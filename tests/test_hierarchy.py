@@ -200,7 +200,7 @@ class TestArxCsv:
     def test_parse_errors(self) -> None:
         with pytest.raises(HierarchyError, match="h: hierarchy file has no rows"):
             parse_arx_csv("\n  \n", name="h")
-        with pytest.raises(HierarchyError, match=r"h: row 2 \(value 'b'\) has 2 levels, expected 3"):
+        with pytest.raises(HierarchyError, match=r"h line 2: value 'b' has 2 levels, expected 3"):
             parse_arx_csv("a;x;*\nb;*\n", name="h")
         with pytest.raises(HierarchyError, match="h: the delimiter must be a single character"):
             parse_arx_csv("a;*\n", name="h", delimiter=";;")
@@ -209,7 +209,7 @@ class TestArxCsv:
         import csv
 
         limit = csv.field_size_limit()
-        with pytest.raises(HierarchyError, match="h: not a valid CSV hierarchy"):
+        with pytest.raises(HierarchyError, match="h line 1: not a valid CSV hierarchy"):
             parse_arx_csv("a;" + "x" * (limit + 1) + "\n", name="h")
 
     def test_read_missing_file(self, tmp_path: Path) -> None:

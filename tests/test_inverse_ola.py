@@ -330,6 +330,6 @@ def test_config_max_loss_key(workdir: Path, tmp_path: Path) -> None:
         algorithm_options=cfg.algorithm_options(),
     ).fit(MemoryEngine(cfg.source))
     assert result.search.extra["k_achieved"] >= 5  # the configured k = 5 is a floor
-    path.write_text(text + "max_loss: 2\n")
+    path.write_text(text.replace("algorithm: ola", "algorithm: inverse-ola\nmax_loss: 2"))
     with pytest.raises(ConfigError, match="max_loss: expected a fraction"):
         load_config(path)

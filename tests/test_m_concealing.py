@@ -417,7 +417,10 @@ def test_config_parameters_are_validated() -> None:
         ({"m": 0.1, "knowledge": {"a": 1.2}}, "knowledge.a: expected a probability in [0, 1]"),
         ({"m": 0.1, "knowledge": [1]}, "knowledge: expected a mapping"),
         ({"m": 0.1, "knowledge": {"a": 0.1}, "inclusion_probability": 0}, "inclusion_probability"),
-        ({"m": 0.1, "knowledge": {"a": 0.1}, "k": 3}, "unknown parameter 'k'"),
+        (
+            {"m": 0.1, "knowledge": {"a": 0.1}, "k": 3},
+            "m-concealing.k: unknown key; expected one of inclusion_probability, knowledge, m",
+        ),
     ]
     for params, message in bad:
         with pytest.raises(ConfigError) as info:

@@ -29,6 +29,7 @@ from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.evaluation import Evaluator
+from safeshare.hierarchy.builders import FileBuilder
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness
@@ -267,7 +268,7 @@ def write_config(tmp_path: Path, privacy: str, extra: str = "") -> Path:
 
 def test_sensitive_hierarchy_in_the_config_selects_the_hierarchical_distance(tmp_path: Path) -> None:
     cfg = load_config(write_config(tmp_path, "{t: 0.3}", ", hierarchy: s.csv"))
-    assert isinstance(cfg.schema.attributes["s"].hierarchy, Hierarchy)
+    assert isinstance(cfg.schema.attributes["s"].hierarchy, FileBuilder)  # read lazily
     result = Anonymizer(cfg.schema, cfg.privacy, 0.0).fit(MemoryEngine(cfg.source))
     model = result.criterion.models[0]
     assert isinstance(model, TCloseness) and model.distances(result.table) == {"s": "hierarchical"}
@@ -282,7 +283,7 @@ def test_sensitive_hierarchy_in_the_config_selects_the_hierarchical_distance(tmp
     [
         ("{t: 2}", "privacy.t-closeness.t: expected a number in [0, 1], got 2"),
         ("{}", "privacy.t-closeness: missing t"),
-        ("{t: 0.2, l: 3}", "privacy.t-closeness: unknown parameter 'l'"),
+        ("{t: 0.2, l: 3}", "privacy.t-closeness.l: unknown key; expected one of distance, t"),
         (
             "{t: 0.2, distance: emd}",
             "privacy.t-closeness.distance: expected one of equal, ordered, hierarchical",

@@ -31,24 +31,24 @@ Every error names the file and the key path, on one line.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
+from safeshare.config_checks import check_keys, read_yaml
 from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, InputError
-from safeshare.hierarchy.builders import builder_from_spec
-from safeshare.hierarchy.io import read_arx_csv
+from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.registry import make_model
 from safeshare.risk.m_concealing import parse_knowledge
+from safeshare.search.strategy import STRATEGIES
 
 ENGINES = ("memory", "duckdb")
 TOP_LEVEL_KEYS = {
@@ -62,10 +62,17 @@ TOP_LEVEL_KEYS = {
     "output",
     "prec_weights",
     "knowledge",
-    "utility",
     "dp",
     "max_loss",
+    "default_role",
 }
+INPUT_KEYS = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding", "ragged"}
+OUTPUT_KEYS = {"format", "delimiter"}
+ATTRIBUTE_KEYS = {"role", "hierarchy"}
+#: Top-level keys that are known but not read: the reason is the error message.
+NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
+#: Top-level keys that apply to one algorithm only.
+ALGORITHM_KEYS = {"dp": "epsilon-safe", "max_loss": "inverse-ola"}
 
 #: Algorithms that run without a privacy model (Inverse OLA maximizes k).
 ALGORITHMS_WITHOUT_PRIVACY = {"inverse-ola"}
@@ -124,11 +131,14 @@ class RunConfig:
         if metric is not None:
             out.metric = _metric(metric, "--metric")
         if algorithm is not None:
-            out.algorithm = algorithm
+            out.algorithm = _algorithm(algorithm, "--algorithm")
         if engine is not None:
             out.engine = _engine(engine, "--engine")
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
+        if algorithm is not None:
+            given = {key for key in ALGORITHM_KEYS if key in self.raw}
+            _check_algorithm_keys(given, out.algorithm, f"{self.path}:", f"--algorithm {out.algorithm}")
         if not out.privacy:
             if out.algorithm not in ALGORITHMS_WITHOUT_PRIVACY:
                 raise ConfigError(
@@ -146,18 +156,7 @@ class RunConfig:
 def load_config(path: str | Path) -> RunConfig:
     """Read and validate a configuration file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ConfigError(f"cannot read configuration {path}: {reason}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}{where}: {problem}") from None
+    raw = read_yaml(path)
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return parse_config(dict(raw), path)
@@ -166,24 +165,36 @@ def load_config(path: str | Path) -> RunConfig:
 def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
     """Validate a configuration mapping read from ``path``."""
     name = str(path)
-    unknown = set(raw) - TOP_LEVEL_KEYS
-    if unknown:
-        raise ConfigError(f"{name}: unknown key {sorted(unknown)[0]!r}")
+    check_keys(raw, TOP_LEVEL_KEYS, f"{name}:", NOT_READ)
+    algorithm = _algorithm(raw.get("algorithm", "ola"), f"{name}: algorithm")
+    _check_algorithm_keys(set(raw), algorithm, f"{name}:", f"algorithm is {algorithm}")
     base = path.parent
     source = _source(raw.get("input"), base, f"{name}: input")
     schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
     privacy = _privacy(raw.get("privacy"), f"{name}: privacy")
     output = raw.get("output") or {}
     if not isinstance(output, Mapping):
-        raise ConfigError(f"{name}: output: expected a mapping")
+        raise ConfigError(f"{name}: output: expected a mapping, e.g. output: {{format: csv}}")
+    check_keys(output, OUTPUT_KEYS, f"{name}: output")
     fmt = output.get("format")
     if fmt is not None and fmt not in ("csv", "parquet"):
         raise ConfigError(f"{name}: output.format: expected csv or parquet, got {fmt!r}")
     weights = raw.get("prec_weights") or {}
-    if not isinstance(weights, Mapping) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in weights.values()
-    ):
-        raise ConfigError(f"{name}: prec_weights: expected a mapping of column -> number")
+    if not isinstance(weights, Mapping):
+        raise ConfigError(f"{name}: prec_weights: expected a mapping of quasi-identifier -> number")
+    not_qi = {
+        c: f"not a quasi-identifier (role {a.role.value})"
+        for c, a in schema.attributes.items()
+        if a.role is not Role.QUASI
+    }
+    check_keys(weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
+    for column, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise ConfigError(f"{name}: prec_weights.{column}: expected a number, got {weight!r}")
+    if algorithm == "epsilon-safe":
+        from safeshare.dp.config import dp_section  # the dp package imports the anonymizer: load lazily
+
+        dp_section(raw, name)
     return RunConfig(
         path=path,
         source=source,
@@ -191,10 +202,10 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         privacy=privacy,
         max_suppression=_fraction(raw.get("max_suppression", 0.0), f"{name}: max_suppression"),
         metric=_metric(raw.get("metric", "prec"), f"{name}: metric"),
-        algorithm=str(raw.get("algorithm", "ola")),
+        algorithm=algorithm,
         engine=_engine(raw.get("engine", "memory"), f"{name}: engine"),
         output_format=cast(OutputFormat | None, fmt),
-        output_delimiter=str(output.get("delimiter", ",")),
+        output_delimiter=_text(output.get("delimiter", ","), f"{name}: output.delimiter"),
         prec_weights={str(k): float(v) for k, v in weights.items()},
         raw=dict(raw),
         max_loss=_fraction(raw["max_loss"], f"{name}: max_loss") if raw.get("max_loss") is not None else None,
@@ -202,6 +213,38 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         if raw.get("knowledge") is not None
         else None,
     )
+
+
+def _algorithm(value: Any, where: str) -> str:
+    """A search strategy's name (:data:`STRATEGIES`), with a "did you mean" for a typo."""
+    name = _text(value, where)
+    if name not in STRATEGIES:
+        close = difflib.get_close_matches(name, list(STRATEGIES), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(STRATEGIES)}"
+        raise ConfigError(f"{where}: unknown algorithm {name!r}; {hint}")
+    return name
+
+
+def _check_algorithm_keys(given: set[str], algorithm: str, where: str, why: str) -> None:
+    """Refuse top-level options of an algorithm other than ``algorithm`` (``why`` says what selected it)."""
+    check_keys(
+        {key: None for key in given if key in ALGORITHM_KEYS},
+        ALGORITHM_KEYS,
+        where,
+        {
+            key: f"applies to algorithm: {owner} only ({why})"
+            for key, owner in ALGORITHM_KEYS.items()
+            if owner != algorithm
+        },
+    )
+
+
+def _text(value: Any, where: str) -> str:
+    """A configuration value that must be text (YAML reads ``1`` and ``null`` as other types)."""
+    if not isinstance(value, str):
+        shown = "null" if value is None else repr(value)
+        raise ConfigError(f'{where}: expected a text, got {shown} (quote it: "...")')
+    return value
 
 
 def _fraction(value: Any, where: str) -> float:
@@ -230,10 +273,10 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
         spec = {"path": spec}
     if not isinstance(spec, Mapping) or "path" not in spec:
         raise ConfigError(f"{where}: expected a mapping with at least 'path'")
-    allowed = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding"}
-    unknown = set(spec) - allowed
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    check_keys(spec, INPUT_KEYS, where)
+    for key in ("path", "format", "delimiter", "encoding", "ragged"):
+        if key in spec:
+            _text(spec[key], f"{where}.{key}")
     names = spec.get("names")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise ConfigError(f"{where}.names: expected a list of column names")
@@ -242,6 +285,8 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
         missing = [missing]
     if not isinstance(missing, list):
         raise ConfigError(f"{where}.missing: expected a list of tokens")
+    for i, token in enumerate(missing):
+        _text(token, f"{where}.missing[{i}]")
     header = spec.get("header", True)
     if not isinstance(header, bool):
         raise ConfigError(f"{where}.header: expected true or false")
@@ -267,8 +312,11 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
 
 def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:
     if isinstance(spec, str):
+        # Read lazily: a run keeps only the file's rows for the values in its data.
         p = Path(spec)
-        return read_arx_csv(p if p.is_absolute() else base / p)
+        builder = FileBuilder(p if p.is_absolute() else base / p)
+        builder.check_readable()
+        return builder
     if isinstance(spec, Mapping):
         return cast(HierarchySpec, builder_from_spec(spec, base, where))
     raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")
@@ -280,14 +328,14 @@ def _schema(spec: Any, base: Path, where: str) -> Schema:
     attrs = []
     for column, entry in spec.items():
         here = f"{where}.{column}"
+        if not isinstance(column, str):
+            raise ConfigError(f'{here}: expected a name as key, got {column!r} (quote it: "...")')
         if isinstance(entry, str):
             entry = {"role": entry}
         if not isinstance(entry, Mapping) or "role" not in entry:
             raise ConfigError(f"{here}: expected a mapping with a role")
-        unknown = set(entry) - {"role", "hierarchy"}
-        if unknown:
-            raise ConfigError(f"{here}: unknown key {sorted(unknown)[0]!r}")
-        role = Role.parse(str(entry["role"]), str(column))
+        check_keys(entry, ATTRIBUTE_KEYS, here)
+        role = Role.parse(_text(entry["role"], f"{here}.role"), column)
         hierarchy = None
         if role is Role.QUASI:
             if "hierarchy" not in entry:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from safeshare.config_checks import check_keys
 from safeshare.dp.epsilon_safe import EpsilonSafeParams
 from safeshare.errors import ConfigError, InputError
 
@@ -60,11 +61,12 @@ def dp_section(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         return {}
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where}: dp: expected a mapping of epsilon-safe parameters")
-    unknown = set(section) - set(DP_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{where}: dp: unknown key {sorted(unknown)[0]!r}; expected some of {', '.join(DP_KEYS)}"
-        )
+    inapplicable = (
+        {key: "does not apply to utility: safepub (it has no penalty)" for key in ("penalty", "penalty_mode")}
+        if section.get("utility") == "safepub"
+        else {}
+    )
+    check_keys(section, DP_KEYS, f"{where}: dp", inapplicable)
     return dict(section)
 
 

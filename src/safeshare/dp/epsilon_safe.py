@@ -470,7 +470,8 @@ class EpsilonSafeAnonymizer:
                     "hierarchy, or role identifying to drop it"
                 )
         for qi in self.schema.quasi_identifiers:
-            if not isinstance(self.schema.hierarchy_spec(qi), Hierarchy):
+            spec = self.schema.hierarchy_spec(qi)
+            if not isinstance(spec, Hierarchy) and not getattr(spec, "data_independent", False):
                 raise ConfigError(
                     f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
                     "builder, whose levels depend on the data; give it a hierarchy file"

@@ -46,17 +46,16 @@ import itertools
 import math
 import string
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import yaml
-
+from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.hierarchy.io import read_arx_csv
+from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
 
 if TYPE_CHECKING:
     from typing import Self
@@ -214,6 +213,7 @@ class _Configurable:
     """Construction from a configuration mapping, with one-line errors for unknown keys."""
 
     type_name: ClassVar[str] = ""
+    extra_keys: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_config(cls, params: Mapping[str, Any], base_dir: Path) -> Self:
@@ -222,16 +222,17 @@ class _Configurable:
         return cls(**params)
 
 
+def _known_keys(cls: type) -> list[str]:
+    """The configuration keys of a builder class: its constructor's fields and extra keys."""
+    fields = [f.name for f in dataclasses.fields(cast(Any, cls)) if f.init]
+    return fields + list(getattr(cls, "extra_keys", ()))
+
+
 def _check_keys(cls: type, params: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
     """Raise :class:`ConfigError` for an unknown key or a missing required one."""
     fields = [f for f in dataclasses.fields(cast(Any, cls)) if f.init]
-    known = [f.name for f in fields] + list(extra)
     type_name = getattr(cls, "type_name", cls.__name__)
-    for key in params:
-        if key not in known:
-            raise ConfigError(
-                f"unknown key {key!r} for hierarchy type {type_name!r}; expected one of {', '.join(known)}"
-            )
+    check_keys(params, [f.name for f in fields] + list(extra), f"hierarchy type {type_name!r}:")
     required = [
         f.name
         for f in fields
@@ -462,6 +463,7 @@ class GroupingBuilder(_Configurable):
     """
 
     type_name: ClassVar[str] = "grouping"
+    extra_keys: ClassVar[tuple[str, ...]] = ("file",)
 
     levels: Sequence[GroupLevel]
     top: str | None = "*"
@@ -512,7 +514,7 @@ class GroupingBuilder(_Configurable):
     @classmethod
     def from_config(cls, params: Mapping[str, Any], base_dir: Path) -> Self:
         """Like the constructor, but ``file: groups.yaml`` (relative to ``base_dir``) may give ``levels``."""
-        _check_keys(cls, params, extra=("file",))
+        _check_keys(cls, params, extra=cls.extra_keys)
         if "file" not in params:
             return cls(**params)
         if "levels" in params:
@@ -526,11 +528,7 @@ class GroupingBuilder(_Configurable):
     def from_file(cls, path: str | Path, top: str | None = "*") -> Self:
         """The builder whose ``levels`` are in a YAML file (a list, or a mapping with key ``levels``)."""
         path = Path(path)
-        try:
-            content = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            detail = str(exc).replace("\n", " ")
-            raise ConfigError(f"cannot read grouping file {path}: {detail}") from None
+        content = read_yaml(path, "grouping file")  # no aliases, no duplicate keys, at most 1 MiB
         if isinstance(content, Mapping):
             unknown = [str(k) for k in content if k != "levels"]
             if unknown or "levels" not in content:
@@ -831,12 +829,17 @@ class FileBuilder(_Configurable):
     """A hierarchy from an ARX CSV file (see :mod:`safeshare.hierarchy.io`).
 
     ``{type: file, path: age.csv, delimiter: ","}``; ``path`` is relative to the
-    configuration file. ``build`` keeps the rows of the given values and raises
+    configuration file, and a plain path in a configuration (``hierarchy: age.csv``)
+    is this builder too. ``build`` streams the file and keeps only the rows of the
+    given values (a large file costs no more memory than the data needs), and raises
     :class:`HierarchyError` naming a value that the file does not cover;
-    :meth:`load` returns the whole file.
+    :meth:`load` returns the whole file. The labels come from the file, not from the
+    data: the rows kept for a value are the same whatever the other values.
     """
 
     type_name: ClassVar[str] = "file"
+    #: The labels do not depend on the data (epsilon-safe anonymization accepts it).
+    data_independent: ClassVar[bool] = True
 
     path: str | Path
     delimiter: str = ";"
@@ -864,23 +867,32 @@ class FileBuilder(_Configurable):
             raise ConfigError(f"hierarchy file {path} does not exist")
         return cls(path=path, delimiter=builder.delimiter, encoding=builder.encoding)
 
-    def load(self) -> Hierarchy:
-        """The whole hierarchy in the file."""
-        return read_arx_csv(self.path, delimiter=self.delimiter, encoding=self.encoding)
+    def check_readable(self) -> None:
+        """Raise :class:`HierarchyError` now when the file cannot be opened (before any data is read)."""
+        try:
+            with Path(self.path).open(encoding=self.encoding, newline="") as handle:
+                handle.read(1)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise HierarchyError(f"cannot read hierarchy {self.path}: {reason}") from None
+
+    def load(self, keep: Collection[str] | None = None) -> Hierarchy:
+        """The hierarchy in the file: all of it, or the rows whose leaf is in ``keep``."""
+        return read_arx_csv(self.path, delimiter=self.delimiter, encoding=self.encoding, keep=keep)
 
     def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
-        hierarchy = self.load()
         distinct = _distinct(values)
-        missing = hierarchy.missing_values(distinct)
+        if not distinct:
+            raise HierarchyError(f"{name or self.path}: no values to build a hierarchy from")
+        rows = read_arx_rows(self.path, self.delimiter, self.encoding, keep=set(distinct))
+        covered = {row[0] for row in rows}
+        missing = [v for v in distinct if v not in covered]
         if missing:
             more = f" ({len(missing)} values are missing)" if len(missing) > 1 else ""
             raise HierarchyError(
                 f"{name or self.path}: value {missing[0]!r} is not in hierarchy file {self.path}{more}"
             )
-        if not distinct:
-            raise HierarchyError(f"{name or self.path}: no values to build a hierarchy from")
-        keep = set(distinct)
-        return Hierarchy([row for row in hierarchy.rows if row[0] in keep], name=name or str(self.path))
+        return Hierarchy(rows, name=name or str(self.path))
 
 
 # --------------------------------------------------------------------------- registry
@@ -910,8 +922,9 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     kind = str(spec["type"]).strip().lower()
     if kind not in BUILDERS:
         raise ConfigError(f"{where}: unknown hierarchy type {kind!r}; expected one of {', '.join(BUILDERS)}")
-    params = {str(k): v for k, v in spec.items() if k != "type"}
     factory = BUILDERS[kind]
+    check_keys(spec, ["type", *_known_keys(factory)], where)
+    params = {str(k): v for k, v in spec.items() if k != "type"}
     try:
         if hasattr(factory, "from_config"):
             builder: HierarchyBuilder = factory.from_config(params, Path(base_dir))

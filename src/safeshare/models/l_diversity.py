@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from safeshare.config_checks import check_keys
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
 from safeshare.evaluation import Classes
@@ -245,14 +246,10 @@ def from_config(params: Mapping[str, Any], where: str) -> LDiversity:
     variant = params.get("variant", "distinct")
     if variant not in VARIANTS:
         raise ConfigError(f"{where}.variant: expected one of {', '.join(VARIANTS)}, got {variant!r}")
-    allowed = {"l", "variant", "c"} if variant == "recursive" else {"l", "variant"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        extra = " (c applies to variant: recursive only)" if unknown[0] == "c" else ""
-        raise ConfigError(
-            f"{where}: unknown parameter {unknown[0]!r} for the {variant} variant{extra}; "
-            f"expected {', '.join(sorted(allowed))}"
-        )
+    inapplicable = (
+        {"c": f"applies to variant: recursive only, not {variant}"} if variant != "recursive" else {}
+    )
+    check_keys(params, {"l", "variant", "c"}, where, inapplicable)
     if "l" not in params:
         raise ConfigError(f"{where}: missing l")
     l = params["l"]  # noqa: E741

@@ -7,9 +7,11 @@ a :class:`PrivacyModel` by the factory registered here under that name.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from safeshare.config_checks import check_keys
 from safeshare.errors import ConfigError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
@@ -22,9 +24,7 @@ ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
 
 def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
-    unknown = set(params) - {"k"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown parameter {sorted(unknown)[0]!r} (k-anonymity takes k)")
+    check_keys(params, {"k"}, where)
     if "k" not in params:
         raise ConfigError(f"{where}: missing k")
     k = params["k"]
@@ -34,12 +34,7 @@ def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
 
 
 def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
-    unknown = set(params) - {"m", "knowledge", "inclusion_probability"}
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown parameter {sorted(unknown)[0]!r} "
-            "(m-concealing takes m, knowledge, inclusion_probability)"
-        )
+    check_keys(params, {"m", "knowledge", "inclusion_probability"}, where)
     if "m" not in params:
         raise ConfigError(f"{where}: missing m (the largest re-identification probability, e.g. 0.1)")
     m = params["m"]
@@ -72,12 +67,15 @@ ALIASES = {
 
 def make_model(name: str, params: Mapping[str, Any] | None, where: str = "privacy") -> PrivacyModel:
     """The privacy model called ``name`` with ``params``."""
-    key = ALIASES.get(str(name).strip().lower(), str(name).strip().lower())
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}.{name}: expected a privacy model's name, got {name!r}")
+    key = ALIASES.get(name.strip().lower(), name.strip().lower())
     factory = MODEL_FACTORIES.get(key)
     if factory is None:
-        raise ConfigError(
-            f"{where}: unknown privacy model {name!r}; expected one of {', '.join(sorted(MODEL_FACTORIES))}"
-        )
+        close = difflib.get_close_matches(key, list(MODEL_FACTORIES), n=1)
+        known = ", ".join(sorted(MODEL_FACTORIES))
+        hint = f"did you mean {close[0]!r}?" if close else f"expected one of {known}"
+        raise ConfigError(f"{where}: unknown privacy model {name!r}; {hint}")
     if params is None:
         params = {}
     if not isinstance(params, Mapping):

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from safeshare.config_checks import check_keys
 from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.evaluation import Classes
@@ -388,9 +389,7 @@ def tree_emd(
 
 def from_config(params: Mapping[str, Any], where: str) -> TCloseness:
     """``t-closeness: {t: 0.2, distance: equal|ordered|hierarchical | {column: distance}}``."""
-    unknown = sorted(set(params) - {"t", "distance"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown parameter {unknown[0]!r} (t-closeness takes t and distance)")
+    check_keys(params, {"t", "distance"}, where)
     if "t" not in params:
         raise ConfigError(f"{where}: missing t")
     t = params["t"]
@@ -400,6 +399,8 @@ def from_config(params: Mapping[str, Any], where: str) -> TCloseness:
     if distance is not None:
         if isinstance(distance, Mapping):
             for column, kind in distance.items():
+                if not isinstance(column, str):
+                    raise ConfigError(f"{where}.distance.{column}: expected a column name, got {column!r}")
                 if kind not in DISTANCES:
                     raise ConfigError(
                         f"{where}.distance.{column}: expected one of {', '.join(DISTANCES)}, got {kind!r}"

@@ -152,6 +152,8 @@ def parse_knowledge(value: Any, where: str) -> dict[str, float]:
         )
     out: dict[str, float] = {}
     for column, p in value.items():
+        if not isinstance(column, str):
+            raise ConfigError(f'{where}.{column}: expected a name as key, got {column!r} (quote it: "...")')
         if not is_number(p) or not 0.0 <= float(p) <= 1.0:
             raise ConfigError(f"{where}.{column}: expected a probability in [0, 1], got {p!r}")
         out[str(column)] = float(p)

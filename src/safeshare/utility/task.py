@@ -40,6 +40,8 @@ from safeshare.data.engines.memory import MemoryEngine, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError, InputError, VerificationError
+from safeshare.hierarchy.builders import FileBuilder
+from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.lattice.lattice import Node
 from safeshare.utility.classifier import ClassifierScore, LogisticRegressionSpec, fit_and_score
 from safeshare.utility.features import (
@@ -297,13 +299,24 @@ class UtilityTask:
         keep = ~labels.isin(self.features.missing)
         return labels[keep].reset_index(drop=True), keep
 
+    def _test_hierarchy(self, name: str, fitted: Hierarchy) -> Hierarchy:
+        """The hierarchy that generalizes the test set: a hierarchy file is read lazily for the
+        training values only, so its rows for the test values are read here too (same labels)."""
+        spec = self.schema.hierarchy_spec(name)
+        if not isinstance(spec, FileBuilder):
+            return fitted
+        values = set(fitted.leaves) | set(self.test[name].astype(str).unique())
+        return spec.load(keep=values)
+
     def _test_at(self, node: Node, result: AnonymizationResult) -> tuple[pd.DataFrame, dict[str, Uncovered]]:
         hit = self._x_test_at.get(node)
         if hit is None:
             names = list(result.table.qi_names)
             if names != list(self._qi_names):
                 raise InputError("the anonymization's quasi-identifiers differ from the task's schema")
-            hierarchies = list(result.table.hierarchies)
+            hierarchies = [
+                self._test_hierarchy(n, h) for n, h in zip(names, result.table.hierarchies, strict=True)
+            ]
             uncovered = uncovered_values(self.test, names, hierarchies)
             generalized = generalize_frame(self.test, names, hierarchies, node)
             hit = (design_frame(generalized, self.features, self.test_label), uncovered)
