@@ -165,7 +165,8 @@ def acquire_lock(out_dir: Path) -> int:
         os.close(fd)
         who = f"pid {holder}" if holder.isdigit() else "another process"
         raise OutputError(
-            f"another safeshare run ({who}) is writing to {out_dir}; wait for it to end or choose another --out"
+            f"another safeshare run ({who}) is writing to {out_dir}; "
+            "wait for it to end or choose another --out"
         ) from None
     except BaseException:
         os.close(fd)
