@@ -186,11 +186,18 @@ def release_lock(fd: int) -> None:
 def recover(out_dir: Path) -> None:
     """Step 2: repair or remove what a killed run left beside ``out_dir`` (call with the lock held)."""
     parent = out_dir.parent
-    olds = sorted(parent.glob(f".{out_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if olds and not os.path.lexists(out_dir):
-        os.rename(olds.pop(), out_dir)  # killed between steps 6a and 6b: the old output comes back
-    for debris in [*olds, *parent.glob(f".{out_dir.name}.staging-*")]:
+    _restore(out_dir)  # killed between steps 6a and 6b: the old output comes back
+    for debris in [*parent.glob(f".{out_dir.name}.old-*"), *parent.glob(f".{out_dir.name}.staging-*")]:
         _remove_tree(debris)
+
+
+def _restore(out_dir: Path) -> None:
+    """Rename the newest ``.NAME.old-*`` back to ``out_dir`` if ``out_dir`` is missing."""
+    if os.path.lexists(out_dir):
+        return
+    olds = sorted(out_dir.parent.glob(f".{out_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if olds:
+        os.rename(olds[-1], out_dir)
 
 
 def _marker_files(out_dir: Path) -> list[str] | None:
@@ -341,11 +348,11 @@ class OutputDirectory:
                 elif exchange(stage, out_dir):
                     previous = stage  # the staging path now holds the previous output
                 else:
-                    previous = move_aside(out_dir)
                     try:
+                        previous = move_aside(out_dir)
                         move_into_place(stage, out_dir)
                     except BaseException:
-                        os.rename(previous, out_dir)
+                        _restore(out_dir)  # the previous output goes back at once
                         raise
                 self._published = True
                 _published.append(out_dir)
