@@ -36,7 +36,7 @@ stale release.csv beside a new release.parquet). The protocol, for
 7. **discard**: the previous output (now at the staging or old path) is
    removed and the lock released.
 
-SIGINT and SIGTERM are held back (``pthread_sigmask``) during step 6 and
+SIGINT and SIGTERM are held back (:func:`signals_deferred`) during step 6 and
 while a staging directory is removed, so an interrupt can neither split the
 swap from its bookkeeping nor leave a half-removed staging directory behind;
 the pending signal is delivered right after. :func:`published_paths` tells the
@@ -123,20 +123,31 @@ def atomic_write(target: Path, writer: Callable[[Path], None]) -> None:
 def signals_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back for the duration of the block (main thread only).
 
-    A signal that arrives meanwhile stays pending and is delivered, as the usual
-    exception, when the block ends.
+    The Python-level handlers are replaced by one that only records the signal; when the
+    block ends the previous handlers come back and each recorded signal is raised again,
+    so it takes its usual effect (an exception, or the default action) right after the
+    block. (A ``pthread_sigmask`` of the main thread would not do: the kernel may deliver
+    the signal to another thread, such as one of DuckDB's, and Python then runs the
+    handler in the main thread at once.)
     """
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        caught.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
 
 
 def _remove_tree(path: Path) -> None:
