@@ -446,9 +446,14 @@ def wait_for_staging(proc: subprocess.Popen[str], out: Path, timeout: float = 12
 
 
 @pytest.mark.parametrize(
-    "signum, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+    "signum, code, word, engine",
+    [
+        (signal.SIGINT, 130, "interrupted", "memory"),
+        (signal.SIGTERM, 143, "terminated", "memory"),
+        (signal.SIGINT, 130, "interrupted", "duckdb"),  # DuckDB turns it into "Query interrupted"
+    ],
 )
-def test_signal_while_staging(tmp_path: Path, signum: int, code: int, word: str) -> None:
+def test_signal_while_staging(tmp_path: Path, signum: int, code: int, word: str, engine: str) -> None:
     """A real signal to a real process: exit 128 + signal, one line, nothing published, no staging."""
     out = tmp_path / "out"
     previous = None
@@ -458,7 +463,7 @@ def test_signal_while_staging(tmp_path: Path, signum: int, code: int, word: str)
         (out / "report.json").write_text("{}\n")
         (out / MARKER).write_text(json.dumps({"files": ["release.csv", "report.json"]}))
         previous = snapshot(out)
-    proc = start_full_adult(out)
+    proc = start_full_adult(out, "--engine", engine)
     wait_for_staging(proc, out)
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
@@ -520,3 +525,24 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     assert complete_new(out) and {p.name for p in out.iterdir()} == PARQUET_SET
     assert debris(out) == []
     assert len(outcomes) == 40 and set(outcomes) == {"old", "new"}, outcomes  # both moments were hit
+
+
+def test_signal_during_the_swap_is_delivered_after_it() -> None:
+    """A SIGTERM inside the deferred block (the swap) takes effect only once the block is done."""
+
+    class Got(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Got
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    finished = False
+    try:
+        with pytest.raises(Got), sio.signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            finished = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert finished

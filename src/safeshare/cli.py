@@ -479,10 +479,20 @@ def _interrupted(signum: int) -> int:
     return 128 + signum
 
 
+_received: list[int] = []
+"""The signals received while :func:`main` runs (see :func:`_signals_raise`)."""
+
+
 def _run(fn: Callable[[], T]) -> int:
     debug = bool(os.environ.get("SAFESHARE_DEBUG"))
     try:
-        fn()
+        try:
+            fn()
+        except Exception:
+            # A library may turn the interrupt into its own error (DuckDB: "Query interrupted").
+            if _received:
+                raise Interrupted(_received[-1]) from None
+            raise
     except InputError as exc:
         _error_line(f"error: {exc}")
         return 2
@@ -529,8 +539,10 @@ def _signals_raise() -> Iterator[None]:
         return
 
     def handler(signum: int, frame: object) -> None:
+        _received.append(signum)
         raise Interrupted(signum)
 
+    _received.clear()
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
