@@ -40,7 +40,8 @@ def test_anonymize_writes_verified_release(
     out = tmp_path / "out"
     code, stdout, stderr = run(["anonymize", str(workdir / "adult.yaml"), "--out", str(out)], capsys)
     assert code == 0, stderr
-    assert sorted(p.name for p in out.iterdir()) == ["release.csv", "report.html", "report.json"]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [".safeshare-output", "release.csv", "report.html", "report.json"]
     report = json.loads((out / "report.json").read_text())
     assert set(report) >= REQUIRED_REPORT_KEYS
     assert report["verified"] is True

@@ -1,14 +1,18 @@
 """The ``safeshare`` command line.
 
-Exit status: 0 success, 2 bad input (one line on stderr saying what and
-where), 1 internal error. Nothing is written to an output directory unless
-the release passed its independent verification.
+Exit status: 0 success, 2 bad input or an output that cannot be written (one
+line on stderr saying what and where: a read-only or full disk, a locked or
+foreign output directory), 1 internal error or memory exhausted, 130 SIGINT
+(Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
+written to an output directory unless the release passed its independent
+verification.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -21,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from safeshare.errors import InputError, SafeshareError, VerificationError
+from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
 from safeshare.experiment_commands import register as register_experiment_commands
 
 app = typer.Typer(
@@ -465,10 +469,33 @@ def _error_line(message: str) -> None:
     sys.stderr.flush()
 
 
+def _interrupted(signum: int) -> int:
+    """Say what an interrupt left behind; the exit status 128 + ``signum``."""
+    from safeshare.io import published_paths
+
+    what = "interrupted" if signum == signal.SIGINT else "terminated"
+    published = published_paths()
+    if published:
+        _error_line(f"{what} after the new output was published to {published[-1]}")
+    else:
+        _error_line(f"{what}; nothing was published")
+    return 128 + signum
+
+
+_received: list[int] = []
+"""The signals received while :func:`main` runs (see :func:`_signals_raise`)."""
+
+
 def _run(fn: Callable[[], T]) -> int:
     debug = bool(os.environ.get("SAFESHARE_DEBUG"))
     try:
-        fn()
+        try:
+            fn()
+        except Exception:
+            # A library may turn the interrupt into its own error (DuckDB: "Query interrupted").
+            if _received:
+                raise Interrupted(_received[-1]) from None
+            raise
     except InputError as exc:
         _error_line(f"error: {exc}")
         return 2
@@ -478,9 +505,21 @@ def _run(fn: Callable[[], T]) -> int:
     except SafeshareError as exc:
         _error_line(f"error: {exc}")
         return 1
+    except Interrupted as exc:
+        return _interrupted(exc.signum)
     except KeyboardInterrupt:
-        _error_line("interrupted; nothing was written")
-        return 130
+        return _interrupted(signal.SIGINT)
+    except MemoryError:
+        _error_line(
+            "error: memory ran out; the memory engine holds the whole input: "
+            "try --engine duckdb, which reads the input in place"
+        )
+        return 1
+    except OSError as exc:
+        # A file the user named cannot be read or written (permissions, disk full...).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error_line(f"error: {where}{exc.strerror or exc}")
+        return 2
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -489,28 +528,62 @@ def _run(fn: Callable[[], T]) -> int:
     return 0
 
 
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (previous handlers restored).
+
+    SIGTERM would otherwise end the process at once, leaving the staging directory behind;
+    as an exception it unwinds through the same cleanup as Ctrl-C.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        _received.append(signum)
+        raise Interrupted(signum)
+
+    _received.clear()
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``safeshare`` command."""
 
     def invoke() -> None:
         try:
-            app(args=argv, standalone_mode=False)
+            rv = app(args=argv, standalone_mode=False)
         except typer.Exit as exc:
             if exc.exit_code:
                 raise Exit(exc.exit_code) from None
+            return
         except typer.Abort:
-            raise KeyboardInterrupt from None
+            raise Interrupted(signal.SIGINT) from None
         except Exception as exc:
             # Usage errors (unknown option, missing argument, bad value) come from the
             # click layer under Typer; recognize them by interface, not by import path.
             if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
                 raise InputError(" ".join(str(exc.format_message()).split())) from None
             raise
+        # Without standalone mode Typer returns the exit status of an Exit it caught (130 for
+        # a KeyboardInterrupt) instead of raising; the commands themselves return None.
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+            if rv == 128 + signal.SIGINT:
+                raise Interrupted(signal.SIGINT)
+            raise Exit(rv)
 
-    try:
-        return _run(invoke)
-    except Exit as exc:
-        return exc.code
+    with _signals_raise():
+        try:
+            return _run(invoke)
+        except Exit as exc:
+            return exc.code
 
 
 if __name__ == "__main__":

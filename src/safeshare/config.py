@@ -205,7 +205,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         algorithm=algorithm,
         engine=_engine(raw.get("engine", "memory"), f"{name}: engine"),
         output_format=cast(OutputFormat | None, fmt),
-        output_delimiter=_text(output.get("delimiter", ","), f"{name}: output.delimiter"),
+        output_delimiter=_output_delimiter(output.get("delimiter", ","), f"{name}: output.delimiter"),
         prec_weights={str(k): float(v) for k, v in weights.items()},
         raw=dict(raw),
         max_loss=_fraction(raw["max_loss"], f"{name}: max_loss") if raw.get("max_loss") is not None else None,
@@ -244,6 +244,13 @@ def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         shown = "null" if value is None else repr(value)
         raise ConfigError(f'{where}: expected a text, got {shown} (quote it: "...")')
+    return value
+
+
+def _output_delimiter(value: Any, where: str) -> str:
+    """One character that cannot be confused with a quote or a line end."""
+    if not isinstance(value, str) or len(value) != 1 or value in {'"', "\n", "\r"}:
+        raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {value!r}")
     return value
 
 

@@ -36,3 +36,17 @@ class VerificationError(SafeshareError):
     This is never the user's fault: it means the search and the verifier
     disagree, so nothing is published and the CLI exits with status 1.
     """
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM, raised by the command line's signal handlers.
+
+    A :class:`BaseException`, like :class:`KeyboardInterrupt`, so that no
+    ``except Exception`` on the way swallows it and every ``finally`` (the
+    removal of a staging directory) runs; but not a KeyboardInterrupt, which
+    Typer turns into a return value. The CLI exits with 128 + the signal number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

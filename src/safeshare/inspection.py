@@ -26,6 +26,9 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     qis = list(quasi_identifiers)
     if not qis:
         raise InputError("--qi: give at least one column")
+    twice = next((q for i, q in enumerate(qis) if q in qis[:i]), None)
+    if twice is not None:
+        raise InputError(f"--qi: column {twice!r} is given twice")
     available = engine.columns()
     for q in qis:
         if q not in available:

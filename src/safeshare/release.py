@@ -3,9 +3,12 @@
 Nothing reaches the output directory unless the written release passed the
 independent verification of :mod:`safeshare.verify`: the release and its
 reports are prepared in a private staging directory beside the output
-directory, verified there, and only then moved into place, one atomic rename
-per file. On any failure the staging directory is removed and the output
-directory is left as it was.
+directory, verified there, and only then swapped with the previous output
+directory in one atomic rename (:class:`safeshare.io.OutputDirectory`: a lock
+against concurrent runs, recovery of what a killed run left, a refusal to
+replace a directory safeshare did not write). After a failure or a kill at
+any moment the output directory holds the complete previous output or the
+complete new one; on a failure the staging directory is removed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
-from safeshare.io import atomic_write_text, publish, staging_directory
+from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import column_treatments, portable_paths, report_warnings
 from safeshare.verify import Expectations, Verification, expectations_for, verify_release
 
@@ -86,7 +89,8 @@ def write_release(
     timings = dict(result.timings)
     plan = result.release_plan(engine.columns(), fmt, delimiter)
     name = release_name(fmt)
-    with staging_directory(out_dir) as stage:
+    output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
+    with output as stage:
         start = time.perf_counter()
         written = engine.write_release(plan, stage / name)
         timings["apply"] = time.perf_counter() - start
@@ -133,7 +137,7 @@ def write_release(
         timings["report"] = time.perf_counter() - start
         doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
         atomic_write_text(stage / "report.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
-        publish(stage, out_dir)
+        output.publish()  # seal, swap atomically with the previous output, discard it
     return PublishedRelease(
         release=out_dir / name,
         report_json=out_dir / "report.json",

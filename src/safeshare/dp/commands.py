@@ -225,7 +225,7 @@ def anonymize_epsilon_safe(
     from safeshare.dp.config import epsilon_safe_params
     from safeshare.dp.epsilon_safe import NON_DP_WARNING, EpsilonSafeAnonymizer
     from safeshare.errors import ConfigError
-    from safeshare.io import atomic_write, atomic_write_text, publish, staging_directory
+    from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.models.k_anonymity import KAnonymity
 
     params = epsilon_safe_params(cfg.raw, str(cfg.path), overrides)
@@ -248,12 +248,13 @@ def anonymize_epsilon_safe(
             frame = run.distribution.frame()
             doc = run.document()
             doc["config"] = str(cfg.path)
-            with staging_directory(out_dir) as stage:
+            output = OutputDirectory(out_dir)
+            with output as stage:
                 atomic_write(stage / "distribution.csv", lambda p: frame.to_csv(p, index=False))
                 atomic_write_text(
                     stage / "distribution.json", json.dumps(doc, indent=2, default=_json) + "\n"
                 )
-                publish(stage, out_dir)
+                output.publish()
             if not quiet:
                 out.print(
                     f"distribution over {len(frame):,} nodes written to {out_dir}/distribution.csv "

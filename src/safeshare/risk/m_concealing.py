@@ -572,6 +572,11 @@ def measure_engine(
     from safeshare.data.engines.base import COUNT_COLUMN
 
     available = engine.columns()
+    for column in knowledge.columns:
+        if column in quasi_identifiers:
+            raise InputError(
+                f"--knowledge: column {column!r} is a quasi-identifier; QIs are always known to the adversary"
+            )
     for column in [*quasi_identifiers, *knowledge.columns]:
         if column not in available:
             raise InputError(f"unknown column {column!r}: the input has columns {', '.join(available[:20])}")

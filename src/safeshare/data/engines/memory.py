@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,8 +42,8 @@ def read_frame(source: TableSource) -> pd.DataFrame:
                     index_col=False,
                     **source.pandas_csv_options(),
                 )
-    except DataError:
-        raise
+    except (DataError, MemoryError):
+        raise  # running out of memory is not bad input: the CLI suggests the DuckDB engine
     except pd.errors.ParserWarning:
         expected = "the names given" if source.names else "the header"
         raise DataError(
@@ -53,6 +54,8 @@ def read_frame(source: TableSource) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise DataError(f"{source.path}: the file is empty (no header, no records)") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+            raise MemoryError(str(exc)) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"cannot read {source.path}: {first}") from None
     except Exception as exc:  # pyarrow raises its own error types
