@@ -249,7 +249,8 @@ def _text(value: Any, where: str) -> str:
 
 def _output_delimiter(value: Any, where: str) -> str:
     """One character that cannot be confused with a quote or a line end."""
-    if not isinstance(value, str) or len(value) != 1 or value in {'"', "\n", "\r"}:
+    value = _text(value, where)
+    if len(value) != 1 or value in {'"', "\n", "\r"}:
         raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {value!r}")
     return value
 
