@@ -9,7 +9,10 @@ Example (paths are relative to the configuration file)::
       delimiter: ","
       missing: []               # tokens meaning "missing", e.g. ["?"]
       skip_rows: 0
-    attributes:                 # columns not listed are insensitive
+      ragged: error             # error | pad (pad short rows with empty values)
+    default_role: identifying   # unlisted columns: identifying (drop) | insensitive (keep);
+                                # without it, every column must be listed
+    attributes:
       age: {role: quasi, hierarchy: hierarchies/age.csv}
       zip: {role: quasi, hierarchy: {type: masking}}
       fnlwgt: {role: identifying}
@@ -39,7 +42,7 @@ from typing import Any, cast
 import yaml
 
 from safeshare.data.engines.base import OutputFormat
-from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
+from safeshare.data.schema import DEFAULT_ROLES, Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import builder_from_spec
@@ -65,6 +68,7 @@ TOP_LEVEL_KEYS = {
     "utility",
     "dp",
     "max_loss",
+    "default_role",
 }
 
 #: Algorithms that run without a privacy model (Inverse OLA maximizes k).
@@ -172,6 +176,8 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
     base = path.parent
     source = _source(raw.get("input"), base, f"{name}: input")
     schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
+    if raw.get("default_role") is not None:
+        schema.default_role = _default_role(raw["default_role"], f"{name}: default_role")
     privacy = _privacy(raw.get("privacy"), f"{name}: privacy")
     output = raw.get("output") or {}
     if not isinstance(output, Mapping):
@@ -230,7 +236,7 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
         spec = {"path": spec}
     if not isinstance(spec, Mapping) or "path" not in spec:
         raise ConfigError(f"{where}: expected a mapping with at least 'path'")
-    allowed = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding"}
+    allowed = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding", "ragged"}
     unknown = set(spec) - allowed
     if unknown:
         raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
@@ -260,9 +266,20 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
             missing=tuple(str(m) for m in missing),
             skip_rows=skip,
             encoding=str(spec.get("encoding", "utf-8")),
+            ragged=spec.get("ragged", "error"),
         )
     except InputError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _default_role(value: Any, where: str) -> Role:
+    """``default_role``: what unlisted columns are (identifying = drop, insensitive = keep)."""
+    role = Role.parse(value) if isinstance(value, str) and value.strip().lower() in DEFAULT_ROLES else None
+    if role is None:
+        raise ConfigError(
+            f"{where}: expected identifying (drop unlisted columns) or insensitive (keep them), got {value!r}"
+        )
+    return role
 
 
 def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:

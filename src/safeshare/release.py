@@ -19,9 +19,16 @@ from typing import Any
 
 from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines.base import Engine, OutputFormat
+from safeshare.data.schema import Role
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import atomic_write_text, publish, staging_directory
-from safeshare.verify import Expectations, Verification, expectations_for, verify_release
+from safeshare.verify import (
+    Expectations,
+    Verification,
+    allowed_release_columns,
+    expectations_for,
+    verify_release,
+)
 
 
 @dataclass
@@ -40,12 +47,21 @@ def release_name(fmt: OutputFormat) -> str:
 
 
 def release_expectations(
-    result: AnonymizationResult, columns: Sequence[str], delimiter: str = ","
+    result: AnonymizationResult, input_columns: Sequence[str], delimiter: str = ","
 ) -> Expectations:
-    """What the independent verifier must find in the release of ``result``."""
+    """What the independent verifier must find in the release of ``result``.
+
+    The release's columns come from the configuration's roles applied to the
+    input's header ``input_columns`` (:func:`safeshare.verify.allowed_release_columns`),
+    not from the release plan, so that a plan that keeps a column it should
+    not (an unlisted one, a renamed duplicate) fails verification.
+    """
     table = result.table
+    schema = result.schema
+    roles = {name: attr.role.value for name, attr in schema.attributes.items()}
+    default = schema.default_role.value if schema.default_role is not None else None
     return expectations_for(
-        columns=list(columns),
+        columns=allowed_release_columns(input_columns, roles, default),
         quasi_identifiers=list(table.qi_names),
         hierarchy_rows={q: h.rows for q, h in zip(table.qi_names, table.hierarchies, strict=True)},
         levels=result.levels,
@@ -83,14 +99,15 @@ def write_release(
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
     timings = dict(result.timings)
-    plan = result.release_plan(engine.columns(), fmt, delimiter)
+    input_columns = engine.columns()
+    plan = result.release_plan(input_columns, fmt, delimiter)
     name = release_name(fmt)
     with staging_directory(out_dir) as stage:
         start = time.perf_counter()
         written = engine.write_release(plan, stage / name)
         timings["apply"] = time.perf_counter() - start
         start = time.perf_counter()
-        expected = release_expectations(result, plan.columns, delimiter)
+        expected = release_expectations(result, input_columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
@@ -116,6 +133,7 @@ def write_release(
             "verified": True,
             "verification": verification.to_dict(),
             "class_size_histogram": class_size_histogram(result),
+            "columns": column_treatments(result, input_columns),
         }
         for key, value in (report or {}).items():
             doc.setdefault(key, value)
@@ -137,6 +155,17 @@ def write_release(
         report=doc,
         verification=verification,
     )
+
+
+def column_treatments(result: AnonymizationResult, input_columns: Sequence[str]) -> list[dict[str, str]]:
+    """Every input column, in input order, with its role and what the release did with it:
+    ``generalized`` (quasi-identifiers), ``kept`` unchanged, or ``dropped``."""
+    out = []
+    for name in input_columns:
+        role = result.schema.role(name)
+        treatment = "generalized" if role is Role.QUASI else "kept" if role.released else "dropped"
+        out.append({"name": name, "role": role.value, "treatment": treatment})
+    return out
 
 
 def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:
