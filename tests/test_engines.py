@@ -198,7 +198,7 @@ def test_parquet_names_replace_the_file_names(adult_parquet: Path) -> None:
 def test_tiny_csv_with_header_and_semicolons(tiny_csv: Path) -> None:
     # record 6 is short: refused by default, padded alike by both engines with ragged="pad"
     for engine in (MemoryEngine, DuckDBEngine):
-        with pytest.raises(DataError, match="tiny.csv line 8: 3 fields, expected 5"):
+        with pytest.raises(DataError, match=r"tiny.csv line 8: 3 fields, expected 5"):
             engine(TableSource(tiny_csv, delimiter=";")).grouped_counts(["id"])
     source = TableSource(tiny_csv, delimiter=";", missing=("?", "NA"), ragged="pad")
     _memory, duck = assert_same_reading(source)
@@ -208,9 +208,12 @@ def test_tiny_csv_with_header_and_semicolons(tiny_csv: Path) -> None:
     assert {"a;b", 'quoted "x"', "tab\there", "#hash", "?"} <= notes
     assert set(duck.grouped_counts(["city"])["city"]) == {"Paris", "Lyon", "?", "Nice", "multi\nline"}
     assert_same_reading(TableSource(tiny_csv, delimiter=";", ragged="pad"))
-    pad = {"delimiter": ";", "ragged": "pad"}
-    assert_same_reading(TableSource(tiny_csv, missing=("it's {x}", "Lyon", "true"), **pad))  # type: ignore[arg-type]
-    assert_same_reading(TableSource(tiny_csv, skip_rows=1, header=False, names=tuple("abcde"), **pad))  # type: ignore[arg-type]
+    missing = ("it's {x}", "Lyon", "true")
+    assert_same_reading(TableSource(tiny_csv, delimiter=";", missing=missing, ragged="pad"))
+    names = tuple("abcde")
+    assert_same_reading(
+        TableSource(tiny_csv, delimiter=";", skip_rows=1, header=False, names=names, ragged="pad")
+    )
 
 
 def test_unicode_whitespace_is_stripped_like_str_strip(tmp_path: Path) -> None:
@@ -487,7 +490,7 @@ def test_failing_write_leaves_no_file(tmp_path: Path) -> None:
     target = out / "release.csv"
     plan = ReleasePlan(columns=["a", "b"], generalization={}, suppressed=pd.DataFrame())
     with DuckDBEngine(TableSource(bad)) as engine:  # closed here, not by the garbage collector
-        with pytest.raises(DataError, match="late_error.csv line 200002: 4 fields, expected 2"):
+        with pytest.raises(DataError, match=r"late_error.csv line 200002: 4 fields, expected 2"):
             engine.write_release(plan, target)
         assert list(out.iterdir()) == []
         target.write_text("previous release\n")

@@ -170,7 +170,7 @@ class TestIntervals:
         assert "missing" in str(info.value)
 
     def test_empty_string_is_an_error_when_missing_is_empty(self) -> None:
-        with pytest.raises(HierarchyError, match="empty value .* declare it with missing"):
+        with pytest.raises(HierarchyError, match=r"empty value .* declare it with missing"):
             IntervalBuilder(widths=[5], missing=[]).build(["", "7"])
 
     @pytest.mark.parametrize(

@@ -320,7 +320,7 @@ def test_test_file_with_more_fields_than_names(adult_config: RunConfig, tmp_path
     bad = tmp_path / "wide.test"
     lines = (ADULT_DIR / "adult.test").read_text().splitlines()[1:20]
     bad.write_text("\n".join(f"{line}, extra" for line in lines) + "\n")
-    with pytest.raises(DataError, match="wide.test line 1: 16 fields, expected 15"):
+    with pytest.raises(DataError, match=r"wide.test line 1: 16 fields, expected 15"):
         read_test_set(replace(adult_config.source, path=bad))
 
 
