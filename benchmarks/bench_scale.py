@@ -155,7 +155,7 @@ class PeakRSS:
 def schema() -> Schema:
     attributes = [Attribute(q, Role.QUASI, read_arx_csv(ADULT / "hierarchies" / f"{q}.csv")) for q in QIS]
     attributes += [Attribute(c, Role.IDENTIFYING) for c in IDENTIFYING]
-    return Schema.from_attributes(attributes)
+    return Schema.from_attributes(attributes, Role.INSENSITIVE)  # the other columns are released as is
 
 
 def baseline_group_by(path: Path) -> float:

@@ -139,6 +139,7 @@ def adult_subset_config(
             "  path: adult.data",
             "  header: false",
             f"  names: [{', '.join(ADULT_COLUMNS)}]",
+            "default_role: insensitive",  # the other columns are released unchanged
             "attributes:",
             *attributes,
             f"privacy: {privacy}",

@@ -8,7 +8,7 @@ import pytest
 
 from safeshare.config import load_config
 from safeshare.data.schema import Role
-from safeshare.errors import ConfigError, HierarchyError
+from safeshare.errors import ConfigError, DataError, HierarchyError
 from safeshare.models import KAnonymity
 from tests.conftest import ADULT_DIR
 
@@ -42,7 +42,10 @@ def test_adult_example_config_loads() -> None:
 
 def test_minimal_config_and_overrides(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, BASE))
-    assert cfg.schema.role("y") is Role.INSENSITIVE  # unlisted columns are insensitive
+    with pytest.raises(DataError, match="'y' has no role"):  # unlisted columns need default_role
+        cfg.schema.role("y")
+    kept = load_config(write(tmp_path, BASE + "default_role: insensitive\n"))
+    assert kept.schema.role("y") is Role.INSENSITIVE
     over = cfg.with_overrides(k=3, max_suppression=0.1, metric="dm*", engine="duckdb")
     assert over.privacy[0].k == 3  # type: ignore[attr-defined]
     assert (over.max_suppression, over.metric, over.engine) == (0.1, "dm_star", "duckdb")

@@ -125,8 +125,13 @@ class TestIntervals:
         h = IntervalBuilder(widths=[5, 10], missing=["?"]).build(["?", "7", "?"])
         assert rows_of(h) == {"7": ("5-9", "0-9", "*"), "?": ("?", "?", "*")}
 
-    def test_empty_string_is_missing_by_default(self) -> None:
-        h = IntervalBuilder(widths=[5]).build(["", "7"])
+    def test_empty_string_is_refused_by_default(self) -> None:
+        # an empty cell is what a wrong delimiter or a padded row gives (issue 7): never a value by default
+        with pytest.raises(HierarchyError, match="empty value"):
+            IntervalBuilder(widths=[5]).build(["", "7"])
+
+    def test_empty_string_declared_missing(self) -> None:
+        h = IntervalBuilder(widths=[5], missing=[""]).build(["", "7"])
         assert rows_of(h)[""] == ("", "*")
 
     def test_numeric_missing_token_wins_over_its_number(self) -> None:
@@ -165,7 +170,7 @@ class TestIntervals:
         assert "missing" in str(info.value)
 
     def test_empty_string_is_an_error_when_missing_is_empty(self) -> None:
-        with pytest.raises(HierarchyError, match="value '' is not a number"):
+        with pytest.raises(HierarchyError, match=r"empty value .* declare it with missing"):
             IntervalBuilder(widths=[5], missing=[]).build(["", "7"])
 
     @pytest.mark.parametrize(

@@ -116,7 +116,8 @@ def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_p
         [
             Attribute("age", Role.QUASI, Hierarchy([(str(a), str(a)) for a in range(20, 60)], "flat")),
             Attribute("name", Role.IDENTIFYING),
-        ]
+        ],
+        Role.INSENSITIVE,
     )
     result = Anonymizer(strict, [KAnonymity(2)], 0.0).fit(engine)
     assert not result.found

@@ -91,7 +91,9 @@ def test_feature_rule(rows: list[list[str]]) -> None:
         y=["u", "v"] * (len(rows) // 2) + ["u"] * (len(rows) % 2)
     )
     h = random_hierarchy(np.random.default_rng(0), 3, 1, "q")
-    schema = Schema.from_attributes([Attribute("q", Role.QUASI, h), Attribute("y", Role.INSENSITIVE)])
+    schema = Schema.from_attributes(
+        [Attribute("q", Role.QUASI, h), Attribute("y", Role.INSENSITIVE)], Role.INSENSITIVE
+    )
     kinds = {c: _expected_kind(frame, c) for c in ("a", "b", "q")}
     if set(kinds.values()) == {"ignored"}:
         with pytest.raises(InputError, match="no feature column"):
@@ -127,7 +129,7 @@ def _finite(v: str) -> bool:
 
 def test_design_frame_missing_and_bad_numbers() -> None:
     frame = pd.DataFrame({"n": ["1", "?", ""], "c": ["a", "?", "b"], "y": ["p", "q", "p"]})
-    schema = Schema.from_attributes([Attribute("y", Role.INSENSITIVE)])
+    schema = Schema.from_attributes([Attribute("y", Role.INSENSITIVE)], Role.INSENSITIVE)
     spec = infer_features(frame, schema, "y", missing_tokens(["?"]))
     x = design_frame(frame, spec)
     assert x["n"].tolist()[0] == 1.0 and x["n"].isna().tolist() == [False, True, True]
@@ -318,7 +320,7 @@ def test_test_file_with_more_fields_than_names(adult_config: RunConfig, tmp_path
     bad = tmp_path / "wide.test"
     lines = (ADULT_DIR / "adult.test").read_text().splitlines()[1:20]
     bad.write_text("\n".join(f"{line}, extra" for line in lines) + "\n")
-    with pytest.raises(DataError, match="more fields"):
+    with pytest.raises(DataError, match=r"wide.test line 1: 16 fields, expected 15"):
         read_test_set(replace(adult_config.source, path=bad))
 
 

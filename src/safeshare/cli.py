@@ -232,6 +232,9 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    kept = [c["name"] for c in report.get("columns", []) if c["treatment"] == "kept"]
+    if "columns" in report:
+        table.add_row("kept unchanged", ", ".join(kept) if kept else "none")
     if report.get("k_achieved") is not None:
         table.add_row("inverse OLA", f"k achieved = {report['k_achieved']:,} (max_loss {report['max_loss']})")
     if report.get("inverse_m") is not None:

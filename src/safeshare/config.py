@@ -9,7 +9,10 @@ Example (paths are relative to the configuration file)::
       delimiter: ","
       missing: []               # tokens meaning "missing", e.g. ["?"]
       skip_rows: 0
-    attributes:                 # columns not listed are insensitive
+      ragged: error             # error | pad (pad short rows with empty values)
+    default_role: identifying   # unlisted columns: identifying (drop) | insensitive (keep);
+                                # without it, every column must be listed
+    attributes:
       age: {role: quasi, hierarchy: hierarchies/age.csv}
       zip: {role: quasi, hierarchy: {type: masking}}
       fnlwgt: {role: identifying}
@@ -39,7 +42,7 @@ from typing import Any, cast
 
 from safeshare.config_checks import check_keys, read_yaml
 from safeshare.data.engines.base import OutputFormat
-from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
+from safeshare.data.schema import DEFAULT_ROLES, Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
@@ -171,6 +174,8 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
     base = path.parent
     source = _source(raw.get("input"), base, f"{name}: input")
     schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
+    if raw.get("default_role") is not None:
+        schema.default_role = _default_role(raw["default_role"], f"{name}: default_role")
     privacy = _privacy(raw.get("privacy"), f"{name}: privacy")
     output = raw.get("output") or {}
     if not isinstance(output, Mapping):
@@ -249,10 +254,10 @@ def _text(value: Any, where: str) -> str:
 
 def _output_delimiter(value: Any, where: str) -> str:
     """One character that cannot be confused with a quote or a line end."""
-    value = _text(value, where)
-    if len(value) != 1 or value in {'"', "\n", "\r"}:
-        raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {value!r}")
-    return value
+    text = _text(value, where)
+    if len(text) != 1 or text in {'"', "\n", "\r"}:
+        raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {text!r}")
+    return text
 
 
 def _fraction(value: Any, where: str) -> float:
@@ -313,9 +318,20 @@ def _source(spec: Any, base: Path, where: str) -> TableSource:
             missing=tuple(str(m) for m in missing),
             skip_rows=skip,
             encoding=str(spec.get("encoding", "utf-8")),
+            ragged=spec.get("ragged", "error"),
         )
     except InputError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _default_role(value: Any, where: str) -> Role:
+    """``default_role``: what unlisted columns are (identifying = drop, insensitive = keep)."""
+    role = Role.parse(value) if isinstance(value, str) and value.strip().lower() in DEFAULT_ROLES else None
+    if role is None:
+        raise ConfigError(
+            f"{where}: expected identifying (drop unlisted columns) or insensitive (keep them), got {value!r}"
+        )
+    return role
 
 
 def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:

@@ -25,7 +25,13 @@ from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import column_treatments, portable_paths, report_warnings
-from safeshare.verify import Expectations, Verification, expectations_for, verify_release
+from safeshare.verify import (
+    Expectations,
+    Verification,
+    allowed_release_columns,
+    expectations_for,
+    verify_release,
+)
 
 
 @dataclass
@@ -44,12 +50,21 @@ def release_name(fmt: OutputFormat) -> str:
 
 
 def release_expectations(
-    result: AnonymizationResult, columns: Sequence[str], delimiter: str = ","
+    result: AnonymizationResult, input_columns: Sequence[str], delimiter: str = ","
 ) -> Expectations:
-    """What the independent verifier must find in the release of ``result``."""
+    """What the independent verifier must find in the release of ``result``.
+
+    The release's columns come from the configuration's roles applied to the
+    input's header ``input_columns`` (:func:`safeshare.verify.allowed_release_columns`),
+    not from the release plan, so that a plan that keeps a column it should
+    not (an unlisted one, a renamed duplicate) fails verification.
+    """
     table = result.table
+    schema = result.schema
+    roles = {name: attr.role.value for name, attr in schema.attributes.items()}
+    default = schema.default_role.value if schema.default_role is not None else None
     return expectations_for(
-        columns=list(columns),
+        columns=allowed_release_columns(input_columns, roles, default),
         quasi_identifiers=list(table.qi_names),
         hierarchy_rows={q: h.rows for q, h in zip(table.qi_names, table.hierarchies, strict=True)},
         levels=result.levels,
@@ -87,7 +102,8 @@ def write_release(
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
     timings = dict(result.timings)
-    plan = result.release_plan(engine.columns(), fmt, delimiter)
+    input_columns = engine.columns()
+    plan = result.release_plan(input_columns, fmt, delimiter)
     name = release_name(fmt)
     output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
     with output as stage:
@@ -95,7 +111,7 @@ def write_release(
         written = engine.write_release(plan, stage / name)
         timings["apply"] = time.perf_counter() - start
         start = time.perf_counter()
-        expected = release_expectations(result, plan.columns, delimiter)
+        expected = release_expectations(result, input_columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
@@ -124,7 +140,7 @@ def write_release(
         }
         for key, value in (report or {}).items():
             doc.setdefault(key, value)
-        doc.setdefault("columns", column_treatments(result.schema, engine.columns(), plan.columns))
+        doc.setdefault("columns", column_treatments(result.schema, input_columns, plan.columns))
         portable_paths(doc)
         doc["warnings"] = [*doc.get("warnings", []), *report_warnings(doc)]
         start = time.perf_counter()

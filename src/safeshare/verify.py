@@ -7,8 +7,12 @@ when every check passes (see :mod:`safeshare.release`).
 
 Checks:
 
-* the release has exactly the expected columns (identifying and free-text
-  columns absent);
+* the release has exactly the expected columns, derived from the
+  *configuration's roles* applied to the input's header
+  (:func:`allowed_release_columns`), never from the plan being checked: a
+  column the configuration does not allow (identifying, text, unlisted
+  without ``default_role: insensitive``, a renamed duplicate such as
+  ``age.1``) fails the release;
 * every quasi-identifier value is a label of its hierarchy at the chosen level;
 * every equivalence class (``GROUP BY`` the quasi-identifiers) holds at least
   ``k`` records;
@@ -35,6 +39,23 @@ def _quote(name: str) -> str:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+#: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
+RELEASED_ROLES = frozenset({"quasi", "sensitive", "insensitive"})
+
+
+def allowed_release_columns(
+    header: Sequence[str], roles: Mapping[str, str], default_role: str | None
+) -> list[str]:
+    """The release's columns, in input order, from the configuration alone.
+
+    ``header``: the input's column names as read; ``roles``: column -> role
+    name as configured; ``default_role``: the role of unlisted columns
+    (``None``: they have none, hence are not allowed). Plain strings, so that
+    this module depends on nothing of the search or of the release plan.
+    """
+    return [c for c in header if str(roles.get(c, default_role)) in RELEASED_ROLES]
 
 
 @dataclass
@@ -101,7 +122,11 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         checks: dict[str, Any] = {}
         columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
         checks["columns"] = columns
-        if columns != list(expected.columns):
+        allowed = set(expected.columns)
+        extra = [c for c in columns if c not in allowed]
+        if extra:
+            failures.append(f"release column {extra[0]!r} is not allowed by the configuration's roles")
+        elif columns != list(expected.columns):
             failures.append(f"release columns {columns} differ from the expected {expected.columns}")
         records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = expected.records_in - records_out

@@ -6,6 +6,11 @@
 * ``insensitive``: kept as they are.
 * ``text``: free text; always dropped (thesis §4.1.1: unstructured fields are
   suppressed in a data release).
+
+Every input column must have a role: a column the configuration does not name
+is an error, unless ``default_role`` says what unlisted columns are
+(``identifying``: dropped, or ``insensitive``: kept unchanged). Columns are
+never released by accident.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -74,24 +79,58 @@ class Attribute:
             raise ConfigError(f"quasi-identifier {self.name!r} needs a hierarchy")
 
 
+#: The roles ``default_role`` may give unlisted columns.
+DEFAULT_ROLES = (Role.IDENTIFYING, Role.INSENSITIVE)
+
+#: A quasi-identifier empty in more than this fraction of the records is refused.
+MAX_EMPTY_FRACTION = 0.5
+
+
 @dataclass
 class Schema:
-    """The role of every column. Columns not listed are insensitive."""
+    """The role of every column.
+
+    ``default_role`` is the role of columns not listed in ``attributes``:
+    ``None`` (the default, also in Python) makes an unlisted column an error
+    (:meth:`check_columns`); ``identifying`` drops them, ``insensitive`` keeps
+    them unchanged.
+    """
 
     attributes: dict[str, Attribute] = field(default_factory=dict)
+    default_role: Role | None = None
+
+    def __post_init__(self) -> None:
+        if self.default_role is not None:
+            self.default_role = Role.parse(str(self.default_role))
+            if self.default_role not in DEFAULT_ROLES:
+                raise ConfigError(
+                    f"default_role: expected identifying or insensitive, got {self.default_role.value!r}"
+                )
 
     @classmethod
-    def from_attributes(cls, attributes: Iterable[Attribute]) -> Schema:
+    def from_attributes(cls, attributes: Iterable[Attribute], default_role: Role | None = None) -> Schema:
         out: dict[str, Attribute] = {}
         for a in attributes:
             if a.name in out:
                 raise ConfigError(f"column {a.name!r} is listed twice")
             out[a.name] = a
-        return cls(out)
+        return cls(out, default_role)
 
     def role(self, column: str) -> Role:
+        """The role of ``column``; :class:`DataError` for an unlisted column without ``default_role``."""
         attr = self.attributes.get(column)
-        return attr.role if attr else Role.INSENSITIVE
+        if attr is not None:
+            return attr.role
+        if self.default_role is None:
+            raise DataError(
+                f"column {column!r} has no role in attributes: give it one, or set default_role: "
+                "identifying (drop unlisted columns) or insensitive (keep them unchanged)"
+            )
+        return self.default_role
+
+    def unlisted(self, available: Sequence[str]) -> list[str]:
+        """Columns of ``available`` that ``attributes`` does not name."""
+        return [c for c in available if c not in self.attributes]
 
     def columns_with(self, role: Role) -> list[str]:
         return [n for n, a in self.attributes.items() if a.role is role]
@@ -111,14 +150,56 @@ class Schema:
         return attr.hierarchy
 
     def check_columns(self, available: Sequence[str], source: str = "the input") -> None:
-        """Raise :class:`DataError` naming the first listed column that is not in ``available``."""
+        """Raise :class:`DataError` when the input's columns and the roles do not match.
+
+        A listed column missing from ``available`` (and, when ``available`` is a
+        single column while more are listed, a hint that the delimiter is
+        wrong), or, without ``default_role``, input columns that have no role.
+        """
         have = set(available)
+        if len(available) == 1 and len(self.attributes) > 1:
+            raise DataError(
+                f"{source} reads as a single column but the configuration names {len(self.attributes)} "
+                "columns: check input.delimiter"
+            )
         for name in self.attributes:
             if name not in have:
                 shown = ", ".join(list(available)[:20])
                 raise DataError(f"unknown column {name!r}: {source} has columns {shown}")
         if not self.quasi_identifiers:
             raise ConfigError("no quasi-identifier: give at least one column the role 'quasi'")
+        unlisted = self.unlisted(available)
+        if unlisted and self.default_role is None:
+            shown = ", ".join(unlisted[:10]) + (", ..." if len(unlisted) > 10 else "")
+            raise DataError(
+                f"{source}: columns {shown} ({len(unlisted)}) have no role in attributes: give each a role, "
+                "or set default_role: identifying (drop them) or insensitive (keep them unchanged)"
+            )
+
+    def check_not_empty(self, grouped: Any, count_column: str, source: str = "the input") -> None:
+        """Refuse a quasi-identifier that is empty in more than half of the records.
+
+        ``grouped`` holds distinct value tuples with their counts (a frequency
+        table). Mostly empty values are the mark of a wrong delimiter (each line
+        read as one field, the other columns padded) or of a column that carries
+        no information; either way, generalizing it would publish nothing
+        useful about the values that are there. A declared missing token
+        (``input.missing``) replaces ``''`` before this check, so columns that
+        are mostly missing on purpose pass when the token is declared.
+        """
+        total = int(grouped[count_column].sum())
+        if total == 0:
+            return
+        for qi in self.quasi_identifiers:
+            if qi not in grouped:
+                continue
+            empty = int(grouped.loc[grouped[qi].astype(str) == "", count_column].sum())
+            if empty > MAX_EMPTY_FRACTION * total:
+                raise DataError(
+                    f"{source}: quasi-identifier {qi!r} is empty in {empty} of {total} records "
+                    f"(more than {MAX_EMPTY_FRACTION:.0%}): check input.delimiter, or declare a "
+                    "missing-value token (e.g. input.missing: ['?'])"
+                )
 
     def released_columns(self, available: Sequence[str]) -> list[str]:
         """Columns of the release, in input order: everything but identifying and text columns."""
@@ -130,4 +211,4 @@ class Schema:
         for name, role in roles.items():
             old = attrs.get(name)
             attrs[name] = Attribute(name, role, old.hierarchy if old else None)
-        return Schema(attrs)
+        return Schema(attrs, self.default_role)

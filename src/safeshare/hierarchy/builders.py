@@ -21,7 +21,7 @@ depth. The same input always gives the same hierarchy, whatever the order of
                                               ``pad_side``, ``missing``, ``top``
 ``dates``         :class:`DateBuilder`        ``levels``, ``format``, ``week_start``, ``missing``,
                                               ``top``
-``suppression``   :class:`SuppressionBuilder` ``top``
+``suppression``   :class:`SuppressionBuilder` ``missing``, ``top``
 ``file``          :class:`FileBuilder`        ``path``, ``delimiter``, ``encoding``
 ================  ==========================  =====================================================
 
@@ -30,6 +30,11 @@ is made; data the builder cannot place (a value that is not a number, a date
 in another format, a category in no group) raises
 :class:`~safeshare.errors.HierarchyError` from ``build``, naming the value.
 Both are one-line messages and make the command line exit with status 2.
+
+The empty value is never a data value by default: an empty cell is what a
+wrong delimiter or a padded short row produces, so :class:`IntervalBuilder`
+and :class:`SuppressionBuilder` refuse it unless ``missing`` declares it
+(``missing: [""]``).
 
 The hierarchies of the reference thesis (appendix B) are reproduced by these
 builders: age bands by :class:`IntervalBuilder` (``widths: [10, 50]``,
@@ -259,21 +264,34 @@ class SuppressionBuilder(_Configurable):
 
         Female -> *
         Male   -> *
+
+    The empty value is refused unless ``missing`` lists it (``missing: [""]``):
+    it is the mark of a wrong delimiter or of padded rows, not a category.
     """
 
     type_name: ClassVar[str] = "suppression"
 
     top: str = "*"
+    missing: Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        _set(self, top=_as_label(self.top, "top"))
+        _set(self, top=_as_label(self.top, "top"), missing=_as_tokens(self.missing, "missing"))
 
     def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
         name = name or self.type_name
         distinct = _distinct(values)
         if not distinct:
             raise HierarchyError(f"{name}: no values to build a hierarchy from")
+        if "" in distinct and "" not in self.missing:
+            raise HierarchyError(_empty_message(name))
         return Hierarchy([(v, self.top) for v in sorted(distinct)], name=name)
+
+
+def _empty_message(name: str) -> str:
+    return (
+        f"{name}: the empty value occurs in the data (a wrong input.delimiter, or padded rows?); "
+        "if it marks an unknown value, declare it with missing: ['']"
+    )
 
 
 # --------------------------------------------------------------------------- intervals
@@ -308,8 +326,9 @@ class IntervalBuilder(_Configurable):
 
     Values are parsed from their text (``"39"``, ``"39.5"``, ``"-4"``, ``"1e3"``);
     the leaves are the exact input strings. The tokens in ``missing`` (default:
-    the empty string) stay themselves at every level below the top; any other
-    value that is not a number raises :class:`HierarchyError` naming it.
+    none) stay themselves at every level below the top; any other value that
+    is not a number, the empty value included, raises :class:`HierarchyError`
+    naming it.
     """
 
     type_name: ClassVar[str] = "intervals"
@@ -319,7 +338,7 @@ class IntervalBuilder(_Configurable):
     label: str | None = None
     bottom_coding: Number | None = None
     top_coding: Number | None = None
-    missing: Sequence[str] = ("",)
+    missing: Sequence[str] = ()
     top: str | None = "*"
 
     def __post_init__(self) -> None:
@@ -365,6 +384,8 @@ class IntervalBuilder(_Configurable):
         numbers: dict[str, Fraction] = {}
         for value in real:
             q = _parse_fraction(value)
+            if value == "":
+                raise HierarchyError(_empty_message(name))
             if q is None:
                 raise HierarchyError(
                     f"{name}: value {value!r} is not a number; if it marks an unknown value, "

@@ -16,10 +16,15 @@ SQL strategy
   line, ``quote='"'``, ``escape='"'``, the source's delimiter and encoding.
   Column names and count come from the first line, read by pandas with the
   memory engine's own options, so both engines name columns identically.
+  Column names are read from the raw header line (duplicates refused before
+  DuckDB or pandas rename them). A record whose field count is not the
+  header's is an error (``null_padding=false``); DuckDB's error is then
+  replaced by the exact line of :func:`safeshare.data.source.first_ragged_record`.
+  With ``ragged: pad`` (or when that scan finds no bad record: DuckDB also
+  refuses lines of spaces/tabs only, which pandas skips as blank)
   ``null_padding=true`` pads short rows as pandas does; ``nullstr`` is a
   sentinel so that only *padded* fields are NULL, which lets the scan drop
-  lines of spaces/tabs only (pandas skips them as blank; DuckDB skips empty
-  lines itself).
+  lines of spaces/tabs only (DuckDB skips empty lines itself).
 * Parquet with ``read_parquet``, columns in their own types.
 * A SQL source (:meth:`DuckDBEngine.from_sql`): the query or table, typed.
 
@@ -111,7 +116,14 @@ import pandas as pd
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
-from safeshare.data.source import TableSource
+from safeshare.data.source import (
+    TableSource,
+    check_unique_names,
+    first_ragged_record,
+    parquet_names,
+    ragged_message,
+    raw_header,
+)
 from safeshare.errors import DataError, InputError
 from safeshare.io import atomic_path
 
@@ -390,6 +402,8 @@ class DuckDBEngine(Engine):
         self._missing: tuple[str, ...] = tuple(missing)
         self._closed = False
         self._parallel = True
+        self._pad = False
+        self._n_fields = 0
         self._n_records: int | None = None
         self._finalizer = None
         self._columns: list[_Column] = []
@@ -486,6 +500,7 @@ class DuckDBEngine(Engine):
         except duckdb.Error as exc:
             raise DataError(f"cannot read {source.path}: {one_line(exc)}") from None
         originals = [str(r[0]) for r in described]
+        check_unique_names(parquet_names(source), str(source.path))
         if source.names and len(source.names) != len(originals):
             raise DataError(f"{source.path}: {len(source.names)} names given for {len(originals)} columns")
         self._typed_columns(source.names or originals, originals, [str(r[1]) for r in described])
@@ -494,8 +509,15 @@ class DuckDBEngine(Engine):
     def _init_csv(self, source: TableSource) -> None:
         encoding = self._duckdb_encoding(source)
         n_fields, header_names = self._probe_csv(source)
+        self._n_fields = n_fields
+        self._pad = source.ragged == "pad"
         if source.names and len(source.names) != n_fields:
-            raise DataError(f"{source.path}: {len(source.names)} names given for {n_fields} columns")
+            if not (self._pad and n_fields < len(source.names)):
+                bad = first_ragged_record(source, len(source.names))
+                if bad is not None:
+                    raise DataError(ragged_message(source, bad[0], bad[1], len(source.names)))
+                raise DataError(f"{source.path}: {len(source.names)} names given for {n_fields} columns")
+            n_fields = self._n_fields = len(source.names)
         raws = [f"c{i}" for i in range(n_fields)]
         steps = (_csv_text, strip_expression, self._missing_step())
         self._set_columns(source.names or header_names, [(r, _same, steps) for r in raws])
@@ -509,7 +531,8 @@ class DuckDBEngine(Engine):
         def scan() -> str:
             return (
                 f"SELECT * FROM read_csv({path}, header=false, auto_detect=false, columns={columns_struct}, "
-                f"delim={delim}, quote='\"', escape='\"', skip={skip}, null_padding=true, "
+                f"delim={delim}, quote='\"', escape='\"', skip={skip}, "
+                f"null_padding={'true' if self._pad else 'false'}, "
                 f"nullstr={quote_literal(_NULL_SENTINEL)}, encoding={quote_literal(encoding)}, "
                 f"compression='auto', parallel={'true' if self._parallel else 'false'}) WHERE NOT ({blank})"
             )
@@ -531,18 +554,21 @@ class DuckDBEngine(Engine):
 
     @staticmethod
     def _probe_csv(source: TableSource) -> tuple[int, list[str]]:
-        """Field count of the first line and (with a header) the column names, read by pandas."""
-        options = source.pandas_csv_options()
+        """Field count of the first record and (with a header) the column names, as written.
+
+        Read with the csv module by :func:`raw_header`, with pandas' rules, so
+        both engines name columns identically; duplicates are refused here,
+        before anything renames them.
+        """
         try:
-            first = pd.read_csv(source.path, header=None, nrows=1, **options)
-            names = []
-            if source.header:
-                names = [str(c) for c in pd.read_csv(source.path, header=0, nrows=0, **options).columns]
-        except pd.errors.EmptyDataError:
-            raise DataError(f"{source.path}: the file is empty (no header, no records)") from None
-        except Exception as exc:  # parser, decoding and decompression errors
+            fields = raw_header(source)
+        except DataError:
+            raise
+        except Exception as exc:  # decoding and decompression errors
             raise DataError(f"cannot read {source.path}: {one_line(exc)}") from None
-        return int(first.shape[1]), names
+        if source.header and not source.names:
+            check_unique_names(fields, str(source.path))
+        return len(fields), fields if source.header else []
 
     def _text(self, relation: str, keys: dict[int, str], keep: Sequence[str] = ()) -> str:
         """``relation`` -> columns ``__v{i}``, the text of column ``i`` whose key is ``keys[i]``.
@@ -578,7 +604,24 @@ class DuckDBEngine(Engine):
                 if self._parallel and self.source is not None and "parallel=false" in str(exc):
                     self._parallel = False
                     continue
+                if self._field_count_error(exc):
+                    continue
                 raise DataError(f"{action} {self.label}: {one_line(exc)}") from None
+
+    def _field_count_error(self, exc: duckdb.Error) -> bool:
+        """On DuckDB's "Expected Number of Columns" error: raise the one-line error naming the
+        record, found by the exact scan; if that finds none (DuckDB also counts lines of
+        spaces/tabs only, which pandas skips), switch to padding and return ``True`` to rerun."""
+        source = self.source
+        if source is None or source.fmt != "csv" or "Expected Number of Columns" not in str(exc):
+            return False
+        bad = first_ragged_record(source, self._n_fields)
+        if bad is not None:
+            raise DataError(ragged_message(source, bad[0], bad[1], self._n_fields)) from None
+        if self._pad:
+            return False
+        self._pad = True
+        return True
 
     def _distinct_keys(self, indices: Sequence[int]) -> str:
         """A temporary table of the distinct key tuples of ``indices`` (``__k{i}``) with counts ``__n``.

@@ -10,14 +10,34 @@ from pathlib import Path
 import pandas as pd
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
-from safeshare.data.source import TableSource, normalize_missing, text_column
+from safeshare.data.source import (
+    TableSource,
+    check_field_counts,
+    check_unique_names,
+    first_ragged_record,
+    normalize_missing,
+    parquet_names,
+    ragged_message,
+    raw_header,
+    text_column,
+)
 from safeshare.errors import DataError
 from safeshare.io import atomic_path
 
 
 def read_frame(source: TableSource) -> pd.DataFrame:
-    """Read ``source`` into a DataFrame of text columns (see :mod:`safeshare.data.source`)."""
+    """Read ``source`` into a DataFrame of text columns (see :mod:`safeshare.data.source`).
+
+    The shape checks of :mod:`safeshare.data.source` run here, so every command
+    that reads through this engine (anonymize, inspect, hierarchy) gets them:
+    duplicate names on the raw header or Parquet schema, and (unless
+    ``ragged="pad"``) records whose field count is not the header's.
+    """
     source.check_readable()
+    if source.fmt == "parquet":
+        check_unique_names(parquet_names(source), str(source.path))
+    elif source.header and not source.names:
+        check_unique_names(raw_header(source), str(source.path))
     try:
         if source.fmt == "parquet":
             # Nullable dtypes keep integer and boolean columns with nulls as integers and
@@ -44,7 +64,11 @@ def read_frame(source: TableSource) -> pd.DataFrame:
                 )
     except (DataError, MemoryError):
         raise  # running out of memory is not bad input: the CLI suggests the DuckDB engine
-    except pd.errors.ParserWarning:
+    except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
+        _raise_ragged(source)
+        if isinstance(exc, pd.errors.ParserError):
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(f"cannot read {source.path}: {first}") from None
         expected = "the names given" if source.names else "the header"
         raise DataError(
             f"{source.path}: some lines have more fields than {expected} (delimiter {source.delimiter!r})"
@@ -53,7 +77,7 @@ def read_frame(source: TableSource) -> pd.DataFrame:
         raise DataError(f"cannot read {source.path}: no such file") from None
     except pd.errors.EmptyDataError:
         raise DataError(f"{source.path}: the file is empty (no header, no records)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+    except (UnicodeDecodeError, OSError, ValueError) as exc:
         if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
             raise MemoryError(str(exc)) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -64,10 +88,20 @@ def read_frame(source: TableSource) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(set(frame.columns)) != len(frame.columns):
         raise DataError(f"{source.path}: duplicate column names")
-    frame = frame.apply(lambda col: col.str.strip())
     if source.names and source.header and len(source.names) != frame.shape[1]:
         raise DataError(f"{source.path}: {len(source.names)} names given for {frame.shape[1]} columns")
+    if source.fmt == "csv" and source.ragged == "error":
+        check_field_counts(source, frame.shape[1])
+    frame = frame.apply(lambda col: col.str.strip())
     return normalize_missing(frame, source.missing)
+
+
+def _raise_ragged(source: TableSource) -> None:
+    """After pandas refused a record: the one-line error naming it, if the exact scan finds it."""
+    expected = len(source.names) if source.names else len(raw_header(source))
+    bad = first_ragged_record(source, expected)
+    if bad is not None:
+        raise DataError(ragged_message(source, bad[0], bad[1], expected)) from None
 
 
 class MemoryEngine(Engine):
