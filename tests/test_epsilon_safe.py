@@ -64,7 +64,8 @@ def test_dry_run_writes_the_exact_distribution(
     ]
     code, stdout, stderr = run(args, capsys)
     assert code == 0, stderr
-    assert sorted(p.name for p in out.iterdir()) == ["distribution.csv", "distribution.json"]
+    listed = sorted(p.name for p in out.iterdir())
+    assert listed == [".safeshare-output", "distribution.csv", "distribution.json"]
     dist = pd.read_csv(out / "distribution.csv")
     doc = json.loads((out / "distribution.json").read_text())
     assert len(dist) == 108 and list(dist.columns[:5]) == QIS

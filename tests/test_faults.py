@@ -274,6 +274,27 @@ def test_second_run_into_a_locked_out_dir_is_refused(
     assert complete_new(out) and debris(out) == []
 
 
+def test_foreign_or_locked_out_dir_is_refused_before_the_data_is_read(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The out dir is checked first: with an unreadable input AND a bad --out, the error names --out."""
+    config = tmp_path / "adult.yaml"
+    config.write_text((workdir / "adult.yaml").read_text().replace("path: adult.data", "path: missing.csv"))
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    code, _, stderr = run_cli(["anonymize", str(config), "--out", str(foreign), "-q"], capsys)
+    assert code == 2 and "missing.csv" not in stderr and str(foreign) in one_line(stderr)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    locked = tmp_path / "locked"
+    with held_lock(locked, 4242):
+        code, _, stderr = run_cli(["anonymize", str(config), "--out", str(locked), "-q"], capsys)
+    assert code == 2 and "pid 4242" in one_line(stderr) and "missing.csv" not in stderr
+    # With a usable --out the same config fails on its input, as before.
+    code, _, stderr = run_cli(["anonymize", str(config), "--out", str(tmp_path / "ok"), "-q"], capsys)
+    assert code == 2 and "missing.csv" in one_line(stderr)
+
+
 # --------------------------------------------------------------------------- (e) exit codes
 @contextlib.contextmanager
 def tmpfs(where: Path, options: str) -> Iterator[Path]:

@@ -131,6 +131,7 @@ def anonymize(
     from safeshare.anonymizer import Anonymizer
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
+    from safeshare.io import OutputDirectory
     from safeshare.release import write_release
     from safeshare.risk.m_concealing import (
         check_knowledge_columns,
@@ -152,6 +153,9 @@ def anonymize(
         "seed": None if seed is None else _seed(seed),
         "allow_non_dp": allow_non_dp or None,
     }
+    # A foreign, locked or unwritable --out is refused before any data is read (checked again,
+    # under the lock, when the release is published).
+    OutputDirectory(out_dir).preflight()
     if cfg.algorithm == "epsilon-safe":
         from safeshare.dp.commands import anonymize_epsilon_safe
 

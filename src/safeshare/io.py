@@ -346,6 +346,20 @@ class OutputDirectory:
                 raise
         return stage
 
+    def preflight(self) -> None:
+        """Steps 1-3 without staging, then the lock is released: a run that would be refused
+        at the end (a foreign or locked ``OUT``, an unwritable parent) is refused before it
+        reads any data. The real lock is taken again by ``with``; this check only saves time."""
+        with self._mapped():
+            fd = acquire_lock(self.out_dir)
+            try:
+                recover(self.out_dir)
+                check_replaceable(self.out_dir)
+                if not os.access(self.out_dir.parent, os.W_OK | os.X_OK):
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.out_dir.parent))
+            finally:
+                release_lock(fd)
+
     def publish(self) -> None:
         """Seal the staged directory and swap it into place (steps 5-7)."""
         assert self.stage is not None and self._lock is not None, "publish() outside the with block"
