@@ -40,7 +40,8 @@ def _age_shares() -> np.ndarray:
     ages = np.arange(MAX_AGE + 1, dtype=float)
     shares = np.where(ages < 60, 1.0, np.exp(-(ages - 60) / 12.0))
     shares[-1] *= 0.5
-    return shares / shares.sum()
+    out: np.ndarray = shares / shares.sum()
+    return out
 
 
 def population_frame(rng: np.random.Generator) -> pd.DataFrame:
@@ -154,7 +155,7 @@ def case_records_frame(
     region = pop[pop["region"] == fips].reset_index(drop=True)
     people = np.repeat(np.arange(len(region)), region["count"].to_numpy())
     order = rng.permutation(people)
-    rows = []
+    rows: list[dict[str, object]] = []
     pos = 0
     for day in range(14):
         n = int(cases[fips][day])
