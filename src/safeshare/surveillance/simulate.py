@@ -68,6 +68,12 @@ def seeded(seed: int, *key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=tuple(int(k) for k in key)))
 
 
+def _method(colors: IntArray) -> str:
+    """numpy's exact multivariate hypergeometric: ``count`` (an urn of ``sum(colors)`` balls) is many
+    times faster for regional populations; ``marginals`` (no urn) for huge ones."""
+    return "count" if int(colors.sum()) <= 50_000_000 else "marginals"
+
+
 def _check(population: IntArray, total_cases: int, sims: int, k: int) -> None:
     if sims < 1:
         raise InputError(f"--sims: at least 1 simulation is required, got {sims}")
@@ -99,7 +105,7 @@ class VolumeRisk:
         if self.volume == 0 or colors.size == 0:
             counts = np.zeros((sims, colors.size), dtype=np.int64)
         else:
-            counts = rng.multivariate_hypergeometric(colors, self.volume, size=sims)
+            counts = rng.multivariate_hypergeometric(colors, self.volume, size=sims, method=_method(colors))
         #: cache: key -> (group of each populated bin, n groups, sims x groups counts)
         self._cache: dict[object, tuple[IntArray, int, IntArray]] = {
             "bins": (np.arange(colors.size, dtype=np.int64), colors.size, counts.astype(np.int64))
@@ -130,12 +136,10 @@ class VolumeRisk:
                 best = (n, mapping, counts)
         assert best is not None  # the bins are always coarsened
         _, mapping, counts = best
-        if n_groups == best[0]:
-            out = counts[:, np.argsort(mapping)] if n_groups else counts
-        else:
-            flat = (np.arange(self.sims, dtype=np.int64)[:, None] * n_groups + mapping[None, :]).ravel()
-            out = np.bincount(flat, weights=counts.ravel(), minlength=self.sims * n_groups)
-            out = np.rint(out).astype(np.int64).reshape(self.sims, n_groups)
+        # gather the columns group by group and add each run: O(sims x cached groups), no index array
+        order = np.argsort(mapping, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(mapping[order]) != 0]) if order.size else order
+        out = np.add.reduceat(counts[:, order], starts, axis=1) if order.size else counts
         if key is not None:
             self._cache[key] = (dense, n_groups, out)
         return out
@@ -184,7 +188,7 @@ def draw_series(
     populated = np.flatnonzero(population > 0)
     colors = population[populated]
     if total:
-        counts = rng.multivariate_hypergeometric(colors, total, size=sims)
+        counts = rng.multivariate_hypergeometric(colors, total, size=sims, method=_method(colors))
         seq = np.repeat(np.tile(np.arange(colors.size, dtype=np.int32), sims), counts.ravel())
         order = rng.permuted(seq.reshape(sims, total), axis=1)
     else:
