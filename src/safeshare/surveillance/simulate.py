@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +69,7 @@ def seeded(seed: int, *key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=tuple(int(k) for k in key)))
 
 
-def _method(colors: IntArray) -> str:
+def _method(colors: IntArray) -> Literal["count", "marginals"]:
     """numpy's exact multivariate hypergeometric: ``count`` (an urn of ``sum(colors)`` balls) is many
     times faster for regional populations; ``marginals`` (no urn) for huge ones."""
     return "count" if int(colors.sum()) <= 50_000_000 else "marginals"
