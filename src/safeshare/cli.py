@@ -36,6 +36,9 @@ app.add_typer(hierarchy_app, name="hierarchy")
 from safeshare.dp.commands import dp_app  # noqa: E402 - differential privacy under sampling (thesis 4.5)
 
 app.add_typer(dp_app, name="dp")
+from safeshare.surveillance.commands import surveil_app  # noqa: E402 - surveillance release policies (issue 10)
+
+app.add_typer(surveil_app, name="surveil")
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
