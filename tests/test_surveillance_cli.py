@@ -92,3 +92,12 @@ def test_region_missing_from_population_exits_2(tmp_path: Path, capsys) -> None:
     args = ["surveil", "simulate", "--population", POP, "--region", "12345", "--cases", CASES]
     assert main([*args, "--policy", "****", "--sims", "5", "--out", str(tmp_path)]) == 2
     assert "region '12345' is not in the population table" in capsys.readouterr().err
+
+
+def test_select_writes_a_schedule(tmp_path: Path) -> None:
+    args = ["surveil", "select", "--population", POP, "--region", "99001", "--cases", CASES, "--lag", "3"]
+    args += ["--forecasts", str(EXAMPLES / "forecasts.csv"), "--sims", "30", "--out", str(tmp_path)]
+    assert main(args) == 0
+    frame = pd.read_csv(tmp_path / "schedule.csv")
+    assert list(frame.columns) == ["week_start", "volume", "policy"]
+    assert len(frame) == 20 and frame["week_start"].iloc[0] == "2020-08-02"

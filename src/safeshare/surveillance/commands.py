@@ -261,6 +261,64 @@ def search_command(
     out.print(f"searched {len(region_list)} region(s) x {len(vols)} volume(s) in {result.elapsed_s:.2f} s")
 
 
+@surveil_app.command("select")
+def select_command(
+    population: PopOpt,
+    region: Annotated[str, typer.Option("--region", help="Region of the population table.")],
+    cases: Annotated[Path, typer.Option("--cases", help="Daily case series (its weeks are scheduled).")],
+    out_dir: OutOpt,
+    forecasts: Annotated[
+        Path | None, typer.Option("--forecasts", help="Forecast Hub file; omitted: perfect forecasts.")
+    ] = None,
+    forecast_value: Annotated[
+        str, typer.Option("--forecast-value", help="'point' or a quantile level such as 0.5.")
+    ] = "point",
+    volumes: VolOpt = DEFAULT_VOLUMES,
+    lag: LagOpt = 1,
+    weekly: Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")] = False,
+    priority: Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")] = "age",
+    k: KOpt = 11,
+    threshold: ThrOpt = 0.01,
+    quantile: QOpt = 0.975,
+    sims: SimsOpt = 1000,
+    seed: SeedOpt = 0,
+    layout: Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")] = "long",
+) -> None:
+    """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
+    space = default_space()
+    pop = read_population(population, space)
+    pop.region_index(region)
+    series = _series(_cases(cases, layout), region, pop, cases)
+    fc = read_forecasts(forecasts) if forecasts is not None else None
+    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
+    usable = [v for v in _int_list(volumes, "--volumes") if v <= pop.totals[region]]
+    search = _search(pop, [region], usable, crit)
+    prio = [p.strip() for p in priority.split(",") if p.strip()]
+    sched = select_weekly(search, series, fc, lag=lag, weekly=weekly, priority=prio, value=forecast_value)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(
+        {
+            "week_start": sched.week_starts.astype(str),
+            "volume": sched.volumes,
+            "policy": [space.format(p) if p else DO_NOT_SHARE for p in sched.policies],
+        }
+    )
+    frame.to_csv(out_dir / "schedule.csv", index=False, lineterminator="\n")
+    _write_json(
+        out_dir / "schedule.json",
+        {
+            "region": region,
+            "forecasts": str(forecasts) if forecasts else "perfect (realized counts)",
+            "lag": lag,
+            "weekly": weekly,
+            "priority": prio,
+            "criterion": crit.__dict__,
+            "weeks": frame.to_dict(orient="records"),
+        },
+    )
+    out.print(frame.to_string(index=False))
+
+
 @surveil_app.command("evaluate")
 def evaluate_command(
     population: PopOpt,
