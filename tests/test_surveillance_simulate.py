@@ -122,15 +122,21 @@ def test_common_random_numbers_make_pk_monotone_per_draw() -> None:
                 assert (series[b] <= series[a] + 1e-12).all()
 
 
-def test_rolled_up_group_counts_equal_direct_counts() -> None:
+def test_rolled_up_group_counts_equal_record_by_record_counts() -> None:
+    """The two exact paths of VolumeRisk.pk: cached roll-up of group counts, and per-record groups."""
     pop, space = _tiny_space_population()
     cached = VolumeRisk(pop, 50, 30, seeded(9))
     fresh = VolumeRisk(pop, 50, 30, seeded(9))
+    assert (fresh.records >= 0).all() and fresh.records.shape == (30, 50)
+    np.testing.assert_array_equal(np.sort(fresh.records, axis=1), fresh.records)  # bins in order
     for code in ["1Bse", "2B*e", "2C**", "4***"]:  # each rolled up from the previous
         node = space.parse(code)
+        counts = cached.group_counts(space.grouping(node), key=node)
+        rolled = np.where(counts < 11, counts, 0).sum(axis=1) / 50
         np.testing.assert_array_equal(
-            cached.pk(space.grouping(node), 11, key=node), fresh.pk(space.grouping(node), 11)
-        )
+            rolled, fresh.pk(space.grouping(node), 11)
+        )  # record path (50 < 60 bins)
+        assert counts.sum() == 30 * 50
 
 
 def test_seeded_runs_are_reproducible_and_seeds_matter() -> None:

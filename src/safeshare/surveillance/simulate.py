@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -103,40 +103,56 @@ class VolumeRisk:
         self.sims = sims
         self._populated = np.flatnonzero(population > 0)
         colors = population[self._populated]
+        counts: npt.NDArray[Any]
         if self.volume == 0 or colors.size == 0:
-            counts = np.zeros((sims, colors.size), dtype=np.int64)
+            counts = np.zeros((sims, colors.size), dtype=np.int32)
         else:
             counts = rng.multivariate_hypergeometric(colors, self.volume, size=sims, method=_method(colors))
         #: cache: key -> (group of each populated bin, n groups, sims x groups counts)
-        self._cache: dict[object, tuple[IntArray, int, IntArray]] = {
-            "bins": (np.arange(colors.size, dtype=np.int64), colors.size, counts.astype(np.int64))
+        self._cache: dict[object, tuple[IntArray, int, npt.NDArray[np.int32]]] = {
+            "bins": (np.arange(colors.size, dtype=np.int64), colors.size, counts.astype(np.int32))
         }
+        self._records: npt.NDArray[np.int32] | None = None
 
     @property
-    def bin_counts(self) -> IntArray:
+    def bin_counts(self) -> npt.NDArray[np.int32]:
         """Cases per populated fine bin and simulation."""
         return self._cache["bins"][2]
 
-    def group_counts(self, grouping: Grouping, key: object = None) -> IntArray:
-        """Cases per group (``sims x groups``; only groups with people), rolled up from the cache."""
-        if key is not None and key in self._cache:
-            return self._cache[key][2]
-        group_of_bin = np.asarray(grouping[0], dtype=np.int64)[self._populated]
-        _, dense = np.unique(group_of_bin, return_inverse=True)
+    @property
+    def records(self) -> npt.NDArray[np.int32]:
+        """The populated-bin index of every case (``sims x volume``), the same draws as :attr:`bin_counts`."""
+        if self._records is None:
+            n_bins = self._populated.size
+            flat = np.repeat(np.tile(np.arange(n_bins, dtype=np.int32), self.sims), self.bin_counts.ravel())
+            self._records = flat.reshape(self.sims, self.volume)
+        return self._records
+
+    def _dense(self, grouping: Grouping) -> tuple[IntArray, int]:
+        """Dense group number of each populated bin, and the number of groups with people."""
+        _, dense = np.unique(np.asarray(grouping[0], dtype=np.int64)[self._populated], return_inverse=True)
         dense = dense.ravel().astype(np.int64)
-        n_groups = int(dense.max()) + 1 if dense.size else 0
-        # the cached grouping with the fewest groups that this one coarsens
-        best: tuple[int, IntArray, IntArray] | None = None
+        return dense, int(dense.max()) + 1 if dense.size else 0
+
+    def _finest_cached(self, dense: IntArray) -> tuple[int, IntArray, npt.NDArray[np.int32]]:
+        """The cached grouping with the fewest groups that ``dense`` coarsens, and the group map."""
+        best: tuple[int, IntArray, npt.NDArray[np.int32]] | None = None
         for gid, n, counts in self._cache.values():
             if best is not None and n >= best[0]:
                 continue
-            # coarsens: each cached group maps into exactly one new group
             mapping = np.full(n, -1, dtype=np.int64)
             mapping[gid] = dense
-            if np.array_equal(mapping[gid], dense):
+            if np.array_equal(mapping[gid], dense):  # each cached group inside one new group
                 best = (n, mapping, counts)
         assert best is not None  # the bins are always coarsened
-        _, mapping, counts = best
+        return best
+
+    def group_counts(self, grouping: Grouping, key: object = None) -> npt.NDArray[np.int32]:
+        """Cases per group (``sims x groups``; only groups with people), rolled up from the cache."""
+        if key is not None and key in self._cache:
+            return self._cache[key][2]
+        dense, n_groups = self._dense(grouping)
+        _, mapping, counts = self._finest_cached(dense)
         # gather the columns group by group and add each run: O(sims x cached groups), no index array
         order = np.argsort(mapping, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(mapping[order]) != 0]) if order.size else order
@@ -146,10 +162,24 @@ class VolumeRisk:
         return out
 
     def pk(self, grouping: Grouping, k: int, key: object = None) -> FloatArray:
-        """PK_k of every simulation (0 for zero cases)."""
+        """PK_k of every simulation (0 for zero cases).
+
+        Two exact paths, whichever touches fewer numbers: rolling up cached group
+        counts (``sims x cached groups``), or counting the cases' groups record by
+        record (``sims x volume``, for volumes below the number of cached groups)."""
         if self.volume == 0:
             return np.zeros(self.sims)
-        counts = self.group_counts(grouping, key)
+        if key is not None and key in self._cache:
+            counts = self._cache[key][2]
+        else:
+            dense, n_groups = self._dense(grouping)
+            n_cached = self._finest_cached(dense)[0]
+            if self.volume < n_cached and self.sims * n_groups <= 50_000_000:
+                groups = dense[self.records] + (np.arange(self.sims, dtype=np.int64) * n_groups)[:, None]
+                size = np.bincount(groups.ravel(), minlength=self.sims * n_groups)
+                at_risk = (size[groups] < k).sum(axis=1)
+                return np.asarray(at_risk / self.volume, dtype=np.float64)
+            counts = self.group_counts(grouping, key)
         at_risk = np.where(counts < k, counts, 0).sum(axis=1)
         out: FloatArray = at_risk / self.volume
         return out
