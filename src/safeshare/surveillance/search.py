@@ -151,20 +151,32 @@ def search_policies(
             raise InputError(
                 f"region {region!r} has {totals[region]} people, fewer than the case volume {vols[-1]}"
             )
+    by_size = sorted(regions, key=lambda r: totals[r])  # small regions fail first: checks stop early
     start = time.perf_counter()
     results = []
     for j, v in enumerate(vols):
-        risks = [
-            VolumeRisk(population.of(r), v, crit.sims, seeded(crit.seed, population.region_index(r), v))
-            for r in regions
-        ]
+        # draws are made lazily: a region is simulated only when a check reaches it
+        risks: dict[str, VolumeRisk] = {}
         upper: dict[Node, float] = {}
 
-        def predicate(node: Node, risks: list[VolumeRisk] = risks, upper: dict[Node, float] = upper) -> bool:
+        def risk_of(region: str, v: int = v, risks: dict[str, VolumeRisk] = risks) -> VolumeRisk:
+            hit = risks.get(region)
+            if hit is None:
+                index = population.region_index(region)
+                hit = risks[region] = VolumeRisk(
+                    population.of(region), v, crit.sims, seeded(crit.seed, index, v)
+                )
+            return hit
+
+        def predicate(node: Node, v: int = v, upper: dict[Node, float] = upper) -> bool:
+            if 0 < v < crit.k:
+                upper[node] = 1.0  # fewer records than k: every group is smaller than k, PK_k = 1
+                return crit.threshold >= 1.0
             grouping = space.grouping(node)
             worst = 0.0
-            for risk in risks:
-                worst = max(worst, float(np.quantile(risk.pk(grouping, crit.k, key=node), crit.quantile)))
+            for region in by_size:
+                pk = risk_of(region).pk(grouping, crit.k, key=node)
+                worst = max(worst, float(np.quantile(pk, crit.quantile)))
                 if worst > crit.threshold:
                     break  # one failing region settles it
             upper[node] = worst
