@@ -16,6 +16,7 @@ from safeshare.surveillance.simulate import (
     pk_volume,
     seeded,
     series_risk,
+    series_risk_dense,
     simulate_series,
 )
 
@@ -137,6 +138,17 @@ def test_rolled_up_group_counts_equal_record_by_record_counts() -> None:
             rolled, fresh.pk(space.grouping(node), 11)
         )  # record path (50 < 60 bins)
         assert counts.sum() == 30 * 50
+
+
+@pytest.mark.parametrize(("code", "lag"), [("3C*e", 1), ("2Bse", 3), ("****", 5)])
+def test_window_loop_equals_dense_counts(code: str, lag: int) -> None:
+    pop, space = _tiny_space_population(people=300)
+    draw = draw_series(pop, [4, 0, 0, 12, 30, 1, 0, 22], 40, seeded(8))
+    a = series_risk(draw, space.grouping(space.parse(code)), 5, lag)
+    b = series_risk_dense(draw, space.grouping(space.parse(code)), 5, lag)
+    np.testing.assert_allclose(a.pk, b.pk, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.marketer, b.marketer, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(a.window_cases, b.window_cases)
 
 
 def test_seeded_runs_are_reproducible_and_seeds_matter() -> None:
