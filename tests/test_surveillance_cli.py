@@ -65,6 +65,7 @@ def test_search_and_evaluate_write_their_files(tmp_path: Path) -> None:
     ev = pd.read_csv(tmp_path / "e" / "evaluation.csv")
     assert list(ev.columns) == ["region", "people", "releases", "static", "dynamic", "perfect_forecast"]
     assert (tmp_path / "e" / "schedule_99005.csv").is_file()
+    assert (tmp_path / "e" / "case_study_99005.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def test_dynamic_policy_meets_the_threshold_far_more_often_than_static(inputs) -
     static = evaluate(pop, series, static_grouping(pop), search, lag=1)
     assert static.share_met < 0.2 < 0.8 < dynamic.share_met
     assert perfect.share_met == 1.0
-    assert list(dynamic.frame.columns) == ["period", "cases", "policy", "mean", "upper", "met"]
+    assert list(dynamic.frame.columns) == ["period", "cases", "policy", "mean", "lower", "upper", "met"]
 
 
 def test_static_policy_grouping(inputs) -> None:

@@ -37,7 +37,7 @@ from safeshare.surveillance.inputs import (
 )
 from safeshare.surveillance.policies import default_space
 from safeshare.surveillance.search import DO_NOT_SHARE, PolicySearch, RiskCriterion, search_policies
-from safeshare.surveillance.select import evaluate, select_weekly, static_grouping
+from safeshare.surveillance.select import case_study_plot, evaluate, select_weekly, static_grouping
 from safeshare.surveillance.simulate import simulate_series
 
 surveil_app = typer.Typer(
@@ -370,6 +370,10 @@ def evaluate_command(
                 "perfect_forecast": round(perf.share_met, 4),
             }
         )
+        if not weekly:
+            case_study_plot(
+                out_dir / f"case_study_{region}.png", series, dyn_sched, perf_sched, dyn, perf, search, lag
+            )
         for name, ev in (("dynamic", dyn), ("perfect_forecast", perf), ("static", stat)):
             periods.append(ev.frame.assign(region=region, strategy=name))
         pd.DataFrame(
