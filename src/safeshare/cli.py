@@ -43,6 +43,9 @@ app.add_typer(dp_app, name="dp")
 from safeshare.risk.commands import risk_command  # noqa: E402 - re-identification risk (issue 9)
 
 app.command("risk")(risk_command)
+from safeshare.surveillance.commands import surveil_app  # noqa: E402 - surveillance release policies (issue 10)
+
+app.add_typer(surveil_app, name="surveil")
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)

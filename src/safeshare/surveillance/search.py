@@ -1,0 +1,212 @@
+"""Policy search by case volume (paper: "Dynamic policy search", Fig. 3).
+
+For a set of regions (a population-size category) and a case volume ``v``, a
+policy is *acceptable* when, in every region, the upper quantile (default
+97.5%, the upper end of the 95% range) of the simulated PK_k of ``v`` new cases
+is at most the threshold (default 0.01, k = 11).
+
+**Monotonicity.** Generalizing a policy merges groups, so every record's group
+can only grow and no record joins the at-risk set: for *each simulated draw*,
+PK_k(coarser) <= PK_k(finer). The draws are common random numbers (the same
+fine-bin cases for every policy, :class:`~.simulate.VolumeRisk`), so the
+per-policy samples are pointwise ordered and so are their empirical quantiles
+(order statistics, and numpy's interpolation between them, are monotone in the
+sample). The predicate "upper quantile <= threshold in every region" is
+therefore exactly monotone on the simulated draws — not only in expectation —
+and the core's :func:`~safeshare.search.ola.find_minimal_nodes` (OLA's binary
+search with predictive tagging) finds the minimal acceptable policies without
+simulating most policies, and returns exactly what evaluating every policy
+returns (tested). With *independent* draws per policy the Monte Carlo noise
+could break monotonicity near the threshold, and tagging would then silently
+differ from exhaustive evaluation.
+
+The acceptable policies at ``v`` are the up-set of the minimal ones; among the
+minimal ones the least information loss (Sweeney's Prec, ties by fewer steps)
+is the recommended policy. Reading the volumes as bands ``[v_i, v_{i+1})`` uses
+the paper's observation that more cases make groups larger (PK falls with the
+volume); below the smallest volume nothing is shared.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from safeshare.errors import InputError
+from safeshare.lattice.lattice import Node
+from safeshare.search.ola import choose_best, find_minimal_nodes
+from safeshare.surveillance.inputs import Population
+from safeshare.surveillance.simulate import VolumeRisk, seeded
+
+DO_NOT_SHARE = "do not share"
+
+
+@dataclass(frozen=True)
+class RiskCriterion:
+    """What makes a policy acceptable: upper ``quantile`` of PK_k <= ``threshold``."""
+
+    k: int = 11
+    threshold: float = 0.01
+    quantile: float = 0.975
+    sims: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise InputError(f"--k: k must be >= 1, got {self.k}")
+        if not 0 <= self.threshold <= 1:
+            raise InputError(f"--threshold: a share in [0, 1] is required, got {self.threshold}")
+        if not 0 < self.quantile <= 1:
+            raise InputError(f"--quantile: a level in (0, 1] is required, got {self.quantile}")
+        if self.sims < 1:
+            raise InputError(f"--sims: at least 1 simulation is required, got {self.sims}")
+
+
+@dataclass
+class VolumeResult:
+    """The search at one case volume."""
+
+    volume: int
+    minimal: list[Node]
+    acceptable: list[Node]
+    best: Node | None
+    checked: int
+    upper: dict[Node, float] = field(default_factory=dict)  # max over regions, for the evaluated policies
+
+
+@dataclass
+class PolicySearch:
+    """Search results for one set of regions over a list of volumes."""
+
+    space: Any  # PolicySpace (Any: avoid an import cycle in type-only use)
+    regions: tuple[str, ...]
+    criterion: RiskCriterion
+    results: list[VolumeResult]
+    elapsed_s: float
+
+    def acceptable_at(self, cases: float) -> list[Node]:
+        """The acceptable policies for ``cases`` new cases: those of the largest volume <= cases."""
+        out: list[Node] = []
+        for res in self.results:  # sorted by volume
+            if res.volume <= cases:
+                out = res.acceptable
+        return out
+
+    def min_volume(self) -> dict[Node, int | None]:
+        """Per policy, the smallest searched volume at which it is acceptable (Fig. 3)."""
+        out: dict[Node, int | None] = {n: None for n in self.space.policies()}
+        for res in self.results:
+            for node in res.acceptable:
+                if out[node] is None:
+                    out[node] = res.volume
+        return out
+
+    def bands(self) -> list[dict[str, Any]]:
+        """Case-volume bands and the least-loss policy of each ("do not share" below the first)."""
+        rows: list[dict[str, Any]] = []
+        first = self.results[0].volume if self.results else 0
+        if first > 0:
+            rows.append({"from": 0, "to": first, "policy": DO_NOT_SHARE, "acceptable": 0})
+        for i, res in enumerate(self.results):
+            upto = self.results[i + 1].volume if i + 1 < len(self.results) else None
+            rows.append(
+                {
+                    "from": res.volume,
+                    "to": upto,
+                    "policy": self.space.format(res.best) if res.best is not None else DO_NOT_SHARE,
+                    "acceptable": len(res.acceptable),
+                    "minimal": [self.space.format(n) for n in res.minimal],
+                }
+            )
+        return rows
+
+
+def search_policies(
+    population: Population,
+    regions: Sequence[str],
+    volumes: Sequence[int],
+    criterion: RiskCriterion | None = None,
+    exhaustive: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> PolicySearch:
+    """The acceptable policies at each volume, by the core monotone search (or every policy, if
+    ``exhaustive``). Region ``r``'s draws at volume ``v`` come from the stream
+    ``seeded(seed, index of r in the population table, v)``, so results do not depend on which
+    other regions or volumes are searched."""
+    crit = criterion or RiskCriterion()
+    space = population.space
+    if not regions:
+        raise InputError("no regions to search")
+    vols = sorted({int(v) for v in volumes})
+    if not vols or vols[0] < 0:
+        raise InputError(f"case volumes must be >= 0, got {list(volumes)}")
+    totals = population.totals
+    for region in regions:
+        population.region_index(region)
+        if totals[region] < vols[-1]:
+            raise InputError(
+                f"region {region!r} has {totals[region]} people, fewer than the case volume {vols[-1]}"
+            )
+    by_size = sorted(regions, key=lambda r: totals[r])  # small regions fail first: checks stop early
+    start = time.perf_counter()
+    results = []
+    for j, v in enumerate(vols):
+        # draws are made lazily: a region is simulated only when a check reaches it
+        risks: dict[str, VolumeRisk] = {}
+        upper: dict[Node, float] = {}
+
+        def risk_of(region: str, v: int = v, risks: dict[str, VolumeRisk] = risks) -> VolumeRisk:
+            hit = risks.get(region)
+            if hit is None:
+                index = population.region_index(region)
+                hit = risks[region] = VolumeRisk(
+                    population.of(region), v, crit.sims, seeded(crit.seed, index, v)
+                )
+            return hit
+
+        def predicate(node: Node, v: int = v, upper: dict[Node, float] = upper) -> bool:
+            if 0 < v < crit.k:
+                upper[node] = 1.0  # fewer records than k: every group is smaller than k, PK_k = 1
+                return crit.threshold >= 1.0
+            grouping = space.grouping(node)
+            worst = 0.0
+            for region in by_size:
+                pk = risk_of(region).pk(grouping, crit.k, key=node)
+                worst = max(worst, float(np.quantile(pk, crit.quantile)))
+                if worst > crit.threshold:
+                    break  # one failing region settles it
+            upper[node] = worst
+            return worst <= crit.threshold
+
+        if exhaustive:
+            passing = [n for n in space.policies() if predicate(n)]
+            minimal = [n for n in passing if not any(p in passing for p in space.lattice.predecessors(n))]
+            checked = space.lattice.size
+        else:
+            minimal, checked, _ = find_minimal_nodes(space.lattice, predicate)
+            passing = [n for n in space.policies() if any(space.lattice.leq(m, n) for m in minimal)]
+        best, _ = choose_best(minimal, space.precision_loss)
+        results.append(VolumeResult(v, sorted(minimal), sorted(passing), best, checked, upper))
+        if progress is not None:
+            progress(j + 1, len(vols))
+    return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start)
+
+
+def categorize(population: Population, edges: Sequence[int]) -> dict[str, list[str]]:
+    """Regions by population size: ``edges = [1000, 50000]`` -> ``<1000``, ``1000-50000``, ``>=50000``."""
+    bounds = sorted(int(e) for e in edges)
+    out: dict[str, list[str]] = {}
+    for region, people in population.totals.items():
+        i = int(np.searchsorted(bounds, people, side="right"))
+        if i == 0:
+            name = f"<{bounds[0]}" if bounds else "all"
+        elif i == len(bounds):
+            name = f">={bounds[-1]}"
+        else:
+            name = f"{bounds[i - 1]}-{bounds[i]}"
+        out.setdefault(name, []).append(region)
+    return out

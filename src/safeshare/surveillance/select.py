@@ -1,0 +1,284 @@
+"""Weekly policy selection from forecasts, and its evaluation on realized cases (paper: "Dynamic
+policy evaluation", Table 2, Fig. 4).
+
+**Selection.** At the start of each Sunday-Saturday week the policy is fixed from the
+expected case volume of the week:
+
+* daily releases with a lag of ``L`` days: daily cases are the weekly forecast / 7
+  (or, with *perfect forecasts*, the realized daily counts); the volume is the minimum
+  over the week's days of the ``L``-day rolling sum (the most protective policy for
+  every day of the week);
+* weekly releases: the weekly forecast itself.
+
+The acceptable policies for that volume come from the search (:mod:`.search`); the
+chosen one is the first by the user's priority (default: least Prec information loss,
+ties broken by the priority order of the dimensions, e.g. ``age`` first = prefer age
+granularity); "do not share" when none is acceptable (or no forecast exists).
+
+**Evaluation.** The realized cases are simulated once per region (common random numbers)
+and every period's PK_k upper quantile is read under that period's policy; a period
+meets the threshold when it is <= the threshold; a "do not share" period releases
+nothing and meets it. Approximation (documented): the lagging window of a period is
+generalized by *that period's* policy, including records of earlier days of another
+week, and records of unshared days are still counted in later windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.errors import InputError
+from safeshare.lattice.lattice import Node
+from safeshare.surveillance.inputs import CaseSeries, Population
+from safeshare.surveillance.search import DO_NOT_SHARE, PolicySearch
+from safeshare.surveillance.simulate import Grouping, draw_series, seeded, series_risk
+
+#: The paper's static k-anonymous policy: ages 0-17, 18-49, 50-64, 65+; race, sex, ethnicity in full.
+STATIC_AGE_BANDS = (0, 18, 50, 65)
+
+
+def static_grouping(population: Population) -> Grouping:
+    """The k-anonymous comparison policy (Table 2) as a fine-bin grouping."""
+    space = population.space
+    if space.names[:1] != ("age",):
+        raise InputError("the static k-anonymous policy needs an 'age' first dimension")
+    ages = np.array([int(x.rstrip("+")) for x in space.dimensions[0].leaves])
+    age_groups = np.searchsorted(np.array(STATIC_AGE_BANDS), ages, side="right").astype(np.int64) - 1
+    rest = [space.level_groups(i, 0) for i in range(1, len(space.dimensions))]
+    return space.grouping_from_levels([age_groups, *rest])
+
+
+def weekly_forecast(
+    forecasts: pd.DataFrame, region: str, week_starts: np.ndarray, value: str = "point"
+) -> np.ndarray:
+    """The 1-week-ahead forecast for each week (``value``: ``point`` or a quantile level like ``0.5``);
+    NaN where none exists. The latest forecast made before the week wins."""
+    f = forecasts[(forecasts["location"] == region) & (forecasts["horizon"] == 1)]
+    if value == "point":
+        f = f[f["type"] == "point"]
+    else:
+        f = f[(f["type"] == "quantile") & np.isclose(f["quantile"], float(value))]
+    out = np.full(len(week_starts), np.nan)
+    for i, start in enumerate(week_starts):
+        rows = f[(f["target_end_date"] == start + 6) & (f["forecast_date"] <= start)]
+        if len(rows):
+            out[i] = float(rows.sort_values("forecast_date")["value"].iloc[-1])
+    return out
+
+
+def choose(search: PolicySearch, cases: float, priority: Sequence[str] = ()) -> Node | None:
+    """The acceptable policy of least information loss for ``cases`` (ties by ``priority``)."""
+    if not np.isfinite(cases):
+        return None
+    acceptable = search.acceptable_at(cases)
+    if not acceptable:
+        return None
+    space = search.space
+    names = list(space.names)
+    unknown = [p for p in priority if p not in names]
+    if unknown:
+        raise InputError(f"--priority: {unknown} are not dimensions ({', '.join(names)})")
+    order = [names.index(p) for p in priority] + [i for i in range(len(names)) if names[i] not in priority]
+    return min(acceptable, key=lambda n: (space.precision_loss(n), tuple(n[i] for i in order)))
+
+
+@dataclass
+class Schedule:
+    """Policies per week for one region and release schedule."""
+
+    region: str
+    week_starts: np.ndarray
+    volumes: np.ndarray  # expected cases used for the choice
+    policies: list[Node | None]
+
+
+def select_weekly(
+    search: PolicySearch,
+    series: CaseSeries,
+    forecasts: pd.DataFrame | None,
+    lag: int = 1,
+    weekly: bool = False,
+    priority: Sequence[str] = (),
+    value: str = "point",
+) -> Schedule:
+    """Choose a policy for every whole Sunday-Saturday week of a daily series (``forecasts=None``:
+    perfect forecasts, i.e. the realized counts)."""
+    if series.step_days != 1:
+        raise InputError(f"region {series.region!r}: weekly selection needs a daily case series")
+    sundays = np.flatnonzero((series.dates.astype("datetime64[D]").view("int64") - 3) % 7 == 0)
+    n_weeks = (len(series.dates) - int(sundays[0])) // 7 if sundays.size else 0
+    if n_weeks == 0:
+        raise InputError(f"region {series.region!r}: the case series holds no whole Sunday-Saturday week")
+    first = int(sundays[0])
+    starts = series.dates[first : first + 7 * n_weeks : 7]
+    days = series.cases[first : first + 7 * n_weeks].astype(float)
+    if forecasts is None:
+        weekly_values = days.reshape(n_weeks, 7).sum(axis=1)
+        daily = days
+    else:
+        weekly_values = weekly_forecast(forecasts, series.region, starts, value)
+        daily = np.repeat(weekly_values / 7.0, 7)
+    if weekly:
+        volumes = weekly_values
+    else:
+        roll = np.convolve(np.nan_to_num(daily, nan=np.inf), np.ones(lag), mode="full")[: len(daily)]
+        roll[np.repeat(np.isnan(weekly_values), 7)] = np.nan
+        volumes = np.array([np.min(roll[7 * w : 7 * w + 7]) for w in range(n_weeks)]) if n_weeks else roll[:0]
+    policies = [choose(search, float(v), priority) for v in volumes]
+    return Schedule(series.region, starts, volumes, policies)
+
+
+@dataclass
+class Evaluation:
+    """Per period: cases, policy code, PK_k band under the policy; and the share meeting the threshold."""
+
+    frame: pd.DataFrame
+    share_met: float
+
+
+def evaluate(
+    population: Population,
+    series: CaseSeries,
+    schedule: Schedule | Grouping,
+    search: PolicySearch,
+    lag: int = 1,
+    weekly: bool = False,
+) -> Evaluation:
+    """PK_k of releasing the realized cases under a weekly schedule (or one static grouping)."""
+    crit = search.criterion
+    space = population.space
+    if isinstance(schedule, Schedule):
+        first = (
+            int(np.flatnonzero(series.dates == schedule.week_starts[0])[0])
+            if len(schedule.week_starts)
+            else 0
+        )
+        n_days = 7 * len(schedule.week_starts)
+        dates = series.dates[first : first + n_days]
+        cases = series.cases[first : first + n_days]
+        day_policy: list[Node | None] = [p for p in schedule.policies for _ in range(7)]
+    else:
+        dates, cases = series.dates, series.cases
+        day_policy = []
+    if weekly:
+        n = len(cases) // 7
+        dates, cases = dates[: 7 * n : 7], cases[: 7 * n].reshape(n, 7).sum(axis=1)
+        day_policy = day_policy[: 7 * n : 7]
+        lag = 1
+    draw = draw_series(
+        population.of(series.region),
+        cases,
+        crit.sims,
+        seeded(crit.seed, population.region_index(series.region)),
+    )
+    upper = np.zeros(len(cases))
+    lower = np.zeros(len(cases))
+    mean = np.zeros(len(cases))
+    codes: list[str] = []
+    if isinstance(schedule, Schedule):
+        for node in set(day_policy):
+            idx = np.array([i for i, p in enumerate(day_policy) if p == node])
+            if node is None:
+                continue
+            risk = series_risk(draw, space.grouping(node), crit.k, lag).pk[:, idx]
+            lower[idx], upper[idx] = np.quantile(risk, [1 - crit.quantile, crit.quantile], axis=0)
+            mean[idx] = risk.mean(axis=0)
+        codes = [space.format(p) if p is not None else DO_NOT_SHARE for p in day_policy]
+    else:
+        risk = series_risk(draw, schedule, crit.k, lag).pk
+        lower, upper = np.quantile(risk, [1 - crit.quantile, crit.quantile], axis=0)
+        mean = risk.mean(axis=0)
+        codes = ["static"] * len(cases)
+    met = upper <= crit.threshold + 1e-12
+    frame = pd.DataFrame(
+        {
+            "period": dates.astype(str),
+            "cases": cases,
+            "policy": codes,
+            "mean": mean,
+            "lower": lower,
+            "upper": upper,
+            "met": met,
+        }
+    )
+    return Evaluation(frame, float(met.mean()) if len(met) else 1.0)
+
+
+def evaluation_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Table 2: one row per region with the shares for the static and dynamic policies."""
+    return pd.DataFrame(rows)
+
+
+def case_study_plot(
+    path: Any,
+    series: CaseSeries,
+    forecast: Schedule,
+    perfect: Schedule,
+    dynamic: Evaluation,
+    ideal: Evaluation,
+    search: PolicySearch,
+    lag: int,
+) -> None:
+    """The paper's Fig. 4 for one region: rolling sums (forecast vs realized) with the weekly
+    minima, the policy chosen each week from both, and the PK_k band of each sequence."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    space = search.space
+    crit = search.criterion
+    n_days = 7 * len(forecast.week_starts)
+    first = int(np.flatnonzero(series.dates == forecast.week_starts[0])[0]) if n_days else 0
+    days = np.arange(n_days)
+    actual = np.convolve(series.cases[first : first + n_days].astype(float), np.ones(lag))[:n_days]
+    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    top.plot(days, actual, color="tab:red", lw=1, label=f"{lag}-day sum, realized")
+    top.step(
+        np.arange(len(forecast.volumes)) * 7,
+        forecast.volumes,
+        where="post",
+        color="tab:blue",
+        label="weekly minimum, forecast",
+    )
+    top.plot(
+        np.arange(len(perfect.volumes)) * 7 + 3,
+        perfect.volumes,
+        "s",
+        color="tab:red",
+        ms=4,
+        label="weekly minimum, realized",
+    )
+    top.set_ylabel("cases")
+    top.legend(fontsize=7)
+    order = [DO_NOT_SHARE] + [space.format(r.best) for r in search.results if r.best is not None]
+    labels = list(dict.fromkeys(order))
+
+    def rank(nodes: list[Node | None]) -> list[int]:
+        codes = [space.format(n) if n is not None else DO_NOT_SHARE for n in nodes]
+        return [labels.index(c) if c in labels else len(labels) for c in codes]
+
+    weeks = np.arange(len(forecast.policies)) * 7 + 3
+    mid.plot(weeks, rank(forecast.policies), "^", color="tab:blue", label="from forecast")
+    mid.plot(weeks, rank(perfect.policies), "s", color="tab:red", mfc="none", label="from realized")
+    mid.set_yticks(range(len(labels)), labels, fontsize=7)
+    mid.legend(fontsize=7)
+    for ev, color, name in ((dynamic, "tab:blue", "forecast"), (ideal, "tab:red", "realized")):
+        f = ev.frame
+        bottom.fill_between(days[: len(f)], f["lower"], f["upper"], color=color, alpha=0.25)
+        bottom.plot(days[: len(f)], f["mean"], color=color, lw=1, label=f"policies from {name}")
+    bottom.axhline(crit.threshold, ls="--", color="black", lw=0.8)
+    bottom.set_ylabel(f"PK{crit.k}")
+    bottom.set_xlabel(f"days from {forecast.week_starts[0] if n_days else ''}")
+    bottom.legend(fontsize=7)
+    fig.suptitle(
+        f"region {series.region}: dynamic policy, {lag}-day lag, {crit.sims} simulations", fontsize=10
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,104 @@
+"""`safeshare surveil ...`: files written, stable simulate interface, exit status 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from safeshare.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "surveillance"
+POP = str(EXAMPLES / "population.csv")
+CASES = str(EXAMPLES / "cases_long.csv")
+
+
+def test_simulate_stable_interface(tmp_path: Path) -> None:
+    args = ["surveil", "simulate", "--population", POP, "--region", "99003", "--cases", CASES]
+    args += [
+        "--policy",
+        "****",
+        "--k",
+        "11",
+        "--lag",
+        "3",
+        "--sims",
+        "40",
+        "--seed",
+        "5",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(args) == 0
+    frame = pd.read_csv(tmp_path / "simulation.csv")
+    assert list(frame.columns) == ["period", "cases", "mean", "lower", "upper"]
+    assert len(frame) == 140
+    assert ((frame["lower"] <= frame["mean"]) & (frame["mean"] <= frame["upper"])).all()
+    assert frame["period"].iloc[0] == "2020-08-02"
+    assert (tmp_path / "simulation.png").stat().st_size > 0
+    doc = json.loads((tmp_path / "simulation.json").read_text())
+    assert doc["policy"] == "****" and doc["sims"] == 40
+    again = tmp_path / "again"
+    assert main([*args[:-1], str(again)]) == 0
+    assert (again / "simulation.csv").read_bytes() == (tmp_path / "simulation.csv").read_bytes()
+
+
+def test_search_and_evaluate_write_their_files(tmp_path: Path) -> None:
+    args = ["surveil", "search", "--population", POP, "--regions", "99003", "--volumes", "10,11,150"]
+    assert main([*args, "--sims", "30", "--out", str(tmp_path / "s")]) == 0
+    table = pd.read_csv(tmp_path / "s" / "search.csv")
+    assert len(table) == 96 and table["policy"].iloc[0] == "****"
+    assert json.loads((tmp_path / "s" / "search.json").read_text())["volumes"][0]["best"] == "do not share"
+    args = ["surveil", "evaluate", "--population", POP, "--cases", CASES, "--forecasts"]
+    args += [
+        str(EXAMPLES / "forecasts.csv"),
+        "--regions",
+        "99005",
+        "--sims",
+        "30",
+        "--out",
+        str(tmp_path / "e"),
+    ]
+    assert main(args) == 0
+    ev = pd.read_csv(tmp_path / "e" / "evaluation.csv")
+    assert list(ev.columns) == ["region", "people", "releases", "static", "dynamic", "perfect_forecast"]
+    assert (tmp_path / "e" / "schedule_99005.csv").is_file()
+    assert (tmp_path / "e" / "case_study_99005.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("99003,2020-08-01,3\n99003,2020-08-02,-2\n", "c.csv:3: column 'new_cases' (3): -2 is below 0"),
+        ("99003,2020-08-02,3\n99003,2020-08-01,2\n", "c.csv:3: column 'date' (2): 2020-08-01 is not after"),
+        (
+            "99003,2020-08-01,3000\n99003,2020-08-02,6000\n",
+            "'99003' on 2020-08-02: 9000 cases so far but only 8000",
+        ),
+        ("99004,2020-08-01,3\n", "c.csv: region '99003' has no case series"),
+    ],
+)
+def test_bad_case_series_exit_2_naming_the_row(tmp_path: Path, capsys, rows: str, message: str) -> None:
+    cases = tmp_path / "c.csv"
+    cases.write_text("region,date,new_cases\n" + rows)
+    args = ["surveil", "simulate", "--population", POP, "--region", "99003", "--cases", str(cases)]
+    assert main([*args, "--policy", "****", "--sims", "5", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_region_missing_from_population_exits_2(tmp_path: Path, capsys) -> None:
+    args = ["surveil", "simulate", "--population", POP, "--region", "12345", "--cases", CASES]
+    assert main([*args, "--policy", "****", "--sims", "5", "--out", str(tmp_path)]) == 2
+    assert "region '12345' is not in the population table" in capsys.readouterr().err
+
+
+def test_select_writes_a_schedule(tmp_path: Path) -> None:
+    args = ["surveil", "select", "--population", POP, "--region", "99001", "--cases", CASES, "--lag", "3"]
+    args += ["--forecasts", str(EXAMPLES / "forecasts.csv"), "--sims", "30", "--out", str(tmp_path)]
+    assert main(args) == 0
+    frame = pd.read_csv(tmp_path / "schedule.csv")
+    assert list(frame.columns) == ["week_start", "volume", "policy"]
+    assert len(frame) == 20 and frame["week_start"].iloc[0] == "2020-08-02"

@@ -1,0 +1,85 @@
+"""Weekly policy selection from forecasts and its evaluation (issue 10, paper Table 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from safeshare.errors import InputError
+from safeshare.surveillance.inputs import CaseSeries, read_case_series, read_forecasts, read_population
+from safeshare.surveillance.policies import default_space
+from safeshare.surveillance.search import RiskCriterion, search_policies
+from safeshare.surveillance.select import choose, evaluate, select_weekly, static_grouping
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "surveillance"
+VOLUMES = [11, 20, 50, 75, 150, 300, 500, 750]
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    pop = read_population(EXAMPLES / "population.csv", default_space())
+    return pop, read_case_series(EXAMPLES / "cases_long.csv"), read_forecasts(EXAMPLES / "forecasts.csv")
+
+
+def test_selection_volumes_follow_the_paper(inputs) -> None:
+    pop, cases, fc = inputs
+    search = search_policies(pop, ["99003"], VOLUMES, RiskCriterion(sims=60, seed=1))
+    series = cases["99003"]
+    perfect = select_weekly(search, series, None, lag=3)
+    days = series.cases[:14].astype(float)  # the series starts on a Sunday
+    roll = np.convolve(days, np.ones(3))[:14]
+    assert perfect.volumes[1] == roll[7:14].min()
+    weekly = select_weekly(search, series, None, weekly=True)
+    assert weekly.volumes[0] == days[:7].sum()
+    fcast = select_weekly(search, series, fc, lag=3)
+    point = (
+        fc[(fc.location == "99003") & (fc.type == "point")].sort_values("target_end_date")["value"].to_numpy()
+    )
+    # Sunday's and Monday's windows reach into the previous week's forecast
+    prev, cur = point[:19] / 7, point[1:20] / 7
+    expected = np.minimum.reduce([3 * cur, 2 * cur + prev, cur + 2 * prev])
+    np.testing.assert_allclose(fcast.volumes[1:], expected)
+    assert fcast.volumes[0] == pytest.approx(point[0] / 7)  # the first Sunday: 1 day in the window
+    for vol, node in zip(perfect.volumes, perfect.policies, strict=True):
+        assert (node is None) == (vol < 11)
+
+
+def test_priority_breaks_ties(inputs) -> None:
+    pop, _, _ = inputs
+    search = search_policies(pop, ["99001"], [750], RiskCriterion(sims=60, seed=1))
+    space = pop.space
+    acceptable = search.acceptable_at(800)
+    best_age = choose(search, 800, ["age"])
+    assert best_age in acceptable
+    with pytest.raises(InputError, match="not dimensions"):
+        choose(search, 800, ["zip"])
+    assert choose(search, 5, ["age"]) is None
+    assert space.format(best_age)
+
+
+def test_dynamic_policy_meets_the_threshold_far_more_often_than_static(inputs) -> None:
+    pop, cases, fc = inputs
+    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(sims=100, seed=1))
+    series = cases["99001"]
+    dynamic = evaluate(pop, series, select_weekly(search, series, fc, lag=1), search, lag=1)
+    perfect = evaluate(pop, series, select_weekly(search, series, None, lag=1), search, lag=1)
+    static = evaluate(pop, series, static_grouping(pop), search, lag=1)
+    assert static.share_met < 0.2 < 0.8 < dynamic.share_met
+    assert perfect.share_met == 1.0
+    assert list(dynamic.frame.columns) == ["period", "cases", "policy", "mean", "lower", "upper", "met"]
+
+
+def test_static_policy_grouping(inputs) -> None:
+    pop, _, _ = inputs
+    _, n = static_grouping(pop)
+    assert n == 4 * 7 * 2 * 2
+
+
+def test_series_without_a_whole_week_is_refused(inputs) -> None:
+    pop, _, _ = inputs
+    search = search_policies(pop, ["99003"], [11], RiskCriterion(sims=5))
+    dates = np.datetime64("2020-08-03") + np.arange(5)
+    with pytest.raises(InputError, match="no whole Sunday-Saturday week"):
+        select_weekly(search, CaseSeries("99003", dates, np.ones(5, dtype=np.int64)), None)
