@@ -23,6 +23,7 @@ from rich.table import Table
 
 from safeshare.errors import InputError, SafeshareError, VerificationError
 from safeshare.experiment_commands import register as register_experiment_commands
+from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP, optional_fraction
 
 app = typer.Typer(
     name="safeshare",
@@ -82,8 +83,7 @@ def anonymize(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for the release and reports.")],
     k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
     max_suppression: Annotated[
-        float | None,
-        typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1)."),
+        str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[
@@ -103,7 +103,10 @@ def anonymize(
     epsilon_prime: Annotated[
         float | None, typer.Option("--epsilon-prime", help="epsilon-safe: budget of the node choice.")
     ] = None,
-    utility: Annotated[str | None, typer.Option("--utility", help="thesis | linear | safepub")] = None,
+    utility: Annotated[
+        str | None,
+        typer.Option("--utility-function", help="epsilon-safe: score function, thesis | linear | safepub."),
+    ] = None,
     penalty: Annotated[float | None, typer.Option("--penalty", help="epsilon-safe: penalty factor.")] = None,
     penalty_mode: Annotated[
         str | None, typer.Option("--penalty-mode", help="k-anonymity | suppression")
@@ -132,7 +135,8 @@ def anonymize(
         report_knowledge,
     )
 
-    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
+    suppression = optional_fraction(max_suppression, "--max-suppression")
+    cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
     dp_options: dict[str, Any] = {
         "beta": beta,
         "epsilon": epsilon,
@@ -153,7 +157,9 @@ def anonymize(
     given = [name for name, value in dp_options.items() if value is not None]
     given += ["dry_run"] if dry_run else []
     if given:
-        flag = "--" + given[0].replace("_", "-")
+        from safeshare.dp.config import DP_KEYS
+
+        flag = DP_KEYS.get(given[0], "--" + given[0].replace("_", "-"))
         raise InputError(f"{flag} applies to --algorithm epsilon-safe only")
     anonymizer = Anonymizer(
         cfg.schema,
@@ -248,7 +254,7 @@ def inspect(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     qi: Annotated[str, typer.Option("--qi", help="Comma-separated quasi-identifier columns.")],
     k: Annotated[int, typer.Option("--k", help="Report records in classes smaller than k.")] = 5,
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Comma-separated column names.")] = None,
     missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing tokens.")] = None,
@@ -315,19 +321,21 @@ def inspect(
 @hierarchy_app.command("check")
 def hierarchy_check(
     hierarchy: Annotated[Path, typer.Argument(help="An ARX CSV hierarchy file.")],
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ";",
+    hierarchy_delimiter: Annotated[
+        str, typer.Option("--hierarchy-delimiter", help="Field separator of the hierarchy file.")
+    ] = ";",
     data: Annotated[
         Path | None, typer.Option("--data", help="Check that it covers this data's column.")
     ] = None,
     column: Annotated[str | None, typer.Option("--column", help="Column of --data to check.")] = None,
-    data_delimiter: Annotated[str, typer.Option("--data-delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names")] = None,
 ) -> None:
     """Validate a hierarchy (consistent levels, one parent per label), optionally against data."""
     from safeshare.hierarchy.io import read_arx_csv
 
-    h = read_arx_csv(hierarchy, delimiter=delimiter)
+    h = read_arx_csv(hierarchy, delimiter=hierarchy_delimiter)
     out.print(f"{hierarchy}: {len(h.leaves)} values, height {h.height}")
     for level in range(h.height + 1):
         labels = h.labels(level)
@@ -340,7 +348,7 @@ def hierarchy_check(
         if not column:
             raise InputError("--column is required with --data")
         eng = MemoryEngine(
-            TableSource(data, delimiter=data_delimiter, header=header, names=tuple(_csv_list(names)) or None)
+            TableSource(data, delimiter=delimiter, header=header, names=tuple(_csv_list(names)) or None)
         )
         if column not in eng.columns():
             raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
@@ -361,7 +369,7 @@ def hierarchy_build(
         str, typer.Option("--spec", help="Builder as YAML, e.g. '{type: intervals, widths: [5,10]}'.")
     ],
     out_file: Annotated[Path, typer.Option("--out", help="Where to write the ARX CSV hierarchy.")],
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names")] = None,
 ) -> None:
@@ -396,7 +404,7 @@ def flatten(
     persons: Annotated[Path, typer.Argument(help="The persons table (one row per person).")],
     events: Annotated[Path, typer.Argument(help="The events table (rows referencing persons).")],
     key: Annotated[str, typer.Option("--key", help="Person id column of the persons table.")],
-    n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
+    n: Annotated[int, typer.Option("--events", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
     order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated sort columns.")] = None,
@@ -409,11 +417,11 @@ def flatten(
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,
     descending: Annotated[bool, typer.Option("--descending", help="Most recent events first.")] = False,
-    missing: Annotated[str, typer.Option("--missing", help="Padding for persons with fewer events.")] = "",
+    missing: Annotated[str, typer.Option("--pad", help="Padding for persons with fewer events.")] = "",
     orphans: Annotated[
         str, typer.Option("--orphans", help="Events matching no person: error (default) or drop.")
     ] = "error",
-    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the input CSVs.")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
 ) -> None:
     """Stack the first n events of each person horizontally (thesis §4.2)."""
     from safeshare.data.flatten import flatten_files
