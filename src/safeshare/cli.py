@@ -76,6 +76,11 @@ def make_engine(name: str, source: Any) -> Any:
     return MemoryEngine(source)
 
 
+#: Above this many lattice nodes the trade-off curve is computed only when asked (--tradeoff):
+#: it repeats the search for six suppression limits.
+TRADEOFF_AUTO_MAX = 20_000
+
+
 # --------------------------------------------------------------------------- anonymize
 @app.command()
 def anonymize(
@@ -95,8 +100,12 @@ def anonymize(
     ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
     tradeoff: Annotated[
-        bool, typer.Option("--tradeoff/--no-tradeoff", help="Also report loss for suppression 0-50%.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--tradeoff/--no-tradeoff",
+            help=f"Also report loss for suppression 0-50% (default: on up to {TRADEOFF_AUTO_MAX:,} nodes).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
     beta: Annotated[float | None, typer.Option("--beta", help="epsilon-safe: sampling probability.")] = None,
     epsilon: Annotated[float | None, typer.Option("--epsilon", help="epsilon-safe: DPS epsilon.")] = None,
@@ -124,7 +133,7 @@ def anonymize(
     ] = False,
 ) -> None:
     """Anonymize a table with optimal k-anonymity (OLA) and write a verified release."""
-    from safeshare.anonymizer import Anonymizer
+    from safeshare.anonymizer import Anonymizer, build_frequency_table
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
     from safeshare.release import write_release
@@ -177,8 +186,14 @@ def anonymize(
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
-        with phase("building the frequency table and searching the lattice", quiet):
-            result = anonymizer.fit(eng)
+        with phase("building the frequency table", quiet):
+            table, table_s = build_frequency_table(
+                eng, anonymizer.schema, anonymizer.criterion.sensitive_columns
+            )
+        anonymizer.criterion.validate(table)  # bad input (k above N, ...) before any announcement
+        evaluator = _announce_search(table, cfg.algorithm, quiet)
+        with search_progress(table.lattice.size, quiet) as progress:
+            result = anonymizer.fit_table(table, table_s, evaluator=evaluator, progress=progress)
         result.timings = {"read": read_s, **result.timings}
         extra: dict[str, Any] = {
             "config": str(config),
@@ -191,7 +206,14 @@ def anonymize(
                 t0 = time.perf_counter()
                 extra.update(concealment_report(result, eng, knowledge))
                 result.timings["m_concealing"] = time.perf_counter() - t0
-        if tradeoff and result.found:
+        size = table.lattice.size
+        if tradeoff is None and result.found and size > TRADEOFF_AUTO_MAX:
+            extra["tradeoff_skipped"] = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
+            if not quiet:
+                err.print(
+                    f"trade-off curve skipped: {extra['tradeoff_skipped']} to compute it", soft_wrap=True
+                )
+        elif (tradeoff is None or tradeoff) and result.found:
             with phase("suppression / loss trade-off", quiet):
                 t0 = time.perf_counter()
                 extra["tradeoff"] = tradeoff_curve(anonymizer, result)
@@ -204,6 +226,48 @@ def anonymize(
         eng.close()
     if not quiet:
         _print_summary(published.report, published.release)
+
+
+def _announce_search(table: Any, algorithm: str, quiet: bool) -> Any:
+    """Print the lattice size and an estimate of the search's cost on stderr; return the evaluator.
+
+    The estimate times the classes of one mid-lattice node (the evaluator
+    keeps them, so the search does not pay twice) and multiplies by the
+    lattice size: the cost if every node were checked. OLA's tagging usually
+    checks a small fraction.
+    """
+    from safeshare.evaluation import Evaluator
+
+    evaluator = Evaluator(table)
+    lattice = table.lattice
+    if quiet:
+        return evaluator
+    t0 = time.perf_counter()
+    evaluator.classes(tuple(h // 2 for h in lattice.heights))
+    per_node = time.perf_counter() - t0
+    worst = per_node * lattice.size
+    how = "every node is checked" if algorithm == "exhaustive" else "OLA usually checks far fewer"
+    err.print(
+        f"search: lattice of {lattice.size:,} nodes ({len(lattice.heights)} quasi-identifiers, "
+        f"{len(table.counts):,} distinct rows); about {per_node * 1e3:.2g} ms a node, "
+        f"at most ~{worst:.3g} s ({how})",
+        soft_wrap=True,
+    )
+    return evaluator
+
+
+@contextmanager
+def search_progress(total: int, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A rich progress bar of checked nodes on stderr, when stderr is a terminal (else nothing)."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes checked"))
+    with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("search", total=total)
+        yield lambda checked: bar.update(task, completed=checked)
 
 
 def _seed(text: str) -> int | str:
