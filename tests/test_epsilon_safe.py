@@ -51,7 +51,7 @@ def test_dry_run_writes_the_exact_distribution(
     out = tmp_path / "dist"
     args = ["anonymize", str(CONFIG), "--out", str(out), "--dry-run", "--seed", "5"]
     args += [
-        "--utility",
+        "--utility-function",
         "thesis",
         "--penalty",
         "0.5",
@@ -100,7 +100,7 @@ def test_release_is_verified_and_made_of_sampled_records(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], adult_frame: pd.DataFrame
 ) -> None:
     out = tmp_path / "rel"
-    args = ["anonymize", str(CONFIG), "--out", str(out), "--seed", "11", "--utility", "linear"]
+    args = ["anonymize", str(CONFIG), "--out", str(out), "--seed", "11", "--utility-function", "linear"]
     args += ["--penalty", "0.04", "--epsilon-prime", "2", "--epsilon", "3.5"]
     code, _, stderr = run(args, capsys)
     assert code == 0, stderr
@@ -135,7 +135,7 @@ def test_release_is_verified_and_made_of_sampled_records(
 def test_same_seed_same_release_and_no_seed_is_not_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    common = ["anonymize", str(CONFIG), "--utility", "safepub", "-q"]
+    common = ["anonymize", str(CONFIG), "--utility-function", "safepub", "-q"]
     assert run([*common, "--out", str(tmp_path / "a"), "--seed", "abc"], capsys)[0] == 0
     assert run([*common, "--out", str(tmp_path / "b"), "--seed", "abc"], capsys)[0] == 0
     assert (tmp_path / "a" / "release.csv").read_bytes() == (tmp_path / "b" / "release.csv").read_bytes()
@@ -162,7 +162,16 @@ def test_node_draws_follow_the_reported_probabilities() -> None:
 def test_thesis_calibration_warns_and_needs_explicit_consent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    common = ["anonymize", str(CONFIG), "--utility", "thesis", "--penalty", "0.04", "--sensitivity", "thesis"]
+    common = [
+        "anonymize",
+        str(CONFIG),
+        "--utility-function",
+        "thesis",
+        "--penalty",
+        "0.04",
+        "--sensitivity",
+        "thesis",
+    ]
     code, _, stderr = run([*common, "--out", str(tmp_path / "d"), "--dry-run"], capsys)
     assert code == 0 and "NOT epsilon'-differentially" in stderr
     doc = json.loads((tmp_path / "d" / "distribution.json").read_text())
@@ -232,11 +241,11 @@ def test_bad_configs_exit_2_one_line_nothing_written(
         (["--beta", "0"], "--beta"),
         (["--epsilon-prime", "-1"], "--epsilon-prime"),
         (["--epsilon", "0.5"], "below"),  # below -ln(1 - 0.75) + 0.5
-        (["--utility", "magic"], "unknown utility"),
+        (["--utility-function", "magic"], "unknown utility"),
         (["--penalty-mode", "both"], "--penalty-mode"),
-        (["--utility", "thesis", "--penalty-mode", "suppression", "--penalty", "-2"], "penalty"),
+        (["--utility-function", "thesis", "--penalty-mode", "suppression", "--penalty", "-2"], "penalty"),
         (["--reference-size", "0"], "--reference-size"),
-        (["--sensitivity", "thesis", "--utility", "linear"], "thesis utility only"),
+        (["--sensitivity", "thesis", "--utility-function", "linear"], "thesis utility only"),
         (["--engine", "duckdb"], "Parquet files only"),  # CSV rows have no stable number in DuckDB
     ],
 )

@@ -532,7 +532,17 @@ def test_cli_flatten_exit_statuses(tmp_path: Path, capsys: pytest.CaptureFixture
     cli = pytest.importorskip("safeshare.cli")
     persons, events = _write_inputs(tmp_path, "csv")
     out = tmp_path / "flat.csv"
-    args = ["flatten", str(persons.path), str(events.path), "--key", "id", "--order-by", "date", "--n", "3"]
+    args = [
+        "flatten",
+        str(persons.path),
+        str(events.path),
+        "--key",
+        "id",
+        "--order-by",
+        "date",
+        "--events",
+        "3",
+    ]
     assert cli.main([*args, "--out", str(out)]) == 0
     assert_same(
         read_frame(TableSource(out)),

@@ -49,7 +49,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 # --------------------------------------------------------------------------- grid
 def test_grid_parse() -> None:
-    grid = SweepGrid.parse("100,5,25,5", "50, 0,1,5,10,20", "entropy,DM*,prec,entropy")
+    grid = SweepGrid.parse("100,5,25,5", "0.5, 0,1%,0.05,10%,0.2", "entropy,DM*,prec,entropy")
     assert grid.k == (5, 25, 100)
     assert grid.max_suppression_pct == (0.0, 1.0, 5.0, 10.0, 20.0, 50.0)
     assert grid.metrics == ("entropy", "dm_star", "prec")
@@ -60,15 +60,16 @@ def test_grid_parse() -> None:
 @pytest.mark.parametrize(
     ("k", "sup", "metric", "message"),
     [
-        ("0", "5", "prec", "--k"),
-        ("five", "5", "prec", "--k"),
-        ("5,", "5", "prec", "--k"),
-        ("5", "150", "prec", r"percentages in \[0, 100\]"),
+        ("0", "0.05", "prec", "--k"),
+        ("five", "0.05", "prec", "--k"),
+        ("5,", "0.05", "prec", "--k"),
+        ("5", "5", "prec", r"--max-suppression: expected a fraction in \[0, 1\].*'5' \(did you mean 5%\?\)"),
+        ("5", "150%", "prec", "--max-suppression"),
         ("5", "-1", "prec", "--max-suppression"),
         ("5", "nan", "prec", "--max-suppression"),
         ("5", "x", "prec", "--max-suppression"),
-        ("5", "5", "bogus", "--metric: unknown metric 'bogus'"),
-        ("5", "5", "", "--metric"),
+        ("5", "0.05", "bogus", "--metric: unknown metric 'bogus'"),
+        ("5", "0.05", "", "--metric"),
     ],
 )
 def test_grid_rejects(k: str, sup: str, metric: str, message: str) -> None:
@@ -152,7 +153,7 @@ def test_sweep_command_writes_csv_json_and_plots(
     out = tmp_path / "sweep"
     args = ["sweep", str(workdir / "adult.yaml"), "--out", str(out), "--k", "5,25"]
     code, stdout, stderr = run(
-        [*args, "--max-suppression", "0,10", "--metric", "prec,dm_star,entropy"], capsys
+        [*args, "--max-suppression", "0,10%", "--metric", "prec,dm_star,entropy"], capsys
     )
     assert code == 0, stderr
     names = sorted(p.name for p in out.iterdir())
@@ -201,7 +202,7 @@ def test_sweep_with_utility_and_releases(
             "--k",
             "25",
             "--max-suppression",
-            "0,10",
+            "0,0.1",
             "--metric",
             "prec",
             "--utility",
@@ -263,7 +264,7 @@ def test_sweep_failure_publishes_nothing(
     "args",
     [
         ["--max-suppression", "150"],
-        ["--max-suppression", "5%"],
+        ["--max-suppression", "5"],
         ["--k", "0"],
         ["--k", "3.5"],
         ["--metric", "bogus"],
@@ -287,9 +288,9 @@ def test_sweep_bad_input_exit_2(
     assert not list(tmp_path.glob(".o.staging-*"))
 
 
-def test_sweep_help_says_percent(capsys: pytest.CaptureFixture[str]) -> None:
+def test_sweep_help_says_fraction(capsys: pytest.CaptureFixture[str]) -> None:
     code, stdout, _ = run(["sweep", "--help"], capsys)
-    assert code == 0 and "PERCENT" in stdout
+    assert code == 0 and "fraction" in stdout and "5%" in stdout
 
 
 def test_svg_is_deterministic(workdir: Path, tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.lattice.lattice import Node
 from safeshare.metrics.loss import InformationLoss, all_metric_values, make_metric, metric_name
 from safeshare.models.base import NodeAssessment, PrivacyCriterion, PrivacyModel
+from safeshare.search.memo import MemoizedCriterion
+from safeshare.search.progress import Progress
 from safeshare.search.result import SearchResult
 from safeshare.search.strategy import STRATEGIES, SearchContext, make_strategy
 
@@ -99,6 +101,9 @@ class AnonymizationResult:
     classes: Classes | None
     assessment: NodeAssessment | None
     timings: dict[str, float] = field(default_factory=dict)
+    #: node -> records failing the privacy models there, from the search's evaluations
+    #: (reused by :func:`tradeoff`: the count does not depend on the suppression limit).
+    failing: dict[Node, int] = field(default_factory=dict, repr=False)
 
     @property
     def found(self) -> bool:
@@ -286,28 +291,46 @@ class Anonymizer:
         if self.prec_weights and self.metric_name != "prec":
             raise ConfigError("prec_weights apply to the prec metric only")
 
-    def fit(self, engine: Engine, table: FrequencyTable | None = None) -> AnonymizationResult:
+    def fit(
+        self, engine: Engine, table: FrequencyTable | None = None, progress: Progress | None = None
+    ) -> AnonymizationResult:
         """Read the data through ``engine`` (or use a prepared ``table``) and search."""
         timings: dict[str, float] = {}
         if table is None:
             table, t = build_frequency_table(engine, self.schema, self.criterion.sensitive_columns)
             timings.update(t)
-        return self.fit_table(table, timings)
+        return self.fit_table(table, timings, progress=progress)
 
     def fit_table(
         self,
         table: FrequencyTable,
         timings: dict[str, float] | None = None,
         evaluator: Evaluator | None = None,
+        progress: Progress | None = None,
+        failing: dict[Node, int] | None = None,
     ) -> AnonymizationResult:
-        """Search on a frequency table (reusing ``evaluator`` when given)."""
+        """Search on a frequency table (reusing ``evaluator`` when given).
+
+        ``progress(checked)`` is called every few nodes checked (see
+        :mod:`safeshare.search.progress`). ``failing`` (node -> records failing
+        the models) memoizes the predicate across searches with other
+        suppression limits on the same table (:func:`tradeoff`).
+        """
         timings = dict(timings or {})
         self.criterion.validate(table)
         start = time.perf_counter()
         evaluator = evaluator or Evaluator(table)
         metric = make_metric(self.metric_name, evaluator, self.prec_weights or None)
-        ctx = SearchContext(table=table, evaluator=evaluator, criterion=self.criterion, metric=metric)
+        criterion: PrivacyCriterion = self.criterion
+        if failing is not None or len(self.criterion.models) == 1:
+            # one model: counting the failing records costs what the plain predicate costs
+            failing = {} if failing is None else failing
+            criterion = MemoizedCriterion(self.criterion.models, self.criterion.max_suppression, failing)
+        ctx = SearchContext(
+            table=table, evaluator=evaluator, criterion=criterion, metric=metric, progress=progress
+        )
         result = self.strategy.run(ctx)
+        ctx.ticker.done()
         timings["search"] = time.perf_counter() - start
         criterion = result.criterion or self.criterion
         node = result.node
@@ -324,6 +347,7 @@ class Anonymizer:
             classes=classes,
             assessment=assessment,
             timings=timings,
+            failing={} if failing is None else failing,
         )
 
 
@@ -332,8 +356,16 @@ def tradeoff(
     result: AnonymizationResult,
     limits: Sequence[float] = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5),
 ) -> list[dict[str, Any]]:
-    """Information loss of the optimal node for several suppression limits (thesis Fig. 6.1)."""
+    """Information loss of the optimal node for several suppression limits (thesis Fig. 6.1).
+
+    Every search runs on the main search's table and evaluator and shares one
+    memo of the records failing the models at each node (a node qualifies at
+    limit ``s`` iff that count is at most ``floor(s N)``, hence at every larger
+    limit too): a node is evaluated once for the whole curve, and the nodes
+    the main search evaluated are not evaluated again.
+    """
     out = []
+    failing = result.failing  # the main search's evaluations, then every curve search's
     for limit in sorted({*limits, anonymizer.criterion.max_suppression}):
         other = Anonymizer(
             anonymizer.schema,
@@ -344,7 +376,7 @@ def tradeoff(
             anonymizer.prec_weights,
             anonymizer.algorithm_options,
         )
-        r = other.fit_table(result.table, evaluator=result.evaluator)
+        r = other.fit_table(result.table, evaluator=result.evaluator, failing=failing)
         out.append(
             {
                 "max_suppression": limit,

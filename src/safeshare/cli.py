@@ -27,6 +27,7 @@ from rich.table import Table
 
 from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
 from safeshare.experiment_commands import register as register_experiment_commands
+from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP, optional_fraction
 
 app = typer.Typer(
     name="safeshare",
@@ -85,6 +86,11 @@ def make_engine(name: str, source: Any) -> Any:
     return MemoryEngine(source)
 
 
+#: Above this many lattice nodes the trade-off curve is computed only when asked (--tradeoff):
+#: it repeats the search for six suppression limits.
+TRADEOFF_AUTO_MAX = 20_000
+
+
 # --------------------------------------------------------------------------- anonymize
 @app.command()
 def anonymize(
@@ -92,8 +98,7 @@ def anonymize(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for the release and reports.")],
     k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
     max_suppression: Annotated[
-        float | None,
-        typer.Option("--max-suppression", help="Override the suppression limit (fraction, 0..1)."),
+        str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[
@@ -105,15 +110,22 @@ def anonymize(
     ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
     tradeoff: Annotated[
-        bool, typer.Option("--tradeoff/--no-tradeoff", help="Also report loss for suppression 0-50%.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--tradeoff/--no-tradeoff",
+            help=f"Also report loss for suppression 0-50% (default: on up to {TRADEOFF_AUTO_MAX:,} nodes).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
     beta: Annotated[float | None, typer.Option("--beta", help="epsilon-safe: sampling probability.")] = None,
     epsilon: Annotated[float | None, typer.Option("--epsilon", help="epsilon-safe: DPS epsilon.")] = None,
     epsilon_prime: Annotated[
         float | None, typer.Option("--epsilon-prime", help="epsilon-safe: budget of the node choice.")
     ] = None,
-    utility: Annotated[str | None, typer.Option("--utility", help="thesis | linear | safepub")] = None,
+    utility: Annotated[
+        str | None,
+        typer.Option("--utility-function", help="epsilon-safe: score function, thesis | linear | safepub."),
+    ] = None,
     penalty: Annotated[float | None, typer.Option("--penalty", help="epsilon-safe: penalty factor.")] = None,
     penalty_mode: Annotated[
         str | None, typer.Option("--penalty-mode", help="k-anonymity | suppression")
@@ -131,7 +143,7 @@ def anonymize(
     ] = False,
 ) -> None:
     """Anonymize a table with optimal k-anonymity (OLA) and write a verified release."""
-    from safeshare.anonymizer import Anonymizer
+    from safeshare.anonymizer import Anonymizer, build_frequency_table
     from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
     from safeshare.io import OutputDirectory
@@ -143,7 +155,8 @@ def anonymize(
         report_knowledge,
     )
 
-    cfg = load_config(config).with_overrides(k, max_suppression, metric, algorithm, engine, max_loss)
+    suppression = optional_fraction(max_suppression, "--max-suppression")
+    cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
     dp_options: dict[str, Any] = {
         "beta": beta,
         "epsilon": epsilon,
@@ -167,7 +180,9 @@ def anonymize(
     given = [name for name, value in dp_options.items() if value is not None]
     given += ["dry_run"] if dry_run else []
     if given:
-        flag = "--" + given[0].replace("_", "-")
+        from safeshare.dp.config import DP_KEYS
+
+        flag = DP_KEYS.get(given[0], "--" + given[0].replace("_", "-"))
         raise InputError(f"{flag} applies to --algorithm epsilon-safe only")
     anonymizer = Anonymizer(
         cfg.schema,
@@ -185,8 +200,14 @@ def anonymize(
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
-        with phase("building the frequency table and searching the lattice", quiet):
-            result = anonymizer.fit(eng)
+        with phase("building the frequency table", quiet):
+            table, table_s = build_frequency_table(
+                eng, anonymizer.schema, anonymizer.criterion.sensitive_columns
+            )
+        anonymizer.criterion.validate(table)  # bad input (k above N, ...) before any announcement
+        evaluator = _announce_search(table, cfg.algorithm, quiet)
+        with search_progress(table.lattice.size, quiet) as progress:
+            result = anonymizer.fit_table(table, table_s, evaluator=evaluator, progress=progress)
         result.timings = {"read": read_s, **result.timings}
         extra: dict[str, Any] = {
             "config": str(config),
@@ -199,7 +220,14 @@ def anonymize(
                 t0 = time.perf_counter()
                 extra.update(concealment_report(result, eng, knowledge))
                 result.timings["m_concealing"] = time.perf_counter() - t0
-        if tradeoff and result.found:
+        size = table.lattice.size
+        if tradeoff is None and result.found and size > TRADEOFF_AUTO_MAX:
+            extra["tradeoff_skipped"] = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
+            if not quiet:
+                err.print(
+                    f"trade-off curve skipped: {extra['tradeoff_skipped']} to compute it", soft_wrap=True
+                )
+        elif (tradeoff is None or tradeoff) and result.found:
             with phase("suppression / loss trade-off", quiet):
                 t0 = time.perf_counter()
                 extra["tradeoff"] = tradeoff_curve(anonymizer, result)
@@ -212,6 +240,48 @@ def anonymize(
         eng.close()
     if not quiet:
         _print_summary(published.report, published.release)
+
+
+def _announce_search(table: Any, algorithm: str, quiet: bool) -> Any:
+    """Print the lattice size and an estimate of the search's cost on stderr; return the evaluator.
+
+    The estimate times the classes of one mid-lattice node (the evaluator
+    keeps them, so the search does not pay twice) and multiplies by the
+    lattice size: the cost if every node were checked. OLA's tagging usually
+    checks a small fraction.
+    """
+    from safeshare.evaluation import Evaluator
+
+    evaluator = Evaluator(table)
+    lattice = table.lattice
+    if quiet:
+        return evaluator
+    t0 = time.perf_counter()
+    evaluator.classes(tuple(h // 2 for h in lattice.heights))
+    per_node = time.perf_counter() - t0
+    worst = per_node * lattice.size
+    how = "every node is checked" if algorithm == "exhaustive" else "OLA usually checks far fewer"
+    err.print(
+        f"search: lattice of {lattice.size:,} nodes ({len(lattice.heights)} quasi-identifiers, "
+        f"{len(table.counts):,} distinct rows); about {per_node * 1e3:.2g} ms a node, "
+        f"at most ~{worst:.3g} s ({how})",
+        soft_wrap=True,
+    )
+    return evaluator
+
+
+@contextmanager
+def search_progress(total: int, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A rich progress bar of checked nodes on stderr, when stderr is a terminal (else nothing)."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes checked"))
+    with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("search", total=total)
+        yield lambda checked: bar.update(task, completed=checked)
 
 
 def _seed(text: str) -> int | str:
@@ -265,7 +335,7 @@ def inspect(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     qi: Annotated[str, typer.Option("--qi", help="Comma-separated quasi-identifier columns.")],
     k: Annotated[int, typer.Option("--k", help="Report records in classes smaller than k.")] = 5,
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Comma-separated column names.")] = None,
     missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing tokens.")] = None,
@@ -332,19 +402,21 @@ def inspect(
 @hierarchy_app.command("check")
 def hierarchy_check(
     hierarchy: Annotated[Path, typer.Argument(help="An ARX CSV hierarchy file.")],
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ";",
+    hierarchy_delimiter: Annotated[
+        str, typer.Option("--hierarchy-delimiter", help="Field separator of the hierarchy file.")
+    ] = ";",
     data: Annotated[
         Path | None, typer.Option("--data", help="Check that it covers this data's column.")
     ] = None,
     column: Annotated[str | None, typer.Option("--column", help="Column of --data to check.")] = None,
-    data_delimiter: Annotated[str, typer.Option("--data-delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names")] = None,
 ) -> None:
     """Validate a hierarchy (consistent levels, one parent per label), optionally against data."""
     from safeshare.hierarchy.io import read_arx_csv
 
-    h = read_arx_csv(hierarchy, delimiter=delimiter)
+    h = read_arx_csv(hierarchy, delimiter=hierarchy_delimiter)
     out.print(f"{hierarchy}: {len(h.leaves)} values, height {h.height}")
     for level in range(h.height + 1):
         labels = h.labels(level)
@@ -357,7 +429,7 @@ def hierarchy_check(
         if not column:
             raise InputError("--column is required with --data")
         eng = MemoryEngine(
-            TableSource(data, delimiter=data_delimiter, header=header, names=tuple(_csv_list(names)) or None)
+            TableSource(data, delimiter=delimiter, header=header, names=tuple(_csv_list(names)) or None)
         )
         if column not in eng.columns():
             raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
@@ -378,7 +450,7 @@ def hierarchy_build(
         str, typer.Option("--spec", help="Builder as YAML, e.g. '{type: intervals, widths: [5,10]}'.")
     ],
     out_file: Annotated[Path, typer.Option("--out", help="Where to write the ARX CSV hierarchy.")],
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names")] = None,
 ) -> None:
@@ -413,7 +485,7 @@ def flatten(
     persons: Annotated[Path, typer.Argument(help="The persons table (one row per person).")],
     events: Annotated[Path, typer.Argument(help="The events table (rows referencing persons).")],
     key: Annotated[str, typer.Option("--key", help="Person id column of the persons table.")],
-    n: Annotated[int, typer.Option("--n", help="Number of events to stack per person.")],
+    n: Annotated[int, typer.Option("--events", help="Number of events to stack per person.")],
     out_file: Annotated[Path, typer.Option("--out", help="Output file (.csv or .parquet).")],
     event_key: Annotated[str | None, typer.Option("--event-key", help="Person id column of events.")] = None,
     order_by: Annotated[str | None, typer.Option("--order-by", help="Comma-separated sort columns.")] = None,
@@ -426,11 +498,11 @@ def flatten(
     columns: Annotated[str | None, typer.Option("--columns", help="Event columns to keep.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Prefix of stacked columns.")] = None,
     descending: Annotated[bool, typer.Option("--descending", help="Most recent events first.")] = False,
-    missing: Annotated[str, typer.Option("--missing", help="Padding for persons with fewer events.")] = "",
+    missing: Annotated[str, typer.Option("--pad", help="Padding for persons with fewer events.")] = "",
     orphans: Annotated[
         str, typer.Option("--orphans", help="Events matching no person: error (default) or drop.")
     ] = "error",
-    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the input CSVs.")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
 ) -> None:
     """Stack the first n events of each person horizontally (thesis §4.2)."""
     from safeshare.data.flatten import flatten_files

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from safeshare.errors import InputError
+from safeshare.options import MAX_SUPPRESSION_HELP, optional_fraction
 
 if TYPE_CHECKING:
     from safeshare.anonymizer import AnonymizationResult
@@ -83,8 +84,7 @@ def utility(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for utility.json.")],
     k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
     max_suppression: Annotated[
-        float | None,
-        typer.Option("--max-suppression", help="Override the suppression limit (FRACTION, 0..1)."),
+        str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     test_skip_rows: Annotated[int, typer.Option("--test-skip-rows", help=SKIP_HELP)] = 0,
@@ -108,7 +108,8 @@ def utility(
     from safeshare.utility.task import utility_document
 
     started = time.perf_counter()
-    cfg = load_config(config).with_overrides(k, max_suppression, metric)
+    suppression = optional_fraction(max_suppression, "--max-suppression")
+    cfg = load_config(config).with_overrides(k, suppression, metric)
     anonymizer = Anonymizer(
         cfg.schema, cfg.privacy, cfg.max_suppression, cfg.metric, cfg.algorithm, cfg.prec_weights
     )
@@ -191,10 +192,10 @@ def sweep(
         str,
         typer.Option(
             "--max-suppression",
-            help="Comma-separated suppression limits in PERCENT of the records, each in [0, 100] "
-            "(unlike `anonymize --max-suppression`, which takes a fraction).",
+            help="Comma-separated suppression limits, each a fraction of the records (0.05) "
+            "or a percent (5%), as for every command.",
         ),
-    ] = "0,1,5,10,20,50",
+    ] = "0,0.01,0.05,0.1,0.2,0.5",
     metric: Annotated[
         str, typer.Option("--metric", help="Comma-separated metrics: prec, dm_star, entropy.")
     ] = "prec,dm_star,entropy",

@@ -13,8 +13,9 @@ same data, so a :class:`Sweep` runs them all on ONE frequency table and ONE
 evaluator=...)``): the ``GROUP BY`` over the raw records happens once, and
 the evaluator's prefix cache serves every search.
 
-Suppression limits are given in percent here (as in the thesis' figures);
-``Anonymizer`` and ``safeshare anonymize`` take a fraction.
+On the command line, suppression limits are fractions of the records (``0.05``)
+or explicit percents (``5%``), as for every command; the grid and its outputs
+(``max_suppression_pct``, file names) keep percents, as the thesis' figures do.
 
 Each row reports the information loss three ways (thesis §6.1.1): raw, normalized
 to [0, 1] between the bottom and the top node (``(v - v_bottom) / (v_top - v_bottom)``),
@@ -28,7 +29,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,6 +43,7 @@ from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.options import parse_fractions
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
 
@@ -121,25 +122,20 @@ class SweepGrid:
         object.__setattr__(self, "metrics", tuple(metrics))
 
     @classmethod
-    def parse(cls, k: str, max_suppression_pct: str, metrics: str) -> SweepGrid:
-        """The grid from command-line lists (``"5,25,100"``, ``"0,1,5,10,20,50"``, ``"prec,entropy"``)."""
+    def parse(cls, k: str, max_suppression: str, metrics: str) -> SweepGrid:
+        """The grid from command-line lists (``"5,25,100"``, ``"0,0.01,0.05,10%"``, ``"prec,entropy"``).
+
+        Suppression limits are fractions of the records or explicit percents, as
+        ``anonymize --max-suppression`` (:func:`safeshare.options.parse_fraction`).
+        """
         ks = []
         for item in _parse_list(k, "--k"):
             try:
                 ks.append(int(item))
             except ValueError:
                 raise ConfigError(f"--k: expected integers >= 1, got {item!r}") from None
-        limits = []
-        for item in _parse_list(max_suppression_pct, "--max-suppression"):
-            try:
-                value = float(item)
-            except ValueError:
-                raise ConfigError(
-                    f"--max-suppression: expected percentages in [0, 100], got {item!r}"
-                ) from None
-            if not math.isfinite(value):
-                raise ConfigError(f"--max-suppression: expected percentages in [0, 100], got {item!r}")
-            limits.append(value)
+        # fractions or explicit percents (one parser for every command); the grid keeps percents
+        limits = [round(f * 100.0, 9) for f in parse_fractions(max_suppression, "--max-suppression")]
         return cls(tuple(ks), tuple(limits), tuple(_parse_list(metrics, "--metric")))
 
     def __iter__(self) -> Iterator[tuple[int, float, str]]:

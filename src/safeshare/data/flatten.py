@@ -631,7 +631,7 @@ def flatten_files(
     """Read two tables, flatten ``events`` onto ``persons`` and write the result atomically.
 
     The function behind ``safeshare flatten PERSONS EVENTS --key id --order-by date
-    --n 3 --out flat.csv`` (thesis §4.2); the flattening parameters are those of
+    --events 3 --out flat.csv`` (thesis §4.2); the flattening parameters are those of
     :func:`flatten` / :class:`EventSpec` and are validated before any file is
     read. Both tables are read as text with
     :func:`~safeshare.data.engines.memory.read_frame`, and error messages name

@@ -34,7 +34,7 @@ DP_KEYS = {
     "beta": "--beta",
     "epsilon": "--epsilon",
     "epsilon_prime": "--epsilon-prime",
-    "utility": "--utility",
+    "utility": "--utility-function",
     "penalty": "--penalty",
     "penalty_mode": "--penalty-mode",
     "sensitivity": "--sensitivity",

@@ -139,7 +139,10 @@ class BestFirstOLA:
         relaxation_checks = 0
         if relaxed is not None:
             minimal, relaxation_checks, _ = find_minimal_nodes(
-                lattice, lambda n: relaxed.holds(ctx.evaluator.classes(n), table), guide=ctx.guide
+                lattice,
+                lambda n: relaxed.holds(ctx.evaluator.classes(n), table),
+                guide=ctx.guide,
+                progress=ctx.ticker,
             )
             candidates = up_set_array(lattice, minimal)
         else:
@@ -163,6 +166,7 @@ class BestFirstOLA:
                 continue
             classes = ctx.evaluator.classes(node)
             exact_checks += 1
+            ctx.ticker.tick()
             if criterion.holds(classes, table):
                 key = (metric.value(node, classes), sum(node), node)
                 if best is None or key < best:

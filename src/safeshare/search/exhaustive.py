@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from safeshare.evaluation import Classes
 from safeshare.lattice.lattice import Lattice, Node
+from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
 #: Given a node's classes: (qualifies, objective value).
@@ -39,13 +40,21 @@ class ExhaustiveSearch:
 
     name = "exhaustive"
 
-    def search(self, lattice: Lattice, all_classes: Iterable[Classes], score: NodeScore) -> SearchResult:
+    def search(
+        self,
+        lattice: Lattice,
+        all_classes: Iterable[Classes],
+        score: NodeScore,
+        progress: Progress | Ticker | None = None,
+    ) -> SearchResult:
         start = time.perf_counter()
+        tick = (progress if isinstance(progress, Ticker) else Ticker(progress)).tick
         qualifying: list[Node] = []
         best: tuple[float, int, Node] | None = None
         checked = 0
         for classes in all_classes:
             checked += 1
+            tick()
             ok, value = score(classes)
             if ok:
                 qualifying.append(classes.node)

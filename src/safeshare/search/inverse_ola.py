@@ -180,6 +180,7 @@ class InverseOLA:
             return metric.normalized(node, classes) <= bound
 
         def k_star(node: Node, classes: Classes | None = None) -> int:
+            ctx.ticker.tick()
             return achievable_k(classes or evaluator.classes(node), table, others, limit)
 
         k_cache: dict[Node, int] = {}
@@ -193,7 +194,9 @@ class InverseOLA:
         probe = PrivacyCriterion([KAnonymity(1), *others], criterion.max_suppression)
         extra: dict[str, Any] = {"max_loss": self.max_loss, "k_floor": floor}
         if probe.monotone:
-            maximal, checked_a, _ = find_minimal_nodes(ctx.lattice, within, monotone=False, guide=ctx.guide)
+            maximal, checked_a, _ = find_minimal_nodes(
+                ctx.lattice, within, monotone=False, guide=ctx.guide, progress=ctx.ticker
+            )
             # In the evaluator's QI order consecutive nodes share prefixes (cached class ids).
             for n in sorted(maximal, key=lambda n: tuple(n[i] for i in evaluator.order)):
                 k_cache[n] = k_star(n)

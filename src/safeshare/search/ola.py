@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import product
 from operator import add, sub
 
 import numpy as np
 
 from safeshare.lattice.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
+from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
 Predicate = Callable[[Node], bool]
@@ -99,6 +100,8 @@ def find_minimal_nodes(
     predicate: Predicate,
     monotone: bool = True,
     guide: Guide | None = None,
+    progress: Progress | Ticker | None = None,
+    known: Iterable[tuple[Node, bool]] = (),
 ) -> tuple[list[Node], int, bool]:
     """All minimal qualifying nodes of a monotone predicate (maximal ones, if anti-monotone).
 
@@ -114,6 +117,13 @@ def find_minimal_nodes(
         non-uniform entropy of a node), as a function of the node or as an
         array indexed by the node; it decides which predecessor is probed
         first (see below). It never changes the result.
+    progress: ``progress(checked)`` called every :data:`~safeshare.search.progress.EVERY`
+        predicate evaluations, or a :class:`~safeshare.search.progress.Ticker`
+        shared with the caller (one count over several searches).
+    known: ``(node, qualifies)`` facts from earlier evaluations of the same
+        predicate, tagged before the search (monotone case): the recursion
+        only ever relies on true tags, so the result is unchanged and those
+        nodes (and the ones their tags settle) are not evaluated again.
 
     Returns ``(nodes, checked, any_qualifies)``.
 
@@ -142,7 +152,7 @@ def find_minimal_nodes(
             arr = guide_array(lattice, guide)
             dual_guide = -arr[tuple(slice(None, None, -1) for _ in lattice.heights)]
         nodes, checked, found_any = find_minimal_nodes(
-            lattice, lambda n: predicate(dual(n)), monotone=True, guide=dual_guide
+            lattice, lambda n: predicate(dual(n)), monotone=True, guide=dual_guide, progress=progress
         )
         return sorted(dual(n) for n in nodes), checked, found_any
 
@@ -150,12 +160,17 @@ def find_minimal_nodes(
     state = tags.array
     status = state.item
     checked = 0
+    tick = (progress if isinstance(progress, Ticker) else Ticker(progress)).tick
+    for node, qualifies in known:
+        if status(node) == UNKNOWN:
+            tags.tag(node, qualifies)
 
     def check(node: Node) -> int:
         nonlocal checked
         value = status(node)
         if value == UNKNOWN:
             checked += 1
+            tick()
             tags.tag(node, bool(predicate(node)))
             value = status(node)
         return value
@@ -301,12 +316,21 @@ class OLA:
 
     name = "ola"
 
-    def __init__(self, guide: Guide | None = None) -> None:
+    def __init__(
+        self,
+        guide: Guide | None = None,
+        progress: Progress | Ticker | None = None,
+        known: Iterable[tuple[Node, bool]] = (),
+    ) -> None:
         self.guide = guide
+        self.progress = progress
+        self.known = known
 
     def search(self, lattice: Lattice, predicate: Predicate, objective: Objective) -> SearchResult:
         start = time.perf_counter()
-        minimal, checked, _ = find_minimal_nodes(lattice, predicate, monotone=True, guide=self.guide)
+        minimal, checked, _ = find_minimal_nodes(
+            lattice, predicate, monotone=True, guide=self.guide, progress=self.progress, known=self.known
+        )
         node, value = choose_best(minimal, objective)
         return SearchResult(
             algorithm=self.name,

@@ -30,7 +30,9 @@ from safeshare.models.base import PrivacyCriterion
 from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.exhaustive import ExhaustiveSearch
 from safeshare.search.inverse_ola import make_inverse_ola
+from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.ola import OLA
+from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
 
@@ -42,10 +44,17 @@ class SearchContext:
     evaluator: Evaluator
     criterion: PrivacyCriterion
     metric: InformationLoss
+    #: ``progress(checked_nodes)``, called now and then by the search (never per node).
+    progress: Progress | None = None
 
     @property
     def lattice(self) -> Lattice:
         return self.table.lattice
+
+    @cached_property
+    def ticker(self) -> Ticker:
+        """One count of checked nodes for the whole run, reported to :attr:`progress`."""
+        return Ticker(self.progress)
 
     @cached_property
     def guide(self) -> np.ndarray:
@@ -53,7 +62,11 @@ class SearchContext:
         return NonUniformEntropy(self.evaluator).node_array()
 
     def holds(self, node: tuple[int, ...]) -> bool:
-        """The privacy criterion at ``node``."""
+        """The privacy criterion at ``node`` (remembered by a :class:`MemoizedCriterion`)."""
+        if isinstance(self.criterion, MemoizedCriterion):
+            known = self.criterion.known(node, self.table.n_records)
+            if known is not None:
+                return known
         return self.criterion.holds(self.evaluator.classes(node), self.table)
 
 
@@ -79,7 +92,12 @@ class OLAStrategy:
     def run(self, ctx: SearchContext) -> SearchResult:
         if not ctx.criterion.monotone:
             return BestFirstOLA().search(ctx)
-        return OLA(guide=ctx.guide).search(ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n))
+        known = (
+            ctx.criterion.facts(ctx.table.n_records) if isinstance(ctx.criterion, MemoizedCriterion) else ()
+        )
+        return OLA(guide=ctx.guide, progress=ctx.ticker, known=known).search(
+            ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n)
+        )
 
 
 class ExhaustiveStrategy:
@@ -92,6 +110,7 @@ class ExhaustiveStrategy:
             ctx.lattice,
             ctx.evaluator.iter_classes(),
             lambda c: (ctx.criterion.holds(c, ctx.table), ctx.metric.value(c.node, c)),
+            progress=ctx.ticker,
         )
 
 

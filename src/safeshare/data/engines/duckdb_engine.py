@@ -64,8 +64,14 @@ plan's mapping, registered as an Arrow table; an unmapped value gives NULL as
 ``Series.map`` gives NaN). The suppressed classes are removed by an ``ANTI
 JOIN`` on one BIGINT per record, the labels' codes in mixed radix (on the
 labels themselves if that could overflow). Other columns are normalized per
-record. Every join has a tiny build side, so the statement streams; the
-release's row order is not the input's. The target is written through
+record. Every join has a tiny build side, so the joins stream; the rows
+are then sorted (``ORDER BY`` the released columns: a quasi-identifier by its
+label's code, numbered in code point order of the labels, the others by text
+in the binary collation, NULL first), which is the memory engine's order
+(:func:`~safeshare.data.engines.memory.release_order`), and written in that
+order (``preserve_insertion_order`` on for the ``COPY``); DuckDB's sort spills
+to ``temp_directory`` past ``memory_limit``. The labels are VARCHAR (an ENUM
+column's Parquet statistics vary from run to run). The target is written through
 :func:`safeshare.io.atomic_path`. For a CSV release each row is formatted in
 SQL into one text column exactly as ``DataFrame.to_csv`` writes it (Python's
 :mod:`csv` minimal quoting: a field is quoted when it holds the delimiter, the
@@ -160,9 +166,6 @@ _counter = itertools.count()
 
 #: Optimizers that would reorder the release's joins or swap their build and probe sides.
 _KEEP_JOINS_AS_WRITTEN = ("join_order", "build_side_probe_side")
-
-#: Up to this many labels, a quasi-identifier's labels are typed ENUM for the Parquet writer.
-_MAX_ENUM = 100_000
 
 
 def quote_identifier(name: str) -> str:
@@ -431,7 +434,7 @@ class DuckDBEngine(Engine):
         stays the caller's: :meth:`close` does not close it, its settings are
         changed only for the options given here, and the temporary objects
         the engine creates get unique names and are dropped by :meth:`close`
-        (``preserve_insertion_order`` is switched off for the release's
+        (``preserve_insertion_order`` is switched on for the release's
         ``COPY`` and restored). The relation is re-read by the calls: it must
         not change between :meth:`grouped_counts` and :meth:`write_release`
         (if it does, the independent verification of the release fails).
@@ -710,16 +713,12 @@ class DuckDBEngine(Engine):
                 )
                 text = self._text(f"SELECT DISTINCT __k{i} FROM {groups}", {i: f"__k{i}"}, keep=[f"__k{i}"])
                 field = csv_field("m.label", plan.delimiter)  # the label as a CSV field, once per key
-                label = "m.label"
-                if plan.format == "parquet" and 0 < len(codes[j]) <= _MAX_ENUM:
-                    # DuckDB writes an ENUM column to Parquet (as strings) several times faster than VARCHAR
-                    label = f"CAST(m.label AS ENUM({', '.join(map(quote_literal, codes[j]))}))"
-                labels = (
-                    f"SELECT t.__k{i} AS k, {label} AS label, m.code, {field} AS field FROM ({text}) AS t"
-                )
+                # VARCHAR, not ENUM, even for Parquet: DuckDB writes an ENUM column's row-group statistics
+                # from its dictionary or its values depending on the run, so the bytes would vary
+                values[i] = f"__m{j}.label"
+                labels = f"SELECT t.__k{i} AS k, m.label, m.code, {field} AS field FROM ({text}) AS t"
                 labels += f" LEFT JOIN {name} AS m ON t.__v{i} = m.v"
                 joins.append(f"LEFT JOIN ({labels}) AS __m{j} ON __src.__k{i} IS NOT DISTINCT FROM __m{j}.k")
-                values[i] = f"__m{j}.label"
                 fields[i] = f"__m{j}.field"
             if len(plan.suppressed) and qis:
                 joins.append(self._suppression(plan, codes, register, f"__safeshare_suppressed_{uid}"))
@@ -736,6 +735,15 @@ class DuckDBEngine(Engine):
                 select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
                 options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
             join = " ".join(joins)
+            # The release's row order: sorted by the released columns, left to right, by code point,
+            # NULL first, as MemoryEngine.generalized_frame sorts. A quasi-identifier sorts on its
+            # label's code, numbered in Python's (code point) order of the labels, NULL when unmapped;
+            # other columns on their text in the binary collation (UTF-8 bytes: code point order),
+            # whatever the connection's default_collation.
+            qi_order = {i: f"__m{j}.code" for j, i in enumerate(qi_idx)}
+            keys = [qi_order.get(i, f'__src.__v{i} COLLATE "binary"') for i in out_idx]
+            order = ", ".join(f"{key} ASC NULLS FIRST" for key in keys)
+            order_by = f" ORDER BY {order}" if order else ""
             text_idx = {i: self._columns[i].key_sql() for i in dict.fromkeys(out_idx) if i not in qi_idx}
             key_cols = [f"{self._columns[i].key_sql()} AS __k{i}" for i in qi_idx]
 
@@ -743,7 +751,8 @@ class DuckDBEngine(Engine):
                 keyed = f"SELECT {', '.join(['*', *key_cols])} FROM ({scan})"
                 source = self._text(keyed, text_idx, keep=[f"__k{i}" for i in qi_idx])
                 target_sql = quote_literal(str(tmp))
-                return f"COPY (SELECT {select} FROM ({source}) AS __src {join}) TO {target_sql} ({options})"
+                query = f"SELECT {select} FROM ({source}) AS __src {join}{order_by}"
+                return f"COPY ({query}) TO {target_sql} ({options})"
 
             # The joins as written: every record probes small hash tables. DuckDB cannot estimate
             # a CSV scan's size and, left to itself, may build a hash table of all the records.
@@ -753,7 +762,9 @@ class DuckDBEngine(Engine):
             )
             with (
                 self._temporarily("disabled_optimizers", quote_literal(disabled)),
-                self._temporarily("preserve_insertion_order", "false"),
+                # the COPY writes the rows in the ORDER BY's order only with this on (the sort
+                # itself spills to temp_directory past memory_limit: still out of core)
+                self._temporarily("preserve_insertion_order", "true"),
                 atomic_path(Path(target)) as tmp,
             ):
                 copied = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of")

@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
@@ -143,7 +144,12 @@ class MemoryEngine(Engine):
         return out
 
     def generalized_frame(self, plan: ReleasePlan) -> pd.DataFrame:
-        """The release as a DataFrame (generalized, suppressed records removed)."""
+        """The release as a DataFrame (generalized, suppressed records removed), in release order.
+
+        The rows are sorted (:func:`release_order`) so that the release is the
+        same bytes whatever the order of the input records, and that order
+        cannot be read back from it.
+        """
         out = self.frame[plan.columns].copy()
         for qi, mapping in plan.generalization.items():
             out[qi] = out[qi].map(mapping)
@@ -152,7 +158,7 @@ class MemoryEngine(Engine):
             drop = pd.MultiIndex.from_frame(plan.suppressed[qis].astype(str))
             keys = pd.MultiIndex.from_frame(out[qis])
             out = out[~keys.isin(drop)]
-        return out.reset_index(drop=True)
+        return release_order(out)
 
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         out = self.generalized_frame(plan)
@@ -162,3 +168,21 @@ class MemoryEngine(Engine):
             else:
                 out.to_csv(tmp, index=False, sep=plan.delimiter)
         return len(out)
+
+
+def release_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows sorted by its columns, left to right: the order of every release.
+
+    Values compare by code point (Python's ``str`` order, which is the UTF-8
+    byte order of DuckDB's binary collation), missing values (NaN, an
+    unmapped label) first, as the DuckDB engine's ``ORDER BY ... NULLS
+    FIRST``. Rows that tie are equal in every released column, so their
+    relative order cannot show in the output. Columns are taken by position,
+    so duplicate names cannot make the sort ambiguous.
+    """
+    if frame.empty or frame.shape[1] == 0:
+        return frame.reset_index(drop=True)
+    # factorize(sort=True) numbers the distinct values in sorted order, NaN as -1 (first)
+    codes = [pd.factorize(frame.iloc[:, j], sort=True)[0] for j in range(frame.shape[1])]
+    order = np.lexsort(codes[::-1])  # the last key is the primary one; stable
+    return frame.iloc[order].reset_index(drop=True)

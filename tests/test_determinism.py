@@ -1,0 +1,154 @@
+"""Deterministic releases (issue 7, item 10).
+
+The same input and config give the same release bytes, run after run and on
+either engine, and the row order of the release does not follow the input's:
+both engines sort the released rows by the released columns, left to right,
+by code point (UTF-8 byte order), missing values (NULL) first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from safeshare import Anonymizer, KAnonymity
+from safeshare.anonymizer import AnonymizationResult
+from safeshare.data.engines import DuckDBEngine, Engine, MemoryEngine, ReleasePlan
+from safeshare.data.source import TableSource
+from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, write_small_adult
+from tests.test_engines import adult_schema
+
+ADULT = ADULT_DIR / "adult.data"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def adult_engine(engine: str, path: Path = ADULT) -> Engine:
+    source = TableSource(path, header=False, names=tuple(ADULT_COLUMNS), missing=("?",))
+    return MemoryEngine(source) if engine == "memory" else DuckDBEngine(source)
+
+
+@pytest.fixture(scope="module")
+def adult_plan() -> AnonymizationResult:
+    memory = adult_engine("memory")
+    return Anonymizer(adult_schema(), [KAnonymity(5)], 0.05, "prec").fit(memory)
+
+
+@pytest.fixture(scope="module")
+def big_adult(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """adult.data eight times (260k records): DuckDB scans it with several threads, and the
+    order in which they finished used to decide the release's row order."""
+    lines = [line for line in ADULT.read_text().splitlines() if line.strip()]
+    path = tmp_path_factory.mktemp("big") / "adult-x8.data"
+    path.write_text("\n".join(lines * 8) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def reversed_adult(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """adult.data with its records in reverse order."""
+    lines = [line for line in ADULT.read_text().splitlines() if line.strip()]
+    path = tmp_path_factory.mktemp("reversed") / "adult-reversed.data"
+    path.write_text("\n".join(reversed(lines)) + "\n")
+    return path
+
+
+def plan_for(result: AnonymizationResult, fmt: str) -> ReleasePlan:
+    return result.release_plan(ADULT_COLUMNS, fmt)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("name", ["memory", "duckdb"])
+def test_three_writes_give_the_same_bytes(
+    adult_plan: AnonymizationResult, big_adult: Path, name: str, fmt: str, tmp_path: Path
+) -> None:
+    engine = adult_engine(name, big_adult)
+    plan = plan_for(adult_plan, fmt)
+    digests = set()
+    for run in range(3):
+        target = tmp_path / f"release{run}.{fmt}"
+        engine.write_release(plan, target)
+        digests.add(sha256(target))
+    assert len(digests) == 1
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_engines_agree_row_for_row(
+    adult_plan: AnonymizationResult, big_adult: Path, fmt: str, tmp_path: Path
+) -> None:
+    plan = plan_for(adult_plan, fmt)
+    paths = {}
+    for name in ("memory", "duckdb"):
+        paths[name] = tmp_path / f"{name}.{fmt}"
+        adult_engine(name, big_adult).write_release(plan, paths[name])
+    if fmt == "csv":
+        assert paths["memory"].read_bytes() == paths["duckdb"].read_bytes()
+    else:  # two Parquet writers: the same decoded table, row for row (not the same bytes)
+        left = pq.read_table(paths["memory"]).to_pandas().astype(object)
+        right = pq.read_table(paths["duckdb"]).to_pandas().astype(object)
+        pd.testing.assert_frame_equal(right, left)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("name", ["memory", "duckdb"])
+def test_release_order_does_not_follow_the_input_order(
+    adult_plan: AnonymizationResult, reversed_adult: Path, name: str, fmt: str, tmp_path: Path
+) -> None:
+    plan = plan_for(adult_plan, fmt)
+    forward, backward = tmp_path / f"forward.{fmt}", tmp_path / f"backward.{fmt}"
+    adult_engine(name).write_release(plan, forward)
+    adult_engine(name, reversed_adult).write_release(plan, backward)
+    assert sha256(forward) == sha256(backward)
+
+
+TRICKY = {
+    "a": ["b", "", "B", "ä", "a", "Z", "10", "9", "\u00e9", "e\u0301", "b", "", "\U0001f600", "a b"],
+    "b": ["x", "y", "", "x", "x", "y", "y", "x", "x", "y", "", "x", "x", "x"],
+}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_sort_is_code_point_order_on_both_engines(fmt: str, tmp_path: Path) -> None:
+    """Empty values, case, accents, digits and astral code points sort the same on both engines."""
+    frame = pd.DataFrame(TRICKY)
+    source = tmp_path / "tricky.csv"
+    frame.to_csv(source, index=False)
+    identity = {v: v for v in frame["a"]}
+    plan = ReleasePlan(["a", "b"], {"a": identity}, pd.DataFrame({"a": []}), format=fmt)  # type: ignore[arg-type]
+    outputs = {}
+    for engine in (MemoryEngine(TableSource(source)), DuckDBEngine(TableSource(source))):
+        outputs[engine.name] = tmp_path / f"{engine.name}.{fmt}"
+        engine.write_release(plan, outputs[engine.name])
+    if fmt == "csv":
+        assert outputs["memory"].read_bytes() == outputs["duckdb"].read_bytes()
+        released = pd.read_csv(outputs["duckdb"], dtype=str, keep_default_na=False)
+    else:
+        released = pd.read_parquet(outputs["duckdb"]).astype(object)
+        pd.testing.assert_frame_equal(released, pd.read_parquet(outputs["memory"]).astype(object))
+    rows = list(released.fillna("").itertuples(index=False, name=None))
+    assert rows == sorted(rows) and len(rows) == len(frame)
+
+
+def test_cli_release_is_reproducible(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole workflow, three runs per engine and one on the records reversed: one release."""
+    for name in ("forward", "reversed"):
+        (tmp_path / name).mkdir()
+        write_small_adult(tmp_path / name)
+    data = tmp_path / "reversed" / "adult.data"
+    data.write_text("\n".join(reversed(data.read_text().splitlines())) + "\n")
+    digests: dict[str, set[str]] = {"memory": set(), "duckdb": set()}
+    for engine in digests:
+        for run, workdir in enumerate(["forward"] * 3 + ["reversed"]):
+            out = tmp_path / f"{engine}{run}"
+            config = tmp_path / workdir / "adult.yaml"
+            args = ["anonymize", str(config), "--out", str(out), "--engine", engine, "-q", "--no-tradeoff"]
+            code, _, stderr = run_cli(args, capsys)
+            assert code == 0, stderr
+            digests[engine].add(sha256(out / "release.csv"))
+    assert len(digests["memory"]) == 1 and digests["duckdb"] == digests["memory"]
