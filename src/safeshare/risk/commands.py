@@ -51,10 +51,10 @@ def risk_command(
     repetitions: Annotated[int, typer.Option("--repetitions", help="Synthetic populations per copula.")] = 1,
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
-    delimiter: Annotated[str, typer.Option("--delimiter")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the data (CSV).")] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
-    missing: Annotated[str | None, typer.Option("--missing", help="Missing-value tokens.")] = None,
+    missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")] = None,
     skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
