@@ -25,6 +25,7 @@ BENCHMARKS = {
     "m-concealing": "m_concealing",
     "dp": "bench_dp",
     "sensitive": "bench_sensitive",
+    "surveillance": "bench_surveillance",
 }
 
 

@@ -17,7 +17,9 @@ from safeshare.surveillance.simulate import (
     seeded,
     series_risk,
     series_risk_dense,
+    series_risk_windows,
     simulate_series,
+    upper_quantile,
 )
 
 
@@ -134,9 +136,8 @@ def test_rolled_up_group_counts_equal_record_by_record_counts() -> None:
         node = space.parse(code)
         counts = cached.group_counts(space.grouping(node), key=node)
         rolled = np.where(counts < 11, counts, 0).sum(axis=1) / 50
-        np.testing.assert_array_equal(
-            rolled, fresh.pk(space.grouping(node), 11)
-        )  # record path (50 < 60 bins)
+        np.testing.assert_array_equal(rolled, fresh.pk_records(space.grouping(node), 11))
+        np.testing.assert_array_equal(rolled, cached.pk(space.grouping(node), 11, key=node))
         assert counts.sum() == 30 * 50
 
 
@@ -144,8 +145,10 @@ def test_rolled_up_group_counts_equal_record_by_record_counts() -> None:
 def test_window_loop_equals_dense_counts(code: str, lag: int) -> None:
     pop, space = _tiny_space_population(people=300)
     draw = draw_series(pop, [4, 0, 0, 12, 30, 1, 0, 22], 40, seeded(8))
-    a = series_risk(draw, space.grouping(space.parse(code)), 5, lag)
+    a = series_risk_windows(draw, space.grouping(space.parse(code)), 5, lag)
     b = series_risk_dense(draw, space.grouping(space.parse(code)), 5, lag)
+    c = series_risk(draw, space.grouping(space.parse(code)), 5, lag)  # one of the two
+    np.testing.assert_array_equal(c.pk, a.pk if code != "****" else b.pk)
     np.testing.assert_allclose(a.pk, b.pk, rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.marketer, b.marketer, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(a.window_cases, b.window_cases)
@@ -171,3 +174,27 @@ def test_bad_parameters() -> None:
         simulate_series(pop, [5, -1], g, sims=2)
     with pytest.raises(InputError, match="lagging window"):
         simulate_series(pop, [5], g, lag=0, sims=2)
+
+
+def test_upper_quantile_is_numpys_linear_quantile() -> None:
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 7, 1000):
+        x = rng.integers(0, 30, n) / 30
+        for q in (0.0, 0.025, 0.5, 0.975, 0.99, 1.0):
+            assert upper_quantile(x, q) == np.quantile(x, q), (n, q)
+
+
+def test_group_counts_of_any_cached_parent_and_any_dtype() -> None:
+    """Roll-ups from whichever finer policy is cached equal counts computed from the bins directly,
+    for volumes stored in uint8, uint16 and uint32."""
+    pop, space = _tiny_space_population(people=80_000)
+    for volume in (40, 300, 70_000):
+        vr = VolumeRisk(pop, volume, 6, seeded(volume))
+        assert vr.bin_counts.sum(axis=1).tolist() == [volume] * 6
+        for code in ["0Ase", "1Bse", "1C*e", "3***", "****", "*A*e", "2Cs*"]:
+            node = space.parse(code)
+            direct = VolumeRisk(pop, volume, 6, seeded(volume)).group_counts(space.grouping(node))
+            np.testing.assert_array_equal(vr.group_counts(space.grouping(node), key=node), direct)
+            np.testing.assert_array_equal(
+                vr.pk(space.grouping(node), 11, key=node), vr.pk_records(space.grouping(node), 11)
+            )

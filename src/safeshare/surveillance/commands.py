@@ -393,3 +393,48 @@ def evaluate_command(
         {"lag": lag, "weekly": weekly, "priority": prio, "criterion": crit.__dict__, "regions": rows},
     )
     out.print(table.to_string(index=False))
+
+
+@surveil_app.command("release")
+def release_command(
+    population: PopOpt,
+    cases_records: Annotated[
+        Path, typer.Option("--cases-records", help="Person-level records region,date,age,race,sex,ethnicity.")
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (published atomically).")],
+    policies: Annotated[
+        Path | None, typer.Option("--policies", help="Weekly schedule (schedule.csv of surveil select).")
+    ] = None,
+    policy: Annotated[str | None, typer.Option("--policy", help="One policy code for every period.")] = None,
+    k: KOpt = 11,
+    weekly: Annotated[bool, typer.Option("--weekly", help="One release per week, not per day.")] = False,
+    keep: Annotated[
+        str, typer.Option("--keep", help="Comma-separated extra columns to release (none by default).")
+    ] = "",
+) -> None:
+    """Release each period's case records under its week's policy: generalize, suppress records whose
+    population bin has fewer than k people, verify every file, publish the directory atomically."""
+    from safeshare.io import OutputDirectory
+    from safeshare.surveillance.inputs import read_case_records
+    from safeshare.surveillance.release import constant_schedule, read_schedule, release_cases
+
+    if (policies is None) == (policy is None):
+        raise InputError("give exactly one of --policies SCHEDULE.csv and --policy CODE")
+    space = default_space()
+    node = space.parse(policy) if policy is not None else None
+    OutputDirectory(out_dir).preflight()
+    pop = read_population(population, space)
+    records = read_case_records(cases_records, space)
+    schedule = (
+        constant_schedule(node, records.dates) if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
+    )
+    keep_cols = [c.strip() for c in keep.split(",") if c.strip()]
+    result = release_cases(pop, records, schedule, out_dir, k, weekly, keep_cols, str(cases_records))
+    doc = result.to_dict()
+    for p in result.periods:
+        shown = p.file or "nothing (do not share)"
+        out.print(f"{p.period}  {p.policy:>12}  {p.records_out}/{p.records_in} records  -> {shown}")
+    out.print(
+        f"{doc['records_out']} of {doc['records_in']} records released ({doc['suppressed']} suppressed), "
+        f"every file verified -> {out_dir}"
+    )

@@ -40,7 +40,7 @@ from safeshare.errors import InputError
 from safeshare.lattice.lattice import Node
 from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.surveillance.inputs import Population
-from safeshare.surveillance.simulate import VolumeRisk, seeded
+from safeshare.surveillance.simulate import VolumeRisk, seeded, upper_quantile
 
 DO_NOT_SHARE = "do not share"
 
@@ -176,7 +176,7 @@ def search_policies(
             worst = 0.0
             for region in by_size:
                 pk = risk_of(region).pk(grouping, crit.k, key=node)
-                worst = max(worst, float(np.quantile(pk, crit.quantile)))
+                worst = max(worst, upper_quantile(pk, crit.quantile))
                 if worst > crit.threshold:
                     break  # one failing region settles it
             upper[node] = worst
