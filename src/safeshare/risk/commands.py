@@ -54,7 +54,9 @@ def risk_command(
     delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the data (CSV).")] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
-    missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")] = None,
+    missing: Annotated[
+        str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")
+    ] = None,
     skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
