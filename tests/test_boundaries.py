@@ -184,6 +184,7 @@ def test_dense_class_ids_start_at_zero_and_are_contiguous() -> None:
     # kills: cumsum(used) - 1 -> - 0 (ids off by one) in Classes.dense
     assert ids.tolist() == [0, 1, 0, 2, 1]
     assert dense_sizes.tolist() == [3, 2, 4]
+    assert ids.dtype == dense_sizes.dtype == np.int64
     assert classes.nonempty.tolist() == [3, 2, 4]
     assert (classes.n_classes, classes.min_size, classes.max_size, classes.dm_star) == (3, 2, 4, 29)
     assert classes.row_sizes().tolist() == [3.0, 2.0, 3.0, 4.0, 2.0]
@@ -509,3 +510,110 @@ def test_dps_meets_target_at_its_boundary() -> None:
     target = math.exp(p.log_delta)
     assert dps_parameters(10, 0.1, 1.0, 0.0, 1000, delta_target=target * (1 + 1e-12)).meets_target
     assert not dps_parameters(10, 0.1, 1.0, 0.0, 1000, delta_target=target * (1 - 1e-9)).meets_target
+
+
+# ------------------------------------------------------------------ criterion on a real table
+def union_table() -> FrequencyTable:
+    """a: 2 diverse records (k = 3 rejects them), b: 3 records all "x" (2-diversity rejects them),
+    c: 5 diverse records."""
+    return one_qi_table({"a": ["x", "y"], "b": ["x", "x", "x"], "c": ["x", "y", "x", "y", "x"]})
+
+
+@pytest.mark.parametrize("l_first", [True, False])
+@pytest.mark.parametrize(("fraction", "qualifies"), [(0.5, True), (0.49, False), (0.3, False)])
+def test_criterion_suppresses_the_union_of_the_models_rejections(
+    fraction: float, qualifies: bool, l_first: bool
+) -> None:
+    """N = 10; k = 3 alone suppresses 2 records, 2-diversity alone 3, both together 5."""
+    table = union_table()
+    classes = bottom(table)
+    models: list[PrivacyModel] = [LDiversity(2), KAnonymity(3)]
+    crit = PrivacyCriterion(models if l_first else models[::-1], fraction)
+    # kills: a model's acceptable(classes, None); only the last model counted in holds()
+    assessment = crit.assess(classes, table)
+    assert assessment.suppressed_records == 5
+    assert by_value(table, classes, assessment.acceptable) == {"a": False, "b": False, "c": True}
+    assert assessment.qualifies is qualifies
+    assert crit.holds(classes, table) is qualifies
+    assert PrivacyCriterion([KAnonymity(3)], 0.2).holds(classes, table)
+    assert not PrivacyCriterion([KAnonymity(3)], 0.19).holds(classes, table)
+    assert PrivacyCriterion([LDiversity(2)], 0.3).holds(classes, table)
+    assert not PrivacyCriterion([LDiversity(2)], 0.29).holds(classes, table)
+
+
+def test_criterion_validates_every_model_and_reports_its_parameters() -> None:
+    table = union_table()
+    crit = PrivacyCriterion([KAnonymity(2), LDiversity(2)], 0.25)
+    crit.validate(table)
+    with pytest.raises(InputError, match="k = 11 exceeds the number of records"):
+        PrivacyCriterion([LDiversity(2), KAnonymity(11)], 0.25).validate(table)
+    assert crit.params() == {
+        "models": {"k-anonymity": {"k": 2}, "l-diversity": {"l": 2, "variant": "distinct", "columns": None}},
+        "max_suppression": 0.25,
+    }
+    assert crit.sensitive_columns == ()
+    assert repr(KAnonymity(3)) == "KAnonymity(k=3)"
+    expected = "LDiversity(l=2, variant='recursive', c=3.0, columns=None)"
+    assert repr(LDiversity(2, "recursive", c=3)) == expected
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"m": 1.5, "knowledge": {"s": 1.0}}, r"\.m: expected a number in \(0, 1\]"),
+        ({"m": 0.5, "knowledge": {"s": 1.0}, "inclusion_probability": 0}, "inclusion_probability: expected"),
+        ({"m": 0.5, "knowledge": {"s": 1.0}, "inclusion_probability": 1.5}, "inclusion_probability: expect"),
+        ({"m": 0.5, "knowledge": {"s": 1.0}, "inclusion_probability": "x"}, "inclusion_probability: expect"),
+        ({"m": 0.5, "knowledge": {"s": 2.0}}, r"privacy\.m-concealing\.knowledge"),
+        ({"knowledge": {"s": 1.0}}, "missing m"),
+        ({"m": 0.5}, "missing knowledge"),
+    ],
+)
+def test_m_concealing_configuration_out_of_range_is_a_config_error(
+    params: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_model("m-concealing", params)
+
+
+def test_m_concealing_configuration_keeps_the_inclusion_probability() -> None:
+    model = make_model("m-concealing", {"m": 0.25, "knowledge": {"s": 0.5}, "inclusion_probability": 1})
+    assert isinstance(model, MConcealing)
+    assert model.params() == {"m": 0.25, "knowledge": {"s": 0.5}, "inclusion_probability": 1.0}
+    model = make_model("m-concealing", {"m": 0.25, "knowledge": {"s": 0.5}, "inclusion_probability": 0.5})
+    assert model.params()["inclusion_probability"] == 0.5
+
+
+def test_evaluator_counts_every_evaluation() -> None:
+    """``evaluations`` counts the nodes asked for (a leaf-cache hit included), and a walk counts each node."""
+    table = tie_table()
+    ev = Evaluator(table)
+    classes = ev.classes((1, 0))
+    assert ev.evaluations == 1
+    assert ev.classes((1, 0)) is classes  # leaf cache
+    assert ev.evaluations == 2
+    walked = {c.node: c.nonempty.tolist() for c in ev.iter_classes()}
+    assert ev.evaluations == 2 + table.lattice.size
+    assert sorted(walked) == sorted(table.lattice.nodes())
+    assert walked[(0, 0)] == [1, 1, 1, 1] and walked[(1, 2)] == [4]
+    assert ev.class_sizes_at((0, 2)).tolist() == [2, 2]
+    ev.clear_cache()
+    assert ev.classes((1, 0)) is not classes
+    assert ev.classes((1, 0)).nonempty.tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("name", ["K-Anonymity", " k_anonymity ", "KANONYMITY"])
+def test_model_names_are_case_and_alias_insensitive(name: str) -> None:
+    model = make_model(name, {"k": 2})
+    assert isinstance(model, KAnonymity) and model.k == 2
+
+
+def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
+    with pytest.raises(ConfigError, match=r"privacy model 'k-anonymty'; did you mean 'k-anonymity'\?"):
+        make_model("k-anonymty", {"k": 2})
+    with pytest.raises(
+        ConfigError, match=r"expected one of k-anonymity, l-diversity, m-concealing, t-closeness$"
+    ):
+        make_model("zzz", {})
+    with pytest.raises(ConfigError, match=r"privacy\.k-anonymity: missing k"):
+        make_model("k-anonymity", None)
