@@ -617,3 +617,14 @@ def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
         make_model("zzz", {})
     with pytest.raises(ConfigError, match=r"privacy\.k-anonymity: missing k"):
         make_model("k-anonymity", None)
+
+
+def test_lattice_statistics_count_records_below_each_k_at_every_node() -> None:
+    table = tie_table()
+    stats = Evaluator(table).lattice_statistics([2, 3])
+    assert stats.ks == (2, 3) and stats.n_records == 4
+    for classes in Evaluator(table).iter_classes():
+        sizes = classes.nonempty
+        assert stats.suppressed_for(2)[classes.node] == int(sizes[sizes < 2].sum())
+        assert stats.suppressed_for(3)[classes.node] == int(sizes[sizes < 3].sum())
+        assert stats.classes[classes.node] == classes.n_classes
