@@ -38,7 +38,7 @@ from safeshare.models.registry import make_model
 from safeshare.models.t_closeness import TCloseness
 from safeshare.search import ExhaustiveSearch
 from safeshare.search.inverse_ola import InverseOLA
-from safeshare.search.ola import choose_best
+from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.search.strategy import ExhaustiveStrategy, OLAStrategy, SearchContext
 from tests.sensitive_helpers import table_from_frame
 
@@ -628,3 +628,16 @@ def test_lattice_statistics_count_records_below_each_k_at_every_node() -> None:
         assert stats.suppressed_for(2)[classes.node] == int(sizes[sizes < 2].sum())
         assert stats.suppressed_for(3)[classes.node] == int(sizes[sizes < 3].sum())
         assert stats.classes[classes.node] == classes.n_classes
+
+
+def test_search_keeps_going_after_a_sub_lattice_it_has_already_visited() -> None:
+    """A mid node whose child sub-lattice was visited before must not end the loop over the others.
+
+    Found by mutation testing (random monotone predicates; the hypothesis test of test_ola.py
+    uses smaller lattices): with ``continue`` -> ``break`` OLA misses the minimal node (4, 1, 0).
+    """
+    lattice = Lattice([4, 1, 2])
+    generators = [(4, 0, 1), (4, 1, 0), (1, 0, 2)]
+    found, _, any_ok = find_minimal_nodes(lattice, lambda n: any(Lattice.leq(g, n) for g in generators))
+    # kills: continue -> break after "(child_bottom, child_top) in visited" in find_minimal_nodes.kmin
+    assert (found, any_ok) == (sorted(generators), True)
