@@ -25,7 +25,7 @@ import pytest
 from safeshare.data.frequency import FrequencyTable
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Classes, Evaluator
+from safeshare.evaluation import Classes, Evaluator, densify
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.lattice import Lattice
 from safeshare.metrics.loss import Prec
@@ -641,3 +641,12 @@ def test_search_keeps_going_after_a_sub_lattice_it_has_already_visited() -> None
     found, _, any_ok = find_minimal_nodes(lattice, lambda n: any(Lattice.leq(g, n) for g in generators))
     # kills: continue -> break after "(child_bottom, child_top) in visited" in find_minimal_nodes.kmin
     assert (found, any_ok) == (sorted(generators), True)
+
+
+@pytest.mark.parametrize("space", [16, 10**9])  # presence array / sort (a space far beyond 64 ids)
+def test_densify_keeps_the_order_of_ids_in_both_methods(space: int) -> None:
+    key = np.array([5, 11, 5, 3, 11, 15])
+    ids, n = densify(key, space)
+    # kills: the sort branch's np.unique arguments and its count (never reached by the table tests)
+    assert (ids.tolist(), n) == ([1, 2, 1, 0, 2, 3], 4)
+    assert ids.dtype == np.intp
