@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN    := $(BIN)/python
 
-.PHONY: demo test test-all bench lint typecheck clean
+.PHONY: demo test test-all mutation bench lint typecheck clean
 
 $(RUN):
 	$(PYTHON) -m venv $(VENV)
@@ -36,15 +36,21 @@ test: $(VENV)/.installed-test lint typecheck
 test-all: $(VENV)/.installed-test lint typecheck
 	$(RUN) -m pytest -q
 
+## mutation: mutation testing of the core modules with their fast tests (slow; not part of
+## `make test`): a score per module and the surviving mutants (docs/testing.md).
+## TARGETS="ola evaluation" runs some of them.
+mutation: $(VENV)/.installed-test
+	nice -n 15 $(RUN) tools/mutation.py $(TARGETS)
+
 ## bench: speed figures, each against a baseline measured in the same run
 bench: $(VENV)/.installed-test
 	$(RUN) benchmarks/run.py
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache build/mutation mutants
