@@ -36,9 +36,9 @@ app.add_typer(hierarchy_app, name="hierarchy")
 from safeshare.dp.commands import dp_app  # noqa: E402 - differential privacy under sampling (thesis 4.5)
 
 app.add_typer(dp_app, name="dp")
-from safeshare.risk.commands import risk_command  # noqa: E402 - re-identification risk (issue 9)
+from safeshare.risk.commands import risk_app  # noqa: E402 - re-identification risk (issue 9)
 
-app.command("risk")(risk_command)
+app.add_typer(risk_app, name="risk")
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
