@@ -25,6 +25,7 @@ BENCHMARKS = {
     "m-concealing": "m_concealing",
     "dp": "bench_dp",
     "sensitive": "bench_sensitive",
+    "risk": "bench_risk",
 }
 
 
