@@ -30,6 +30,8 @@ def test_risk_json_keys_and_exact_B(data: Path, tmp_path: Path) -> None:
         "--population-size",
         "60",
         "--data-is-population",
+        "--estimator",
+        "all",
         "--out",
         str(tmp_path / "o"),
         "--quiet",
@@ -134,3 +136,13 @@ def test_risk_without_arguments_shows_help() -> None:
 def test_unknown_option_of_the_default_command_is_one_line_exit_2(data: Path, tmp_path: Path) -> None:
     res = _run(str(data), "--qi", "age", "--population-size", "600", "--bogus", "--out", str(tmp_path / "o"))
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_default_estimator_is_the_documented_best(data: Path, tmp_path: Path) -> None:
+    from safeshare.risk.estimators import DEFAULT_ESTIMATOR
+
+    res = _run(str(data), "--qi", "age", "--population-size", "600", "--out", str(tmp_path / "o"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "risk.json").read_text())
+    assert set(doc["B_estimates"]) == {DEFAULT_ESTIMATOR} == {doc["default_estimator"]}
+    assert doc["B"] == doc["B_estimates"][DEFAULT_ESTIMATOR]

@@ -70,8 +70,12 @@ def risk_command(
     population_size: Annotated[int, typer.Option("--population-size", help="N, people in the population.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for risk.json.")],
     estimator: Annotated[
-        str, typer.Option("--estimator", help="An estimator name, a comma-separated list, or all.")
-    ] = "all",
+        str,
+        typer.Option(
+            "--estimator",
+            help="An estimator name, a comma-separated list, or all (default: the best on our evaluation).",
+        ),
+    ] = "default",
     data_is_population: Annotated[
         bool, typer.Option("--data-is-population", help="DATA is the whole population (B exact).")
     ] = False,
@@ -94,13 +98,15 @@ def risk_command(
     from safeshare.data.source import TableSource
     from safeshare.io import atomic_write_text
     from safeshare.risk.classes import SampleTable
-    from safeshare.risk.estimators import estimator_names, make_estimator
+    from safeshare.risk.estimators import DEFAULT_ESTIMATOR, estimator_names, make_estimator
     from safeshare.risk.measures import class_sizes, risk_measures
 
     if data_is_population and population is not None:
         raise InputError("--data-is-population and --population exclude each other")
     if seed < 0:
         raise InputError(f"--seed: expected a non-negative integer, got {seed}")
+    if estimator == "default":
+        estimator = DEFAULT_ESTIMATOR
     wanted = estimator_names() if estimator == "all" else _csv_list(estimator)
     if not wanted:
         raise InputError("--estimator: expected a name or all")
@@ -163,12 +169,16 @@ def risk_command(
         "seed": seed,
         "A": measures.A,
         "B_estimates": estimates,
+        "default_estimator": DEFAULT_ESTIMATOR,
+        "B": estimates.get(DEFAULT_ESTIMATOR),
         "B_exact": measures.B,
         "estimators": details,
         "measures": measures.to_dict(),
     }
     if measures.B is None:
         del doc["B_exact"]
+    if DEFAULT_ESTIMATOR not in estimates:
+        del doc["B"]
     atomic_write_text(Path(out_dir) / "risk.json", json.dumps(doc, indent=2) + "\n")
     if quiet:
         return
