@@ -84,7 +84,8 @@ def test_one_meaning_per_option_name() -> None:
         "flatten",
         "hierarchy check",
         "hierarchy build",
-        "risk",
+        "risk estimate",
+        "risk evaluate",
     }
     # renamed: flatten --n/--missing (events per person, padding), anonymize --utility (DP score function)
     assert [c for c, _ in options["--n"]] == ["dp params"]

@@ -30,6 +30,8 @@ def test_risk_json_keys_and_exact_B(data: Path, tmp_path: Path) -> None:
         "--population-size",
         "60",
         "--data-is-population",
+        "--estimator",
+        "all",
         "--out",
         str(tmp_path / "o"),
         "--quiet",
@@ -75,3 +77,72 @@ def test_bad_input_is_one_line_and_exit_2(data: Path, tmp_path: Path, args: list
     assert res.returncode == 2
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o" / "risk.json").exists()
+
+
+@pytest.mark.parametrize("spelling", [[], ["estimate"]])
+def test_risk_is_a_group_that_still_takes_data_first(data: Path, tmp_path: Path, spelling: list[str]) -> None:
+    """`safeshare risk DATA ...` (the fixed interface) and `safeshare risk estimate DATA ...` agree."""
+    out = tmp_path / "o"
+    res = _run(
+        *spelling,
+        str(data),
+        "--qi",
+        "age",
+        "--population-size",
+        "600",
+        "--estimator",
+        "entropy",
+        "--out",
+        str(out),
+        "--quiet",
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((out / "risk.json").read_text())
+    assert set(doc["B_estimates"]) == {"entropy"}
+
+
+def test_risk_option_first_goes_to_estimate(data: Path, tmp_path: Path) -> None:
+    res = _run(
+        "--qi",
+        "age",
+        str(data),
+        "--population-size",
+        "600",
+        "--estimator",
+        "entropy",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "o" / "risk.json").exists()
+
+
+def test_risk_help_lists_both_commands() -> None:
+    res = _run("--help")
+    assert res.returncode == 0, res.stderr
+    assert "evaluate" in res.stdout and "estimate" in res.stdout
+    for sub in ("estimate", "evaluate"):
+        res = _run(sub, "--help")
+        assert res.returncode == 0, res.stderr
+        assert "--population-size" in res.stdout or "--qi-pool" in res.stdout
+
+
+def test_risk_without_arguments_shows_help() -> None:
+    res = _run()
+    assert "evaluate" in res.stdout + res.stderr
+
+
+def test_unknown_option_of_the_default_command_is_one_line_exit_2(data: Path, tmp_path: Path) -> None:
+    res = _run(str(data), "--qi", "age", "--population-size", "600", "--bogus", "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_default_estimator_is_the_documented_best(data: Path, tmp_path: Path) -> None:
+    from safeshare.risk.estimators import DEFAULT_ESTIMATOR
+
+    res = _run(str(data), "--qi", "age", "--population-size", "600", "--out", str(tmp_path / "o"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "risk.json").read_text())
+    assert set(doc["B_estimates"]) == {DEFAULT_ESTIMATOR} == {doc["default_estimator"]}
+    assert doc["B"] == doc["B_estimates"][DEFAULT_ESTIMATOR]

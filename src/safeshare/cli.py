@@ -41,9 +41,9 @@ app.add_typer(hierarchy_app, name="hierarchy")
 from safeshare.dp.commands import dp_app  # noqa: E402 - differential privacy under sampling (thesis 4.5)
 
 app.add_typer(dp_app, name="dp")
-from safeshare.risk.commands import risk_command  # noqa: E402 - re-identification risk (issue 9)
+from safeshare.risk.commands import risk_app  # noqa: E402 - re-identification risk (issue 9)
 
-app.command("risk")(risk_command)
+app.add_typer(risk_app, name="risk")
 from safeshare.surveillance.commands import surveil_app  # noqa: E402 - surveillance release policies (issue 10)
 
 app.add_typer(surveil_app, name="surveil")

@@ -38,6 +38,13 @@ def _category_order(values: pd.Series) -> list[str]:
     return sorted(str(v) for v in uniques)
 
 
+def category_codes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Integer codes of a column (in :func:`_category_order`) and its labels in code order."""
+    text = values.astype(str)
+    order = _category_order(text)
+    return np.asarray(pd.Categorical(text, categories=order).codes, dtype=np.int64), tuple(order)
+
+
 def radices(cardinalities: Sequence[int]) -> np.ndarray:
     """Mixed-radix weights for packing codes into one int64 key; refuses an overflowing space."""
     space = 1

@@ -33,6 +33,10 @@ PAPER_ESTIMATORS = (
 )
 BASELINES = ("pitman", "zayatz", "snb", "dankar")
 
+DEFAULT_ESTIMATOR = "pitman"
+"""The estimator ``safeshare risk`` uses unless told otherwise: the best on our own evaluation
+(``safeshare risk evaluate`` on Adult, docs/risk.md "Evaluation results")."""
+
 
 def register(cls: E) -> E:
     """Class decorator: make ``cls`` available under ``cls.name``."""
@@ -69,6 +73,7 @@ _discover()
 
 __all__ = [
     "BASELINES",
+    "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "PAPER_ESTIMATORS",
     "RiskEstimator",

@@ -39,3 +39,7 @@ class AverageCopulaEstimator(RiskEstimator):
         self.B_ = (self.gaussian_.B_ + self.dvine_.B_) / 2
         gu, du = self.gaussian_.population_uniques_, self.dvine_.population_uniques_
         self.population_uniques_ = None if gu is None or du is None else (gu + du) / 2
+
+    def B_at(self, population_size: int) -> float:
+        """The average at another population size without refitting either copula."""
+        return (self.gaussian_.B_at(population_size) + self.dvine_.B_at(population_size)) / 2

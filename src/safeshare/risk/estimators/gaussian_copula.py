@@ -31,7 +31,7 @@ from safeshare.risk import copula
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable, radices
 from safeshare.risk.estimators import register
 from safeshare.risk.estimators.base import RiskEstimator, Sample, check_positive_int, check_seed
-from safeshare.risk.synthesis import DEFAULT_CHUNK, synthetic_risk
+from safeshare.risk.synthesis import DEFAULT_CHUNK, SyntheticRisk, synthetic_risk
 
 
 class SyntheticEstimator(RiskEstimator):
@@ -62,16 +62,34 @@ class SyntheticEstimator(RiskEstimator):
         weights = radices(sample.cardinalities)
         self._prepare(sample)
 
+        self._weights = weights
+        runs = self._synthesize(N)
+        self.B_runs_ = [r.B for r in runs]
+        self.B_ = float(np.mean(self.B_runs_))
+        self.population_uniques_ = float(np.mean([r.population_uniques for r in runs]))
+
+    def _synthesize(self, N: int) -> list[SyntheticRisk]:
+        """``repetitions`` synthetic populations of ``N`` from the fitted model, seeded by
+        ``random_state`` alone (so the same seed gives the same populations at any N)."""
+        weights = self._weights
+
         def sampler(size: int, rng: np.random.Generator) -> np.ndarray:
             return np.asarray(self._codes(size, rng) @ weights, dtype=np.int64)
 
         seeds = np.random.SeedSequence(self.random_state).spawn(self.repetitions)
-        runs = [
-            synthetic_risk(sampler, N, sample.n, np.random.default_rng(s), self.chunk_size) for s in seeds
-        ]
-        self.B_runs_ = [r.B for r in runs]
-        self.B_ = float(np.mean(self.B_runs_))
-        self.population_uniques_ = float(np.mean([r.population_uniques for r in runs]))
+        return [synthetic_risk(sampler, N, self.n_, np.random.default_rng(s), self.chunk_size) for s in seeds]
+
+    def B_at(self, population_size: int) -> float:
+        """B* of the already fitted model with another population size, as ``fit`` would give
+        at that N with the same seed (the fit uses the sample only, never N): the population-size
+        sensitivity analysis (Jiang et al. 2022, §4.2) without refitting the copula."""
+        if not hasattr(self, "_weights"):
+            raise ValueError(f"{self.name}: fit before B_at")
+        if not self.n_ <= population_size:
+            raise InputError(
+                f"population size {population_size} is smaller than the sample ({self.n_} records)"
+            )
+        return float(np.mean([r.B for r in self._synthesize(population_size)]))
 
     def _independent_codes(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """Columns drawn independently from their marginals (one QI, or no dependence)."""
