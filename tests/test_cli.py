@@ -207,3 +207,15 @@ def test_console_script_runs() -> None:
         check=False,
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [[], ["dp"], ["hierarchy"], ["risk"], ["surveil"]])
+def test_bare_command_group_prints_help_and_one_error_line(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import run_cli
+
+    code, stdout, stderr = run_cli(args, capsys)
+    assert code == 2 and "Usage" in stdout + stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and lines[0] != "error:"

@@ -652,7 +652,9 @@ def main(argv: list[str] | None = None) -> int:
             # Usage errors (unknown option, missing argument, bad value) come from the
             # click layer under Typer; recognize them by interface, not by import path.
             if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
-                raise InputError(" ".join(str(exc.format_message()).split())) from None
+                # click >= 8.2 prints the help of a bare group and raises with an empty message
+                message = " ".join(str(exc.format_message()).split()) or "missing command (see above)"
+                raise InputError(message) from None
             raise
         # Without standalone mode Typer returns the exit status of an Exit it caught (130 for
         # a KeyboardInterrupt) instead of raising; the commands themselves return None.
