@@ -567,3 +567,32 @@ def test_signal_during_the_swap_is_delivered_after_it() -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert finished
+
+
+def test_signal_right_after_the_stage_is_made_leaves_no_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal delivered between creating the staging directory and owning it (the process
+    preempted right after mkdtemp) must not leave the directory behind."""
+
+    class Stop(Exception):
+        pass
+
+    def raise_stop(signum: int, frame: object) -> None:
+        raise Stop
+
+    made = sio.make_stage
+
+    def make_then_signal(out_dir: Path) -> Path:
+        stage = made(out_dir)
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs at the next bytecode boundary
+        return stage
+
+    monkeypatch.setattr(sio, "make_stage", make_then_signal)
+    previous = signal.signal(signal.SIGTERM, raise_stop)
+    try:
+        with pytest.raises(Stop), sio.OutputDirectory(tmp_path / "out"):
+            pytest.fail("the block must not run")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock"]

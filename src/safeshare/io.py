@@ -140,14 +140,16 @@ def signals_deferred() -> Iterator[None]:
     def hold(signum: int, frame: object) -> None:
         caught.append(signum)
 
-    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[signal.Signals, signal._HANDLER] = {}
     try:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # installed inside the try: restored even
+            previous[signum] = signal.signal(signum, hold)  # if a signal lands between the installs
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old if old is not None else signal.SIG_DFL)
-        for signum in dict.fromkeys(caught):
-            signal.raise_signal(signum)
+        for held in dict.fromkeys(caught):
+            signal.raise_signal(held)
 
 
 def _remove_tree(path: Path) -> None:
@@ -339,8 +341,14 @@ class OutputDirectory:
             try:
                 recover(self.out_dir)
                 check_replaceable(self.out_dir)
-                stage = self.stage = make_stage(self.out_dir)
+                with signals_deferred():  # no interrupt between creating the stage and owning it
+                    stage = self.stage = make_stage(self.out_dir)
             except BaseException:
+                # __exit__ does not run when __enter__ raises: clean up here (an interrupt
+                # delivered right after the stage was made lands in this branch).
+                if self.stage is not None:
+                    _remove_tree(self.stage)
+                    self.stage = None
                 release_lock(self._lock)
                 self._lock = None
                 raise
