@@ -40,8 +40,10 @@ test-all: $(VENV)/.installed-test lint typecheck
 bench: $(VENV)/.installed-test
 	$(RUN) benchmarks/run.py
 
+## lint: ruff, and the import-linter contracts of pyproject.toml (layers: no upward import, no cycle)
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Classes
 
 if TYPE_CHECKING:
     from safeshare.data.schema import Schema
