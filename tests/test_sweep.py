@@ -451,9 +451,9 @@ def test_utility_and_sweep_accept_inverse_ola_with_max_loss(
     assert code == 0, stderr
     doc = json.loads((tmp_path / "u" / "utility.json").read_text())
     assert doc["information_loss_normalized"] <= 0.8
+    grid = ["--k", "5", "--max-suppression", "5%", "--metric", "prec"]
     code, _, stderr = run(
-        ["sweep", str(config), "--out", str(tmp_path / "s"), "--k", "5", "--max-suppression", "5%"]
-        + ["--metric", "prec"],
+        ["sweep", str(config), "--out", str(tmp_path / "s"), *grid],
         capsys,
     )
     assert code == 0, stderr
