@@ -28,7 +28,7 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel, TCloseness
-from safeshare.models.l_diversity import TOLERANCE
+from safeshare.numerics import TOLERANCE
 from safeshare.search.best_first import monotone_relaxation
 from safeshare.search.strategy import SearchContext, make_strategy
 from tests.conftest import ADULT_DIR

@@ -56,13 +56,13 @@ from safeshare.errors import ConfigError, InputError
 from safeshare.models.base import BoolArray
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.sensitive import (
-    TOLERANCE,
     ClassValueCounts,
     FloatArray,
     SensitiveAttributeModel,
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.numerics import TOLERANCE
 
 VARIANTS = ("distinct", "entropy", "recursive")
 

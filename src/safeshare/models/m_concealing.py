@@ -41,8 +41,9 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.models.base import BoolArray, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.numerics import TOLERANCE
 from safeshare.risk.knowledge import AdversaryKnowledge, is_number
-from safeshare.risk.m_concealing import TOLERANCE, MConcealingMeasure
+from safeshare.risk.m_concealing import MConcealingMeasure
 
 
 class MConcealing(PrivacyModel):

@@ -50,7 +50,6 @@ FloatArray = npt.NDArray[np.float64]
 #: ``H >= log l`` when ``H >= log l - TOLERANCE``, ``D <= t`` when ``D <= t + TOLERANCE``.
 #: It absorbs rounding (``-sum p log p`` of a uniform class is not exactly ``log l``);
 #: it is far below any difference a single record can make.
-TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,6 @@ from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.base import BoolArray
 from safeshare.models.sensitive import (
-    TOLERANCE,
     ClassValueCounts,
     FloatArray,
     Int64Array,
@@ -83,6 +82,7 @@ from safeshare.models.sensitive import (
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.numerics import TOLERANCE
 
 if TYPE_CHECKING:
     from safeshare.data.schema import HierarchySpec, Schema

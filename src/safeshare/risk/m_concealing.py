@@ -63,6 +63,7 @@ from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.numerics import TOLERANCE
 from safeshare.risk.knowledge import AdversaryKnowledge
 
 if TYPE_CHECKING:
@@ -72,7 +73,6 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: A record whose value is at most ``m + TOLERANCE`` satisfies m-concealing.
-TOLERANCE = 1e-9
 #: Margin that keeps the bound shortcuts of :meth:`MConcealingMeasure.acceptable`
 #: on the safe side of floating-point rounding.
 _MARGIN = 1e-12

@@ -27,7 +27,6 @@ Checks:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 import duckdb
 
+from safeshare.numerics import suppression_limit
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 
@@ -143,7 +143,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             failures.append(f"release columns {columns} differ from the expected {expected.columns}")
         records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = expected.records_in - records_out
-        limit = math.floor(expected.max_suppression * expected.records_in + 1e-9)
+        limit = suppression_limit(expected.max_suppression, expected.records_in)
         checks["suppression_limit"] = limit
         if suppressed < 0:
             failures.append(f"the release has more records ({records_out}) than the input")

@@ -26,8 +26,10 @@ from typing import Any
 
 import duckdb
 
+from safeshare.numerics import TOLERANCE
+
 #: Same allowance for floating-point rounding as the privacy model.
-ALLOWANCE = 1e-9
+ALLOWANCE = TOLERANCE
 
 
 def _quote(name: str) -> str:

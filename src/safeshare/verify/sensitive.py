@@ -29,8 +29,9 @@ from typing import Any
 
 import duckdb
 
+from safeshare.numerics import TOLERANCE
+
 #: Slack of the floating-point comparisons (the models use the same value).
-TOLERANCE = 1e-9
 
 _names = itertools.count()
 
