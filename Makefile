@@ -46,8 +46,10 @@ mutation: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(RUN) benchmarks/run.py
 
+## lint: ruff, and the import-linter contracts of pyproject.toml (layers: no upward import, no cycle)
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

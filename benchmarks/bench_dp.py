@@ -31,16 +31,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from safeshare.anonymizer import build_frequency_table  # noqa: E402
 from safeshare.config import load_config  # noqa: E402
+from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
 from safeshare.dp.drbg import CryptoRandom  # noqa: E402
 from safeshare.dp.epsilon_safe import lattice_data  # noqa: E402
 from safeshare.dp.mechanism import ExponentialMechanism  # noqa: E402
 from safeshare.dp.parameters import d_function  # noqa: E402
 from safeshare.dp.sampling import sample_engine  # noqa: E402
-from safeshare.dp.utility import make_utility  # noqa: E402
-from safeshare.evaluation import Evaluator  # noqa: E402
+from safeshare.dp.scores import make_utility  # noqa: E402
+from safeshare.workflows.anonymizer import build_frequency_table  # noqa: E402
 
 K, BETA, MAX_SUP, REPEATS = 50, 0.75, 0.05, 3
 

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS  # noqa: E402
+from safeshare.core.evaluation import Evaluator  # noqa: E402
+from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
-from safeshare.data.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.source import TableSource  # noqa: E402
-from safeshare.evaluation import Evaluator  # noqa: E402
 from safeshare.hierarchy.io import read_arx_csv  # noqa: E402
 from safeshare.metrics.loss import NonUniformEntropy, Prec  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402

@@ -36,14 +36,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table  # noqa: E402
 from safeshare.config import load_config  # noqa: E402
+from safeshare.core.evaluation import Evaluator  # noqa: E402
+from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
-from safeshare.data.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.schema import Schema  # noqa: E402
-from safeshare.evaluation import Evaluator  # noqa: E402
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness  # noqa: E402
 from safeshare.models.base import PrivacyModel  # noqa: E402
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table  # noqa: E402
 
 CONFIG = ROOT / "examples" / "adult" / "adult.yaml"
 
@@ -99,9 +99,9 @@ def timed_search(
     best, result = math.inf, None
     for _ in range(repeat):
         start = time.perf_counter()
-        result = Anonymizer(schema, models, limit, metric, algorithm).fit_table(
-            table, evaluator=Evaluator(table)
-        )
+        result = Anonymizer(
+            schema, models, max_suppression=limit, metric=metric, algorithm=algorithm
+        ).fit_table(table, evaluator=Evaluator(table))
         best = min(best, time.perf_counter() - start)
     assert result is not None
     return best, result
@@ -134,7 +134,7 @@ def feasibility(table: FrequencyTable, schema: Schema) -> None:
     evaluator = Evaluator(table)
     for models, limit in GRID:
         start = time.process_time()
-        result = Anonymizer(schema, models, limit).fit_table(table, evaluator=evaluator)
+        result = Anonymizer(schema, models, max_suppression=limit).fit_table(table, evaluator=evaluator)
         cpu = time.process_time() - start
         summary = result.summary()
         extra = result.search.extra

@@ -7,7 +7,7 @@ Run from the repository root::
 Figures printed (UCI Adult, 32,561 records, 9 QIs, 7,776 nodes):
 
 1. the thesis' Fig. 6.1 grid restricted to Prec (k in {5, 25, 100} x max_sup in
-   {0, 1, 5, 10, 20, 50} %: 18 searches), run (a) as a :class:`~safeshare.sweep.Sweep`
+   {0, 1, 5, 10, 20, 50} %: 18 searches), run (a) as a :class:`~safeshare.workflows.sweep.Sweep`
    sharing ONE frequency table and ONE evaluator, and (b) the baseline measured in
    the same run: every configuration builds its own frequency table (GROUP BY over
    the records) and its own evaluator, as 18 separate ``safeshare anonymize``
@@ -33,15 +33,15 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from safeshare.anonymizer import Anonymizer, build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.evaluation import Evaluator
 from safeshare.models import KAnonymity
-from safeshare.sweep import Sweep, SweepGrid
 from safeshare.utility import UtilityTask, heldout_source, read_test_set
 from safeshare.utility.classifier import build_pipeline
 from safeshare.utility.features import clean_labels, design_frame
+from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
+from safeshare.workflows.sweep import Sweep, SweepGrid
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT = ROOT / "examples" / "adult"
@@ -57,13 +57,13 @@ def bench_sweep(quick: bool, repeats: int) -> None:
     def shared() -> tuple[float, list[tuple[int, ...] | None]]:
         start = time.perf_counter()
         table, _ = build_frequency_table(engine, cfg.schema)
-        result = Sweep(cfg.schema, cfg.privacy, grid).run(table, Evaluator(table))
+        result = Sweep(cfg.spec(), grid).run(table, Evaluator(table))
         return time.perf_counter() - start, [r.node for r in result.rows]
 
     def fresh() -> tuple[float, list[tuple[int, ...] | None]]:
         start = time.perf_counter()
         nodes = [
-            Anonymizer(cfg.schema, [KAnonymity(k)], pct / 100, metric).fit(engine).node
+            Anonymizer(cfg.schema, [KAnonymity(k)], max_suppression=pct / 100, metric=metric).fit(engine).node
             for k, pct, metric in grid
         ]
         return time.perf_counter() - start, nodes
@@ -87,7 +87,7 @@ def bench_sweep(quick: bool, repeats: int) -> None:
         full = SweepGrid(ks, limits, ("prec", "dm_star", "entropy"))
         start = time.perf_counter()
         table, _ = build_frequency_table(engine, cfg.schema)
-        result = Sweep(cfg.schema, cfg.privacy, full).run(table, Evaluator(table))
+        result = Sweep(cfg.spec(), full).run(table, Evaluator(table))
         total = time.perf_counter() - start
         searches = [r.search_seconds for r in result.rows]
         print(f"2. the full Fig. 6.1 grid: {len(full)} searches in {total:.2f} s")

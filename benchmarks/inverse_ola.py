@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from safeshare.anonymizer import build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.workflows.anonymizer import build_frequency_table
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LOSSES = (0.2, 0.5, 0.8)

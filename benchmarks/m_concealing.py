@@ -27,15 +27,16 @@ import sys
 import time
 from pathlib import Path
 
-from safeshare.anonymizer import build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
-from safeshare.risk.m_concealing import AdversaryKnowledge, MConcealingMeasure
+from safeshare.risk.knowledge import AdversaryKnowledge
+from safeshare.risk.m_concealing import MConcealingMeasure
 from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.workflows.anonymizer import build_frequency_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SENSITIVE = ("capital-gain", "capital-loss", "hours-per-week")

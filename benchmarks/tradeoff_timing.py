@@ -1,7 +1,7 @@
 """Quick timing of the search and of the suppression/loss trade-off curve on UCI Adult.
 
 Not a test (no assertion on times): ``PYTHONPATH=src python benchmarks/tradeoff_timing.py``.
-Prints the seconds of the main search and of :func:`safeshare.anonymizer.tradeoff`
+Prints the seconds of the main search and of :func:`safeshare.workflows.anonymizer.tradeoff`
 (9 quasi-identifiers, 7776 nodes, k = 5, 5 % suppression, prec), best of ``--repeat``.
 """
 
@@ -11,10 +11,10 @@ import argparse
 import time
 from pathlib import Path
 
-from safeshare.anonymizer import Anonymizer, tradeoff
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.evaluation import Evaluator
+from safeshare.workflows.anonymizer import Anonymizer, tradeoff
 
 CALLS = [0]
 _classes = Evaluator.classes
@@ -35,7 +35,13 @@ def main() -> None:
     args = parser.parse_args()
     cfg = load_config(ROOT / "examples" / "adult" / "adult.yaml")
     engine = MemoryEngine(cfg.source)
-    anonymizer = Anonymizer(cfg.schema, cfg.privacy, cfg.max_suppression, args.metric, cfg.algorithm)
+    anonymizer = Anonymizer(
+        cfg.schema,
+        cfg.privacy,
+        max_suppression=cfg.max_suppression,
+        metric=args.metric,
+        algorithm=cfg.algorithm,
+    )
     Evaluator.classes = _counting_classes  # type: ignore[method-assign,assignment]
     best_search, best_curve = float("inf"), float("inf")
     evaluations = (0, 0)

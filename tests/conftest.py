@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from safeshare import adult
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.source import TableSource
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv

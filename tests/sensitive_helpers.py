@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
-from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
-from safeshare.release import release_expectations
 from safeshare.verify import Expectations
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.workflows.release import release_expectations
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ADULT_QIS, ROOT, generalized_frame, random_hierarchy
 
 Node = tuple[int, ...]
@@ -116,11 +116,13 @@ def fit(
         [Attribute(q, Role.QUASI, h) for q, h in zip(table.qi_names, table.hierarchies, strict=True)]
         + [Attribute(s, Role.SENSITIVE) for s in table.sensitive_names]
     )
-    return Anonymizer(schema, list(models), limit, metric, algorithm).fit_table(table)
+    return Anonymizer(
+        schema, list(models), max_suppression=limit, metric=metric, algorithm=algorithm
+    ).fit_table(table)
 
 
 def expectations_of(result: AnonymizationResult, columns: Sequence[str]) -> Expectations:
-    """What :func:`safeshare.release.write_release` asks the verifier to check."""
+    """What :func:`safeshare.workflows.release.write_release` asks the verifier to check."""
     return release_expectations(result, columns)
 
 

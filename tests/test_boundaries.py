@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes, Evaluator, densify
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Classes, Evaluator, densify
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice import Lattice
 from safeshare.metrics.loss import Prec
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.base import PrivacyModel

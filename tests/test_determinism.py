@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from safeshare import Anonymizer, KAnonymity
-from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines import DuckDBEngine, Engine, MemoryEngine, ReleasePlan
 from safeshare.data.source import TableSource
+from safeshare.workflows.anonymizer import AnonymizationResult
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, write_small_adult
 from tests.test_engines import adult_schema
 
@@ -37,7 +37,7 @@ def adult_engine(engine: str, path: Path = ADULT) -> Engine:
 @pytest.fixture(scope="module")
 def adult_plan() -> AnonymizationResult:
     memory = adult_engine("memory")
-    return Anonymizer(adult_schema(), [KAnonymity(5)], 0.05, "prec").fit(memory)
+    return Anonymizer(adult_schema(), [KAnonymity(5)], max_suppression=0.05, metric="prec").fit(memory)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from safeshare.dp.experiments import (
+from safeshare.experiments.dp import (
     default_config,
     evaluate,
     good_nodes,

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
-from safeshare.data.frequency import FrequencyTable
 from safeshare.dp.epsilon_safe import lattice_data
-from safeshare.dp.utility import LatticeData, make_utility
+from safeshare.dp.scores import LatticeData, make_utility
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from tests.conftest import random_hierarchy

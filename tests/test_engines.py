@@ -30,13 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safeshare import Anonymizer, KAnonymity, Schema, read_arx_csv
-from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines import COUNT_COLUMN, DuckDBEngine, Engine, MemoryEngine, ReleasePlan
 from safeshare.data.engines.duckdb_engine import WHITESPACE
 from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
-from safeshare.release import write_release
+from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.release import write_release
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ADULT_QIS
 
 ADULT = ADULT_DIR / "adult.data"
@@ -152,7 +152,8 @@ def adult_results() -> dict[str, tuple[Engine, AnonymizationResult]]:
     schema = adult_schema()
     engines: dict[str, Engine] = dict(zip(ENGINES, engines_for(adult_source()), strict=True))
     return {
-        name: (e, Anonymizer(schema, [KAnonymity(5)], 0.05, "prec").fit(e)) for name, e in engines.items()
+        name: (e, Anonymizer(schema, [KAnonymity(5)], max_suppression=0.05, metric="prec").fit(e))
+        for name, e in engines.items()
     }
 
 

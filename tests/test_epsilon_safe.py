@@ -11,17 +11,18 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from safeshare.anonymizer import Anonymizer
 from safeshare.cli import main
 from safeshare.config import load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.dp.drbg import CryptoRandom
-from safeshare.dp.epsilon_safe import EpsilonSafeAnonymizer, EpsilonSafeParams
+from safeshare.dp.epsilon_safe import EpsilonSafeParams
 from safeshare.dp.mechanism import sample_indices
 from safeshare.dp.parameters import d_function
 from safeshare.dp.sampling import draw_sample
 from safeshare.errors import ConfigError
 from safeshare.models import KAnonymity
+from safeshare.workflows.anonymizer import Anonymizer
+from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 from tests.conftest import ADULT_DIR
 
 CONFIG = ADULT_DIR / "adult-dp.yaml"
@@ -271,7 +272,7 @@ def test_dp_options_need_the_epsilon_safe_algorithm(
 def test_strategy_refuses_unsampled_data() -> None:
     cfg = load_config(CONFIG)
     with pytest.raises(ConfigError, match="samples the records"):
-        Anonymizer(cfg.schema, [KAnonymity(50)], 0.05, algorithm="epsilon-safe")
+        Anonymizer(cfg.schema, [KAnonymity(50)], max_suppression=0.05, algorithm="epsilon-safe")
 
 
 def test_epsilon_defaults_to_its_minimum() -> None:

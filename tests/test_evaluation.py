@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Evaluator
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from tests.conftest import ADULT_QIS, generalized_frame, random_table
 
 

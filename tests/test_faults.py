@@ -26,13 +26,13 @@ import pandas as pd
 import pytest
 
 import safeshare.io as sio
-from safeshare.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
-from safeshare.release import write_release
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.workflows.release import write_release
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, write_small_adult
 
 MARKER = sio.MARKER
@@ -113,8 +113,8 @@ def small() -> tuple[MemoryEngine, AnonymizationResult, AnonymizationResult]:
     engine = MemoryEngine(frame)
     return (
         engine,
-        Anonymizer(schema, [KAnonymity(4)], 0.1).fit(engine),
-        Anonymizer(schema, [KAnonymity(8)], 0.1).fit(engine),
+        Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine),
+        Anonymizer(schema, [KAnonymity(8)], max_suppression=0.1).fit(engine),
     )
 
 

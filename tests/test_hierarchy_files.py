@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from safeshare.anonymizer import Anonymizer
 from safeshare.config import load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.errors import HierarchyError
 from safeshare.hierarchy.builders import FileBuilder
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, write_arx_csv
+from safeshare.workflows.anonymizer import Anonymizer
 
 
 def test_a_quoted_carriage_return_is_read_as_written(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_large_file_materializes_only_the_rows_of_the_data(tmp_path: Path) -> 
     cfg = load_config(tmp_path / "c.yaml")
     spec = cfg.schema.hierarchy_spec("id")
     assert not isinstance(spec, Hierarchy)  # nothing is read at load time beyond a check
-    result = Anonymizer(cfg.schema, cfg.privacy, 0.0).fit(MemoryEngine(cfg.source))
+    result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=0.0).fit(MemoryEngine(cfg.source))
     (hierarchy,) = result.table.hierarchies
     assert len(hierarchy.leaves) == n_data and hierarchy.height == 3
     assert hierarchy.generalize("v000500", 1) == "g0005"

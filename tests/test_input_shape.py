@@ -16,14 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, DataError, HierarchyError, VerificationError
 from safeshare.hierarchy.builders import IntervalBuilder, SuppressionBuilder
 from safeshare.models.k_anonymity import KAnonymity
-from safeshare.release import write_release
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.workflows.release import write_release
 from tests.conftest import run_cli
 
 ENGINES = ["memory", "duckdb"]

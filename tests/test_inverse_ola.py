@@ -19,16 +19,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.anonymizer import Anonymizer
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError
-from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.search.inverse_ola import InverseOLA, achievable_k, make_inverse_ola
 from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.workflows.anonymizer import Anonymizer
 from tests import conftest
 from tests.conftest import random_table, write_small_adult
 from tests.test_m_concealing import brute_suppressed, random_sensitive_table
@@ -230,7 +230,7 @@ def test_with_m_concealing_equals_exhaustive(
 
 
 def test_achievable_k_edge_cases() -> None:
-    from safeshare.evaluation import Classes
+    from safeshare.core.evaluation import Classes
 
     def classes(sizes: list[float]) -> Classes:
         return Classes(
@@ -324,9 +324,9 @@ def test_config_max_loss_key(workdir: Path, tmp_path: Path) -> None:
     result = Anonymizer(
         cfg.schema,
         cfg.privacy,
-        cfg.max_suppression,
-        "prec",
-        cfg.algorithm,
+        max_suppression=cfg.max_suppression,
+        metric="prec",
+        algorithm=cfg.algorithm,
         algorithm_options=cfg.algorithm_options(),
     ).fit(MemoryEngine(cfg.source))
     assert result.search.extra["k_achieved"] >= 5  # the configured k = 5 is a floor

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.anonymizer import Anonymizer, build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Role
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion
 from safeshare.verify import verify_release
+from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
 from tests import conftest
 from tests.conftest import ADULT_DIR, ADULT_QIS
 from tests.sensitive_helpers import (
@@ -360,8 +360,9 @@ def adult_hours(adult_engine: MemoryEngine):  # type: ignore[no-untyped-def]
 def test_adult_k5_distinct_l2_ola_equals_exhaustive(adult_hours) -> None:  # type: ignore[no-untyped-def]
     schema, table = adult_hours
     models = [KAnonymity(5), LDiversity(2)]
-    ola = Anonymizer(schema, models, 0.05, "prec", "ola").fit_table(table)
-    exhaustive = Anonymizer(schema, models, 0.05, "prec", "exhaustive").fit_table(table)
+    ola = Anonymizer(schema, models, max_suppression=0.05, metric="prec", algorithm="ola").fit_table(table)
+    exhaustive = Anonymizer(schema, models, max_suppression=0.05, metric="prec", algorithm="exhaustive")
+    exhaustive = exhaustive.fit_table(table)
     assert ola.search.algorithm == "ola"  # distinct l-diversity is monotone: predictive tagging
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
     assert ola.search.minimal_nodes == exhaustive.search.minimal_nodes
@@ -380,8 +381,10 @@ def test_adult_k5_distinct_l2_ola_equals_exhaustive(adult_hours) -> None:  # typ
 )
 def test_adult_non_monotone_searches_equal_exhaustive(adult_hours, models, limit, metric) -> None:  # type: ignore[no-untyped-def]
     schema, table = adult_hours
-    ola = Anonymizer(schema, models, limit, metric, "ola").fit_table(table)
-    exhaustive = Anonymizer(schema, models, limit, metric, "exhaustive").fit_table(table)
+    ola = Anonymizer(schema, models, max_suppression=limit, metric=metric, algorithm="ola").fit_table(table)
+    exhaustive = Anonymizer(
+        schema, models, max_suppression=limit, metric=metric, algorithm="exhaustive"
+    ).fit_table(table)
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
 
 
@@ -390,9 +393,9 @@ def test_adult_entropy_with_suppression_equals_exhaustive(adult_hours) -> None: 
     """The OLA fallback (best-first search) returns the exhaustive optimum; entropy l = 3, 5%."""
     schema, table = adult_hours
     models = [KAnonymity(5), LDiversity(3, "entropy")]
-    ola = Anonymizer(schema, models, 0.05).fit_table(table)
+    ola = Anonymizer(schema, models, max_suppression=0.05).fit_table(table)
     assert ola.search.extra["search"] == "best-first"
-    exhaustive = Anonymizer(schema, models, 0.05, algorithm="exhaustive").fit_table(table)
+    exhaustive = Anonymizer(schema, models, max_suppression=0.05, algorithm="exhaustive").fit_table(table)
     assert ola.node == exhaustive.node == (2, 2, 2, 0, 2, 0, 0, 0, 1)
     assert ola.search.extra["exact_checks"] < 100  # 24: the relaxation k = 3 leaves few candidates
 
@@ -448,8 +451,8 @@ def test_tampered_release_is_rejected(tmp_path: Path, adult_engine: MemoryEngine
     )
     cfg = load_config(config)
     engine = MemoryEngine(cfg.source)
-    result = Anonymizer(cfg.schema, cfg.privacy, cfg.max_suppression).fit(engine)
-    from safeshare.release import write_release
+    result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=cfg.max_suppression).fit(engine)
+    from safeshare.workflows.release import write_release
 
     published = write_release(result, engine, tmp_path / "out")
     assert published.verification.passed

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.core.lattice import FAILED, SATISFIED, UNKNOWN, Lattice, TagStore, _BoxMasks
 from safeshare.errors import InputError
-from safeshare.lattice import FAILED, SATISFIED, UNKNOWN, Lattice, TagStore
-from safeshare.lattice.lattice import _BoxMasks
 
 
 def test_size_bottom_top_height() -> None:

@@ -24,24 +24,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.anonymizer import Anonymizer
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, InputError, VerificationError
-from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
-from safeshare.release import write_release
-from safeshare.risk.m_concealing import AdversaryKnowledge, MConcealingMeasure, measure_frame
+from safeshare.risk.knowledge import AdversaryKnowledge
+from safeshare.risk.m_concealing import MConcealingMeasure, measure_frame
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
-from safeshare.verify_m_concealing import record_values_sql
+from safeshare.verify.m_concealing import record_values_sql
+from safeshare.workflows.anonymizer import Anonymizer
+from safeshare.workflows.release import write_release
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy, run_cli, write_small_adult
 from tests.test_ola import BruteForce
 
@@ -476,7 +477,7 @@ def test_release_with_m_concealing_is_verified_and_tampering_caught(
 ) -> None:
     engine, schema = clinic
     model = MConcealing(0.15, {"diagnosis": 0.5})
-    result = Anonymizer(schema, [model], 0.0).fit(engine)
+    result = Anonymizer(schema, [model], max_suppression=0.0).fit(engine)
     assert result.found
     published = write_release(result, engine, tmp_path / "ok")
     assert published.verification.passed

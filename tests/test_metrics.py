@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
-from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import DMStar, NonUniformEntropy, Prec, all_metric_values, make_metric
 from tests.conftest import generalized_frame, random_table

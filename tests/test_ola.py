@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Evaluator
-from safeshare.lattice import Lattice
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice
 from safeshare.metrics.loss import NonUniformEntropy, make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.search import OLA, ExhaustiveSearch, find_minimal_nodes

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from safeshare.anonymizer import Anonymizer, build_frequency_table, tradeoff
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Evaluator
 from safeshare.search.progress import Ticker
+from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table, tradeoff
 from tests.conftest import run_cli, write_small_adult
 
 
@@ -24,7 +24,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def adult(workdir: Path) -> tuple[Anonymizer, FrequencyTable]:
     cfg = load_config(workdir / "adult.yaml")
-    anonymizer = Anonymizer(cfg.schema, cfg.privacy, cfg.max_suppression, "prec")
+    anonymizer = Anonymizer(cfg.schema, cfg.privacy, max_suppression=cfg.max_suppression, metric="prec")
     table, _ = build_frequency_table(MemoryEngine(cfg.source), cfg.schema)
     return anonymizer, table
 
@@ -47,7 +47,15 @@ def test_progress_reports_the_checked_nodes(
     adult: tuple[Anonymizer, FrequencyTable], algorithm: str, options: dict[str, float]
 ) -> None:
     base, table = adult
-    anonymizer = Anonymizer(base.schema, base.criterion.models, 0.05, "prec", algorithm, None, options)
+    anonymizer = Anonymizer(
+        base.schema,
+        base.criterion.models,
+        max_suppression=0.05,
+        metric="prec",
+        algorithm=algorithm,
+        prec_weights=None,
+        algorithm_options=options,
+    )
     calls: list[int] = []
     result = anonymizer.fit_table(table, progress=calls.append)
     assert calls == sorted(calls) and len(calls) >= 2
@@ -81,7 +89,12 @@ def test_tradeoff_reuses_evaluations_and_equals_fresh_searches(
     calls[0] = 0
     fresh = []
     for point in curve:
-        other = Anonymizer(anonymizer.schema, anonymizer.criterion.models, point["max_suppression"], "prec")
+        other = Anonymizer(
+            anonymizer.schema,
+            anonymizer.criterion.models,
+            max_suppression=point["max_suppression"],
+            metric="prec",
+        )
         r = other.fit_table(table, evaluator=result.evaluator)
         fresh.append((r.levels, r.suppressed_records))
     assert [(p["levels"], p["suppressed_records"]) for p in curve] == fresh
@@ -103,9 +116,9 @@ def test_cli_announces_the_search_and_keeps_test_output_clean(
 def test_cli_skips_the_tradeoff_on_large_lattices_and_says_so(
     workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import safeshare.cli
+    import safeshare.cli.anonymize
 
-    monkeypatch.setattr(safeshare.cli, "TRADEOFF_AUTO_MAX", 1000)
+    monkeypatch.setattr(safeshare.cli.anonymize, "TRADEOFF_AUTO_MAX", 1000)
     out = tmp_path / "out"
     code, _, stderr = run_cli(["anonymize", str(workdir / "adult.yaml"), "--out", str(out)], capsys)
     assert code == 0, stderr

@@ -7,14 +7,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from safeshare.anonymizer import Anonymizer
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError, VerificationError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
-from safeshare.release import write_release
 from safeshare.verify import expectations_for, verify_release
+from safeshare.workflows.anonymizer import Anonymizer
+from safeshare.workflows.release import write_release
 
 
 @pytest.fixture()
@@ -42,7 +42,7 @@ def setup() -> tuple[MemoryEngine, Schema]:
 
 def test_release_is_published_and_verified(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
     engine, schema = setup
-    result = Anonymizer(schema, [KAnonymity(4)], 0.1).fit(engine)
+    result = Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine)
     pub = write_release(result, engine, tmp_path / "out")
     assert pub.verification.passed and pub.report["verified"]
     release = pd.read_csv(pub.release, dtype=str)
@@ -79,7 +79,7 @@ def test_tampered_release_is_not_published(
     setup: tuple[MemoryEngine, Schema], tmp_path: Path, how: str
 ) -> None:
     engine, schema = setup
-    result = Anonymizer(schema, [KAnonymity(4)], 0.1).fit(engine)
+    result = Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine)
     out = tmp_path / "out"
     with pytest.raises(VerificationError):
         write_release(result, TamperingEngine(engine, how), out)
@@ -110,7 +110,8 @@ def test_verifier_catches_violations_directly(tmp_path: Path) -> None:
 
 def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
     engine, schema = setup
-    result = Anonymizer(schema, [KAnonymity(40)], 0.0).fit(engine)  # top node: one class of 40: fine
+    # top node: one class of 40: fine
+    result = Anonymizer(schema, [KAnonymity(40)], max_suppression=0.0).fit(engine)
     assert result.found
     strict = Schema.from_attributes(
         [
@@ -119,7 +120,7 @@ def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_p
         ],
         Role.INSENSITIVE,
     )
-    result = Anonymizer(strict, [KAnonymity(2)], 0.0).fit(engine)
+    result = Anonymizer(strict, [KAnonymity(2)], max_suppression=0.0).fit(engine)
     assert not result.found
     with pytest.raises(InputError, match="no generalization satisfies"):
         write_release(result, engine, tmp_path / "out")

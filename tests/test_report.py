@@ -21,11 +21,12 @@ from markupsafe import escape
 
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
-from safeshare.dp.epsilon_safe import EpsilonSafeAnonymizer, EpsilonSafeParams
+from safeshare.dp.epsilon_safe import EpsilonSafeParams
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.release import write_release
 from safeshare.report.content import describe_search, report_warnings
 from safeshare.report.html import render_report
+from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
+from safeshare.workflows.release import write_release
 from tests.conftest import run_cli
 
 SCRIPT = "<script>alert(1)</script>"

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare import rollup
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Evaluator
-from safeshare.rollup import scan_lattice
+from safeshare.core import rollup
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.rollup import scan_lattice
 from tests.conftest import generalized_frame, random_table
 
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import pytest
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Evaluator
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.metrics.loss import NonUniformEntropy, Prec
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.search import OLA

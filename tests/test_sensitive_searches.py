@@ -23,12 +23,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
-from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel, TCloseness
-from safeshare.models.l_diversity import TOLERANCE
+from safeshare.numerics import TOLERANCE
 from safeshare.search.best_first import monotone_relaxation
 from safeshare.search.strategy import SearchContext, make_strategy
 from tests.conftest import ADULT_DIR

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from safeshare.core.lattice import Lattice
 from safeshare.errors import ConfigError, InputError
-from safeshare.lattice.lattice import Lattice
 from safeshare.surveillance.policies import default_space, space_from_mapping
 
 

@@ -19,15 +19,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError
-from safeshare.evaluation import Evaluator
 from safeshare.models import KAnonymity
 from safeshare.report.plots import plot_loss_vs_suppression
-from safeshare.sweep import SWEEP_COLUMNS, Sweep, SweepGrid, SweepRow
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
+from safeshare.workflows.spec import AnonymizationSpec
+from safeshare.workflows.sweep import SWEEP_COLUMNS, Sweep, SweepGrid, SweepRow
 from tests.conftest import ADULT_DIR, random_table, run_cli, write_small_adult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -90,12 +91,12 @@ def test_sweep_shares_one_table_and_equals_fresh_runs(workdir: Path) -> None:
         assert result.table is table and result.evaluator is evaluator
         seen.append(row)
 
-    result = Sweep(cfg.schema, cfg.privacy, grid).run(table, evaluator, on_result=check)
+    result = Sweep(cfg.spec(), grid).run(table, evaluator, on_result=check)
     assert len(result.rows) == len(seen) == 8
     for row in result.rows:
-        fresh = Anonymizer(cfg.schema, [KAnonymity(row.k)], row.max_suppression_pct / 100, row.metric).fit(
-            MemoryEngine(cfg.source)
-        )
+        fresh = Anonymizer(
+            cfg.schema, [KAnonymity(row.k)], max_suppression=row.max_suppression_pct / 100, metric=row.metric
+        ).fit(MemoryEngine(cfg.source))
         assert row.node == fresh.node
         assert row.suppressed_records == fresh.suppressed_records
         assert row.information_loss == pytest.approx(fresh.metric.value(fresh.node, fresh.classes))
@@ -111,8 +112,8 @@ def test_sweep_equals_exhaustive_on_random_tables(seed: int) -> None:
         [Attribute(q, Role.QUASI, h) for q, h in zip(table.qi_names, table.hierarchies, strict=True)]
     )
     grid = SweepGrid((1, 3, 10, 40), (0.0, 2.0, 10.0, 50.0), ("prec", "dm_star", "entropy"))
-    ola = Sweep(schema, [KAnonymity(2)], grid).run(table)
-    exhaustive = Sweep(schema, [KAnonymity(2)], grid, algorithm="exhaustive").run(table)
+    ola = Sweep(AnonymizationSpec(schema, (KAnonymity(2),)), grid).run(table)
+    exhaustive = Sweep(AnonymizationSpec(schema, (KAnonymity(2),), algorithm="exhaustive"), grid).run(table)
     for a, b in zip(ola.rows, exhaustive.rows, strict=True):
         assert (a.k, a.max_suppression_pct, a.metric) == (b.k, b.max_suppression_pct, b.metric)
         assert a.found == b.found
@@ -134,7 +135,7 @@ def test_optimal_loss_is_monotone_in_k_and_suppression(seed: int) -> None:
         [Attribute(q, Role.QUASI, h) for q, h in zip(table.qi_names, table.hierarchies, strict=True)]
     )
     grid = SweepGrid((1, 2, 5, 15), (0.0, 1.0, 5.0, 20.0, 50.0), ("prec", "dm_star", "entropy"))
-    result = Sweep(schema, [KAnonymity(2)], grid).run(table)
+    result = Sweep(AnonymizationSpec(schema, (KAnonymity(2),)), grid).run(table)
     loss = {(r.k, r.max_suppression_pct, r.metric): r.information_loss for r in result.rows}
     assert all(r.found for r in result.rows)  # the top node always qualifies when k <= N
     for metric in grid.metrics:
@@ -296,7 +297,7 @@ def test_sweep_help_says_fraction(capsys: pytest.CaptureFixture[str]) -> None:
 def test_svg_is_deterministic(workdir: Path, tmp_path: Path) -> None:
     cfg = load_config(workdir / "adult.yaml")
     table, _ = build_frequency_table(MemoryEngine(cfg.source), cfg.schema)
-    rows = Sweep(cfg.schema, cfg.privacy, SweepGrid((5,), (0.0, 5.0), ("prec",))).run(table).rows
+    rows = Sweep(cfg.spec(), SweepGrid((5,), (0.0, 5.0), ("prec",))).run(table).rows
     a = plot_loss_vs_suppression(rows, tmp_path / "a")
     b = plot_loss_vs_suppression(rows, tmp_path / "b")
     assert a[1].read_bytes() == b[1].read_bytes()
@@ -411,3 +412,50 @@ def test_utility_bad_input_exit_2(workdir: Path, tmp_path: Path, capsys: pytest.
         got = stderr.strip().splitlines()
         assert len(got) == 1 and got[0].startswith("error: "), (name, stderr)
         assert not out.exists(), name
+
+
+# --------------------------------------------------------------------------- every algorithm
+def _inverse_ola_config(workdir: Path) -> Path:
+    """The Adult config with ``algorithm: inverse-ola`` and its option ``max_loss``."""
+    import yaml
+
+    raw = yaml.safe_load((workdir / "adult.yaml").read_text())
+    raw["algorithm"] = "inverse-ola"
+    raw["max_loss"] = 0.8  # 0.5 leaves no node on this 3,000-record slice (anonymize says so too)
+    path = workdir / "adult-inverse-ola.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def test_utility_and_sweep_accept_inverse_ola_with_max_loss(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression (issue 8): both commands passed the config without ``algorithm_options``, so
+    ``algorithm: inverse-ola`` failed with "needs max_loss"; they now take the run's spec whole."""
+    config = _inverse_ola_config(workdir)
+    code, _, stderr = run(
+        [
+            "utility",
+            str(config),
+            "--test",
+            str(workdir / "adult.test"),
+            "--test-skip-rows",
+            "1",
+            "--target",
+            "income",
+            "--out",
+            str(tmp_path / "u"),
+        ],
+        capsys,
+    )
+    assert code == 0, stderr
+    doc = json.loads((tmp_path / "u" / "utility.json").read_text())
+    assert doc["information_loss_normalized"] <= 0.8
+    grid = ["--k", "5", "--max-suppression", "5%", "--metric", "prec"]
+    code, _, stderr = run(
+        ["sweep", str(config), "--out", str(tmp_path / "s"), *grid],
+        capsys,
+    )
+    assert code == 0, stderr
+    rows = read_csv(tmp_path / "s" / "sweep.csv")
+    assert len(rows) == 1 and rows[0]["found"] == "True"

@@ -22,22 +22,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from safeshare.anonymizer import Anonymizer, build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, HierarchyError, InputError
-from safeshare.evaluation import Evaluator
 from safeshare.hierarchy.builders import FileBuilder
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness
-from safeshare.release import write_release
 from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.strategy import SearchContext
 from safeshare.verify import verify_release
-from safeshare.verify_sensitive import check_t_closeness
+from safeshare.verify.sensitive import check_t_closeness
+from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
+from safeshare.workflows.release import write_release
 from tests import conftest
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
 from tests.sensitive_helpers import (
@@ -269,12 +269,12 @@ def write_config(tmp_path: Path, privacy: str, extra: str = "") -> Path:
 def test_sensitive_hierarchy_in_the_config_selects_the_hierarchical_distance(tmp_path: Path) -> None:
     cfg = load_config(write_config(tmp_path, "{t: 0.3}", ", hierarchy: s.csv"))
     assert isinstance(cfg.schema.attributes["s"].hierarchy, FileBuilder)  # read lazily
-    result = Anonymizer(cfg.schema, cfg.privacy, 0.0).fit(MemoryEngine(cfg.source))
+    result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=0.0).fit(MemoryEngine(cfg.source))
     model = result.criterion.models[0]
     assert isinstance(model, TCloseness) and model.distances(result.table) == {"s": "hierarchical"}
     assert result.summary()["privacy_achieved"]["t-closeness"]["distance"] == {"s": "hierarchical"}
     cfg = load_config(write_config(tmp_path, "{t: 0.3, distance: {s: equal}}", ", hierarchy: s.csv"))
-    result = Anonymizer(cfg.schema, cfg.privacy, 0.0).fit(MemoryEngine(cfg.source))
+    result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=0.0).fit(MemoryEngine(cfg.source))
     assert result.criterion.models[0].distances(result.table) == {"s": "equal"}  # type: ignore[attr-defined]
 
 
@@ -403,8 +403,8 @@ def adult_sensitive(adult_engine: MemoryEngine):  # type: ignore[no-untyped-def]
 def test_adult_k5_t02_no_suppression_ola_equals_exhaustive(adult_sensitive) -> None:  # type: ignore[no-untyped-def]
     schema, table = adult_sensitive
     models = [KAnonymity(5), TCloseness(0.2)]
-    ola = Anonymizer(schema, models, 0.0).fit_table(table)
-    exhaustive = Anonymizer(schema, models, 0.0, algorithm="exhaustive").fit_table(table)
+    ola = Anonymizer(schema, models, max_suppression=0.0).fit_table(table)
+    exhaustive = Anonymizer(schema, models, max_suppression=0.0, algorithm="exhaustive").fit_table(table)
     assert ola.search.algorithm == "ola"
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
     assert ola.search.minimal_nodes == exhaustive.search.minimal_nodes
@@ -421,8 +421,9 @@ def test_adult_k5_t02_no_suppression_ola_equals_exhaustive(adult_sensitive) -> N
 )
 def test_adult_with_suppression_equals_exhaustive(adult_sensitive, models, limit, metric) -> None:  # type: ignore[no-untyped-def]
     schema, table = adult_sensitive
-    ola = Anonymizer(schema, models, limit, metric).fit_table(table)
-    exhaustive = Anonymizer(schema, models, limit, metric, "exhaustive").fit_table(table)
+    ola = Anonymizer(schema, models, max_suppression=limit, metric=metric).fit_table(table)
+    exhaustive = Anonymizer(schema, models, max_suppression=limit, metric=metric, algorithm="exhaustive")
+    exhaustive = exhaustive.fit_table(table)
     assert ola.search.extra["search"] == "best-first"
     assert ola.node == exhaustive.node and ola.search.objective == exhaustive.search.objective
 
@@ -466,7 +467,7 @@ def small_release(tmp_path: Path):  # type: ignore[no-untyped-def]
     config = adult_subset_config(tmp_path, 2000, ["hours-per-week", "capital-gain"], privacy, 0.05)
     cfg = load_config(config)
     engine = MemoryEngine(cfg.source)
-    result = Anonymizer(cfg.schema, cfg.privacy, cfg.max_suppression).fit(engine)
+    result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=cfg.max_suppression).fit(engine)
     published = write_release(result, engine, tmp_path / "out")
     assert published.verification.passed
     return result, published
@@ -516,7 +517,7 @@ def test_sql_verifier_agrees_with_the_model(tmp_path: Path, kind: str) -> None:
         + [Attribute("s0", Role.SENSITIVE, tree if kind == "hierarchical" else None)]
     )
     model = TCloseness(1.0, kind)
-    result = Anonymizer(schema, [model], 0.0).fit(MemoryEngine(frame))
+    result = Anonymizer(schema, [model], max_suppression=0.0).fit(MemoryEngine(frame))
     bound = result.criterion.models[0]
     assert isinstance(bound, TCloseness)
     assert result.classes is not None

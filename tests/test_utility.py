@@ -24,13 +24,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from safeshare.anonymizer import Anonymizer
 from safeshare.config import RunConfig, load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import DataError, InputError
 from safeshare.models import KAnonymity
-from safeshare.release import write_release
 from safeshare.utility import LogisticRegressionSpec, UtilityTask, heldout_source, read_test_set
 from safeshare.utility.features import clean_labels, design_frame, infer_features, missing_tokens
 from safeshare.utility.testset import generalize_frame, uncovered_values
@@ -42,6 +40,8 @@ from safeshare.utility.thesis import (
     TABLE_6_1_SUPPRESSION_PCT,
     thesis_accuracy,
 )
+from safeshare.workflows.anonymizer import Anonymizer
+from safeshare.workflows.release import write_release
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
 
 NUMERIC = ("capital-gain", "capital-loss", "hours-per-week")
@@ -170,11 +170,14 @@ def test_generalize_frame_follows_hierarchy(seed: int, extra: list[str]) -> None
 
 # --------------------------------------------------------------------------- reproducibility and invariants
 def test_reproducible_on_a_slice(adult_config: RunConfig, slice_task: UtilityTask) -> None:
-    result = Anonymizer(adult_config.schema, [KAnonymity(10)], 0.05, "entropy").fit(slice_task.train)
+    anonymizer = Anonymizer(adult_config.schema, [KAnonymity(10)], max_suppression=0.05, metric="entropy")
+    result = anonymizer.fit(slice_task.train)
     first = slice_task.evaluate(result)
     # a fresh task on the same data: same training set, same fit, same predictions
     again = UtilityTask(adult_config.schema, slice_task.train, slice_task.test.copy(), "income").evaluate(
-        Anonymizer(adult_config.schema, [KAnonymity(10)], 0.05, "entropy").fit(slice_task.train)
+        Anonymizer(adult_config.schema, [KAnonymity(10)], max_suppression=0.05, metric="entropy").fit(
+            slice_task.train
+        )
     )
     assert first.node == again.node
     assert first.accuracy == again.accuracy
@@ -185,7 +188,9 @@ def test_reproducible_on_a_slice(adult_config: RunConfig, slice_task: UtilityTas
 
 def test_bottom_node_equals_baseline(adult_config: RunConfig, slice_task: UtilityTask) -> None:
     """k = 1 without suppression releases the original QIs: the classifier must not change."""
-    result = Anonymizer(adult_config.schema, [KAnonymity(1)], 0.0, "prec").fit(slice_task.train)
+    result = Anonymizer(adult_config.schema, [KAnonymity(1)], max_suppression=0.0, metric="prec").fit(
+        slice_task.train
+    )
     assert result.node == (0,) * 9
     score = slice_task.evaluate(result)
     assert score.accuracy == slice_task.baseline().accuracy
@@ -205,7 +210,9 @@ def test_accuracy_equals_independent_pipeline_on_written_release(
 ) -> None:
     """Reference: train on release.csv as written and verified, generalize the test set from
     the hierarchy files with plain Python, fit the thesis' pipeline written out here."""
-    result = Anonymizer(adult_config.schema, [KAnonymity(5)], 0.05, "dm_star").fit(slice_task.train)
+    result = Anonymizer(adult_config.schema, [KAnonymity(5)], max_suppression=0.05, metric="dm_star").fit(
+        slice_task.train
+    )
     published = write_release(result, slice_task.train, tmp_path / "rel")
     score = slice_task.evaluate(result)
 
@@ -271,7 +278,9 @@ def test_values_outside_the_hierarchy_are_imputed_and_reported(
     test.loc[:9, "native-country"] = "Atlantis"
     test.loc[10:12, "native-country"] = "Utopia"
     task = UtilityTask(adult_config.schema, slice_task.train, test, "income")
-    result = Anonymizer(adult_config.schema, [KAnonymity(5)], 0.05, "prec").fit(slice_task.train)
+    result = Anonymizer(adult_config.schema, [KAnonymity(5)], max_suppression=0.05, metric="prec").fit(
+        slice_task.train
+    )
     score = task.evaluate(result)
     report = score.test_values_not_in_hierarchy["native-country"]
     assert report.records == 13 and report.values == {"Atlantis": 10, "Utopia": 3}
@@ -328,8 +337,8 @@ def test_test_file_with_more_fields_than_names(adult_config: RunConfig, tmp_path
 @pytest.mark.slow
 def test_table_6_1_grid_all_above_080(adult_config: RunConfig, full_task: UtilityTask) -> None:
     """Thesis Table 6.1: every accuracy of the grid stays above 0.80 (printed next to the thesis')."""
-    from safeshare.anonymizer import build_frequency_table
-    from safeshare.evaluation import Evaluator
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.workflows.anonymizer import build_frequency_table
 
     table, _ = build_frequency_table(full_task.train, adult_config.schema)
     evaluator = Evaluator(table)
@@ -338,9 +347,9 @@ def test_table_6_1_grid_all_above_080(adult_config: RunConfig, full_task: Utilit
     for k in TABLE_6_1_K:
         for pct in TABLE_6_1_SUPPRESSION_PCT:
             for metric in TABLE_6_1_METRICS:
-                result = Anonymizer(adult_config.schema, [KAnonymity(k)], pct / 100, metric).fit_table(
-                    table, evaluator=evaluator
-                )
+                result = Anonymizer(
+                    adult_config.schema, [KAnonymity(k)], max_suppression=pct / 100, metric=metric
+                ).fit_table(table, evaluator=evaluator)
                 score = full_task.evaluate(result)
                 assert score.classifier.converged
                 accuracies[(k, pct, metric)] = score.accuracy

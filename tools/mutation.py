@@ -59,11 +59,11 @@ TARGETS: dict[str, Target] = {
         ("tests/test_inverse_ola.py", "tests/test_boundaries.py"),
     ),
     "lattice": Target(
-        ("lattice/lattice.py",),
+        ("core/lattice.py",),
         ("tests/test_lattice.py", "tests/test_ola.py", "tests/test_boundaries.py"),
     ),
     "evaluation": Target(
-        ("evaluation.py",),
+        ("core/evaluation.py",),
         ("tests/test_evaluation.py", "tests/test_boundaries.py"),
     ),
     "models_k": Target(

@@ -6,19 +6,19 @@ predicate, evaluated on a frequency table rather than on raw rows.
 >>> from safeshare import Anonymizer, KAnonymity, MemoryEngine, Schema  # doctest: +SKIP
 """
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.core.evaluation import Classes, Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice, TagStore
 from safeshare.data.engines import Engine, MemoryEngine, ReleasePlan
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError, DataError, HierarchyError, InputError, VerificationError
-from safeshare.evaluation import Classes, Evaluator
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, write_arx_csv
-from safeshare.lattice import Lattice, TagStore
 from safeshare.metrics import DMStar, NonUniformEntropy, Prec
 from safeshare.models import KAnonymity, PrivacyCriterion, PrivacyModel
 from safeshare.search import OLA, ExhaustiveSearch, SearchResult
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 
 __version__ = "0.1.0"
 

@@ -44,14 +44,16 @@ from safeshare.config_checks import check_keys, read_yaml
 from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import DEFAULT_ROLES, Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
+from safeshare.dp.config import dp_section
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.registry import make_model
-from safeshare.risk.m_concealing import parse_knowledge
-from safeshare.search.strategy import STRATEGIES
+from safeshare.risk.knowledge import parse_knowledge
+from safeshare.workflows.algorithms import ALGORITHMS
+from safeshare.workflows.spec import AnonymizationSpec
 
 ENGINES = ("memory", "duckdb")
 TOP_LEVEL_KEYS = {
@@ -155,6 +157,23 @@ class RunConfig:
         """The search strategy's options from the configuration (``max_loss``)."""
         return {"max_loss": self.max_loss} if self.max_loss is not None else {}
 
+    def spec(self) -> AnonymizationSpec:
+        """The run this configuration describes, as one frozen, validated specification.
+
+        Every command builds its :class:`Anonymizer` (or :class:`Sweep`) from it, so
+        that no command can drop a setting (``utility`` and ``sweep`` once dropped
+        the algorithm's options).
+        """
+        return AnonymizationSpec(
+            schema=self.schema,
+            privacy=tuple(self.privacy),
+            max_suppression=self.max_suppression,
+            metric=self.metric,
+            algorithm=self.algorithm,
+            algorithm_options=self.algorithm_options(),
+            prec_weights=self.prec_weights,
+        )
+
 
 def load_config(path: str | Path) -> RunConfig:
     """Read and validate a configuration file."""
@@ -197,8 +216,6 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         if isinstance(weight, bool) or not isinstance(weight, int | float):
             raise ConfigError(f"{name}: prec_weights.{column}: expected a number, got {weight!r}")
     if algorithm == "epsilon-safe":
-        from safeshare.dp.config import dp_section  # the dp package imports the anonymizer: load lazily
-
         dp_section(raw, name)
     return RunConfig(
         path=path,
@@ -221,11 +238,11 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
 
 
 def _algorithm(value: Any, where: str) -> str:
-    """A search strategy's name (:data:`STRATEGIES`), with a "did you mean" for a typo."""
+    """A search strategy's name (:data:`ALGORITHMS`), with a "did you mean" for a typo."""
     name = _text(value, where)
-    if name not in STRATEGIES:
-        close = difflib.get_close_matches(name, list(STRATEGIES), n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(STRATEGIES)}"
+    if name not in ALGORITHMS:
+        close = difflib.get_close_matches(name, list(ALGORITHMS), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(ALGORITHMS)}"
         raise ConfigError(f"{where}: unknown algorithm {name!r}; {hint}")
     return name
 

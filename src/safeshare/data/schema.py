@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from safeshare.errors import ConfigError, DataError
-from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyBuilder
 
 
 class Role(StrEnum):
@@ -55,12 +55,6 @@ class Role(StrEnum):
     def released(self) -> bool:
         """Whether columns with this role appear in the release."""
         return self not in (Role.IDENTIFYING, Role.TEXT)
-
-
-class HierarchyBuilder(Protocol):
-    """Anything that builds a hierarchy from the distinct values of a column."""
-
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy: ...
 
 
 HierarchySpec = Hierarchy | HierarchyBuilder

@@ -17,15 +17,16 @@ provided that
 * the generalization hierarchies, hence the lattice and every node's Prec,
   do not depend on the data (hierarchy files, not builders run on the data),
 * the node is chosen by an ``epsilon'``-DP mechanism: the utilities of
-  :mod:`safeshare.dp.utility` with a correct sensitivity,
+  :mod:`safeshare.dp.scores` with a correct sensitivity,
 * every class with fewer than ``k`` sampled records is suppressed, whatever
   the suppression (the suppression limit only shapes the utility, §4.5.4),
 * the adversary is told that records were sampled and a node was drawn
   (§4.5.4, last paragraph).
 
-The search strategy registered as ``epsilon-safe`` (see
-:data:`safeshare.search.strategy.STRATEGIES`) runs on a frequency table built
-from the SAMPLED records; :class:`EpsilonSafeAnonymizer` draws the sample
+This module holds the search strategy ``epsilon-safe`` (registered by the
+workflow layer in :data:`safeshare.workflows.algorithms.ALGORITHMS`, not by the
+search registry): it runs on a frequency table built from the SAMPLED records.
+:class:`safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer` draws the sample
 first and is what the command line uses.
 """
 
@@ -33,30 +34,27 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
-from safeshare.data.engines.base import Engine
-from safeshare.data.frequency import FrequencyTable
-from safeshare.data.schema import Schema
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Node
+from safeshare.core.rollup import scan_lattice
 from safeshare.dp.drbg import CryptoRandom
 from safeshare.dp.mechanism import ExponentialMechanism, sample_index
 from safeshare.dp.parameters import DPSParameters, check_beta, dps_parameters, format_log10
-from safeshare.dp.sampling import SampleDraw, sample_engine
-from safeshare.dp.utility import LatticeData, Utility, make_utility
+from safeshare.dp.scores import LatticeData, Utility, make_utility
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Evaluator
-from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice.lattice import Node
 from safeshare.metrics.loss import Prec
 from safeshare.models.base import PrivacyCriterion
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.search.context import SearchContext
 from safeshare.search.result import SearchResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -80,7 +78,7 @@ class EpsilonSafeParams:
     utility: ``thesis`` (1/(Prec + penalty)), ``linear`` (-(Prec + penalty)) or ``safepub``.
     penalty: the penalty factor ``p`` (thesis and linear utilities).
     penalty_mode: ``k-anonymity`` or ``suppression``.
-    sensitivity: ``exact`` (default) or ``thesis`` (not DP; see :mod:`safeshare.dp.utility`).
+    sensitivity: ``exact`` (default) or ``thesis`` (not DP; see :mod:`safeshare.dp.scores`).
     reference_size: ``N_ref`` of the suppression penalty; default ``round(beta N)``.
     seed: seed of the generator (reproducible runs); ``None``: secret entropy.
     allow_non_dp: let ``sensitivity=thesis`` write a release (it is refused otherwise).
@@ -128,7 +126,7 @@ class NodeDistribution:
     """The exponential mechanism's distribution over every node of the lattice.
 
     Arrays are flat, in the lattice's lexicographic node order
-    (:meth:`~safeshare.lattice.lattice.Lattice.index`).
+    (:meth:`~safeshare.core.lattice.Lattice.index`).
     """
 
     table: FrequencyTable
@@ -237,7 +235,8 @@ def lattice_data(
         shape = [1] * len(parts)
         shape[i] = part.size
         granularity = granularity + part.reshape(shape)
-    suppressed = evaluator.lattice_statistics((k,)).suppressed[0]
+    # every node's suppression by roll-up (core/rollup.py, tested equal to Evaluator.iter_classes)
+    suppressed = scan_lattice(table, (k,)).suppressed[0]
     ref = reference_size if reference_size is not None else max(1, round(beta * n_input))
     return LatticeData(
         prec=prec,
@@ -296,7 +295,7 @@ class EpsilonSafeStrategy:
     """The ``epsilon-safe`` search strategy: draw a node with the exponential mechanism.
 
     It must run on the frequency table of the SAMPLED records; build it with
-    :class:`EpsilonSafeAnonymizer`, which samples first.
+    :class:`safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer`, which samples first.
     """
 
     name = "epsilon-safe"
@@ -314,7 +313,7 @@ class EpsilonSafeStrategy:
         self.prec_weights = dict(prec_weights or {})
         self.distribution: NodeDistribution | None = None
 
-    def run(self, ctx: Any) -> SearchResult:
+    def run(self, ctx: SearchContext) -> SearchResult:
         start = time.perf_counter()
         k = _single_k(ctx.criterion)
         dps = self.params.dps(k, self.records_before_sampling)
@@ -370,165 +369,17 @@ class EpsilonSafeStrategy:
 
 
 def make_epsilon_safe_strategy(options: Mapping[str, Any]) -> EpsilonSafeStrategy:
-    """Factory registered as ``epsilon-safe`` in :data:`safeshare.search.strategy.STRATEGIES`."""
+    """Factory registered as ``epsilon-safe`` in :data:`safeshare.workflows.algorithms.ALGORITHMS`."""
     params = options.get("params")
     n_input = options.get("records_before_sampling")
     generator = options.get("generator")
     if not isinstance(params, EpsilonSafeParams) or not isinstance(n_input, int) or generator is None:
         raise ConfigError(
             "algorithm 'epsilon-safe' samples the records before the search: run it with "
-            "`safeshare anonymize --algorithm epsilon-safe` or safeshare.dp.EpsilonSafeAnonymizer"
+            "`safeshare anonymize --algorithm epsilon-safe` or "
+            "safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer"
         )
     unknown = set(options) - {"params", "records_before_sampling", "generator", "prec_weights"}
     if unknown:
         raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
     return EpsilonSafeStrategy(params, n_input, generator, options.get("prec_weights"))
-
-
-@dataclass
-class EpsilonSafeResult:
-    """What :meth:`EpsilonSafeAnonymizer.fit` returns."""
-
-    result: AnonymizationResult
-    engine: Engine
-    draw: SampleDraw
-    dps: DPSParameters
-    distribution: NodeDistribution
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def report(self) -> dict[str, Any]:
-        """Extra report.json entries (the search's own figures are in ``result.summary()``)."""
-        return {**self.draw.summary(), "suppression_limit_enforced": False}
-
-
-@dataclass
-class EpsilonSafeDryRun:
-    """What :meth:`EpsilonSafeAnonymizer.dry_run` returns: the distribution, no node drawn."""
-
-    distribution: NodeDistribution
-    draw: SampleDraw
-    dps: DPSParameters
-
-    def document(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "not_for_release": "computed from the (sampled) data: NOT differentially private; "
-            "for the data custodian only",
-            **self.distribution.summary(),
-            "beta": self.dps.beta,
-            "epsilon": self.dps.epsilon,
-            "delta": self.dps.delta,
-            "log10_delta": self.dps.log10_delta,
-            "delta_scientific": format_log10(self.dps.log10_delta),
-            "gamma": self.dps.gamma,
-            "epsilon_min": self.dps.epsilon_min,
-            **self.draw.summary(),
-        }
-        if not self.distribution.utility.differentially_private:
-            doc["warning"] = NON_DP_WARNING
-        return doc
-
-
-class EpsilonSafeAnonymizer:
-    """Epsilon-safe LA end to end: sample, search on the sample, choose a node, suppress.
-
-    Parameters
-    ----------
-    schema: column roles and hierarchies; every released column must be a QI.
-    k: the k of k-anonymity (every smaller class is suppressed).
-    params: :class:`EpsilonSafeParams`.
-    max_suppression: the suppression limit that shapes the utility (not enforced).
-    prec_weights: optional per-QI weights of Prec.
-    """
-
-    def __init__(
-        self,
-        schema: Schema,
-        k: int,
-        params: EpsilonSafeParams,
-        max_suppression: float = 0.05,
-        prec_weights: Mapping[str, float] | None = None,
-    ) -> None:
-        self.schema = schema
-        self.model = KAnonymity(k)
-        self.k = self.model.k
-        self.params = params
-        self.criterion = PrivacyCriterion([self.model], max_suppression)
-        self.max_suppression = self.criterion.max_suppression
-        self.prec_weights = dict(prec_weights or {})
-        self._refuse_release = not params.make_utility().differentially_private and not params.allow_non_dp
-
-    def check_schema(self, columns: Sequence[str]) -> None:
-        """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
-        self.schema.check_columns(columns)
-        qis = set(self.schema.quasi_identifiers)
-        for column in self.schema.released_columns(columns):
-            if column not in qis:
-                role = self.schema.role(column)
-                raise ConfigError(
-                    f"epsilon-safe anonymization treats every released column as a quasi-identifier "
-                    f"(thesis 4.5.2): column {column!r} has role {role.value}; give it role quasi with a "
-                    "hierarchy, or role identifying to drop it"
-                )
-        for qi in self.schema.quasi_identifiers:
-            spec = self.schema.hierarchy_spec(qi)
-            if not isinstance(spec, Hierarchy) and not getattr(spec, "data_independent", False):
-                raise ConfigError(
-                    f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
-                    "builder, whose levels depend on the data; give it a hierarchy file"
-                )
-
-    def _sample(self, engine: Engine) -> tuple[Engine, SampleDraw, DPSParameters, CryptoRandom]:
-        self.check_schema(engine.columns())
-        n_input = engine.n_records()
-        if n_input < self.k:
-            raise InputError(f"k = {self.k} exceeds the number of records ({n_input})")
-        dps = self.params.dps(self.k, n_input)  # fails early on impossible parameters
-        rng = CryptoRandom(self.params.seed)
-        sampled, draw = sample_engine(engine, self.params.beta, rng)
-        if draw.records_sampled < self.k:
-            raise InputError(
-                f"only {draw.records_sampled} of {n_input} records were sampled "
-                f"(beta = {self.params.beta:g}), fewer than k = {self.k}"
-            )
-        return sampled, draw, dps, rng
-
-    def dry_run(self, engine: Engine) -> EpsilonSafeDryRun:
-        """Sample and compute the distribution over every node, without drawing one."""
-        sampled, draw, dps, _ = self._sample(engine)
-        table, _ = build_frequency_table(sampled, self.schema)
-        dist = node_distribution(
-            table, self.k, self.max_suppression, self.params, draw.records_in, self.prec_weights or None
-        )
-        return EpsilonSafeDryRun(dist, draw, dps)
-
-    def fit(self, engine: Engine) -> EpsilonSafeResult:
-        """Sample, draw a node, and prepare the release of the sampled records."""
-        if self._refuse_release:
-            raise ConfigError(
-                "sensitivity 'thesis' is not differentially private: a release needs allow_non_dp "
-                "(--allow-non-dp); use --dry-run to study it"
-            )
-        start = time.perf_counter()
-        sampled, draw, dps, rng = self._sample(engine)
-        timings = {"sample": time.perf_counter() - start}
-        options: dict[str, Any] = {
-            "params": self.params,
-            "records_before_sampling": draw.records_in,
-            "generator": rng.stream("mechanism"),
-        }
-        if self.prec_weights:
-            options["prec_weights"] = self.prec_weights
-        anonymizer = Anonymizer(
-            self.schema,
-            [self.model],
-            self.max_suppression,
-            "prec",
-            "epsilon-safe",
-            self.prec_weights or None,
-            options,
-        )
-        result = anonymizer.fit(sampled)
-        result.timings = {**timings, **result.timings}
-        strategy = anonymizer.strategy
-        assert isinstance(strategy, EpsilonSafeStrategy) and strategy.distribution is not None
-        return EpsilonSafeResult(result, sampled, draw, dps, strategy.distribution, result.timings)

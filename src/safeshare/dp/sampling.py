@@ -11,7 +11,7 @@ iff the ``i``-th 64-bit integer of the ``"sampling"`` stream is below
 
 The sample is drawn before the frequency table is built: records that are not
 sampled never reach the search, the evaluator or the release (they count as
-suppressed in SafePub's scores, see :mod:`safeshare.dp.utility`).
+suppressed in SafePub's scores, see :mod:`safeshare.dp.scores`).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
 if TYPE_CHECKING:
     from typing import Self
 
-    from safeshare.data.schema import HierarchyBuilder
+    from safeshare.hierarchy.hierarchy import HierarchyBuilder
 
 Number = int | float
 

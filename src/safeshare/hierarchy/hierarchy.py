@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -178,3 +179,9 @@ class Hierarchy:
 
     def __repr__(self) -> str:
         return f"Hierarchy({self.name!r}, values={len(self._rows)}, height={self.height})"
+
+
+class HierarchyBuilder(Protocol):
+    """Anything that builds a hierarchy from the distinct values of a column."""
+
+    def build(self, values: Sequence[str], name: str = "") -> Hierarchy: ...

@@ -28,9 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from safeshare.core.evaluation import Classes, Evaluator
+from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.evaluation import Classes, Evaluator
-from safeshare.lattice.lattice import Node
 
 
 class InformationLoss(ABC):

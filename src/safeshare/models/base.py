@@ -16,7 +16,6 @@ l-diversity, t-closeness) are monotone without suppression only.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Classes
+from safeshare.numerics import suppression_limit
 
 if TYPE_CHECKING:
     from safeshare.data.schema import Schema
@@ -124,7 +124,7 @@ class PrivacyCriterion:
 
     def suppression_limit(self, n_records: int) -> int:
         """Largest number of records that may be suppressed: ``floor(max_suppression * N)``."""
-        return math.floor(self.max_suppression * n_records + 1e-9)
+        return suppression_limit(self.max_suppression, n_records)
 
     @property
     def sensitive_columns(self) -> tuple[str, ...]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray, PrivacyModel
 
 

@@ -50,19 +50,19 @@ from typing import Any
 import numpy as np
 
 from safeshare.config_checks import check_keys
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.sensitive import (
-    TOLERANCE,
     ClassValueCounts,
     FloatArray,
     SensitiveAttributeModel,
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.numerics import TOLERANCE
 
 VARIANTS = ("distinct", "entropy", "recursive")
 

@@ -36,12 +36,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
-from safeshare.risk.m_concealing import TOLERANCE, AdversaryKnowledge, MConcealingMeasure, is_number
+from safeshare.numerics import TOLERANCE
+from safeshare.risk.knowledge import AdversaryKnowledge, is_number
+from safeshare.risk.m_concealing import MConcealingMeasure
 
 
 class MConcealing(PrivacyModel):

@@ -18,7 +18,7 @@ from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.l_diversity import from_config as _l_diversity
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.t_closeness import from_config as _t_closeness
-from safeshare.risk.m_concealing import is_number, parse_knowledge
+from safeshare.risk.knowledge import is_number, parse_knowledge
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 

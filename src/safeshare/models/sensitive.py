@@ -18,7 +18,7 @@ This module also holds :class:`SensitiveAttributeModel`, the common base of
 models that are applied to every sensitive attribute of the schema: a model
 configured as ``l-diversity: {l: 3}`` does not name its columns; it is bound
 to the schema's sensitive columns by :meth:`SensitiveAttributeModel.bind`
-when an :class:`~safeshare.anonymizer.Anonymizer` is built.
+when an :class:`~safeshare.workflows.anonymizer.Anonymizer` is built.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from weakref import WeakKeyDictionary
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Classes
 from safeshare.models.base import BoolArray, PrivacyModel
 
 if TYPE_CHECKING:
@@ -50,7 +50,6 @@ FloatArray = npt.NDArray[np.float64]
 #: ``H >= log l`` when ``H >= log l - TOLERANCE``, ``D <= t`` when ``D <= t + TOLERANCE``.
 #: It absorbs rounding (``-sum p log p`` of a uniform class is not exactly ``log l``);
 #: it is far below any difference a single record can make.
-TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)

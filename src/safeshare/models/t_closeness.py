@@ -69,13 +69,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from safeshare.config_checks import check_keys
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, HierarchyError, InputError
-from safeshare.evaluation import Classes
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.base import BoolArray
 from safeshare.models.sensitive import (
-    TOLERANCE,
     ClassValueCounts,
     FloatArray,
     Int64Array,
@@ -83,6 +82,7 @@ from safeshare.models.sensitive import (
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.numerics import TOLERANCE
 
 if TYPE_CHECKING:
     from safeshare.data.schema import HierarchySpec, Schema

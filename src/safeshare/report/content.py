@@ -2,7 +2,7 @@
 
 The report of a release may show only what the release itself shows (the
 labels and counts of the released classes, computed in
-:meth:`safeshare.anonymizer.AnonymizationResult.generalization`), the
+:meth:`safeshare.workflows.anonymizer.AnonymizationResult.generalization`), the
 parameters of the run, and figures about them. This module derives the parts
 of report.json that are not figures of the search:
 

@@ -8,7 +8,7 @@ text, are inserted as markup. CSS is inline, so the file needs no network.
 
 This module turns report.json's content into rows of text (a view model);
 the template only lays them out. What the report may show is decided where
-report.json is assembled (:mod:`safeshare.release`,
+report.json is assembled (:mod:`safeshare.workflows.release`,
 :mod:`safeshare.report.content`): values only from the released classes.
 """
 

@@ -21,14 +21,38 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullLocator, ScalarFormatter
 
-from safeshare.sweep import SweepRow
+
+class SweepRow(Protocol):
+    """What a plot reads of one configuration of a sweep.
+
+    A Protocol, so that the report layer does not import the sweep workflow
+    (:class:`safeshare.workflows.sweep.SweepRow` satisfies it); the loss values
+    are read by name (:attr:`Panel.value`).
+    """
+
+    @property
+    def k(self) -> int: ...
+    @property
+    def max_suppression_pct(self) -> float: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def found(self) -> bool: ...
+    @property
+    def accuracy(self) -> float | None: ...
+    @property
+    def information_loss(self) -> float | None: ...
+    @property
+    def information_loss_normalized(self) -> float | None: ...
+    @property
+    def information_loss_minus_bottom(self) -> float | None: ...
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 

@@ -1,11 +1,14 @@
-"""Re-identification risk measures (thesis §5.2; DESIGN.md ``risk/``)."""
+"""Re-identification risk measures (thesis §5.2; docs/architecture.md, "Where each concept lives").
 
+Measures on classes, class-size histograms or the frequency table; the
+privacy criteria of :mod:`safeshare.models` are thin adapters over them.
+"""
+
+from safeshare.risk.knowledge import AdversaryKnowledge, parse_knowledge
 from safeshare.risk.m_concealing import (
-    AdversaryKnowledge,
     Concealment,
     MConcealingMeasure,
     measure_frame,
-    parse_knowledge,
 )
 
 __all__ = [

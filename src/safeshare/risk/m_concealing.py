@@ -29,7 +29,7 @@ records it cannot tell apart (no inference from correlations).
 Computation on the frequency table. The table's grain is the QIs plus the
 knowledge columns, so the records of one row are identical on everything
 that matters. For a node, the class sizes of the QIs alone come from the
-shared :class:`~safeshare.evaluation.Evaluator`; for every knowledge state
+shared :class:`~safeshare.core.evaluation.Evaluator`; for every knowledge state
 ``q != {}`` with ``P(q) > 0`` a second evaluator treats the columns of ``q`` as
 extra QIs that are never generalized (hierarchies of height 0), and gives the
 sizes of the classes on "generalized QIs + columns of q" with the same
@@ -39,127 +39,44 @@ maximum is taken with ``bincount``: no loop over records or classes.
 
 Values within :data:`TOLERANCE` of ``m`` count as ``m`` (floating-point
 rounding of the sum); the independent verifier uses the same convention.
+
+Roles (a criterion is a thin adapter over a measure): the knowledge model is
+:mod:`safeshare.risk.knowledge`, the measure is here (on the frequency table,
+and on grouped rows for the ``knowledge:`` columns that are not in the table's
+grain), the predicate is :class:`safeshare.models.m_concealing.MConcealing`, the
+independent SQL re-check is :mod:`safeshare.verify.m_concealing`, and the
+report glue (measuring a chosen release) is
+:mod:`safeshare.workflows.m_concealing`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from itertools import product
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.errors import ConfigError, DataError, InputError
-from safeshare.evaluation import Classes, Evaluator
+from safeshare.core.evaluation import Classes, Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.numerics import TOLERANCE
+from safeshare.risk.knowledge import AdversaryKnowledge
 
 if TYPE_CHECKING:
-    from safeshare.anonymizer import AnonymizationResult
     from safeshare.data.engines.base import Engine
-    from safeshare.data.schema import Schema
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: A record whose value is at most ``m + TOLERANCE`` satisfies m-concealing.
-TOLERANCE = 1e-9
-#: Largest number of knowledge columns: the measure sums over ``2^|K|`` states.
-MAX_KNOWLEDGE_COLUMNS = 10
 #: Margin that keeps the bound shortcuts of :meth:`MConcealingMeasure.acceptable`
 #: on the safe side of floating-point rounding.
 _MARGIN = 1e-12
 _AUX_CACHE_BYTES = 64 * 2**20
-
-
-class KnowledgeState(NamedTuple):
-    """A subset of the knowledge columns (their positions) and its probability ``P(q)``."""
-
-    known: tuple[int, ...]
-    probability: float
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
-
-class AdversaryKnowledge:
-    """What an adversary may know beyond the QIs, and how likely it is (thesis §5.2).
-
-    Parameters
-    ----------
-    probabilities: knowledge column -> probability ``p_c`` in [0, 1] that the
-        adversary knows the whole column.
-    inclusion_probability: ``pi`` in (0, 1], the probability that a person of
-        the population is in the release (1 for a full release).
-    """
-
-    def __init__(self, probabilities: Mapping[str, float], inclusion_probability: float = 1.0) -> None:
-        if not isinstance(probabilities, Mapping):
-            raise InputError(f"knowledge: expected a mapping of column -> probability, got {probabilities!r}")
-        if len(probabilities) > MAX_KNOWLEDGE_COLUMNS:
-            raise InputError(
-                f"knowledge: {len(probabilities)} columns, at most {MAX_KNOWLEDGE_COLUMNS} are supported "
-                f"(the measure sums over 2^columns knowledge states)"
-            )
-        columns, probs = [], []
-        for column, p in probabilities.items():
-            if not isinstance(column, str) or not column:
-                raise InputError(f"knowledge: column names must be non-empty strings, got {column!r}")
-            if not is_number(p) or not 0.0 <= float(p) <= 1.0:
-                raise InputError(f"knowledge.{column}: expected a probability in [0, 1], got {p!r}")
-            columns.append(column)
-            probs.append(float(p))
-        if not is_number(inclusion_probability) or not 0.0 < float(inclusion_probability) <= 1.0:
-            raise InputError(
-                f"inclusion_probability: expected a number in (0, 1], got {inclusion_probability!r}"
-            )
-        self.columns: tuple[str, ...] = tuple(columns)
-        self.probabilities: tuple[float, ...] = tuple(probs)
-        self.inclusion_probability = float(inclusion_probability)
-
-    @cached_property
-    def states(self) -> tuple[KnowledgeState, ...]:
-        """Every knowledge state of non-zero probability, the empty state first.
-
-        ``P(q) = prod_{c in q} p_c * prod_{c not in q} (1 - p_c)``; the
-        probabilities of all ``2^|K|`` states sum to 1.
-        """
-        out = []
-        for bits in product((False, True), repeat=len(self.columns)):
-            prob = math.prod(p if b else 1.0 - p for p, b in zip(self.probabilities, bits, strict=True))
-            if prob > 0.0:
-                out.append(KnowledgeState(tuple(i for i, b in enumerate(bits) if b), prob))
-        return tuple(sorted(out, key=lambda s: (len(s.known), s.known)))
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(zip(self.columns, self.probabilities, strict=True))
-
-    def __repr__(self) -> str:
-        return f"AdversaryKnowledge({self.as_dict()!r}, inclusion_probability={self.inclusion_probability})"
-
-
-def parse_knowledge(value: Any, where: str) -> dict[str, float]:
-    """Validate a ``{COLUMN: probability}`` mapping from a configuration (``where`` names the key)."""
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"{where}: expected a mapping of column -> probability, e.g. {{capital-gain: 0.01}}"
-        )
-    out: dict[str, float] = {}
-    for column, p in value.items():
-        if not isinstance(column, str):
-            raise ConfigError(f'{where}.{column}: expected a name as key, got {column!r} (quote it: "...")')
-        if not is_number(p) or not 0.0 <= float(p) <= 1.0:
-            raise ConfigError(f"{where}.{column}: expected a probability in [0, 1], got {p!r}")
-        out[str(column)] = float(p)
-    if len(out) > MAX_KNOWLEDGE_COLUMNS:
-        raise ConfigError(f"{where}: {len(out)} columns, at most {MAX_KNOWLEDGE_COLUMNS} are supported")
-    return out
 
 
 @dataclass(frozen=True)
@@ -451,118 +368,6 @@ def measure_frame(
         if len(top_rows) >= top:
             break
     return _summarize(values, weight_arr, knowledge, top_rows)
-
-
-def measure_release(
-    result: AnonymizationResult, engine: Engine, knowledge: AdversaryKnowledge, top: int = 10
-) -> Concealment:
-    """The measure of the release ``result`` describes, suppressed records removed.
-
-    The data is grouped by the QIs and the knowledge columns through the
-    engine (the only step that reads records), generalized with the chosen
-    node, the suppressed classes are removed, and :func:`measure_frame` is
-    applied to the grouped rows.
-    """
-    from safeshare.data.engines.base import COUNT_COLUMN
-
-    if result.node is None:
-        raise InputError("no node was chosen: there is no release to measure")
-    qis = list(result.table.qi_names)
-    available = engine.columns()
-    for column in knowledge.columns:
-        if column not in available:
-            raise InputError(f"unknown knowledge column {column!r}")
-        if column in qis:
-            raise InputError(
-                f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
-            )
-    grouped = engine.grouped_counts([*qis, *knowledge.columns]).copy()
-    for qi, h, level in zip(qis, result.table.hierarchies, result.node, strict=True):
-        grouped[qi] = grouped[qi].astype(str).map(h.mapping(level))
-    for column in knowledge.columns:
-        grouped[column] = grouped[column].astype(str)
-    suppressed = result.suppressed_tuples() if result.suppressed_records else None
-    if suppressed is not None and len(suppressed):
-        drop = pd.MultiIndex.from_frame(suppressed[qis].astype(str))
-        keys = pd.MultiIndex.from_frame(grouped[qis])
-        grouped = grouped[~keys.isin(drop)].reset_index(drop=True)
-    return measure_frame(grouped, qis, knowledge, weights=COUNT_COLUMN, top=top)
-
-
-def report_knowledge(
-    top_level: Mapping[str, float] | None, models: Sequence[object]
-) -> AdversaryKnowledge | None:
-    """The knowledge model whose m goes into report.json.
-
-    The top-level ``knowledge:`` of the configuration (full release,
-    ``pi = 1``) when given, else the one of an m-concealing privacy model.
-    """
-    if top_level is not None:
-        return AdversaryKnowledge(top_level)
-    for model in models:
-        knowledge = getattr(model, "knowledge", None)
-        if isinstance(knowledge, AdversaryKnowledge):
-            return knowledge
-    return None
-
-
-def knowledge_columns(top_level: Mapping[str, float] | None, models: Sequence[object]) -> list[str]:
-    """Every column an adversary model names: the top-level ``knowledge:`` and m-concealing models'."""
-    out = list(top_level or {})
-    for model in models:
-        knowledge = getattr(model, "knowledge", None)
-        if isinstance(knowledge, AdversaryKnowledge):
-            out.extend(c for c in knowledge.columns if c not in out)
-    return out
-
-
-def check_knowledge_columns(columns: Sequence[str], schema: Schema, available: Sequence[str]) -> None:
-    """Raise an :class:`InputError` unless every knowledge column is a released, non-QI input column."""
-    from safeshare.data.schema import Role
-
-    for column in columns:
-        if column not in available:
-            shown = ", ".join(list(available)[:20])
-            raise DataError(f"unknown knowledge column {column!r}: the input has columns {shown}")
-        role = schema.role(column)
-        if role is Role.QUASI:
-            raise ConfigError(
-                f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
-            )
-        if not role.released:
-            raise ConfigError(
-                f"knowledge column {column!r} has role {role.value} and is not released; "
-                "only released columns can be matched by an adversary"
-            )
-
-
-def concealment_report(
-    result: AnonymizationResult, engine: Engine, knowledge: AdversaryKnowledge
-) -> dict[str, Any]:
-    """report.json entries: ``m``, ``inverse_m`` and the details (``m_concealing``) of the release."""
-    measured = measure_release(result, engine, knowledge)
-    return {"m": measured.m, "inverse_m": measured.inverse_m, "m_concealing": measured.to_dict()}
-
-
-def parse_knowledge_option(text: str, option: str = "--knowledge") -> dict[str, float]:
-    """``COLUMN=PROBABILITY,...`` from the command line."""
-    out: dict[str, float] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        column, sep, value = part.rpartition("=")
-        try:
-            p = float(value)
-        except ValueError:
-            p = -1.0
-        if not sep or not column.strip() or not 0.0 <= p <= 1.0:
-            raise InputError(
-                f"{option}: expected COLUMN=PROBABILITY[,...] with probabilities in [0, 1], got {part!r}"
-            )
-        out[column.strip()] = p
-    if not out:
-        raise InputError(f"{option}: expected COLUMN=PROBABILITY[,...]")
-    return parse_knowledge(out, option)
 
 
 def measure_engine(

@@ -57,16 +57,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Classes
-from safeshare.lattice.lattice import Lattice, Node
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice, Node
 from safeshare.models.base import BoolArray, PrivacyCriterion, PrivacyModel
 from safeshare.search.ola import find_minimal_nodes
 from safeshare.search.result import SearchResult
 
 if TYPE_CHECKING:
     from safeshare.metrics.loss import InformationLoss
-    from safeshare.search.strategy import SearchContext
+    from safeshare.search.context import SearchContext
 
 #: Node-array loss values within this relative distance count as ties (exact comparison follows).
 _TIE = 1e-9

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from safeshare.evaluation import Classes
-from safeshare.lattice.lattice import Lattice, Node
+from safeshare.core.evaluation import Classes
+from safeshare.core.lattice import Lattice, Node
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 

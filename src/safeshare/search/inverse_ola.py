@@ -74,10 +74,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice, Node
 from safeshare.errors import ConfigError
-from safeshare.evaluation import Classes
-from safeshare.lattice.lattice import Lattice, Node
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.search.best_first import relaxation_models
@@ -85,7 +85,7 @@ from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.search.result import SearchResult
 
 if TYPE_CHECKING:
-    from safeshare.search.strategy import SearchContext
+    from safeshare.search.context import SearchContext
 
 #: Normalized losses within this distance above ``max_loss`` count as within it (rounding).
 LOSS_TOLERANCE = 1e-12

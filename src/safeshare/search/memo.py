@@ -1,6 +1,6 @@
 """A search predicate that remembers its evaluations across suppression limits.
 
-The suppression/loss trade-off curve (:func:`safeshare.anonymizer.tradeoff`)
+The suppression/loss trade-off curve (:func:`safeshare.workflows.anonymizer.tradeoff`)
 searches the same lattice on the same table for several suppression limits.
 Whether a node qualifies at limit ``s`` depends on ``s`` only through one
 number, the records failing the privacy models at the node (``failing <=
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.evaluation import Classes
-from safeshare.lattice.lattice import Node
+from safeshare.core.evaluation import Classes
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Node
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
 
 

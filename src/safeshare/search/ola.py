@@ -44,7 +44,7 @@ from operator import add, sub
 
 import numpy as np
 
-from safeshare.lattice.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
+from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 

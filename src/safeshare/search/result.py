@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from safeshare.lattice.lattice import Node
+from safeshare.core.lattice import Node
 
 if TYPE_CHECKING:
     from safeshare.models.base import PrivacyCriterion

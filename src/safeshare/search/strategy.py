@@ -15,59 +15,26 @@ criterion with the k it achieved in ``SearchResult.criterion``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Protocol
 
-import numpy as np
-
-from safeshare.data.frequency import FrequencyTable
 from safeshare.errors import ConfigError
-from safeshare.evaluation import Evaluator
-from safeshare.lattice.lattice import Lattice
-from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
-from safeshare.models.base import PrivacyCriterion
 from safeshare.search.best_first import BestFirstOLA
+from safeshare.search.context import SearchContext
 from safeshare.search.exhaustive import ExhaustiveSearch
 from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.ola import OLA
-from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
-
-@dataclass
-class SearchContext:
-    """Everything a strategy may use; built once per run."""
-
-    table: FrequencyTable
-    evaluator: Evaluator
-    criterion: PrivacyCriterion
-    metric: InformationLoss
-    #: ``progress(checked_nodes)``, called now and then by the search (never per node).
-    progress: Progress | None = None
-
-    @property
-    def lattice(self) -> Lattice:
-        return self.table.lattice
-
-    @cached_property
-    def ticker(self) -> Ticker:
-        """One count of checked nodes for the whole run, reported to :attr:`progress`."""
-        return Ticker(self.progress)
-
-    @cached_property
-    def guide(self) -> np.ndarray:
-        """Non-uniform entropy of every node: OLA's probe order (never changes results)."""
-        return NonUniformEntropy(self.evaluator).node_array()
-
-    def holds(self, node: tuple[int, ...]) -> bool:
-        """The privacy criterion at ``node`` (remembered by a :class:`MemoizedCriterion`)."""
-        if isinstance(self.criterion, MemoizedCriterion):
-            known = self.criterion.known(node, self.table.n_records)
-            if known is not None:
-                return known
-        return self.criterion.holds(self.evaluator.classes(node), self.table)
+__all__ = [
+    "STRATEGIES",
+    "ExhaustiveStrategy",
+    "OLAStrategy",
+    "SearchContext",
+    "SearchStrategy",
+    "StrategyFactory",
+    "make_strategy",
+]
 
 
 class SearchStrategy(Protocol):
@@ -127,19 +94,12 @@ def _no_options(cls: type) -> StrategyFactory:
     return factory
 
 
-def _epsilon_safe(options: Mapping[str, Any]) -> SearchStrategy:
-    """Epsilon-safe LA (thesis §4.5.4): imported lazily, it builds on this module."""
-    from safeshare.dp.epsilon_safe import make_epsilon_safe_strategy
-
-    return make_epsilon_safe_strategy(options)
-
-
-#: Strategy factories by name; further workflows register here.
+#: The searches of this package by name. Strategies built on higher layers (epsilon-safe, in
+#: ``dp/``) are added by the workflow layer: :data:`safeshare.workflows.algorithms.ALGORITHMS`.
 STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLAStrategy),
     "exhaustive": _no_options(ExhaustiveStrategy),
     "inverse-ola": make_inverse_ola,
-    "epsilon-safe": _epsilon_safe,
 }
 
 

@@ -1,7 +1,7 @@
 """Surveillance release policies (Brown et al. 2022, JAMIA ocac011).
 
 Prospective de-identification of case records shared daily or weekly during an
-outbreak: a *policy* is a node of the core :class:`~safeshare.lattice.lattice.Lattice`
+outbreak: a *policy* is a node of the core :class:`~safeshare.core.lattice.Lattice`
 over demographic hierarchies (:mod:`.policies`); its re-identification risk for a
 number of new cases is forecast by Monte Carlo simulation from the region's
 population (:mod:`.simulate`); the policies that keep the forecast PK risk under a

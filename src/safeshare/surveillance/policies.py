@@ -4,7 +4,7 @@ A policy generalizes each demographic dimension (age, race, sex, ethnicity) to
 one level of its hierarchy. Level 0 is the finest; each further level merges
 groups of the previous one, and a dimension's last level may suppress it
 (one group for everybody). A policy is therefore a node of
-:class:`~safeshare.lattice.lattice.Lattice` with one QI per dimension, and
+:class:`~safeshare.core.lattice.Lattice` with one QI per dimension, and
 "policy ``a`` is below policy ``b``" (``b`` generalizes ``a``) is the lattice's
 order. Each level has a one-character code; a policy's code is the characters
 of its levels in dimension order, e.g. ``1C*e`` (5-year ages, race
@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from safeshare.core.lattice import Lattice, Node
 from safeshare.errors import ConfigError, InputError
-from safeshare.lattice.lattice import Lattice, Node
 
 SUPPRESSED = "*"
 

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.core.lattice import Node
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory
-from safeshare.lattice.lattice import Node
 from safeshare.surveillance.inputs import CaseRecords, Population, _read_csv
 from safeshare.surveillance.policies import PolicySpace
 from safeshare.surveillance.search import DO_NOT_SHARE

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.lattice.lattice import Node
 from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.surveillance.inputs import Population
 from safeshare.surveillance.simulate import VolumeRisk, seeded, upper_quantile

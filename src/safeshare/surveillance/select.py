@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.lattice.lattice import Node
 from safeshare.surveillance.inputs import CaseSeries, Population
 from safeshare.surveillance.search import DO_NOT_SHARE, PolicySearch
 from safeshare.surveillance.simulate import Grouping, draw_series, seeded, series_risk

@@ -27,22 +27,24 @@ non-anonymous data").
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from safeshare.anonymizer import AnonymizationResult
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Node
+from safeshare.data.engines.base import ReleasePlan
 from safeshare.data.engines.memory import MemoryEngine, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.hierarchy.builders import FileBuilder
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice.lattice import Node
+from safeshare.models.base import PrivacyCriterion
 from safeshare.utility.classifier import ClassifierScore, LogisticRegressionSpec, fit_and_score
 from safeshare.utility.features import (
     DEFAULT_MISSING,
@@ -54,6 +56,29 @@ from safeshare.utility.features import (
     missing_tokens,
 )
 from safeshare.utility.testset import Uncovered, generalize_frame, uncovered_values
+
+
+class AnonymizationResult(Protocol):
+    """What a utility task reads of an anonymization.
+
+    :class:`safeshare.workflows.anonymizer.AnonymizationResult` satisfies it; a
+    Protocol so that this package does not import the workflow that uses it.
+    """
+
+    @property
+    def node(self) -> Node | None: ...
+    @property
+    def table(self) -> FrequencyTable: ...
+    @property
+    def criterion(self) -> PrivacyCriterion: ...
+    @property
+    def levels(self) -> dict[str, int]: ...
+    @property
+    def records_in(self) -> int: ...
+    @property
+    def suppressed_records(self) -> int: ...
+    def release_plan(self, columns: Sequence[str]) -> ReleasePlan: ...
+    def summary(self) -> dict[str, Any]: ...
 
 
 def heldout_source(train: TableSource, path: str | Path, skip_rows: int = 0) -> TableSource:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from safeshare.core.lattice import Node
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice.lattice import Node
 
 
 @dataclass(frozen=True)

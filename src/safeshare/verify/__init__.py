@@ -3,7 +3,7 @@
 The release is re-read from disk and its privacy guarantees re-checked with
 DuckDB SQL over the file itself: no frequency table, no evaluator, no lattice,
 nothing shared with the code that chose the node. A release is published only
-when every check passes (see :mod:`safeshare.release`).
+when every check passes (see :mod:`safeshare.workflows.release`).
 
 Checks:
 
@@ -18,19 +18,25 @@ Checks:
   ``k`` records;
 * the number of suppressed records, ``N_in - N_out``, is within the limit
   ``floor(max_suppression * N_in)``;
-* privacy models over sensitive columns (l-diversity, t-closeness, ...) are
-  re-checked by the functions registered in :data:`EXTRA_CHECKS`.
+* privacy models over sensitive columns (l-diversity, t-closeness,
+  m-concealing) are re-checked by the functions listed in :data:`EXTRA_CHECKS`
+  (:mod:`safeshare.verify.sensitive`, :mod:`safeshare.verify.m_concealing`): one
+  explicit table, filled by no import side effect. A model without an entry is
+  refused, never trusted.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from safeshare.numerics import suppression_limit
+from safeshare.verify.m_concealing import check_m_concealing
+from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 
 
 def _quote(name: str) -> str:
@@ -99,7 +105,14 @@ class Verification:
 #: Checks of further privacy models: name -> f(connection, relation SQL, QI column SQL, params)
 #: returning a list of failure messages (empty when the model holds).
 ExtraCheck = Callable[[duckdb.DuckDBPyConnection, str, str, Mapping[str, Any]], list[str]]
-EXTRA_CHECKS: dict[str, ExtraCheck] = {}
+
+#: Every independent check of a privacy model beyond k-anonymity, in one explicit table: a new
+#: criterion adds its SQL re-check here (and nowhere else).
+EXTRA_CHECKS: dict[str, ExtraCheck] = {
+    "l-diversity": check_l_diversity,
+    "t-closeness": check_t_closeness,
+    "m-concealing": check_m_concealing,
+}
 
 
 def _relation(path: Path, fmt: str, delimiter: str) -> str:
@@ -130,7 +143,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             failures.append(f"release columns {columns} differ from the expected {expected.columns}")
         records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = expected.records_in - records_out
-        limit = math.floor(expected.max_suppression * expected.records_in + 1e-9)
+        limit = suppression_limit(expected.max_suppression, expected.records_in)
         checks["suppression_limit"] = limit
         if suppressed < 0:
             failures.append(f"the release has more records ({records_out}) than the input")
@@ -202,6 +215,3 @@ def expectations_for(
         delimiter=delimiter,
     )
 
-
-# Checks of further privacy models register themselves in EXTRA_CHECKS when imported.
-from safeshare import verify_m_concealing, verify_sensitive  # noqa: E402, F401

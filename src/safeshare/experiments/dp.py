@@ -15,7 +15,7 @@ Four calibrations are compared:
 
 * ``thesis-calibration``: ``u = 1/(Prec + pen)`` with the thesis' sensitivity
   (``p``, or ``p x`` one record's percentage): the thesis' own experiment,
-  which is NOT differentially private (:mod:`safeshare.dp.utility`);
+  which is NOT differentially private (:mod:`safeshare.dp.scores`);
 * ``thesis-exact``: the same utility with its true global sensitivity;
 * ``linear``: ``u = -(Prec + pen)``, whose sensitivity is the penalty's;
 * ``safepub``: SafePub's granularity score (no penalty factor).
@@ -36,16 +36,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from safeshare.anonymizer import build_frequency_table
 from safeshare.config import load_config
+from safeshare.core.tabulate import build_frequency_table
 from safeshare.dp.drbg import CryptoRandom
-from safeshare.dp.epsilon_safe import EpsilonSafeAnonymizer, EpsilonSafeParams, lattice_data
+from safeshare.dp.epsilon_safe import EpsilonSafeParams, lattice_data
 from safeshare.dp.mechanism import ExponentialMechanism
 from safeshare.dp.sampling import sample_engine
-from safeshare.dp.utility import LatticeData, make_utility
+from safeshare.dp.scores import LatticeData, make_utility
 from safeshare.errors import ConfigError
 from safeshare.io import atomic_write, atomic_write_text, publish, staging_directory
 from safeshare.models.k_anonymity import KAnonymity
+from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 
 EPSILON_PRIMES = (0.01, 0.1, 0.5, 1.0, 2.0)
 PENALTIES = (
@@ -95,7 +96,7 @@ def stored_samples(
     config: Path, n_samples: int = 10, seed: int = 2024, beta: float = 0.75
 ) -> list[StoredSample]:
     """Draw ``n_samples`` Bernoulli(``beta``) samples of the configured data (seeds ``seed + i``)."""
-    from safeshare.cli import make_engine
+    from safeshare.data.engines.factory import make_engine
 
     cfg = load_config(config)
     ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]

@@ -20,12 +20,12 @@ from safeshare.errors import InputError
 from safeshare.options import MAX_SUPPRESSION_HELP, optional_fraction
 
 if TYPE_CHECKING:
-    from safeshare.anonymizer import AnonymizationResult
     from safeshare.config import RunConfig
     from safeshare.data.engines.base import Engine
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.sweep import OnResult, SweepResult, SweepRow
     from safeshare.utility.task import UtilityTask
+    from safeshare.workflows.anonymizer import AnonymizationResult
+    from safeshare.workflows.sweep import OnResult, SweepResult, SweepRow
 
 TEST_HELP = "The test set (same columns and input options as the configuration's input)."
 TARGET_HELP = "The column to predict (sensitive or insensitive, not a quasi-identifier)."
@@ -101,18 +101,16 @@ def utility(
     suppression) and writes OUT/utility.json with `accuracy` and
     `baseline_accuracy` (the same classifier trained on the original data).
     """
-    from safeshare.anonymizer import Anonymizer
-    from safeshare.cli import phase
     from safeshare.config import load_config
+    from safeshare.console import phase
     from safeshare.io import atomic_write_text, publish, staging_directory
     from safeshare.utility.task import utility_document
+    from safeshare.workflows.anonymizer import Anonymizer
 
     started = time.perf_counter()
     suppression = optional_fraction(max_suppression, "--max-suppression")
     cfg = load_config(config).with_overrides(k, suppression, metric)
-    anonymizer = Anonymizer(
-        cfg.schema, cfg.privacy, cfg.max_suppression, cfg.metric, cfg.algorithm, cfg.prec_weights
-    )
+    anonymizer = Anonymizer(cfg.spec())
     _check_out_dir(out_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -155,7 +153,7 @@ def utility(
 def _print_utility(doc: dict[str, Any], path: Path) -> None:
     from rich.table import Table
 
-    from safeshare.cli import out
+    from safeshare.console import out
 
     table = Table(
         title="safeshare: utility measured by a classifier", show_header=False, title_justify="left"
@@ -235,24 +233,26 @@ def sweep(
     OUT/loss_vs_accuracy.png/.svg (Fig. 6.2). Releases are not written unless
     --write-releases is given.
     """
-    from safeshare.anonymizer import build_frequency_table
-    from safeshare.cli import make_engine, phase
     from safeshare.config import load_config
-    from safeshare.evaluation import Evaluator
+    from safeshare.console import phase
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.data.engines.factory import make_engine
     from safeshare.io import publish, staging_directory
-    from safeshare.sweep import Sweep, SweepGrid
     from safeshare.utility.thesis import is_thesis_setting
+    from safeshare.workflows.anonymizer import build_frequency_table
+    from safeshare.workflows.sweep import Sweep, SweepGrid
 
     started = time.perf_counter()
     cfg = load_config(config)
     grid = SweepGrid.parse(k, max_suppression, metric)
-    runner = Sweep(cfg.schema, cfg.privacy, grid, cfg.algorithm, cfg.prec_weights)
+    runner = Sweep(cfg.spec(), grid)
     if with_utility and (test is None or target is None):
         raise InputError("--utility needs --test TEST_FILE and --target COLUMN")
     if not with_utility and (test is not None or target is not None):
         raise InputError("--test and --target are used with --utility only")
     _check_out_dir(out_dir)
     task = None
+    engine: Engine
     t0 = time.perf_counter()
     with phase("reading the data", quiet):
         if with_utility:
@@ -301,7 +301,7 @@ def sweep(
 
 def _release_writer(cfg: RunConfig, engine: Engine, directory: Path, config: str) -> OnResult:
     """Write each configuration's verified release into ``directory/k{K}_sup{S}_{metric}``."""
-    from safeshare.release import write_release
+    from safeshare.workflows.release import write_release
 
     def write(row: SweepRow, result: AnonymizationResult) -> None:
         if not result.found:
@@ -330,7 +330,7 @@ class _Progress:
         self._task: Any = None
 
     def __enter__(self) -> Any:
-        from safeshare.cli import err
+        from safeshare.console import err
 
         if self.quiet or not err.is_terminal:
             return lambda i, row: None
@@ -364,7 +364,7 @@ def _print_sweep(result: SweepResult, out_dir: Path) -> None:
     from rich import box
     from rich.table import Table
 
-    from safeshare.cli import out
+    from safeshare.console import out
     from safeshare.metrics.loss import METRICS
     from safeshare.utility.thesis import BASELINE_ACCURACY
 

@@ -9,7 +9,7 @@ Table 6.1, Fig. 6.2).
 
 Every configuration of the grid is a search over the same lattice on the
 same data, so a :class:`Sweep` runs them all on ONE frequency table and ONE
-:class:`~safeshare.evaluation.Evaluator` (``Anonymizer.fit_table(table,
+:class:`~safeshare.core.evaluation.Evaluator` (``Anonymizer.fit_table(table,
 evaluator=...)``): the ``GROUP BY`` over the raw records happens once, and
 the evaluator's prefix cache serves every search.
 
@@ -30,22 +30,21 @@ import csv
 import io
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from safeshare.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.data.frequency import FrequencyTable
-from safeshare.data.schema import Schema
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
-from safeshare.evaluation import Evaluator
 from safeshare.metrics.loss import metric_name
-from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.options import parse_fractions
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
+from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+from safeshare.workflows.spec import AnonymizationSpec
 
 #: Columns of sweep.csv, in order.
 SWEEP_COLUMNS = (
@@ -342,30 +341,18 @@ class Sweep:
 
     Parameters
     ----------
-    schema: column roles and hierarchies.
-    privacy: the privacy models; k-anonymity is replaced by each k of the grid
-        (added when absent), other models apply to every configuration.
+    spec: the run (schema, privacy models, algorithm and its options, Prec
+        weights); k-anonymity is replaced by each k of the grid (added when
+        absent), other models apply to every configuration; the suppression
+        limit and the metric come from the grid.
     grid: the configurations.
-    algorithm: the search strategy (``ola`` by default).
-    prec_weights: per-QI weights of Prec (used by the ``prec`` configurations only).
-    algorithm_options: the strategy's options.
     """
 
-    def __init__(
-        self,
-        schema: Schema,
-        privacy: Sequence[PrivacyModel],
-        grid: SweepGrid,
-        algorithm: str = "ola",
-        prec_weights: Mapping[str, float] | None = None,
-        algorithm_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.schema = schema
-        self.base_models = [m for m in privacy if not isinstance(m, KAnonymity)]
+    def __init__(self, spec: AnonymizationSpec, grid: SweepGrid) -> None:
+        self.spec = spec
+        self.schema = spec.schema
+        self.base_models = [m for m in spec.privacy if not isinstance(m, KAnonymity)]
         self.grid = grid
-        self.algorithm = algorithm
-        self.prec_weights = dict(prec_weights or {})
-        self.algorithm_options = dict(algorithm_options or {})
         # build one anonymizer now so that bad settings fail before any work
         k, pct, metric = next(iter(grid))
         self.anonymizer(k, pct, metric)
@@ -380,14 +367,15 @@ class Sweep:
 
     def anonymizer(self, k: int, pct: float, metric: str) -> Anonymizer:
         """The anonymizer of one configuration."""
+        prec_weights = self.spec.prec_weights if metric_name(metric) == "prec" else {}
         return Anonymizer(
-            self.schema,
-            [KAnonymity(k), *self.base_models],
-            pct / 100.0,
-            metric,
-            self.algorithm,
-            self.prec_weights if metric == "prec" else None,
-            self.algorithm_options,
+            replace(
+                self.spec,
+                privacy=(KAnonymity(k), *self.base_models),
+                max_suppression=pct / 100.0,
+                metric=metric,
+                prec_weights=prec_weights,
+            )
         )
 
     def run(

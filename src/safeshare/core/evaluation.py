@@ -25,18 +25,15 @@ of the last, cheapest step stays small.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.data.frequency import FrequencyTable
-from safeshare.lattice.lattice import Lattice, Node
-
-if TYPE_CHECKING:
-    from safeshare.rollup import LatticeStatistics
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice, Node
 
 #: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
 IntArray = npt.NDArray[np.intp]
@@ -208,18 +205,6 @@ class Evaluator:
                     yield from walk(depth + 1, nids, nn)
 
         yield from walk(0, None, 1)
-
-    def lattice_statistics(self, ks: Sequence[int]) -> LatticeStatistics:
-        """Records in classes smaller than each ``k`` and number of classes, at EVERY node.
-
-        What a whole-lattice scan needs (epsilon-safe LA scores every node,
-        thesis §4.5.4): computed by rolling sorted class tables up the lattice
-        (:mod:`safeshare.rollup`, tested equal to :meth:`iter_classes`), which
-        is faster than evaluating each node on the frequency table.
-        """
-        from safeshare.rollup import scan_lattice
-
-        return scan_lattice(self.table, ks)
 
     def class_sizes_at(self, node: Node) -> npt.NDArray[np.int64]:
         """Sizes of the non-empty classes of ``node``."""

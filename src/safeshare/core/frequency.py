@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from safeshare.core.lattice import Lattice, Node
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.errors import DataError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice.lattice import Lattice, Node
 
 IntArray = npt.NDArray[np.int32]
 

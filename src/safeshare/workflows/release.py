@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safeshare.anonymizer import AnonymizationResult
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
@@ -32,6 +31,7 @@ from safeshare.verify import (
     expectations_for,
     verify_release,
 )
+from safeshare.workflows.anonymizer import AnonymizationResult
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Independent checks of l-diversity and t-closeness on a written release (DuckDB SQL).
 
-Registered in :data:`safeshare.verify.EXTRA_CHECKS`; run by
+Listed in :data:`safeshare.verify.EXTRA_CHECKS`; run by
 :func:`safeshare.verify.verify_release` on the release file, after it is
 written and before it is published. They share no code with the models
 (:mod:`safeshare.models.l_diversity`, :mod:`safeshare.models.t_closeness`):
@@ -29,10 +29,9 @@ from typing import Any
 
 import duckdb
 
-from safeshare.verify import EXTRA_CHECKS
+from safeshare.numerics import TOLERANCE
 
 #: Slack of the floating-point comparisons (the models use the same value).
-TOLERANCE = 1e-9
 
 _names = itertools.count()
 
@@ -307,6 +306,3 @@ def _hierarchical(
         con.execute(f"DROP TABLE {anc_name}")
         con.execute(f"DROP TABLE {par_name}")
 
-
-EXTRA_CHECKS["l-diversity"] = check_l_diversity
-EXTRA_CHECKS["t-closeness"] = check_t_closeness

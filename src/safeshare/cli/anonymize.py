@@ -1,89 +1,30 @@
-"""The ``safeshare`` command line.
+"""The ``anonymize``, ``inspect``, ``flatten`` and ``hierarchy`` commands.
 
-Exit status: 0 success, 2 bad input or an output that cannot be written (one
-line on stderr saying what and where: a read-only or full disk, a locked or
-foreign output directory), 1 internal error or memory exhausted, 130 SIGINT
-(Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
-written to an output directory unless the release passed its independent
-verification.
+Registered on the main app by :func:`register` (from :mod:`safeshare.cli`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
-from safeshare.experiment_commands import register as register_experiment_commands
+from safeshare.console import err, out, phase
+from safeshare.data.engines.factory import make_engine
+from safeshare.errors import InputError
 from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP, optional_fraction
 
-app = typer.Typer(
-    name="safeshare",
-    help="Release person-level health data with a measured, defensible re-identification risk.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 hierarchy_app = typer.Typer(help="Inspect and build generalization hierarchies.", no_args_is_help=True)
-app.add_typer(hierarchy_app, name="hierarchy")
-from safeshare.dp.commands import dp_app  # noqa: E402 - differential privacy under sampling (thesis 4.5)
-
-app.add_typer(dp_app, name="dp")
-from safeshare.risk.commands import risk_app  # noqa: E402 - re-identification risk (issue 9)
-
-app.add_typer(risk_app, name="risk")
-from safeshare.surveillance.commands import surveil_app  # noqa: E402 - surveillance release policies (issue 10)
-
-app.add_typer(surveil_app, name="surveil")
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
-T = TypeVar("T")
-
-
-class Exit(Exception):
-    """Carry an exit status out of a command."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-
-@contextmanager
-def phase(label: str, quiet: bool) -> Iterator[None]:
-    """Show a spinner with ``label`` on stderr while a phase runs."""
-    if quiet or not err.is_terminal:
-        yield
-        return
-    with err.status(label, spinner="dots"):
-        yield
 
 
 def _csv_list(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
-
-
-def make_engine(name: str, source: Any) -> Any:
-    """The engine called ``name`` reading ``source``."""
-    if name == "duckdb":
-        from safeshare.data.engines.duckdb_engine import DuckDBEngine
-
-        return DuckDBEngine(source)
-    from safeshare.data.engines.memory import MemoryEngine
-
-    return MemoryEngine(source)
 
 
 #: Above this many lattice nodes the trade-off curve is computed only when asked (--tradeoff):
@@ -92,7 +33,6 @@ TRADEOFF_AUTO_MAX = 20_000
 
 
 # --------------------------------------------------------------------------- anonymize
-@app.command()
 def anonymize(
     config: Annotated[Path, typer.Argument(help="The YAML configuration (see docs/configuration.md).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for the release and reports.")],
@@ -143,17 +83,18 @@ def anonymize(
     ] = False,
 ) -> None:
     """Anonymize a table with optimal k-anonymity (OLA) and write a verified release."""
-    from safeshare.anonymizer import Anonymizer, build_frequency_table
-    from safeshare.anonymizer import tradeoff as tradeoff_curve
     from safeshare.config import load_config
+    from safeshare.core.tabulate import build_frequency_table
     from safeshare.io import OutputDirectory
-    from safeshare.release import write_release
-    from safeshare.risk.m_concealing import (
+    from safeshare.workflows.anonymizer import Anonymizer
+    from safeshare.workflows.anonymizer import tradeoff as tradeoff_curve
+    from safeshare.workflows.m_concealing import (
         check_knowledge_columns,
         concealment_report,
         knowledge_columns,
         report_knowledge,
     )
+    from safeshare.workflows.release import write_release
 
     suppression = optional_fraction(max_suppression, "--max-suppression")
     cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
@@ -173,7 +114,7 @@ def anonymize(
     # under the lock, when the release is published).
     OutputDirectory(out_dir).preflight()
     if cfg.algorithm == "epsilon-safe":
-        from safeshare.dp.commands import anonymize_epsilon_safe
+        from safeshare.cli.dp import anonymize_epsilon_safe
 
         anonymize_epsilon_safe(cfg, out_dir, dp_options, dry_run=dry_run, quiet=quiet)
         return
@@ -184,15 +125,7 @@ def anonymize(
 
         flag = DP_KEYS.get(given[0], "--" + given[0].replace("_", "-"))
         raise InputError(f"{flag} applies to --algorithm epsilon-safe only")
-    anonymizer = Anonymizer(
-        cfg.schema,
-        cfg.privacy,
-        cfg.max_suppression,
-        cfg.metric,
-        cfg.algorithm,
-        cfg.prec_weights,
-        cfg.algorithm_options(),
-    )
+    anonymizer = Anonymizer(cfg.spec())
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
@@ -250,7 +183,7 @@ def _announce_search(table: Any, algorithm: str, quiet: bool) -> Any:
     lattice size: the cost if every node were checked. OLA's tagging usually
     checks a small fraction.
     """
-    from safeshare.evaluation import Evaluator
+    from safeshare.core.evaluation import Evaluator
 
     evaluator = Evaluator(table)
     lattice = table.lattice
@@ -330,7 +263,6 @@ def _print_summary(report: dict[str, Any], release: Path) -> None:
 
 
 # --------------------------------------------------------------------------- inspect
-@app.command()
 def inspect(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     qi: Annotated[str, typer.Option("--qi", help="Comma-separated quasi-identifier columns.")],
@@ -353,7 +285,7 @@ def inspect(
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
     from safeshare.data.source import TableSource
-    from safeshare.inspection import class_statistics
+    from safeshare.workflows.inspection import class_statistics
 
     if k < 1:
         raise InputError(f"--k: expected an integer >= 1, got {k}")
@@ -367,7 +299,7 @@ def inspect(
     )
     adversary = None
     if knowledge is not None:
-        from safeshare.risk.m_concealing import AdversaryKnowledge, parse_knowledge_option
+        from safeshare.risk.knowledge import AdversaryKnowledge, parse_knowledge_option
 
         adversary = AdversaryKnowledge(parse_knowledge_option(knowledge))
     inspected = MemoryEngine(source)
@@ -399,7 +331,6 @@ def inspect(
 
 
 # --------------------------------------------------------------------------- hierarchy
-@hierarchy_app.command("check")
 def hierarchy_check(
     hierarchy: Annotated[Path, typer.Argument(help="An ARX CSV hierarchy file.")],
     hierarchy_delimiter: Annotated[
@@ -442,7 +373,6 @@ def hierarchy_check(
         out.print(f"  covers every value of column {column!r} in {data}")
 
 
-@hierarchy_app.command("build")
 def hierarchy_build(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     column: Annotated[str, typer.Option("--column", help="The column to build a hierarchy for.")],
@@ -480,7 +410,6 @@ def hierarchy_build(
 
 
 # --------------------------------------------------------------------------- flatten
-@app.command()
 def flatten(
     persons: Annotated[Path, typer.Argument(help="The persons table (one row per person).")],
     events: Annotated[Path, typer.Argument(help="The events table (rows referencing persons).")],
@@ -533,142 +462,11 @@ def flatten(
     )
 
 
-# --------------------------------------------------------------------------- utility, sweep
-register_experiment_commands(app)
-
-
-@app.command()
-def version() -> None:
-    """Print the version."""
-    from safeshare import __version__
-
-    out.print(__version__)
-
-
-def _error_line(message: str) -> None:
-    """Print ``message`` to stderr as exactly one line."""
-    sys.stderr.write(" ".join(message.split()) + "\n")
-    sys.stderr.flush()
-
-
-def _interrupted(signum: int) -> int:
-    """Say what an interrupt left behind; the exit status 128 + ``signum``."""
-    from safeshare.io import published_paths
-
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
-    published = published_paths()
-    if published:
-        _error_line(f"{what} after the new output was published to {published[-1]}")
-    else:
-        _error_line(f"{what}; nothing was published")
-    return 128 + signum
-
-
-_received: list[int] = []
-"""The signals received while :func:`main` runs (see :func:`_signals_raise`)."""
-
-
-def _run(fn: Callable[[], T]) -> int:
-    debug = bool(os.environ.get("SAFESHARE_DEBUG"))
-    try:
-        try:
-            fn()
-        except Exception:
-            # A library may turn the interrupt into its own error (DuckDB: "Query interrupted").
-            if _received:
-                raise Interrupted(_received[-1]) from None
-            raise
-    except InputError as exc:
-        _error_line(f"error: {exc}")
-        return 2
-    except VerificationError as exc:
-        _error_line(f"error: {exc}; nothing was written")
-        return 1
-    except SafeshareError as exc:
-        _error_line(f"error: {exc}")
-        return 1
-    except Interrupted as exc:
-        return _interrupted(exc.signum)
-    except KeyboardInterrupt:
-        return _interrupted(signal.SIGINT)
-    except MemoryError:
-        _error_line(
-            "error: memory ran out; the memory engine holds the whole input: "
-            "try --engine duckdb, which reads the input in place"
-        )
-        return 1
-    except OSError as exc:
-        # A file the user named cannot be read or written (permissions, disk full...).
-        where = f"{exc.filename}: " if exc.filename else ""
-        _error_line(f"error: {where}{exc.strerror or exc}")
-        return 2
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        _error_line(f"internal error: {type(exc).__name__}: {exc} (set SAFESHARE_DEBUG=1 for a traceback)")
-        return 1
-    return 0
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (previous handlers restored).
-
-    SIGTERM would otherwise end the process at once, leaving the staging directory behind;
-    as an exception it unwinds through the same cleanup as Ctrl-C.
-    """
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        _received.append(signum)
-        raise Interrupted(signum)
-
-    _received.clear()
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``safeshare`` command."""
-
-    def invoke() -> None:
-        try:
-            rv = app(args=argv, standalone_mode=False)
-        except typer.Exit as exc:
-            if exc.exit_code:
-                raise Exit(exc.exit_code) from None
-            return
-        except typer.Abort:
-            raise Interrupted(signal.SIGINT) from None
-        except Exception as exc:
-            # Usage errors (unknown option, missing argument, bad value) come from the
-            # click layer under Typer; recognize them by interface, not by import path.
-            if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
-                # click >= 8.2 prints the help of a bare group and raises with an empty message
-                message = " ".join(str(exc.format_message()).split()) or "missing command (see above)"
-                raise InputError(message) from None
-            raise
-        # Without standalone mode Typer returns the exit status of an Exit it caught (130 for
-        # a KeyboardInterrupt) instead of raising; the commands themselves return None.
-        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
-            if rv == 128 + signal.SIGINT:
-                raise Interrupted(signal.SIGINT)
-            raise Exit(rv)
-
-    with _signals_raise():
-        try:
-            return _run(invoke)
-        except Exit as exc:
-            return exc.code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def register(app: typer.Typer) -> None:
+    """Add ``anonymize``, ``inspect``, ``hierarchy check|build`` and ``flatten`` to ``app``."""
+    app.command("anonymize")(anonymize)
+    app.command("inspect")(inspect)
+    hierarchy_app.command("check")(hierarchy_check)
+    hierarchy_app.command("build")(hierarchy_build)
+    app.add_typer(hierarchy_app, name="hierarchy")
+    app.command("flatten")(flatten)

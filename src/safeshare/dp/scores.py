@@ -106,6 +106,7 @@ import numpy as np
 import numpy.typing as npt
 
 from safeshare.errors import InputError
+from safeshare.numerics import suppression_limit
 
 FloatArray = npt.NDArray[np.float64]
 Int64Array = npt.NDArray[np.int64]
@@ -143,7 +144,7 @@ class LatticeData:
 
     @property
     def suppression_limit(self) -> int:
-        return math.floor(self.max_suppression * self.n_sampled + 1e-9)
+        return suppression_limit(self.max_suppression, self.n_sampled)
 
     @property
     def suppressed_fraction(self) -> FloatArray:

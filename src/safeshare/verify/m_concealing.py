@@ -1,6 +1,6 @@
 """Independent check of m-concealing on a written release (thesis §5.2, formula 5.1).
 
-Registered as ``verify.EXTRA_CHECKS["m-concealing"]``. It recomputes every
+Listed in :data:`safeshare.verify.EXTRA_CHECKS` as ``"m-concealing"``. It recomputes every
 record's re-identification probability from the release file with DuckDB SQL,
 sharing no code with :mod:`safeshare.risk.m_concealing` (no frequency table,
 no evaluator): for each knowledge state ``q`` (subset of the knowledge
@@ -26,10 +26,10 @@ from typing import Any
 
 import duckdb
 
-from safeshare.verify import EXTRA_CHECKS
+from safeshare.numerics import TOLERANCE
 
 #: Same allowance for floating-point rounding as the privacy model.
-ALLOWANCE = 1e-9
+ALLOWANCE = TOLERANCE
 
 
 def _quote(name: str) -> str:
@@ -84,5 +84,3 @@ def check_m_concealing(
         ]
     return []
 
-
-EXTRA_CHECKS["m-concealing"] = check_m_concealing

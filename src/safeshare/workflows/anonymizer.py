@@ -10,68 +10,34 @@ limit, metric, algorithm), validated when it is built; :meth:`Anonymizer.fit`
 reads the data through an engine and returns an :class:`AnonymizationResult`,
 which knows the chosen node and can produce the :class:`ReleasePlan` that an
 engine applies to every record. Writing, verifying and reporting live in
-:mod:`safeshare.release`.
+:mod:`safeshare.workflows.release`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from safeshare.core.evaluation import Classes, Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Node
+from safeshare.core.tabulate import build_frequency_table, resolve_hierarchies
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
-from safeshare.data.frequency import FrequencyTable
 from safeshare.data.schema import Schema
-from safeshare.errors import ConfigError, DataError, InputError
-from safeshare.evaluation import Classes, Evaluator
-from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.lattice.lattice import Node
-from safeshare.metrics.loss import InformationLoss, all_metric_values, make_metric, metric_name
+from safeshare.errors import InputError
+from safeshare.metrics.loss import InformationLoss, all_metric_values, make_metric
 from safeshare.models.base import NodeAssessment, PrivacyCriterion, PrivacyModel
+from safeshare.search.context import SearchContext
 from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.progress import Progress
 from safeshare.search.result import SearchResult
-from safeshare.search.strategy import STRATEGIES, SearchContext, make_strategy
-
-
-def resolve_hierarchies(schema: Schema, grouped: pd.DataFrame) -> list[Hierarchy]:
-    """The hierarchy of every QI: loaded ones as they are, builders run on the column's values."""
-    out = []
-    for qi in schema.quasi_identifiers:
-        spec = schema.hierarchy_spec(qi)
-        if isinstance(spec, Hierarchy):
-            out.append(spec)
-        else:
-            values = sorted(grouped[qi].astype(str).unique())
-            out.append(spec.build(values, name=qi))
-    return out
-
-
-def build_frequency_table(
-    engine: Engine, schema: Schema, sensitive: Sequence[str] = ()
-) -> tuple[FrequencyTable, dict[str, float]]:
-    """Group the data by the QIs (and ``sensitive``) and encode it. Returns the table and timings."""
-    timings: dict[str, float] = {}
-    start = time.perf_counter()
-    label = getattr(engine, "label", "the input")
-    schema.check_columns(engine.columns(), label)
-    if engine.n_records() == 0:
-        raise DataError(f"{label}: the input has no records")
-    for column in sensitive:
-        if column not in engine.columns():
-            raise InputError(f"unknown column {column!r} required by a privacy model")
-    grouped = engine.grouped_counts([*schema.quasi_identifiers, *sensitive])
-    schema.check_not_empty(grouped, COUNT_COLUMN, label)
-    timings["group_by"] = time.perf_counter() - start
-    start = time.perf_counter()
-    hierarchies = resolve_hierarchies(schema, grouped)
-    table = FrequencyTable.from_grouped(grouped, schema.quasi_identifiers, hierarchies, sensitive)
-    timings["encode"] = time.perf_counter() - start
-    return table, timings
+from safeshare.workflows.algorithms import ALGORITHMS, make_algorithm
+from safeshare.workflows.spec import AnonymizationSpec
 
 
 @dataclass
@@ -258,38 +224,39 @@ class AnonymizationResult:
 class Anonymizer:
     """Find the optimal full-domain generalization of a table (thesis §4.3).
 
-    Parameters
-    ----------
-    schema: the role of every column and the QIs' hierarchies.
-    privacy: the privacy models (e.g. ``[KAnonymity(5)]``).
-    max_suppression: the largest fraction of records that may be suppressed.
-    metric: ``prec``, ``dm_star`` or ``entropy`` (thesis §5.1).
-    algorithm: a registered search strategy (:data:`safeshare.search.strategy.STRATEGIES`):
-        ``ola`` (default), ``exhaustive``, ...
-    prec_weights: optional per-QI weights of the Prec metric.
-    algorithm_options: the strategy's own parameters.
+    Built from one :class:`~safeshare.workflows.spec.AnonymizationSpec`, passed
+    whole: ``Anonymizer(spec)``. The short form of the Python API,
+    ``Anonymizer(schema, [KAnonymity(5)], max_suppression=0.05, metric="entropy")``,
+    builds that spec from the schema, the models and keyword options (the
+    fields of :class:`AnonymizationSpec`).
     """
 
     def __init__(
-        self,
-        schema: Schema,
-        privacy: Sequence[PrivacyModel],
-        max_suppression: float = 0.0,
-        metric: str = "prec",
-        algorithm: str = "ola",
-        prec_weights: Mapping[str, float] | None = None,
-        algorithm_options: Mapping[str, Any] | None = None,
+        self, spec: AnonymizationSpec | Schema, privacy: Sequence[PrivacyModel] | None = None, **options: Any
     ) -> None:
-        self.schema = schema
+        if isinstance(spec, AnonymizationSpec):
+            if privacy is not None or options:
+                raise TypeError("Anonymizer(spec) takes nothing else: use dataclasses.replace(spec, ...)")
+        elif privacy is None:
+            raise TypeError("Anonymizer(schema, privacy, **options) needs the privacy models")
+        else:
+            spec = AnonymizationSpec(spec, tuple(privacy), **options)
+        self.spec = spec
         # Models over sensitive attributes learn the schema's sensitive columns here.
-        self.criterion = PrivacyCriterion([m.bind(schema) for m in privacy], max_suppression)
-        self.metric_name = metric_name(metric)
-        self.algorithm = algorithm
-        self.algorithm_options = dict(algorithm_options or {})
-        self.strategy = make_strategy(algorithm, self.algorithm_options)
-        self.prec_weights = dict(prec_weights or {})
-        if self.prec_weights and self.metric_name != "prec":
-            raise ConfigError("prec_weights apply to the prec metric only")
+        self.criterion = spec.criterion()
+        self.strategy = make_algorithm(spec.algorithm, spec.algorithm_options)
+
+    @property
+    def schema(self) -> Schema:
+        return self.spec.schema
+
+    @property
+    def metric_name(self) -> str:
+        return self.spec.metric
+
+    @property
+    def algorithm(self) -> str:
+        return self.spec.algorithm
 
     def fit(
         self, engine: Engine, table: FrequencyTable | None = None, progress: Progress | None = None
@@ -320,7 +287,7 @@ class Anonymizer:
         self.criterion.validate(table)
         start = time.perf_counter()
         evaluator = evaluator or Evaluator(table)
-        metric = make_metric(self.metric_name, evaluator, self.prec_weights or None)
+        metric = make_metric(self.spec.metric, evaluator, dict(self.spec.prec_weights) or None)
         criterion: PrivacyCriterion = self.criterion
         if failing is not None or len(self.criterion.models) == 1:
             # one model: counting the failing records costs what the plain predicate costs
@@ -367,15 +334,7 @@ def tradeoff(
     out = []
     failing = result.failing  # the main search's evaluations, then every curve search's
     for limit in sorted({*limits, anonymizer.criterion.max_suppression}):
-        other = Anonymizer(
-            anonymizer.schema,
-            anonymizer.criterion.models,
-            limit,
-            anonymizer.metric_name,
-            anonymizer.algorithm,
-            anonymizer.prec_weights,
-            anonymizer.algorithm_options,
-        )
+        other = Anonymizer(replace(anonymizer.spec, max_suppression=limit))
         r = other.fit_table(result.table, evaluator=result.evaluator, failing=failing)
         out.append(
             {
@@ -395,9 +354,10 @@ def tradeoff(
 
 
 __all__ = [
+    "ALGORITHMS",
     "COUNT_COLUMN",
-    "STRATEGIES",
     "AnonymizationResult",
+    "AnonymizationSpec",
     "Anonymizer",
     "build_frequency_table",
     "resolve_hierarchies",

@@ -4,7 +4,7 @@
   with ``--json`` ONE JSON object on stdout (a stable interface for scripts);
   ``--grid`` prints the thesis §6.2.1 table.
 * ``safeshare dp experiment``: the thesis §6.2.2-6.2.3 experiments
-  (:mod:`safeshare.dp.experiments`), CSV + PNG plots.
+  (:mod:`safeshare.experiments.dp`), CSV + PNG plots.
 * :func:`anonymize_epsilon_safe`: what ``safeshare anonymize --algorithm
   epsilon-safe`` runs (a release, or with ``--dry-run`` the distribution).
 """
@@ -204,7 +204,7 @@ def experiment_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the stored samples.")] = 2024,
 ) -> None:
     """Thesis 6.2.2-6.2.3: probability of a good node and expected suppression vs the penalty."""
-    from safeshare.dp.experiments import default_config, run_experiments
+    from safeshare.experiments.dp import default_config, run_experiments
 
     paths = run_experiments(config or default_config(), out_dir, n_samples=samples, seed=seed)
     for p in paths:
@@ -221,12 +221,12 @@ def anonymize_epsilon_safe(
 ) -> None:
     """``safeshare anonymize --algorithm epsilon-safe``: a verified release or, with ``dry_run``,
     ``distribution.csv`` and ``distribution.json`` (written atomically)."""
-    from safeshare.cli import make_engine
+    from safeshare.data.engines.factory import make_engine
     from safeshare.dp.config import epsilon_safe_params
-    from safeshare.dp.epsilon_safe import NON_DP_WARNING, EpsilonSafeAnonymizer
     from safeshare.errors import ConfigError
     from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.models.k_anonymity import KAnonymity
+    from safeshare.workflows.epsilon_safe import NON_DP_WARNING, EpsilonSafeAnonymizer
 
     params = epsilon_safe_params(cfg.raw, str(cfg.path), overrides)
     for key, value in (("max_loss", cfg.max_loss), ("knowledge", cfg.knowledge)):
@@ -263,7 +263,7 @@ def anonymize_epsilon_safe(
                     f"expected suppression {doc['expected_suppressed_fraction']:.2%}); not for release"
                 )
             return
-        from safeshare.release import write_release
+        from safeshare.workflows.release import write_release
 
         fitted = anonymizer.fit(engine)
         extra = {

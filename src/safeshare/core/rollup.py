@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.data.frequency import FrequencyTable
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.evaluation import Evaluator
 
 Int64Array = npt.NDArray[np.int64]
 

@@ -1,0 +1,190 @@
+"""The ``safeshare`` command line.
+
+Exit status: 0 success, 2 bad input or an output that cannot be written (one
+line on stderr saying what and where: a read-only or full disk, a locked or
+foreign output directory), 1 internal error or memory exhausted, 130 SIGINT
+(Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
+written to an output directory unless the release passed its independent
+verification.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import typer
+
+from safeshare.cli import anonymize as anonymize_commands
+from safeshare.cli import experiments as experiment_commands
+from safeshare.cli.dp import dp_app
+from safeshare.console import out
+from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
+from safeshare.risk.commands import risk_app
+from safeshare.surveillance.commands import surveil_app
+
+app = typer.Typer(
+    name="safeshare",
+    help="Release person-level health data with a measured, defensible re-identification risk.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# The command groups, one module each (the order is the order of ``safeshare --help``).
+anonymize_commands.register(app)  # anonymize, inspect, hierarchy check|build, flatten
+experiment_commands.register(app)  # utility, sweep
+app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
+app.add_typer(risk_app, name="risk")  # re-identification risk (issue 9)
+app.add_typer(surveil_app, name="surveil")  # surveillance release policies (issue 10)
+
+T = TypeVar("T")
+
+
+class Exit(Exception):
+    """Carry an exit status out of a command."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    from safeshare import __version__
+
+    out.print(__version__)
+
+
+def _error_line(message: str) -> None:
+    """Print ``message`` to stderr as exactly one line."""
+    sys.stderr.write(" ".join(message.split()) + "\n")
+    sys.stderr.flush()
+
+
+def _interrupted(signum: int) -> int:
+    """Say what an interrupt left behind; the exit status 128 + ``signum``."""
+    from safeshare.io import published_paths
+
+    what = "interrupted" if signum == signal.SIGINT else "terminated"
+    published = published_paths()
+    if published:
+        _error_line(f"{what} after the new output was published to {published[-1]}")
+    else:
+        _error_line(f"{what}; nothing was published")
+    return 128 + signum
+
+
+_received: list[int] = []
+"""The signals received while :func:`main` runs (see :func:`_signals_raise`)."""
+
+
+def _run(fn: Callable[[], T]) -> int:
+    debug = bool(os.environ.get("SAFESHARE_DEBUG"))
+    try:
+        try:
+            fn()
+        except Exception:
+            # A library may turn the interrupt into its own error (DuckDB: "Query interrupted").
+            if _received:
+                raise Interrupted(_received[-1]) from None
+            raise
+    except InputError as exc:
+        _error_line(f"error: {exc}")
+        return 2
+    except VerificationError as exc:
+        _error_line(f"error: {exc}; nothing was written")
+        return 1
+    except SafeshareError as exc:
+        _error_line(f"error: {exc}")
+        return 1
+    except Interrupted as exc:
+        return _interrupted(exc.signum)
+    except KeyboardInterrupt:
+        return _interrupted(signal.SIGINT)
+    except MemoryError:
+        _error_line(
+            "error: memory ran out; the memory engine holds the whole input: "
+            "try --engine duckdb, which reads the input in place"
+        )
+        return 1
+    except OSError as exc:
+        # A file the user named cannot be read or written (permissions, disk full...).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error_line(f"error: {where}{exc.strerror or exc}")
+        return 2
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        _error_line(f"internal error: {type(exc).__name__}: {exc} (set SAFESHARE_DEBUG=1 for a traceback)")
+        return 1
+    return 0
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (previous handlers restored).
+
+    SIGTERM would otherwise end the process at once, leaving the staging directory behind;
+    as an exception it unwinds through the same cleanup as Ctrl-C.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        _received.append(signum)
+        raise Interrupted(signum)
+
+    _received.clear()
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``safeshare`` command."""
+
+    def invoke() -> None:
+        try:
+            rv = app(args=argv, standalone_mode=False)
+        except typer.Exit as exc:
+            if exc.exit_code:
+                raise Exit(exc.exit_code) from None
+            return
+        except typer.Abort:
+            raise Interrupted(signal.SIGINT) from None
+        except Exception as exc:
+            # Usage errors (unknown option, missing argument, bad value) come from the
+            # click layer under Typer; recognize them by interface, not by import path.
+            if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+                # click >= 8.2 prints the help of a bare group and raises with an empty message
+                message = " ".join(str(exc.format_message()).split()) or "missing command (see above)"
+                raise InputError(message) from None
+            raise
+        # Without standalone mode Typer returns the exit status of an Exit it caught (130 for
+        # a KeyboardInterrupt) instead of raising; the commands themselves return None.
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+            if rv == 128 + signal.SIGINT:
+                raise Interrupted(signal.SIGINT)
+            raise Exit(rv)
+
+    with _signals_raise():
+        try:
+            return _run(invoke)
+        except Exit as exc:
+            return exc.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The shared engine of every search: lattice, frequency table, evaluator, roll-up."""

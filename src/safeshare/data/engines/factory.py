@@ -1,0 +1,22 @@
+"""The engine factory: an engine by its configured name (``engine: memory | duckdb``).
+
+Outside :mod:`safeshare.cli` so that workflows and experiments can build
+engines without importing the command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safeshare.data.engines.base import Engine
+
+
+def make_engine(name: str, source: Any) -> Engine:
+    """The engine called ``name`` reading ``source``."""
+    if name == "duckdb":
+        from safeshare.data.engines.duckdb_engine import DuckDBEngine
+
+        return DuckDBEngine(source)
+    from safeshare.data.engines.memory import MemoryEngine
+
+    return MemoryEngine(source)

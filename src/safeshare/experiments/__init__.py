@@ -1,0 +1,1 @@
+"""Reproductions of the thesis experiments (figures), built on the workflows."""
