@@ -12,6 +12,11 @@ k-anonymity and distinct l-diversity are monotone: merging classes never
 creates a failing class from passing ones, nor increases the records in
 failing classes. Models with only the generalization property (entropy
 l-diversity, t-closeness) are monotone without suppression only.
+
+A :class:`NodePrivacyModel` judges the released records of a node as a whole
+(e.g. "the estimated re-identification risk B of the release is at most
+0.09", :mod:`safeshare.models.risk`): it rejects no single class, and a node it
+rejects qualifies at no suppression limit.
 """
 
 from __future__ import annotations
@@ -87,6 +92,22 @@ class PrivacyModel(ABC):
         return f"{type(self).__name__}({args})"
 
 
+class NodePrivacyModel(PrivacyModel):
+    """A rule on a node's released records as a whole, not class by class.
+
+    :class:`PrivacyCriterion` first lets the per-class models decide which
+    classes are released, then asks :meth:`node_acceptable` about those. Such a
+    model suppresses nothing itself (:meth:`acceptable` accepts every class).
+    """
+
+    def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
+        return np.ones(classes.sizes.shape[0], dtype=bool)
+
+    @abstractmethod
+    def node_acceptable(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> bool:
+        """Whether the node may be published, given ``released`` (per class slot) by the other models."""
+
+
 @dataclass(frozen=True)
 class NodeAssessment:
     """How a node fares against the privacy models."""
@@ -114,6 +135,7 @@ class PrivacyCriterion:
         self.max_suppression = float(max_suppression)
         # Cheap models (no sensitive columns) first, so that holds() can stop early.
         self._check_order = tuple(sorted(self.models, key=lambda m: bool(m.sensitive_columns)))
+        self._node_models = tuple(m for m in self.models if isinstance(m, NodePrivacyModel))
 
     @property
     def monotone(self) -> bool:
@@ -142,24 +164,38 @@ class PrivacyCriterion:
         for m in self.models[1:]:
             ok = ok & m.acceptable(classes, table)
         suppressed = int((classes.sizes * ~ok).sum())
-        return NodeAssessment(
-            qualifies=suppressed <= self.suppression_limit(classes.n_records),
-            suppressed_records=suppressed,
-            acceptable=ok,
-        )
+        qualifies = suppressed <= self.suppression_limit(classes.n_records)
+        if qualifies:
+            qualifies = all(m.node_acceptable(classes, table, ok) for m in self._node_models)
+        return NodeAssessment(qualifies=qualifies, suppressed_records=suppressed, acceptable=ok)
+
+    def failing_count(self, classes: Classes, table: FrequencyTable) -> int:
+        """Records the per-class models suppress at the node, or ``n_records + 1`` when a
+        node-level model rejects it: the node qualifies iff this is within the limit, at every limit."""
+        if len(self.models) == 1 and not self._node_models:
+            return int(self.models[0].failing_records(classes, table))
+        ok = self.models[0].acceptable(classes, table)
+        for m in self.models[1:]:
+            ok = ok & m.acceptable(classes, table)
+        if not all(m.node_acceptable(classes, table, ok) for m in self._node_models):
+            return classes.n_records + 1
+        return int((classes.sizes * ~ok).sum())
 
     def holds(self, classes: Classes, table: FrequencyTable) -> bool:
         """Whether the node of ``classes`` qualifies (the search predicate)."""
         limit = self.suppression_limit(classes.n_records)
-        if len(self.models) == 1:
+        if len(self.models) == 1 and not self._node_models:
             return self.models[0].failing_records(classes, table) <= limit
         ok: BoolArray | None = None
         for m in self._check_order:
+            if isinstance(m, NodePrivacyModel):
+                continue
             accepted = m.acceptable(classes, table)
             ok = accepted if ok is None else ok & accepted
             if int((classes.sizes * ~ok).sum()) > limit:
                 return False
-        return True
+        released = np.ones(classes.sizes.shape[0], dtype=bool) if ok is None else ok
+        return all(m.node_acceptable(classes, table, released) for m in self._node_models)
 
     def params(self) -> dict[str, Any]:
         return {

@@ -12,13 +12,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from safeshare.config_checks import check_keys
-from safeshare.errors import ConfigError
+from safeshare.errors import ConfigError, InputError
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.l_diversity import from_config as _l_diversity
 from safeshare.models.m_concealing import MConcealing
+from safeshare.models.risk import DEFAULT_THRESHOLD, RiskThreshold
 from safeshare.models.t_closeness import from_config as _t_closeness
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.knowledge import is_number, parse_knowledge
+from safeshare.risk.release_risk import MEASURES
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
@@ -49,11 +52,36 @@ def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
     return MConcealing(float(m), knowledge, float(pi))
 
 
+def _risk(params: Mapping[str, Any], where: str) -> PrivacyModel:
+    check_keys(params, {"measure", "threshold", "estimator", "population_size"}, where)
+    measure = params.get("measure", "B")
+    if measure not in MEASURES:
+        raise ConfigError(f"{where}.measure: expected one of {', '.join(MEASURES)}, got {measure!r}")
+    if "threshold" not in params and measure != "B":
+        raise ConfigError(f"{where}: missing threshold (the largest tolerated {MEASURES[measure]})")
+    threshold = params.get("threshold", DEFAULT_THRESHOLD)
+    if not is_number(threshold) or not 0.0 < float(threshold) <= 1.0:
+        raise ConfigError(f"{where}.threshold: expected a number in (0, 1], got {threshold!r}")
+    estimator = params.get("estimator", DEFAULT_ESTIMATOR)
+    if not isinstance(estimator, str):
+        raise ConfigError(f"{where}.estimator: expected an estimator's name, got {estimator!r}")
+    population = params.get("population_size")
+    if population is not None and (
+        isinstance(population, bool) or not isinstance(population, int) or population < 1
+    ):
+        raise ConfigError(f"{where}.population_size: expected a positive integer, got {population!r}")
+    try:
+        return RiskThreshold(float(threshold), str(measure), estimator, population)
+    except InputError as exc:
+        raise ConfigError(f"{where}.estimator: {exc}") from None
+
+
 MODEL_FACTORIES: dict[str, ModelFactory] = {
     "k-anonymity": _k_anonymity,
     "m-concealing": _m_concealing,
     "l-diversity": _l_diversity,
     "t-closeness": _t_closeness,
+    "risk": _risk,
 }
 
 ALIASES = {

@@ -78,7 +78,7 @@ from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice, Node
 from safeshare.errors import ConfigError
-from safeshare.models.base import PrivacyCriterion, PrivacyModel
+from safeshare.models.base import NodePrivacyModel, PrivacyCriterion, PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.search.best_first import relaxation_models
 from safeshare.search.ola import choose_best, find_minimal_nodes
@@ -167,6 +167,9 @@ class InverseOLA:
     def run(self, ctx: SearchContext) -> SearchResult:
         start = time.perf_counter()
         table, metric, criterion = ctx.table, ctx.metric, ctx.criterion
+        node_level = [m.name for m in criterion.models if isinstance(m, NodePrivacyModel)]
+        if node_level:  # k* is a per-class notion; a node-level rule (risk) has no k to maximize
+            raise ConfigError(f"inverse-ola does not support the node-level privacy model {node_level[0]!r}")
         floor, others = split_models(criterion)
         limit = criterion.suppression_limit(table.n_records)
         bound = self.max_loss + LOSS_TOLERANCE

@@ -36,10 +36,7 @@ class MemoizedCriterion(PrivacyCriterion):
     def holds(self, classes: Classes, table: FrequencyTable) -> bool:
         count = self.failing.get(classes.node)
         if count is None:
-            if len(self.models) == 1:
-                count = int(self.models[0].failing_records(classes, table))
-            else:
-                count = self.assess(classes, table).suppressed_records
+            count = self.failing_count(classes, table)
             self.failing[classes.node] = count
         return count <= self.suppression_limit(classes.n_records)
 
