@@ -70,6 +70,7 @@ TOP_LEVEL_KEYS = {
     "dp",
     "max_loss",
     "default_role",
+    "population_size",
 }
 INPUT_KEYS = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding", "ragged"}
 OUTPUT_KEYS = {"format", "delimiter"}
@@ -101,6 +102,8 @@ class RunConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     max_loss: float | None = None
     knowledge: dict[str, float] | None = None
+    #: N for the report's risk section; ``None``: the input is the whole population.
+    population_size: int | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -234,7 +237,16 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
+        population_size=_population_size(raw.get("population_size"), f"{name}: population_size"),
     )
+
+
+def _population_size(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected a positive integer (the population's size), got {value!r}")
+    return value
 
 
 def _algorithm(value: Any, where: str) -> str:

@@ -167,7 +167,13 @@ def anonymize(
                 result.timings["tradeoff"] = time.perf_counter() - t0
         with phase("writing and verifying the release", quiet):
             published = write_release(
-                result, eng, out_dir, cfg.release_format, cfg.output_delimiter, report=extra
+                result,
+                eng,
+                out_dir,
+                cfg.release_format,
+                cfg.output_delimiter,
+                report=extra,
+                population_size=cfg.population_size,
             )
     finally:
         eng.close()

@@ -166,3 +166,49 @@ def portable_paths(doc: dict[str, Any]) -> None:
     source = doc.get("input")
     if isinstance(source, str | PurePath) and str(source):
         doc["input"] = _relative(str(source), base) if base is not None else Path(source).name
+
+
+def _risk_value(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{float(value):.4g}"
+
+
+def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The report's risk section as rows ``(measure, input, release)`` (class sizes only)."""
+    risk = doc.get("risk")
+    if not isinstance(risk, Mapping):
+        return None
+    sides = [risk.get("input") or {}, risk.get("release") or {}]
+    estimator = str(risk.get("estimator", ""))
+
+    def get(side: Mapping[str, Any], *path: str) -> Any:
+        value: Any = side
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        return value
+
+    spec = [
+        ("records", ("n",)),
+        ("equivalence classes", ("classes",)),
+        ("prosecutor risk, highest (1 / smallest class)", ("prosecutor", "max")),
+        ("prosecutor risk, mean (J / n)", ("prosecutor", "mean")),
+        (
+            f"records with prosecutor risk above {risk.get('threshold')}",
+            ("prosecutor", "share_above_threshold"),
+        ),
+        ("journalist risk, highest", ("journalist", "max")),
+        ("journalist risk, mean", ("journalist", "mean")),
+        ("marketer risk", ("marketer",)),
+        ("A = J / N (population-to-sample match rate)", ("A",)),
+        ("B (sample-to-population match rate)", ("B",)),
+        (f"B estimated by {estimator}", ("B_estimate", estimator)),
+    ]
+    rows = [(label, *(_risk_value(get(s, *path)) for s in sides)) for label, path in spec]
+    return {
+        "population_size": _risk_value(risk.get("population_size")),
+        "population": risk.get("population"),
+        "rows": rows,
+    }

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from safeshare.report.content import describe_search
+from safeshare.report.content import describe_search, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -249,6 +249,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "loss": _loss_rows(doc),
         "histogram": histogram,
         "tradeoff": _tradeoff(doc),
+        "risk": risk_rows(doc),
         "verification": [
             ("passed", str(ver.get("passed"))),
             ("records in the release", _num(ver.get("records_out", 0))),

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import column_treatments, portable_paths, report_warnings
+from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
     Verification,
@@ -83,11 +86,13 @@ def write_release(
     delimiter: str = ",",
     report: dict[str, Any] | None = None,
     html: bool = True,
+    population_size: int | None = None,
 ) -> PublishedRelease:
     """Apply the chosen node to every record, verify the written file, report, publish.
 
     ``report`` holds extra entries for report.json (configuration, timings of
-    earlier phases, trade-off curve...).
+    earlier phases, trade-off curve...). ``population_size`` (N) is the population the risk
+    section assumes (:mod:`safeshare.risk.report_risk`); ``None``: the input is the population.
 
     Raises :class:`InputError` when no node qualifies and
     :class:`VerificationError` when the written release fails verification;
@@ -97,6 +102,10 @@ def write_release(
         raise InputError(
             "no generalization satisfies the privacy models within the suppression limit "
             f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
+        )
+    if population_size is not None and population_size < result.table.n_records:
+        raise InputError(
+            f"population_size {population_size} is smaller than the input ({result.table.n_records} records)"
         )
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -137,6 +146,7 @@ def write_release(
             "verified": True,
             "verification": verification.to_dict(),
             "class_size_histogram": class_size_histogram(result),
+            "risk": risk_section(input_class_sizes(result), result.released_class_sizes, population_size),
         }
         for key, value in (report or {}).items():
             doc.setdefault(key, value)
@@ -161,6 +171,12 @@ def write_release(
         report=doc,
         verification=verification,
     )
+
+
+def input_class_sizes(result: AnonymizationResult) -> np.ndarray:
+    """Sizes of the input's classes on the raw quasi-identifiers (the lattice's bottom node)."""
+    bottom = result.table.lattice.bottom
+    return result.evaluator.classes(bottom).nonempty
 
 
 def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:

@@ -1,0 +1,88 @@
+"""The risk section of every ``safeshare anonymize`` report: input and release side by side.
+
+Computed on class sizes only (the input's classes on the raw quasi-identifiers, the release's
+released classes), never on a suppressed record's values; cheap (one class-size estimator,
+no copula). For both sides: prosecutor risk (``1/f``: max, mean ``J/n``, share of records
+above the threshold), ``A = J/N``, journalist and marketer risk, ``B``, and the default
+estimator's ``B`` (:data:`~safeshare.risk.estimators.DEFAULT_ESTIMATOR`).
+
+Population:
+
+* no ``population_size`` configured: the input is taken as the whole population (N = its
+  record count). Then every population class size is known exactly: the input's classes are
+  the population's, and a released class is a whole class of the node's classes over the
+  input (suppression removes whole classes), so ``F = f`` for it, and B, journalist and
+  marketer risk are exact;
+* ``population_size: N`` configured: the data are a sample of N people; the journalist and
+  marketer risks (ARX's definition: both have mean B) are the estimator's B, flagged
+  ``estimated``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from safeshare.risk.classes import ClassSizeHistogram
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
+from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
+
+
+def _estimate(sizes: np.ndarray, N: int, estimator: str) -> float | None:
+    try:
+        value = make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), N).B_
+    except (ValueError, ArithmeticError):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def side(
+    sizes: Sequence[int] | np.ndarray,
+    population_size: int,
+    exact_population: bool,
+    estimator: str = DEFAULT_ESTIMATOR,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, Any] | None:
+    """The measures of one side (input or release) of ``sizes`` classes; ``None`` when empty."""
+    f = np.asarray(sizes, dtype=np.int64)
+    f = f[f > 0]
+    if f.size == 0:
+        return None
+    if exact_population:
+        doc = risk_measures(f, f, population_size, threshold).to_dict()
+        doc["estimated"] = False
+    else:
+        doc = risk_measures(f, None, population_size, threshold).to_dict()
+        estimate = _estimate(f, population_size, estimator)
+        doc["B"] = estimate
+        doc["journalist"] = {"mean": estimate}
+        doc["marketer"] = estimate
+        doc["estimated"] = True
+    doc["B_estimate"] = {estimator: _estimate(f, population_size, estimator)}
+    return doc
+
+
+def risk_section(
+    input_sizes: Sequence[int] | np.ndarray,
+    release_sizes: Sequence[int] | np.ndarray,
+    population_size: int | None,
+    estimator: str = DEFAULT_ESTIMATOR,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, Any]:
+    """report.json's ``risk``: ``input`` and ``release`` measures, the population and how it is known."""
+    n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
+    exact = population_size is None
+    N = n_input if population_size is None else int(population_size)
+    return {
+        "population_size": N,
+        "population": "the input, taken as the whole population (exact risks)"
+        if exact
+        else "configured population_size (journalist and marketer risks estimated)",
+        "estimator": estimator,
+        "threshold": threshold,
+        "input": side(input_sizes, N, exact, estimator, threshold),
+        "release": side(release_sizes, N, exact, estimator, threshold),
+    }
