@@ -191,3 +191,10 @@ def test_estimators_against_exact_B_on_adult(adult: pd.DataFrame, qi: list[str],
         assert est[name] == pytest.approx(exact, abs=0.01), name
     assert est["entropy"] > exact  # the paper: entropy overestimates
     assert est["benedetti_franconi"] < exact  # the paper: Benedetti-Franconi underestimates
+
+
+@pytest.mark.parametrize("n", [2, 7, 50])
+def test_pitman_on_an_all_unique_sample_does_not_overflow(n: int) -> None:
+    """theta -> infinity for an all-unique sample: no fit (B nan), never an OverflowError."""
+    est = make_estimator("pitman").fit(ClassSizeHistogram.from_sizes([1] * n), n)
+    assert np.isnan(est.B_) or 0.0 < est.B_ <= 1.0 + 1e-9

@@ -27,6 +27,9 @@ from safeshare.risk.estimators import register
 from safeshare.risk.estimators.base import RiskEstimator, Sample
 
 EXACT_SUM_LIMIT = 1_000_000
+#: log(theta) beyond which the fit is refused (theta > 5e21, far beyond any population; the
+#: log-likelihood's Gamma differences lose all precision there and exp() overflows soon after).
+THETA_LOG_LIMIT = 50.0
 
 
 def pitman_fit(hist: ClassSizeHistogram) -> tuple[float, float] | None:
@@ -36,12 +39,15 @@ def pitman_fit(hist: ClassSizeHistogram) -> tuple[float, float] | None:
     sizes, classes = hist.sizes.astype(float), hist.classes.astype(float)
 
     def nll(x: np.ndarray) -> float:
+        if x[1] > THETA_LOG_LIMIT:  # an all-unique sample drives theta to infinity: no fit
+            return math.inf
         alpha = special.expit(x[0])
         theta = math.exp(x[1]) - alpha
-        ll = np.log(theta + i * alpha).sum()
-        ll -= special.gammaln(theta + n) - special.gammaln(theta + 1)
-        ll += (classes * (special.gammaln(sizes - alpha) - special.gammaln(1 - alpha))).sum()
-        return float(-ll)
+        with np.errstate(invalid="ignore", divide="ignore"):  # alpha -> 1: Gamma(0) terms, no fit there
+            ll = np.log(theta + i * alpha).sum()
+            ll -= special.gammaln(theta + n) - special.gammaln(theta + 1)
+            ll += (classes * (special.gammaln(sizes - alpha) - special.gammaln(1 - alpha))).sum()
+        return float(-ll) if np.isfinite(ll) else math.inf
 
     best = None
     for start in ((0.0, math.log(max(J, 1.0))), (-2.0, math.log(max(J / 2, 1.0))), (2.0, 0.0)):
@@ -51,6 +57,8 @@ def pitman_fit(hist: ClassSizeHistogram) -> tuple[float, float] | None:
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:
+        return None
+    if best.x[1] > THETA_LOG_LIMIT:
         return None
     alpha = float(special.expit(best.x[0]))
     return float(math.exp(best.x[1]) - alpha), alpha
