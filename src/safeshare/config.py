@@ -51,6 +51,7 @@ from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.registry import make_model
+from safeshare.models.small_cells import SmallCells
 from safeshare.risk.knowledge import parse_knowledge
 from safeshare.workflows.algorithms import ALGORITHMS
 from safeshare.workflows.spec import AnonymizationSpec
@@ -198,7 +199,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
     schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
     if raw.get("default_role") is not None:
         schema.default_role = _default_role(raw["default_role"], f"{name}: default_role")
-    privacy = _privacy(raw.get("privacy"), f"{name}: privacy")
+    privacy = _privacy(raw.get("privacy"), f"{name}: privacy", base)
     output = raw.get("output") or {}
     if not isinstance(output, Mapping):
         raise ConfigError(f"{name}: output: expected a mapping, e.g. output: {{format: csv}}")
@@ -400,9 +401,13 @@ def _schema(spec: Any, base: Path, where: str) -> Schema:
     return Schema.from_attributes(attrs)
 
 
-def _privacy(spec: Any, where: str) -> list[PrivacyModel]:
+def _privacy(spec: Any, where: str, base: Path) -> list[PrivacyModel]:
     if spec is None:
         return []  # allowed for Inverse OLA only; checked by RunConfig.with_overrides
     if not isinstance(spec, Mapping) or not spec:
         raise ConfigError(f"{where}: expected a mapping of model -> parameters")
-    return [make_model(str(name), params, where) for name, params in spec.items()]
+    models = [make_model(str(name), params, where) for name, params in spec.items()]
+    for model in models:  # a population file is relative to the configuration, like hierarchies
+        if isinstance(model, SmallCells) and not model.population.is_absolute():
+            model.population = base / model.population
+    return models

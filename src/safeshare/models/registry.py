@@ -18,6 +18,7 @@ from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.l_diversity import from_config as _l_diversity
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.risk import DEFAULT_THRESHOLD, RiskThreshold
+from safeshare.models.small_cells import DEFAULT_MIN_SIZE, SmallCells
 from safeshare.models.t_closeness import from_config as _t_closeness
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.knowledge import is_number, parse_knowledge
@@ -76,12 +77,27 @@ def _risk(params: Mapping[str, Any], where: str) -> PrivacyModel:
         raise ConfigError(f"{where}.estimator: {exc}") from None
 
 
+def _small_cells(params: Mapping[str, Any], where: str) -> PrivacyModel:
+    check_keys(params, {"population", "min_size", "delimiter"}, where)
+    population = params.get("population")
+    if not isinstance(population, str) or not population:
+        raise ConfigError(f"{where}: missing population (a CSV file with a header naming the QIs)")
+    min_size = params.get("min_size", DEFAULT_MIN_SIZE)
+    if isinstance(min_size, bool) or not isinstance(min_size, int) or min_size < 1:
+        raise ConfigError(f"{where}.min_size: expected a positive integer, got {min_size!r}")
+    delimiter = params.get("delimiter", ",")
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ConfigError(f"{where}.delimiter: expected one character, got {delimiter!r}")
+    return SmallCells(population, min_size, delimiter)
+
+
 MODEL_FACTORIES: dict[str, ModelFactory] = {
     "k-anonymity": _k_anonymity,
     "m-concealing": _m_concealing,
     "l-diversity": _l_diversity,
     "t-closeness": _t_closeness,
     "risk": _risk,
+    "small-cells": _small_cells,
 }
 
 ALIASES = {
@@ -90,6 +106,7 @@ ALIASES = {
     "m_concealing": "m-concealing",
     "l_diversity": "l-diversity",
     "t_closeness": "t-closeness",
+    "small_cells": "small-cells",
 }
 
 

@@ -21,7 +21,8 @@ Checks:
 * privacy models over sensitive columns (l-diversity, t-closeness,
   m-concealing) and the risk threshold are re-checked by the functions listed in
   :data:`EXTRA_CHECKS` (:mod:`safeshare.verify.sensitive`,
-  :mod:`safeshare.verify.m_concealing`, :mod:`safeshare.verify.risk`): one
+  :mod:`safeshare.verify.m_concealing`, :mod:`safeshare.verify.risk`,
+  :mod:`safeshare.verify.small_cells`): one
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted.
 """
@@ -39,6 +40,7 @@ from safeshare.numerics import suppression_limit
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.risk import check_risk
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
+from safeshare.verify.small_cells import check_small_cells
 
 
 def _quote(name: str) -> str:
@@ -115,6 +117,7 @@ EXTRA_CHECKS: dict[str, ExtraCheck] = {
     "t-closeness": check_t_closeness,
     "m-concealing": check_m_concealing,
     "risk": check_risk,
+    "small-cells": check_small_cells,
 }
 
 
