@@ -101,6 +101,7 @@ def risk_command(
     from safeshare.io import atomic_write_text
     from safeshare.risk.classes import SampleTable
     from safeshare.risk.estimators import DEFAULT_ESTIMATOR, estimator_names, make_estimator
+    from safeshare.risk.html import render_risk_html, risk_distribution, risk_drivers
     from safeshare.risk.measures import class_sizes, risk_measures
 
     if data_is_population and population is not None:
@@ -181,7 +182,12 @@ def risk_command(
         del doc["B_exact"]
     if DEFAULT_ESTIMATOR not in estimates:
         del doc["B"]
+    known_F = F if F is not None else (f if population_size == n else None)
+    doc["risk_distribution"] = risk_distribution(f)
+    doc["risk_drivers"] = risk_drivers(f, known_F)
+    html = render_risk_html(doc)  # rendered before anything is written: both files or neither
     atomic_write_text(Path(out_dir) / "risk.json", json.dumps(doc, indent=2) + "\n")
+    atomic_write_text(Path(out_dir) / "risk.html", html)
     if quiet:
         return
     table_out = Table(title=f"re-identification risk of {data.name} on {', '.join(columns)}")
@@ -197,7 +203,7 @@ def risk_command(
     for name, value in estimates.items():
         table_out.add_row(f"B estimated: {name}", "-" if value is None else f"{value:.4g}")
     out.print(table_out)
-    out.print(f"wrote {Path(out_dir) / 'risk.json'}")
+    out.print(f"wrote {Path(out_dir) / 'risk.json'} and risk.html")
 
 
 SHORT_NAMES = {
