@@ -253,3 +253,54 @@ def test_verifier_recomputes_b_from_the_file(tmp_path: Path) -> None:
     assert run("A", 0.05) == []
     assert "A = 0.05" in run("A", 0.049)[0]
     assert "needs the frequency table" in run("B", 0.5, "entropy")[0]
+
+
+def test_memoized_criterion_agrees_across_limits() -> None:
+    from safeshare.search.memo import MemoizedCriterion
+
+    table = random_table(np.random.default_rng(11), 2, 60)
+    ev = Evaluator(table)
+    models = [KAnonymity(2), RiskThreshold(0.3, "A", population_size=120)]
+    failing: dict[tuple[int, ...], int] = {}
+    for limit in (0.0, 0.2, 1.0):
+        plain = PrivacyCriterion(models, limit)
+        memo = MemoizedCriterion(models, limit, failing)
+        for classes in ev.iter_classes():
+            assert memo.holds(classes, table) == plain.holds(classes, table), (limit, classes.node)
+
+
+def test_inverse_ola_refuses_the_risk_model() -> None:
+    table = random_table(np.random.default_rng(2), 2, 30)
+    ev = Evaluator(table)
+    ctx = SearchContext(table, ev, PrivacyCriterion([RiskThreshold(0.5, "A")], 0.0), make_metric("prec", ev))
+    with pytest.raises(ConfigError, match="inverse-ola does not support"):
+        make_strategy("inverse-ola", {"max_loss": 0.5}).run(ctx)
+
+
+def test_cli_risk_model_release_is_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    ages = [str(20 + (i * 7) % 30) for i in range(80)]
+    pd.DataFrame({"age": ages, "dx": ["x"] * 80}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "age.csv").write_text("\n".join(f"{a};{a // 10 * 10}s;*" for a in range(20, 60)) + "\n")
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: d.csv}\n"
+        "attributes: {age: {role: quasi, hierarchy: age.csv}, dx: {role: insensitive}}\n"
+        "privacy: {risk: {measure: B, threshold: 0.09, estimator: pitman, population_size: 8000}}\n"
+    )
+    code, _, err = run_cli(
+        ["anonymize", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "out"), "--quiet"], capsys
+    )
+    assert code == 0, err
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert doc["verification"]["passed"]
+    achieved = doc["privacy_achieved"]["risk"]["B"]
+    assert achieved <= 0.09
+    assert doc["privacy"]["models"]["risk"] == {
+        "measure": "B",
+        "threshold": 0.09,
+        "estimator": "pitman",
+        "population_size": 8000,
+    }
