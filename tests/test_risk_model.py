@@ -298,9 +298,29 @@ def test_cli_risk_model_release_is_verified(tmp_path: Path, capsys: pytest.Captu
     assert doc["verification"]["passed"]
     achieved = doc["privacy_achieved"]["risk"]["B"]
     assert achieved <= 0.09
+    assert doc["risk"]["population_size"] == 8000  # the report's risk section uses the model's N
     assert doc["privacy"]["models"]["risk"] == {
         "measure": "B",
         "threshold": 0.09,
         "estimator": "pitman",
         "population_size": 8000,
     }
+
+
+def test_config_population_sizes_must_agree(tmp_path: Path) -> None:
+    from safeshare.config import parse_config
+
+    pd.DataFrame({"age": ["20", "21"]}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "age.csv").write_text("20;*\n21;*\n")
+    raw = {
+        "input": {"path": "d.csv"},
+        "attributes": {"age": {"role": "quasi", "hierarchy": "age.csv"}},
+        "privacy": {"risk": {"population_size": 8000}},
+        "population_size": 9000,
+    }
+    with pytest.raises(ConfigError, match="9000 differs from privacy.risk.population_size 8000"):
+        parse_config(raw, tmp_path / "c.yaml")
+    raw["population_size"] = 8000
+    assert parse_config(raw, tmp_path / "c.yaml").population_size == 8000
+    del raw["population_size"]
+    assert parse_config(raw, tmp_path / "c.yaml").population_size == 8000

@@ -35,7 +35,7 @@ Every error names the file and the key path, on one line.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -51,6 +51,7 @@ from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.registry import make_model
+from safeshare.models.risk import RiskThreshold
 from safeshare.models.small_cells import SmallCells
 from safeshare.risk.knowledge import parse_knowledge
 from safeshare.workflows.algorithms import ALGORITHMS
@@ -238,15 +239,19 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
-        population_size=_population_size(raw.get("population_size"), f"{name}: population_size"),
+        population_size=_population_size(raw.get("population_size"), privacy, f"{name}: population_size"),
     )
 
 
-def _population_size(value: Any, where: str) -> int | None:
+def _population_size(value: Any, privacy: Sequence[PrivacyModel], where: str) -> int | None:
+    """The report's N: the key, else the risk model's ``population_size`` (they must agree)."""
+    from_model = next((m.population_size for m in privacy if isinstance(m, RiskThreshold)), None)
     if value is None:
-        return None
+        return from_model
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{where}: expected a positive integer (the population's size), got {value!r}")
+    if from_model is not None and from_model != value:
+        raise ConfigError(f"{where}: {value} differs from privacy.risk.population_size {from_model}")
     return value
 
 
