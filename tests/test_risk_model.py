@@ -318,7 +318,7 @@ def test_config_population_sizes_must_agree(tmp_path: Path) -> None:
         "privacy": {"risk": {"population_size": 8000}},
         "population_size": 9000,
     }
-    with pytest.raises(ConfigError, match="9000 differs from privacy.risk.population_size 8000"):
+    with pytest.raises(ConfigError, match=r"9000 differs from privacy\.risk\.population_size 8000"):
         parse_config(raw, tmp_path / "c.yaml")
     raw["population_size"] = 8000
     assert parse_config(raw, tmp_path / "c.yaml").population_size == 8000
