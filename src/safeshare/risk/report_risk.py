@@ -51,17 +51,17 @@ def side(
     f = f[f > 0]
     if f.size == 0:
         return None
+    estimate = _estimate(f, population_size, estimator)
     if exact_population:
         doc = risk_measures(f, f, population_size, threshold).to_dict()
         doc["estimated"] = False
     else:
         doc = risk_measures(f, None, population_size, threshold).to_dict()
-        estimate = _estimate(f, population_size, estimator)
         doc["B"] = estimate
         doc["journalist"] = {"mean": estimate}
         doc["marketer"] = estimate
         doc["estimated"] = True
-    doc["B_estimate"] = {estimator: _estimate(f, population_size, estimator)}
+    doc["B_estimate"] = {estimator: estimate}
     return doc
 
 
