@@ -25,6 +25,7 @@ import pytest
 from safeshare.core.evaluation import Classes, Evaluator, densify
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
+from safeshare.core.rollup import scan_lattice
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -619,9 +620,9 @@ def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
         make_model("k-anonymity", None)
 
 
-def test_lattice_statistics_count_records_below_each_k_at_every_node() -> None:
+def test_scan_lattice_counts_records_below_each_k_at_every_node() -> None:
     table = tie_table()
-    stats = Evaluator(table).lattice_statistics([2, 3])
+    stats = scan_lattice(table, [2, 3])
     assert stats.ks == (2, 3) and stats.n_records == 4
     for classes in Evaluator(table).iter_classes():
         sizes = classes.nonempty
