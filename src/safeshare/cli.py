@@ -75,8 +75,12 @@ def _csv_list(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
-def make_engine(name: str, source: Any) -> Any:
-    """The engine called ``name`` reading ``source``."""
+def make_engine(name: str, source: Any, spark: Any = None) -> Any:
+    """The engine called ``name`` reading ``source`` (``spark``: the spark engine's SparkOptions)."""
+    if name == "spark":
+        from safeshare.data.engines.spark_engine import SparkEngine
+
+        return SparkEngine(source, spark)
     if name == "duckdb":
         from safeshare.data.engines.duckdb_engine import DuckDBEngine
 
@@ -108,7 +112,10 @@ def anonymize(
         float | None,
         typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
     ] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb | spark")] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="spark engine: local[2] | spark://HOST:PORT")
+    ] = None,
     tradeoff: Annotated[
         bool | None,
         typer.Option(
@@ -157,6 +164,12 @@ def anonymize(
 
     suppression = optional_fraction(max_suppression, "--max-suppression")
     cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
+    if spark_master is not None:
+        import dataclasses
+
+        from safeshare.data.engines.spark_engine import check_master
+
+        cfg.spark = dataclasses.replace(cfg.spark, master=check_master(spark_master, "--spark-master"))
     dp_options: dict[str, Any] = {
         "beta": beta,
         "epsilon": epsilon,
@@ -196,7 +209,7 @@ def anonymize(
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
-        eng = make_engine(cfg.engine, cfg.source)
+        eng = make_engine(cfg.engine, cfg.source, cfg.spark)
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())

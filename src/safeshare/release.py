@@ -113,6 +113,12 @@ def write_release(
         start = time.perf_counter()
         expected = release_expectations(result, input_columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
+        independent = getattr(engine, "independent_verification", None)  # a second verifier (spark)
+        if independent is not None:
+            again = independent(stage / name, expected)
+            verification.checks[engine.name] = again.to_dict()
+            verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
+            verification.passed = verification.passed and again.passed
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
             raise VerificationError(
