@@ -54,6 +54,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -205,6 +206,7 @@ def build_session(options: SparkOptions) -> Any:
     if options.master.startswith("local") or host in ("127.0.0.1", "localhost"):
         builder = builder.config("spark.driver.host", "127.0.0.1")
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
+        builder = builder.config("spark.pyspark.python", sys.executable)  # same machine: this Python
     try:
         session = builder.getOrCreate()
     except Exception as exc:
