@@ -26,6 +26,7 @@ BENCHMARKS = {
     "dp": "bench_dp",
     "sensitive": "bench_sensitive",
     "surveillance": "bench_surveillance",
+    "spark": "bench_spark",
 }
 
 

@@ -107,9 +107,10 @@ class SparkOptions:
     app_name: str = "safeshare"
     executor_memory: str | None = None
     shuffle_partitions: int = 8
+    driver_memory: str | None = None
 
 
-SPARK_KEYS = ("master", "app_name", "executor_memory", "shuffle_partitions")
+SPARK_KEYS = ("master", "app_name", "executor_memory", "shuffle_partitions", "driver_memory")
 _MASTER = re.compile(r"^(local(\[(\d+|\*)\])?|spark://[A-Za-z0-9.\-]+:\d+)$")
 
 
@@ -124,7 +125,7 @@ def parse_spark_options(raw: Any, where: str) -> SparkOptions:
     unknown = [k for k in raw if k not in SPARK_KEYS]
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key; expected one of {', '.join(SPARK_KEYS)}")
-    for key in ("master", "app_name", "executor_memory"):
+    for key in ("master", "app_name", "executor_memory", "driver_memory"):
         if key in raw and not isinstance(raw[key], str):
             raise ConfigError(f'{where}.{key}: expected a text, got {raw[key]!r} (quote it: "...")')
     master = raw.get("master", "local[2]")
@@ -132,10 +133,13 @@ def parse_spark_options(raw: Any, where: str) -> SparkOptions:
     parts = raw.get("shuffle_partitions", 8)
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ConfigError(f"{where}.shuffle_partitions: expected an integer >= 1, got {parts!r}")
-    memory = raw.get("executor_memory")
-    if memory is not None and not re.fullmatch(r"\d+[kmgt]?", memory.lower()):
-        raise ConfigError(f"{where}.executor_memory: expected a size such as 2g or 512m, got {memory!r}")
-    return SparkOptions(master, raw.get("app_name", "safeshare"), memory, parts)
+    for key in ("executor_memory", "driver_memory"):
+        size = raw.get(key)
+        if size is not None and not re.fullmatch(r"\d+[kmgt]?", size.lower()):
+            raise ConfigError(f"{where}.{key}: expected a size such as 2g or 512m, got {size!r}")
+    return SparkOptions(
+        master, raw.get("app_name", "safeshare"), raw.get("executor_memory"), parts, raw.get("driver_memory")
+    )
 
 
 def check_master(master: str, where: str) -> str:
@@ -202,6 +206,8 @@ def build_session(options: SparkOptions) -> Any:
     )
     if options.executor_memory:
         builder = builder.config("spark.executor.memory", options.executor_memory)
+    if options.driver_memory:  # the driver JVM's heap (it holds only the frequency table)
+        builder = builder.config("spark.driver.memory", options.driver_memory)
     host = options.master.removeprefix("spark://").split(":")[0]
     if options.master.startswith("local") or host in ("127.0.0.1", "localhost"):
         builder = builder.config("spark.driver.host", "127.0.0.1")
