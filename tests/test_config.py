@@ -58,7 +58,7 @@ def test_minimal_config_and_overrides(tmp_path: Path) -> None:
         (BASE + "max_suppression: 2\n", "max_suppression: expected a fraction in [0, 1]"),
         (BASE + "max_suppression: -0.1\n", "max_suppression"),
         (BASE + "metric: loss\n", "metric: unknown metric 'loss'"),
-        (BASE + "engine: spark\n", "engine: expected one of memory, duckdb"),
+        (BASE + "engine: hive\n", "engine: expected one of memory, duckdb, spark"),
         (BASE + "surprise: 1\n", "c.yaml: surprise: unknown key; expected one of "),
         (BASE.replace("k: 2", "k: 0"), "privacy.k-anonymity.k: expected an integer >= 1, got 0"),
         (BASE.replace("k: 2", "k: two"), "privacy.k-anonymity.k"),

@@ -26,7 +26,8 @@ Example (paths are relative to the configuration file)::
     algorithm: ola              # ola | exhaustive | inverse-ola
     max_loss: 0.5               # inverse-ola: largest normalized information loss
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
-    engine: memory              # memory | duckdb
+    engine: memory              # memory | duckdb | spark
+    spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
     output: {format: csv, delimiter: ","}
 
 Every error names the file and the key path, on one line.
@@ -55,7 +56,7 @@ from safeshare.risk.knowledge import parse_knowledge
 from safeshare.workflows.algorithms import ALGORITHMS
 from safeshare.workflows.spec import AnonymizationSpec
 
-ENGINES = ("memory", "duckdb")
+ENGINES = ("memory", "duckdb", "spark")
 TOP_LEVEL_KEYS = {
     "input",
     "attributes",
@@ -70,6 +71,7 @@ TOP_LEVEL_KEYS = {
     "dp",
     "max_loss",
     "default_role",
+    "spark",
 }
 INPUT_KEYS = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding", "ragged"}
 OUTPUT_KEYS = {"format", "delimiter"}
@@ -101,6 +103,7 @@ class RunConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     max_loss: float | None = None
     knowledge: dict[str, float] | None = None
+    spark: Any = None  # SparkOptions of the spark engine (safeshare.data.engines.spark_engine)
 
     @property
     def base_dir(self) -> Path:
@@ -109,7 +112,7 @@ class RunConfig:
     @property
     def release_format(self) -> OutputFormat:
         """The release format: as configured, else the input's format."""
-        return self.output_format or self.source.fmt
+        return self.output_format or ("parquet" if self.engine == "spark" else self.source.fmt)
 
     def with_overrides(
         self,
@@ -141,6 +144,8 @@ class RunConfig:
             out.engine = _engine(engine, "--engine")
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
+        if out.engine == "spark" and out.output_format == "csv":
+            raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
         if algorithm is not None:
             given = {key for key in ALGORITHM_KEYS if key in self.raw}
             _check_algorithm_keys(given, out.algorithm, f"{self.path}:", f"--algorithm {out.algorithm}")
@@ -234,7 +239,14 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
+        spark=_spark(raw.get("spark"), f"{name}: spark"),
     )
+
+
+def _spark(value: Any, where: str) -> Any:
+    from safeshare.data.engines.spark_engine import parse_spark_options  # no pyspark import
+
+    return parse_spark_options(value, where)
 
 
 def _algorithm(value: Any, where: str) -> str:
@@ -301,8 +313,16 @@ def _engine(value: Any, where: str) -> str:
 def _source(spec: Any, base: Path, where: str) -> TableSource:
     if isinstance(spec, str):
         spec = {"path": spec}
+    if isinstance(spec, Mapping) and "table" in spec:  # a Spark SQL table (--engine spark)
+        check_keys(spec, {"table", "missing"}, where)
+        table = _text(spec["table"], f"{where}.table")
+        missing_tokens = spec.get("missing", [])
+        missing_tokens = [missing_tokens] if isinstance(missing_tokens, str) else missing_tokens
+        if not isinstance(missing_tokens, list) or not all(isinstance(t, str) for t in missing_tokens):
+            raise ConfigError(f"{where}.missing: expected a list of tokens")
+        return TableSource(path=Path(table), table=table, missing=tuple(missing_tokens))
     if not isinstance(spec, Mapping) or "path" not in spec:
-        raise ConfigError(f"{where}: expected a mapping with at least 'path'")
+        raise ConfigError(f"{where}: expected a mapping with at least 'path' (or 'table')")
     check_keys(spec, INPUT_KEYS, where)
     for key in ("path", "format", "delimiter", "encoding", "ragged"):
         if key in spec:

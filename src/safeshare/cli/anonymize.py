@@ -48,7 +48,10 @@ def anonymize(
         float | None,
         typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
     ] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb | spark")] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="spark engine: local[2] | spark://HOST:PORT")
+    ] = None,
     tradeoff: Annotated[
         bool | None,
         typer.Option(
@@ -98,6 +101,12 @@ def anonymize(
 
     suppression = optional_fraction(max_suppression, "--max-suppression")
     cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
+    if spark_master is not None:
+        import dataclasses
+
+        from safeshare.data.engines.spark_engine import check_master
+
+        cfg.spark = dataclasses.replace(cfg.spark, master=check_master(spark_master, "--spark-master"))
     dp_options: dict[str, Any] = {
         "beta": beta,
         "epsilon": epsilon,
@@ -129,7 +138,7 @@ def anonymize(
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
-        eng = make_engine(cfg.engine, cfg.source)
+        eng = make_engine(cfg.engine, cfg.source, cfg.spark)
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from safeshare.data.engines.base import Engine, OutputFormat
 from safeshare.errors import InputError, VerificationError
@@ -113,6 +113,13 @@ def write_release(
         start = time.perf_counter()
         expected = release_expectations(result, input_columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
+        if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
+            from safeshare.verify.spark import verify_release_spark
+
+            again = verify_release_spark(cast(Any, engine).spark, stage / name, expected)
+            verification.checks[engine.name] = again.to_dict()
+            verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
+            verification.passed = verification.passed and again.passed
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
             raise VerificationError(

@@ -9,9 +9,10 @@ of records. An engine therefore does exactly two jobs on the raw data:
 2. :meth:`Engine.write_release`: apply a chosen generalization and suppression
    (a :class:`ReleasePlan`) to every record and write the result.
 
-Two implementations: :class:`~safeshare.data.engines.memory.MemoryEngine`
-(pandas, the default) and :class:`~safeshare.data.engines.duckdb.DuckDBEngine`
-(files larger than memory, Parquet/CSV read in place).
+Three implementations: :class:`~safeshare.data.engines.memory.MemoryEngine`
+(pandas, the default), :class:`~safeshare.data.engines.duckdb.DuckDBEngine`
+(files larger than memory, Parquet/CSV read in place) and
+:class:`~safeshare.data.engines.spark_engine.SparkEngine` (Spark SQL on a cluster).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The engine factory: an engine by its configured name (``engine: memory | duckdb``).
+"""The engine factory: an engine by its configured name (``engine: memory | duckdb | spark``).
 
 Outside :mod:`safeshare.cli` so that workflows and experiments can build
 engines without importing the command line.
@@ -11,8 +11,12 @@ from typing import Any
 from safeshare.data.engines.base import Engine
 
 
-def make_engine(name: str, source: Any) -> Engine:
-    """The engine called ``name`` reading ``source``."""
+def make_engine(name: str, source: Any, spark: Any = None) -> Engine:
+    """The engine called ``name`` reading ``source`` (``spark``: the spark engine's SparkOptions)."""
+    if name == "spark":
+        from safeshare.data.engines.spark_engine import SparkEngine
+
+        return SparkEngine(source, spark)
     if name == "duckdb":
         from safeshare.data.engines.duckdb_engine import DuckDBEngine
 
