@@ -18,7 +18,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from safeshare.workflows.release import release_expectations, write_release
 
 from safeshare.config import load_config
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
@@ -34,6 +33,7 @@ from safeshare.data.source import TableSource
 from safeshare.errors import DataError
 from safeshare.verify import verify_release
 from safeshare.verify.spark import verify_release_spark
+from safeshare.workflows.release import release_expectations, write_release
 from tests.conftest import write_small_adult
 
 
