@@ -78,7 +78,8 @@ def _run(engine_factory: Any, workdir: Path) -> dict[str, Any]:
         engine = engine_factory()
         opened = time.perf_counter() - start
         try:
-            result = Anonymizer(schema(), [KAnonymity(K)], max_suppression=MAX_SUPPRESSION, metric="prec").fit(engine)
+            anonymizer = Anonymizer(schema(), [KAnonymity(K)], max_suppression=MAX_SUPPRESSION, metric="prec")
+            result = anonymizer.fit(engine)
             published = write_release(result, engine, Path(tmp) / "out", fmt="parquet", html=False)
         finally:
             engine.close()
