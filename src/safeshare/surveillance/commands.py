@@ -411,25 +411,43 @@ def release_command(
     keep: Annotated[
         str, typer.Option("--keep", help="Comma-separated extra columns to release (none by default).")
     ] = "",
+    engine: Annotated[
+        str, typer.Option("--engine", help="memory | duckdb: reads and writes the records.")
+    ] = ("memory"),
+    fmt: Annotated[str, typer.Option("--format", help="csv | parquet: the release files' format.")] = "csv",
 ) -> None:
     """Release each period's case records under its week's policy: generalize, suppress records whose
-    population bin has fewer than k people, verify every file, publish the directory atomically."""
+    population bin has fewer than k people, write through the engine, verify every file, publish the
+    directory atomically."""
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.data.source import TableSource
     from safeshare.io import OutputDirectory
-    from safeshare.surveillance.inputs import read_case_records
-    from safeshare.surveillance.release import constant_schedule, read_schedule, release_cases
+    from safeshare.surveillance.release import read_schedule, release_cases
 
     if (policies is None) == (policy is None):
         raise InputError("give exactly one of --policies SCHEDULE.csv and --policy CODE")
+    if engine not in ("memory", "duckdb"):
+        raise InputError(f"--engine: memory or duckdb, got {engine!r}")
+    if fmt not in ("csv", "parquet"):
+        raise InputError(f"--format: csv or parquet, got {fmt!r}")
     space = default_space()
     node = space.parse(policy) if policy is not None else None
     OutputDirectory(out_dir).preflight()
     pop = read_population(population, space)
-    records = read_case_records(cases_records, space)
-    schedule = (
-        constant_schedule(node, records.dates) if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
-    )
+    schedule = node if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
     keep_cols = [c.strip() for c in keep.split(",") if c.strip()]
-    result = release_cases(pop, records, schedule, out_dir, k, weekly, keep_cols, str(cases_records))
+    with make_engine(engine, TableSource(cases_records)) as eng:
+        result = release_cases(
+            pop,
+            eng,
+            schedule,
+            out_dir,
+            k,
+            weekly,
+            keep_cols,
+            str(cases_records),
+            fmt,  # type: ignore[arg-type]
+        )
     doc = result.to_dict()
     for p in result.periods:
         shown = p.file or "nothing (do not share)"
