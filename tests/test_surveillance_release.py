@@ -151,13 +151,14 @@ def test_failed_check_publishes_nothing(tmp_path: Path, inputs, monkeypatch: pyt
         (lambda f: f.assign(date=np.where(f.index == 1, "2020-09-30", f["date"])), ":3: column 'date'"),
     ],
 )
-def test_bad_records_exit_2_with_one_line(tmp_path: Path, capsys, edit, message: str) -> None:
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_bad_records_exit_2_with_one_line(tmp_path: Path, capsys, edit, message: str, engine: str) -> None:
     frame = edit(pd.read_csv(RECORDS, dtype=str))
     path = tmp_path / "case_records.csv"
     frame.to_csv(path, index=False)
     sched = _schedule(tmp_path, [("2020-08-02", "****"), ("2020-08-09", "****")])
     args = ["surveil", "release", "--population", POP, "--cases-records", str(path), "--policies", sched]
-    assert main([*args, "--out", str(tmp_path / "out")]) == 2
+    assert main([*args, "--engine", engine, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
