@@ -19,8 +19,10 @@ Checks:
 * the number of suppressed records, ``N_in - N_out``, is within the limit
   ``floor(max_suppression * N_in)``;
 * privacy models over sensitive columns (l-diversity, t-closeness,
-  m-concealing) are re-checked by the functions listed in :data:`EXTRA_CHECKS`
-  (:mod:`safeshare.verify.sensitive`, :mod:`safeshare.verify.m_concealing`): one
+  m-concealing) and the surveillance releases' population-bin suppression are
+  re-checked by the functions listed in :data:`EXTRA_CHECKS`
+  (:mod:`safeshare.verify.sensitive`, :mod:`safeshare.verify.m_concealing`,
+  :mod:`safeshare.verify.population_bins`): one
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted.
 """
@@ -36,6 +38,7 @@ import duckdb
 
 from safeshare.numerics import suppression_limit
 from safeshare.verify.m_concealing import check_m_concealing
+from safeshare.verify.population_bins import check_population_bins
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 
 
@@ -112,6 +115,7 @@ EXTRA_CHECKS: dict[str, ExtraCheck] = {
     "l-diversity": check_l_diversity,
     "t-closeness": check_t_closeness,
     "m-concealing": check_m_concealing,
+    "population-bins": check_population_bins,  # surveillance releases (issue 10)
 }
 
 
