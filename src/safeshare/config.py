@@ -44,7 +44,7 @@ from safeshare.config_checks import check_keys, read_yaml
 from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import DEFAULT_ROLES, Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
-from safeshare.dp.config import dp_section
+from safeshare.dp.config import check_overrides, dp_section, epsilon_safe_params
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
@@ -98,9 +98,14 @@ class RunConfig:
     output_format: OutputFormat | None = None
     output_delimiter: str = ","
     prec_weights: dict[str, float] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
     max_loss: float | None = None
     knowledge: dict[str, float] | None = None
+    #: The file's ``dp:`` section, its key names checked (epsilon-safe; values checked by :meth:`spec`).
+    dp: dict[str, Any] = field(default_factory=dict)
+    #: Command-line values of ``dp`` keys (``--beta``, ...), which win over the file's.
+    dp_overrides: dict[str, Any] = field(default_factory=dict)
+    #: The algorithm-specific top-level keys the file gives (:data:`ALGORITHM_KEYS`).
+    algorithm_keys: frozenset[str] = frozenset()
 
     @property
     def base_dir(self) -> Path:
@@ -119,13 +124,17 @@ class RunConfig:
         algorithm: str | None = None,
         engine: str | None = None,
         max_loss: float | None = None,
+        dp: Mapping[str, Any] | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
         Without a privacy model only Inverse OLA may run; it then maximizes
-        k-anonymity from k = 1.
+        k-anonymity from k = 1. ``dp`` maps ``dp`` keys to option values (``None``:
+        not given); their values are checked with the file's by :meth:`spec`.
         """
         out = replace(self, privacy=list(self.privacy))
+        if dp is not None:
+            out.dp_overrides = {**self.dp_overrides, **check_overrides(dp)}
         if k is not None:
             if isinstance(k, bool) or not isinstance(k, int) or k < 1:
                 raise ConfigError(f"--k: expected an integer >= 1, got {k!r}")
@@ -142,8 +151,8 @@ class RunConfig:
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
         if algorithm is not None:
-            given = {key for key in ALGORITHM_KEYS if key in self.raw}
-            _check_algorithm_keys(given, out.algorithm, f"{self.path}:", f"--algorithm {out.algorithm}")
+            why = f"--algorithm {out.algorithm}"
+            _check_algorithm_keys(set(self.algorithm_keys), out.algorithm, f"{self.path}:", why)
         if not out.privacy:
             if out.algorithm not in ALGORITHMS_WITHOUT_PRIVACY:
                 raise ConfigError(
@@ -154,7 +163,11 @@ class RunConfig:
         return out
 
     def algorithm_options(self) -> dict[str, Any]:
-        """The search strategy's options from the configuration (``max_loss``)."""
+        """The search strategy's options from the configuration: ``max_loss`` (inverse-ola),
+        the :class:`~safeshare.dp.epsilon_safe.EpsilonSafeParams` of ``dp`` and its
+        command-line overrides (epsilon-safe)."""
+        if self.algorithm == "epsilon-safe":
+            return {"params": epsilon_safe_params(self.dp, str(self.path), self.dp_overrides)}
         return {"max_loss": self.max_loss} if self.max_loss is not None else {}
 
     def spec(self) -> AnonymizationSpec:
@@ -164,15 +177,20 @@ class RunConfig:
         that no command can drop a setting (``utility`` and ``sweep`` once dropped
         the algorithm's options).
         """
-        return AnonymizationSpec(
-            schema=self.schema,
-            privacy=tuple(self.privacy),
-            max_suppression=self.max_suppression,
-            metric=self.metric,
-            algorithm=self.algorithm,
-            algorithm_options=self.algorithm_options(),
-            prec_weights=self.prec_weights,
-        )
+        try:
+            return AnonymizationSpec(
+                schema=self.schema,
+                privacy=tuple(self.privacy),
+                max_suppression=self.max_suppression,
+                metric=self.metric,
+                algorithm=self.algorithm,
+                algorithm_options=self.algorithm_options(),
+                prec_weights=self.prec_weights,
+            )
+        except ConfigError as exc:  # say which file (a dp error already does)
+            if str(exc).startswith(str(self.path)) or str(exc).startswith("--"):
+                raise
+            raise ConfigError(f"{self.path}: {exc}") from None
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -215,8 +233,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
     for column, weight in weights.items():
         if isinstance(weight, bool) or not isinstance(weight, int | float):
             raise ConfigError(f"{name}: prec_weights.{column}: expected a number, got {weight!r}")
-    if algorithm == "epsilon-safe":
-        dp_section(raw, name)
+    dp = dp_section(raw, name)  # the one read of the dp section (epsilon-safe)
     return RunConfig(
         path=path,
         source=source,
@@ -229,11 +246,12 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         output_format=cast(OutputFormat | None, fmt),
         output_delimiter=_output_delimiter(output.get("delimiter", ","), f"{name}: output.delimiter"),
         prec_weights={str(k): float(v) for k, v in weights.items()},
-        raw=dict(raw),
         max_loss=_fraction(raw["max_loss"], f"{name}: max_loss") if raw.get("max_loss") is not None else None,
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
+        dp=dp,
+        algorithm_keys=frozenset(key for key in ALGORITHM_KEYS if key in raw),
     )
 
 
