@@ -49,7 +49,7 @@ from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
-from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.k_anonymity import KAnonymity, check_k
 from safeshare.models.registry import make_model
 from safeshare.risk.knowledge import parse_knowledge
 from safeshare.workflows.algorithms import ALGORITHMS
@@ -136,10 +136,8 @@ class RunConfig:
         if dp is not None:
             out.dp_overrides = {**self.dp_overrides, **check_overrides(dp)}
         if k is not None:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ConfigError(f"--k: expected an integer >= 1, got {k!r}")
             out.privacy = [m for m in out.privacy if not isinstance(m, KAnonymity)]
-            out.privacy.insert(0, KAnonymity(k))
+            out.privacy.insert(0, KAnonymity(check_k(k, "--k")))
         if max_suppression is not None:
             out.max_suppression = _fraction(max_suppression, "--max-suppression")
         if metric is not None:
