@@ -173,3 +173,30 @@ def test_duplicate_keys_are_refused_in_every_mapping(tmp_path: Path, text: str, 
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, text))
     assert str(info.value) == f"{tmp_path / 'c.yaml'}{message.removeprefix('c.yaml')}"
+
+
+def test_the_schema_is_pydantic_and_published_for_editors() -> None:
+    """The configuration's shape is one set of pydantic models (unknown keys forbidden at every
+    level); docs/config.schema.json is their JSON Schema, kept current by this test."""
+    import json
+
+    from safeshare.config import AttributeSection, ConfigFile, InputSection, OutputSection, config_json_schema
+
+    for model in (ConfigFile, InputSection, OutputSection, AttributeSection):
+        assert model.model_config.get("extra") == "forbid", model
+    published = Path(__file__).resolve().parents[1] / "docs" / "config.schema.json"
+    assert published.read_text() == config_json_schema(), (
+        "regenerate it: python -c 'from safeshare.config import config_json_schema as s; "
+        'print(s(), end="")\' > docs/config.schema.json'
+    )
+    schema = json.loads(published.read_text())
+    assert schema["additionalProperties"] is False and set(schema["required"]) == {"input", "attributes"}
+    assert schema["properties"]["max_suppression"] == {
+        "default": 0.0,
+        "maximum": 1.0,
+        "minimum": 0.0,
+        "title": "Max Suppression",
+        "type": "number",
+    }
+    for section in ("InputSection", "OutputSection", "AttributeSection"):
+        assert schema["$defs"][section]["additionalProperties"] is False

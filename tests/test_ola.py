@@ -20,7 +20,7 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
 from safeshare.metrics.loss import NonUniformEntropy, make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
-from safeshare.search import OLA, ExhaustiveSearch, find_minimal_nodes
+from safeshare.search import exhaustive_search, find_minimal_nodes, ola_search
 from tests.conftest import random_table
 
 KS = (2, 5, 25, 100)
@@ -90,7 +90,7 @@ def run_ola(table: FrequencyTable, k: int, limit: float, metric: str, ev: Evalua
     crit = PrivacyCriterion([KAnonymity(k)], limit)
     m = make_metric(metric, ev)
     guide = NonUniformEntropy(ev).node_array()
-    return OLA(guide=guide).search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value)
+    return ola_search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value, guide=guide)
 
 
 def check_config(table: FrequencyTable, brute: BruteForce, k: int, limit: float, metric: str) -> None:
@@ -142,7 +142,7 @@ def test_adult_exhaustive_search_class_agrees(adult_table: FrequencyTable, adult
     ev = Evaluator(adult_table)
     crit = PrivacyCriterion([KAnonymity(5)], 0.05)
     m = make_metric("entropy", ev)
-    result = ExhaustiveSearch().search(
+    result = exhaustive_search(
         adult_table.lattice, ev.iter_classes(), lambda c: (crit.holds(c, adult_table), m.value(c.node, c))
     )
     qualifying = adult_brute.qualifying(5, 0.05)

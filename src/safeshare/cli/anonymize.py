@@ -294,10 +294,10 @@ def inspect(
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
     from safeshare.data.source import TableSource
+    from safeshare.models.k_anonymity import check_k
     from safeshare.workflows.inspection import class_statistics
 
-    if k < 1:
-        raise InputError(f"--k: expected an integer >= 1, got {k}")
+    check_k(k, "--k")
     source = TableSource(
         data,
         delimiter=delimiter,

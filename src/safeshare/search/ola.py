@@ -305,39 +305,33 @@ def choose_best(nodes: list[Node], objective: Objective) -> tuple[Node | None, f
     return best[2], best[0]
 
 
-class OLA:
-    """Optimal Lattice Anonymization: least loss among the k-minimal nodes (thesis §4.3).
+def ola_search(
+    lattice: Lattice,
+    predicate: Predicate,
+    objective: Objective,
+    guide: Guide | None = None,
+    progress: Progress | Ticker | None = None,
+    known: Iterable[tuple[Node, bool]] = (),
+) -> SearchResult:
+    """Optimal Lattice Anonymization: least ``objective`` among the minimal nodes of a
+    monotone ``predicate`` (thesis §4.3).
 
-    Parameters
-    ----------
-    guide: optional cheap node score used to order probes (see
-        :func:`find_minimal_nodes`); it never changes the result.
+    The generic algorithm, a plain function like :func:`find_minimal_nodes` (whose
+    ``guide``, ``progress`` and ``known`` it passes on; none changes the result). The
+    ``ola`` strategy (:class:`safeshare.search.strategy.OLA`) runs it on a run's
+    :class:`~safeshare.search.context.SearchContext`.
     """
-
-    name = "ola"
-
-    def __init__(
-        self,
-        guide: Guide | None = None,
-        progress: Progress | Ticker | None = None,
-        known: Iterable[tuple[Node, bool]] = (),
-    ) -> None:
-        self.guide = guide
-        self.progress = progress
-        self.known = known
-
-    def search(self, lattice: Lattice, predicate: Predicate, objective: Objective) -> SearchResult:
-        start = time.perf_counter()
-        minimal, checked, _ = find_minimal_nodes(
-            lattice, predicate, monotone=True, guide=self.guide, progress=self.progress, known=self.known
-        )
-        node, value = choose_best(minimal, objective)
-        return SearchResult(
-            algorithm=self.name,
-            node=node,
-            objective=value,
-            minimal_nodes=minimal,
-            checked_nodes=checked,
-            lattice_size=lattice.size,
-            elapsed_s=time.perf_counter() - start,
-        )
+    start = time.perf_counter()
+    minimal, checked, _ = find_minimal_nodes(
+        lattice, predicate, monotone=True, guide=guide, progress=progress, known=known
+    )
+    node, value = choose_best(minimal, objective)
+    return SearchResult(
+        algorithm="ola",
+        node=node,
+        objective=value,
+        minimal_nodes=minimal,
+        checked_nodes=checked,
+        lattice_size=lattice.size,
+        elapsed_s=time.perf_counter() - start,
+    )
