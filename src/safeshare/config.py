@@ -27,6 +27,7 @@ Example (paths are relative to the configuration file)::
     max_loss: 0.5               # inverse-ola: largest normalized information loss
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     engine: memory              # memory | duckdb
+    duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
     output: {format: csv, delimiter: ","}
 
 Every error names the file and the key path, on one line.
@@ -35,6 +36,7 @@ Every error names the file and the key path, on one line.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +69,7 @@ TOP_LEVEL_KEYS = {
     "output",
     "prec_weights",
     "knowledge",
+    "duckdb",
     "dp",
     "max_loss",
     "default_role",
@@ -101,6 +104,8 @@ class RunConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     max_loss: float | None = None
     knowledge: dict[str, float] | None = None
+    #: the DuckDB engine's ``memory_limit`` and ``threads`` as configured (absent: machine defaults)
+    duckdb: dict[str, Any] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -119,6 +124,8 @@ class RunConfig:
         algorithm: str | None = None,
         engine: str | None = None,
         max_loss: float | None = None,
+        duckdb_memory_limit: str | None = None,
+        duckdb_threads: int | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
@@ -141,6 +148,11 @@ class RunConfig:
             out.engine = _engine(engine, "--engine")
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
+        out.duckdb = dict(self.duckdb)
+        if duckdb_memory_limit is not None:
+            out.duckdb["memory_limit"] = _memory_size(duckdb_memory_limit, "--duckdb-memory-limit")
+        if duckdb_threads is not None:
+            out.duckdb["threads"] = _threads(duckdb_threads, "--duckdb-threads")
         if algorithm is not None:
             given = {key for key in ALGORITHM_KEYS if key in self.raw}
             _check_algorithm_keys(given, out.algorithm, f"{self.path}:", f"--algorithm {out.algorithm}")
@@ -234,7 +246,38 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
+        duckdb=_duckdb_section(raw.get("duckdb"), f"{name}: duckdb"),
     )
+
+
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+
+
+def _memory_size(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _SIZE.match(value):
+        raise ConfigError(f"{where}: expected a size such as 2GB or 512MB, got {value!r}")
+    return value.strip()
+
+
+def _threads(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _duckdb_section(section: Any, where: str) -> dict[str, Any]:
+    """``duckdb: {memory_limit: 2GB, threads: 2}``: the DuckDB engine's resources."""
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with memory_limit and/or threads")
+    check_keys(section, {"memory_limit", "threads"}, f"{where}.")
+    out: dict[str, Any] = {}
+    if section.get("memory_limit") is not None:
+        out["memory_limit"] = _memory_size(section["memory_limit"], f"{where}.memory_limit")
+    if section.get("threads") is not None:
+        out["threads"] = _threads(section["threads"], f"{where}.threads")
+    return out
 
 
 def _algorithm(value: Any, where: str) -> str:

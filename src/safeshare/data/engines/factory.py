@@ -6,17 +6,19 @@ engines without importing the command line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from safeshare.data.engines.base import Engine
 
 
-def make_engine(name: str, source: Any) -> Engine:
-    """The engine called ``name`` reading ``source``."""
+def make_engine(name: str, source: Any, duckdb: Mapping[str, Any] | None = None) -> Engine:
+    """The engine called ``name`` reading ``source``; ``duckdb``: the DuckDB engine's
+    ``memory_limit`` and ``threads`` (machine defaults for those not given)."""
     if name == "duckdb":
         from safeshare.data.engines.duckdb_engine import DuckDBEngine
 
-        return DuckDBEngine(source)
+        return DuckDBEngine(source, **dict(duckdb or {}))
     from safeshare.data.engines.memory import MemoryEngine
 
     return MemoryEngine(source)
