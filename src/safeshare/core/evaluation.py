@@ -60,10 +60,18 @@ def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
     if space <= max(64 * m, 1 << 16):
         present = np.zeros(space, dtype=bool)
         present[key] = True
+        # The relabelling table is int32 (ids < space < 2**31 here): a table of 8-byte
+        # entries over a space of millions cost more in page faults than all the rest.
+        if space <= 4 * m:
+            rank = np.cumsum(present, dtype=np.int32)
+            n_used = int(rank[-1]) if space else 0
+            rank -= 1
+            return rank[key].astype(np.intp), n_used
         used = np.flatnonzero(present)
-        remap = np.empty(space, dtype=np.intp)
-        remap[used] = np.arange(used.shape[0], dtype=np.intp)
-        return remap[key], int(used.shape[0])
+        small = np.int32 if space < 2**31 else np.intp
+        remap = np.empty(space, dtype=small)
+        remap[used] = np.arange(used.shape[0], dtype=small)
+        return remap[key].astype(np.intp, copy=False), int(used.shape[0])
     uniq, inverse = np.unique(key, return_inverse=True)
     return inverse.astype(np.intp).ravel(), int(uniq.shape[0])
 
