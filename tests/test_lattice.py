@@ -129,7 +129,7 @@ def test_settled_agrees_with_the_tag_array(
     rng = np.random.default_rng(seed)
     lat = Lattice(heights)
     tags = TagStore(lat, monotone=monotone)
-    tags.slice_share = slice_share
+    tags.slice_share, tags.slice_from = slice_share, 0
     nodes = list(lat.nodes())
     for step in range(12):
         node = nodes[int(rng.integers(len(nodes)))]
