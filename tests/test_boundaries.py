@@ -657,7 +657,8 @@ def test_search_keeps_going_after_a_sub_lattice_it_has_already_visited() -> None
     assert (found, any_ok) == (sorted(generators), True)
 
 
-@pytest.mark.parametrize("space", [16, 10**9])  # presence array / sort (a space far beyond 64 ids)
+# cumulative ranks (space <= 4 ids) / presence array / sort (a space far beyond 64 ids)
+@pytest.mark.parametrize("space", [16, 1 << 15, 10**9])
 def test_densify_keeps_the_order_of_ids_in_both_methods(space: int) -> None:
     key = np.array([5, 11, 5, 3, 11, 15])
     ids, n = densify(key, space)

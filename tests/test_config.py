@@ -200,3 +200,18 @@ def test_the_schema_is_pydantic_and_published_for_editors() -> None:
     }
     for section in ("InputSection", "OutputSection", "AttributeSection"):
         assert schema["$defs"][section]["additionalProperties"] is False
+
+
+def test_duckdb_section(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE + "duckdb: {memory_limit: 1.5GB, threads: 3}\n"))
+    assert cfg.duckdb == {"memory_limit": "1.5GB", "threads": 3}
+    assert load_config(write(tmp_path, BASE)).duckdb == {}
+    over = cfg.with_overrides(duckdb_threads=1, duckdb_memory_limit="200MB")
+    assert over.duckdb == {"memory_limit": "200MB", "threads": 1}
+    for text, message in [
+        ("duckdb: {threads: 0}\n", "duckdb.threads: expected an integer >= 1"),
+        ("duckdb: {memory_limit: lots}\n", "duckdb.memory_limit: expected a size such as 2GB or 512MB"),
+        ("duckdb: {memory: 1GB}\n", "duckdb"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_config(write(tmp_path, BASE + text))

@@ -202,3 +202,17 @@ def test_no_qualifying_node() -> None:
     lattice = Lattice([1, 2])
     found, checked, any_ok = find_minimal_nodes(lattice, lambda n: False)
     assert (found, checked, any_ok) == ([], 1, False)
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=6), st.data())
+@settings(max_examples=80, deadline=None)
+def test_level_offsets_are_the_box_nodes_at_that_height(shape: list[int], data: st.DataObject) -> None:
+    from itertools import product
+
+    from safeshare.search.ola import level_offsets
+
+    steps = data.draw(st.integers(0, sum(shape)))
+    want = [o for o in product(*(range(s + 1) for s in shape)) if sum(o) == steps]
+    rows, arr = level_offsets(tuple(shape), steps)
+    assert rows == want  # same nodes, same (lexicographic) order
+    assert arr is None if len(want) <= 16 else arr.tolist() == [list(o) for o in want]

@@ -28,6 +28,7 @@ Example (paths are relative to the configuration file)::
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     engine: memory              # memory | duckdb | spark
     spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
+    duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
     output: {format: csv, delimiter: ","}
 
 Every error names the file and the key path, on one line.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -104,6 +106,8 @@ class RunConfig:
     #: The algorithm-specific top-level keys the file gives (:data:`ALGORITHM_KEYS`).
     algorithm_keys: frozenset[str] = frozenset()
     spark: Any = None  # SparkOptions of the spark engine (safeshare.data.engines.spark_engine)
+    #: the DuckDB engine's ``memory_limit`` and ``threads`` as configured (absent: machine defaults)
+    duckdb: dict[str, Any] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -123,6 +127,8 @@ class RunConfig:
         engine: str | None = None,
         max_loss: float | None = None,
         dp: Mapping[str, Any] | None = None,
+        duckdb_memory_limit: str | None = None,
+        duckdb_threads: int | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
@@ -148,6 +154,11 @@ class RunConfig:
             out.max_loss = _fraction(max_loss, "--max-loss")
         if out.engine == "spark" and out.output_format == "csv":
             raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
+        out.duckdb = dict(self.duckdb)
+        if duckdb_memory_limit is not None:
+            out.duckdb["memory_limit"] = _memory_size(duckdb_memory_limit, "--duckdb-memory-limit")
+        if duckdb_threads is not None:
+            out.duckdb["threads"] = _threads(duckdb_threads, "--duckdb-threads")
         if algorithm is not None:
             why = f"--algorithm {out.algorithm}"
             _check_algorithm_keys(set(self.algorithm_keys), out.algorithm, f"{self.path}:", why)
@@ -248,7 +259,38 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         dp=dp,
         algorithm_keys=frozenset(key for key in ALGORITHM_KEYS if key in raw),
         spark=_spark(raw.get("spark"), f"{name}: spark"),
+        duckdb=_duckdb_section(raw.get("duckdb"), f"{name}: duckdb"),
     )
+
+
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+
+
+def _memory_size(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _SIZE.match(value):
+        raise ConfigError(f"{where}: expected a size such as 2GB or 512MB, got {value!r}")
+    return value.strip()
+
+
+def _threads(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _duckdb_section(section: Any, where: str) -> dict[str, Any]:
+    """``duckdb: {memory_limit: 2GB, threads: 2}``: the DuckDB engine's resources."""
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with memory_limit and/or threads")
+    check_keys(section, {"memory_limit", "threads"}, f"{where}.")
+    out: dict[str, Any] = {}
+    if section.get("memory_limit") is not None:
+        out["memory_limit"] = _memory_size(section["memory_limit"], f"{where}.memory_limit")
+    if section.get("threads") is not None:
+        out["threads"] = _threads(section["threads"], f"{where}.threads")
+    return out
 
 
 def _spark(value: Any, where: str) -> Any:
@@ -583,6 +625,19 @@ class ConfigFile(_Section):
             {
                 "type": "object",
                 "properties": {key: {} for key in SPARK_KEYS},
+            }
+        ),
+    ] = None
+    duckdb: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": "object",
+                "properties": {
+                    "memory_limit": {"type": "string"},
+                    "threads": {"type": "integer", "minimum": 1},
+                },
+                "additionalProperties": False,
             }
         ),
     ] = None

@@ -49,6 +49,15 @@ def anonymize(
         typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
     ] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb | spark")] = None,
+    duckdb_memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--duckdb-memory-limit", help="DuckDB engine: memory limit, e.g. 2GB (default: RAM/4, <= 2GB)."
+        ),
+    ] = None,
+    duckdb_threads: Annotated[
+        int | None, typer.Option("--duckdb-threads", help="DuckDB engine: threads (default: CPUs, <= 8).")
+    ] = None,
     spark_master: Annotated[
         str | None, typer.Option("--spark-master", help="spark engine: local[2] | spark://HOST:PORT")
     ] = None,
@@ -100,7 +109,16 @@ def anonymize(
     from safeshare.workflows.release import write_release
 
     suppression = optional_fraction(max_suppression, "--max-suppression")
-    cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
+    cfg = load_config(config).with_overrides(
+        k,
+        suppression,
+        metric,
+        algorithm,
+        engine,
+        max_loss,
+        duckdb_memory_limit=duckdb_memory_limit,
+        duckdb_threads=duckdb_threads,
+    )
     if spark_master is not None:
         import dataclasses
 
@@ -138,7 +156,7 @@ def anonymize(
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
-        eng = make_engine(cfg.engine, cfg.source, cfg.spark)
+        eng = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())

@@ -112,7 +112,7 @@ def stored_samples(
         algorithm_options={"params": params},
     )
     checker = EpsilonSafeAnonymizer(spec)
-    engine = make_engine(cfg.engine, cfg.source)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
     out = []
     try:
         checker.check_schema(engine.columns())

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from safeshare.data.engines.base import Engine, OutputFormat
+from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import column_treatments, portable_paths, report_warnings
@@ -139,6 +139,7 @@ def write_release(
             "safeshare_version": _version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "engine": engine.name,
+            "engine_settings": {**engine.settings(), "peak_rss_mb": peak_rss_mb()},
             "release": name,
             **result.summary(),
             "verified": True,

@@ -78,6 +78,10 @@ class Engine(ABC):
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         """Write the release described by ``plan`` to ``target``; return the rows written."""
 
+    def settings(self) -> dict[str, object]:
+        """Resource settings in force (memory limit, threads), for the report; none by default."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, temporary files)."""
 
@@ -86,3 +90,12 @@ class Engine(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (0 where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return 0.0
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
