@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN    := $(BIN)/python
 
-.PHONY: demo test test-all mutation bench lint typecheck clean
+.PHONY: demo test test-all mutation bench lint typecheck clean spark-cluster spark-cluster-stop
 
 $(RUN):
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +15,12 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e .
 	@touch $@
 
-# Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs). pycanon, the independent
+# Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs) and pyspark (the spark engine's tests;
+# they skip with their reason where Java is absent). pycanon, the independent
 # checker of k / l / t in the tests, pins exact old numpy/pandas versions; it is installed
 # without its dependencies so that the project's own versions are the ones tested.
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
-	$(RUN) -m pip install --quiet -e ".[test]"
+	$(RUN) -m pip install --quiet -e ".[test,spark]"
 	$(RUN) -m pip install --quiet --no-deps "pycanon==1.3.6"
 	@touch $@ $(VENV)/.installed
 
@@ -45,6 +46,28 @@ mutation: $(VENV)/.installed-test
 ## bench: speed figures, each against a baseline measured in the same run
 bench: $(VENV)/.installed-test
 	$(RUN) benchmarks/run.py
+
+## spark-cluster: a Spark standalone master (spark://127.0.0.1:7077) and two workers (1 core, 2 GB
+## each) on 127.0.0.1 only, from the pip-installed pyspark (pip install -e ".[spark]"; Java 17+);
+## logs in out/spark/. spark-cluster-stop stops them. See docs/engines.md.
+SPARK_HOME_DIR = $(shell $(RUN) -c "import os, pyspark; print(os.path.dirname(pyspark.__file__))" 2>/dev/null)
+SPARK_ENV = SPARK_HOME=$(SPARK_HOME_DIR) SPARK_LOCAL_IP=127.0.0.1 SPARK_MASTER_HOST=127.0.0.1 \
+	SPARK_LOG_DIR=$(CURDIR)/out/spark/logs SPARK_PID_DIR=$(CURDIR)/out/spark/pids \
+	SPARK_WORKER_DIR=$(CURDIR)/out/spark/work PYSPARK_PYTHON=$(abspath $(RUN))
+SPARK_DAEMON = $(SPARK_ENV) bash $(SPARK_HOME_DIR)/sbin/spark-daemon.sh
+
+spark-cluster:
+	@test -n "$(SPARK_HOME_DIR)" || { echo "pyspark is not installed: pip install -e '.[spark]'"; exit 2; }
+	$(SPARK_DAEMON) start org.apache.spark.deploy.master.Master 1 \
+		--host 127.0.0.1 --port 7077 --webui-port 8080
+	for i in 1 2; do $(SPARK_DAEMON) start org.apache.spark.deploy.worker.Worker $$i \
+		--host 127.0.0.1 --cores 1 --memory 2g --webui-port 808$$i spark://127.0.0.1:7077; done
+
+spark-cluster-stop:
+	@test -n "$(SPARK_HOME_DIR)" || { echo "pyspark is not installed"; exit 2; }
+	for i in 1 2; do $(SPARK_DAEMON) stop org.apache.spark.deploy.worker.Worker $$i; done
+	$(SPARK_DAEMON) stop org.apache.spark.deploy.master.Master 1
+
 
 ## lint: ruff, and the import-linter contracts of pyproject.toml (layers: no upward import, no cycle)
 lint: $(VENV)/.installed-test

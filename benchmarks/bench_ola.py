@@ -36,7 +36,7 @@ from safeshare.data.source import TableSource  # noqa: E402
 from safeshare.hierarchy.io import read_arx_csv  # noqa: E402
 from safeshare.metrics.loss import NonUniformEntropy, Prec  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
-from safeshare.search import OLA  # noqa: E402
+from safeshare.search import ola_search  # noqa: E402
 
 ADULT = ROOT / "examples" / "adult"
 COLUMNS = list(ADULT_COLUMNS)
@@ -64,8 +64,8 @@ def ola_once(table: FrequencyTable, k: int, limit: float) -> tuple[float, int, i
     criterion = PrivacyCriterion([KAnonymity(k)], limit)
     metric = Prec(ev)
     guide = NonUniformEntropy(ev).node_array()
-    result = OLA(guide=guide).search(
-        table.lattice, lambda n: criterion.holds(ev.classes(n), table), metric.value
+    result = ola_search(
+        table.lattice, lambda n: criterion.holds(ev.classes(n), table), metric.value, guide=guide
     )
     return time.perf_counter() - start, result.checked_nodes, len(result.minimal_nodes)
 

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "sensitive": "bench_sensitive",
     "surveillance": "bench_surveillance",
     "risk": "bench_risk",
+    "spark": "bench_spark",
 }
 
 

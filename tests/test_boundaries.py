@@ -25,6 +25,7 @@ import pytest
 from safeshare.core.evaluation import Classes, Evaluator, densify
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
+from safeshare.core.rollup import scan_lattice
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -36,10 +37,10 @@ from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.models.t_closeness import TCloseness
-from safeshare.search import ExhaustiveSearch
+from safeshare.search import ExhaustiveSearch, exhaustive_search
 from safeshare.search.inverse_ola import InverseOLA
 from safeshare.search.ola import choose_best, find_minimal_nodes
-from safeshare.search.strategy import ExhaustiveStrategy, OLAStrategy, SearchContext
+from safeshare.search.strategy import OLA, SearchContext
 from tests.sensitive_helpers import table_from_frame
 
 Node = tuple[int, ...]
@@ -160,6 +161,19 @@ def test_k_of_one_and_numpy_integers_are_accepted() -> None:
 def test_k_below_one_in_a_configuration_is_a_config_error(k: object) -> None:
     with pytest.raises(ConfigError, match=r"privacy\.k-anonymity\.k: expected an integer >= 1"):
         make_model("k-anonymity", {"k": k})
+
+
+@pytest.mark.parametrize("k", [0, -3, True, 2.5, "5"])
+def test_k_is_validated_in_one_place_with_one_message(k: object) -> None:
+    """The model, the configuration, --k of anonymize and of sweep all ask check_k."""
+    from safeshare.models.k_anonymity import check_k
+    from safeshare.workflows.sweep import SweepGrid
+
+    with pytest.raises(ConfigError, match=r"^--k: expected an integer >= 1, got "):
+        check_k(k, "--k")
+    with pytest.raises(ConfigError, match=r"^--k: expected an integer >= 1, got "):
+        SweepGrid((k,), (0.0,), ("prec",))  # type: ignore[arg-type]
+    assert check_k(np.int64(3), "--k") == 3 and type(check_k(np.int64(3))) is int
 
 
 def test_k_configuration_accepts_one_and_needs_k() -> None:
@@ -409,7 +423,7 @@ def test_exhaustive_search_breaks_ties_like_choose_best() -> None:
     lattice = Lattice([1, 2])
     table = tie_table()
     qualifying = {(1, 0), (0, 2), (1, 1), (1, 2)}
-    result = ExhaustiveSearch().search(
+    result = exhaustive_search(
         lattice, Evaluator(table).iter_classes(), lambda c: (c.node in qualifying, 0.5)
     )
     assert (result.node, result.objective) == ((1, 0), 0.5)
@@ -431,7 +445,7 @@ def test_every_search_returns_the_lower_of_two_nodes_of_equal_loss(
     table = tie_table()
     ctx = context(table, models, fraction)
     assert ctx.criterion.suppression_limit(table.n_records) == 0
-    strategy = ExhaustiveStrategy() if search == "exhaustive" else OLAStrategy()
+    strategy = ExhaustiveSearch() if search == "exhaustive" else OLA()
     result = strategy.run(ctx)
     assert result.extra.get("search", search) == search
     # kills: dropping sum(node) from the best-first key / its lexsort; window or break off by one
@@ -619,9 +633,9 @@ def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
         make_model("k-anonymity", None)
 
 
-def test_lattice_statistics_count_records_below_each_k_at_every_node() -> None:
+def test_scan_lattice_counts_records_below_each_k_at_every_node() -> None:
     table = tie_table()
-    stats = Evaluator(table).lattice_statistics([2, 3])
+    stats = scan_lattice(table, [2, 3])
     assert stats.ks == (2, 3) and stats.n_records == 4
     for classes in Evaluator(table).iter_classes():
         sizes = classes.nonempty
@@ -643,10 +657,31 @@ def test_search_keeps_going_after_a_sub_lattice_it_has_already_visited() -> None
     assert (found, any_ok) == (sorted(generators), True)
 
 
-@pytest.mark.parametrize("space", [16, 10**9])  # presence array / sort (a space far beyond 64 ids)
+# cumulative ranks (space <= 4 ids) / presence array / sort (a space far beyond 64 ids)
+@pytest.mark.parametrize("space", [16, 1 << 15, 10**9])
 def test_densify_keeps_the_order_of_ids_in_both_methods(space: int) -> None:
     key = np.array([5, 11, 5, 3, 11, 15])
     ids, n = densify(key, space)
     # kills: the sort branch's np.unique arguments and its count (never reached by the table tests)
     assert (ids.tolist(), n) == ([1, 2, 1, 0, 2, 3], 4)
     assert ids.dtype == np.intp
+
+
+def test_every_strategy_has_the_one_selector_signature() -> None:
+    """``run(ctx: SearchContext) -> SearchResult`` for every strategy; no ``search`` methods left."""
+    import inspect
+
+    from safeshare.search import BestFirstOLA
+    from safeshare.workflows.algorithms import ALGORITHMS
+
+    table = tie_table()
+    ctx = SearchContext(
+        table, Evaluator(table), PrivacyCriterion([KAnonymity(2)], 0.0), Prec(Evaluator(table))
+    )
+    classes = [OLA, ExhaustiveSearch, BestFirstOLA, InverseOLA]
+    classes += [type(ALGORITHMS[name]({})) for name in ("ola", "exhaustive")]
+    classes += [type(ALGORITHMS["inverse-ola"]({"max_loss": 0.5}))]
+    for cls in classes:
+        assert list(inspect.signature(cls.run).parameters) == ["self", "ctx"], cls
+        assert not hasattr(cls, "search"), cls
+    assert OLA().run(ctx).node == ExhaustiveSearch().run(ctx).node == BestFirstOLA().run(ctx).node

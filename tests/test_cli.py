@@ -219,3 +219,29 @@ def test_bare_command_group_prints_help_and_one_error_line(
     assert code == 2 and "Usage" in stdout + stderr
     lines = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and lines[0] != "error:"
+
+
+def test_duckdb_memory_limit_and_threads_are_set_and_reported(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The DuckDB engine runs with an explicit memory limit and thread count (configuration
+    ``duckdb: {memory_limit, threads}``, overridden by --duckdb-memory-limit/--duckdb-threads,
+    defaults from the machine) and report.json says which, with the run's peak memory."""
+    config = workdir / "adult_duckdb.yaml"
+    config.write_text((workdir / "adult.yaml").read_text() + "duckdb: {memory_limit: 700MB, threads: 2}\n")
+    out = tmp_path / "configured"
+    code, _, stderr = run(
+        ["anonymize", str(config), "--out", str(out), "--engine", "duckdb", "-q", "--no-tradeoff"], capsys
+    )
+    assert code == 0, stderr
+    settings = json.loads((out / "report.json").read_text())["engine_settings"]
+    assert settings["threads"] == 2 and settings["memory_limit"].replace(" ", "") in ("667.5MiB", "700.0MB")
+    assert settings["peak_rss_mb"] > 0
+    out = tmp_path / "overridden"
+    args = ["anonymize", str(config), "--out", str(out), "--engine", "duckdb", "-q", "--no-tradeoff"]
+    code, _, stderr = run([*args, "--duckdb-threads", "1", "--duckdb-memory-limit", "300MB"], capsys)
+    assert code == 0, stderr
+    settings = json.loads((out / "report.json").read_text())["engine_settings"]
+    assert settings["threads"] == 1 and settings["memory_limit"].replace(" ", "") in ("286.1MiB", "300.0MB")
+    code, _, stderr = run([*args, "--duckdb-threads", "0"], capsys)
+    assert code == 2 and "--duckdb-threads" in stderr

@@ -58,7 +58,7 @@ def test_minimal_config_and_overrides(tmp_path: Path) -> None:
         (BASE + "max_suppression: 2\n", "max_suppression: expected a fraction in [0, 1]"),
         (BASE + "max_suppression: -0.1\n", "max_suppression"),
         (BASE + "metric: loss\n", "metric: unknown metric 'loss'"),
-        (BASE + "engine: spark\n", "engine: expected one of memory, duckdb"),
+        (BASE + "engine: hive\n", "engine: expected one of memory, duckdb, spark"),
         (BASE + "surprise: 1\n", "c.yaml: surprise: unknown key; expected one of "),
         (BASE.replace("k: 2", "k: 0"), "privacy.k-anonymity.k: expected an integer >= 1, got 0"),
         (BASE.replace("k: 2", "k: two"), "privacy.k-anonymity.k"),
@@ -173,3 +173,45 @@ def test_duplicate_keys_are_refused_in_every_mapping(tmp_path: Path, text: str, 
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, text))
     assert str(info.value) == f"{tmp_path / 'c.yaml'}{message.removeprefix('c.yaml')}"
+
+
+def test_the_schema_is_pydantic_and_published_for_editors() -> None:
+    """The configuration's shape is one set of pydantic models (unknown keys forbidden at every
+    level); docs/config.schema.json is their JSON Schema, kept current by this test."""
+    import json
+
+    from safeshare.config import AttributeSection, ConfigFile, InputSection, OutputSection, config_json_schema
+
+    for model in (ConfigFile, InputSection, OutputSection, AttributeSection):
+        assert model.model_config.get("extra") == "forbid", model
+    published = Path(__file__).resolve().parents[1] / "docs" / "config.schema.json"
+    assert published.read_text() == config_json_schema(), (
+        "regenerate it: python -c 'from safeshare.config import config_json_schema as s; "
+        'print(s(), end="")\' > docs/config.schema.json'
+    )
+    schema = json.loads(published.read_text())
+    assert schema["additionalProperties"] is False and set(schema["required"]) == {"input", "attributes"}
+    assert schema["properties"]["max_suppression"] == {
+        "default": 0.0,
+        "maximum": 1.0,
+        "minimum": 0.0,
+        "title": "Max Suppression",
+        "type": "number",
+    }
+    for section in ("InputSection", "OutputSection", "AttributeSection"):
+        assert schema["$defs"][section]["additionalProperties"] is False
+
+
+def test_duckdb_section(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE + "duckdb: {memory_limit: 1.5GB, threads: 3}\n"))
+    assert cfg.duckdb == {"memory_limit": "1.5GB", "threads": 3}
+    assert load_config(write(tmp_path, BASE)).duckdb == {}
+    over = cfg.with_overrides(duckdb_threads=1, duckdb_memory_limit="200MB")
+    assert over.duckdb == {"memory_limit": "200MB", "threads": 1}
+    for text, message in [
+        ("duckdb: {threads: 0}\n", "duckdb.threads: expected an integer >= 1"),
+        ("duckdb: {memory_limit: lots}\n", "duckdb.memory_limit: expected a size such as 2GB or 512MB"),
+        ("duckdb: {memory: 1GB}\n", "duckdb"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_config(write(tmp_path, BASE + text))

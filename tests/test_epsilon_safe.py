@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -150,7 +151,8 @@ def test_node_draws_follow_the_reported_probabilities() -> None:
     """Chi-square: nodes drawn with the mechanism's generator stream match the exact distribution."""
     cfg = load_config(CONFIG)
     params = EpsilonSafeParams(beta=0.75, epsilon_prime=2.0, utility="linear", penalty=0.04, seed=8)
-    run_ = EpsilonSafeAnonymizer(cfg.schema, 50, params, 0.05).dry_run(MemoryEngine(cfg.source))
+    spec = dataclasses.replace(cfg.spec(), algorithm_options={"params": params})
+    run_ = EpsilonSafeAnonymizer(spec).dry_run(MemoryEngine(cfg.source))
     probs = run_.distribution.probabilities
     draws = sample_indices(probs, CryptoRandom(8).stream("mechanism"), 30_000)
     counts = np.bincount(draws, minlength=probs.size)
@@ -273,6 +275,28 @@ def test_strategy_refuses_unsampled_data() -> None:
     cfg = load_config(CONFIG)
     with pytest.raises(ConfigError, match="samples the records"):
         Anonymizer(cfg.schema, [KAnonymity(50)], max_suppression=0.05, algorithm="epsilon-safe")
+
+
+def test_the_dp_options_are_part_of_the_spec_built_once_by_the_config() -> None:
+    """The file's ``dp:`` section and the command-line overrides become one EpsilonSafeParams."""
+    cfg = load_config(CONFIG)
+    assert not hasattr(cfg, "raw")  # nothing downstream parses the file a second time
+    spec = cfg.with_overrides(dp={"beta": 0.5, "seed": "s", "penalty": None}).spec()
+    params = spec.algorithm_options["params"]
+    assert isinstance(params, EpsilonSafeParams)
+    assert (params.beta, params.epsilon_prime, params.penalty, params.seed) == (0.5, 0.45, 0.04, "s")
+    runner = EpsilonSafeAnonymizer(spec)
+    assert (runner.k, runner.max_suppression, runner.params) == (50, 0.05, params)
+    with pytest.raises(ConfigError, match="--beta"):
+        cfg.with_overrides(dp={"beta": 2.0}).spec()
+    with pytest.raises(ConfigError, match="unknown epsilon-safe option 'betta'"):
+        cfg.with_overrides(dp={"betta": 0.5})
+    with pytest.raises(ConfigError, match="privacy: epsilon-safe anonymization supports exactly one"):
+        dataclasses.replace(spec, privacy=(KAnonymity(50), KAnonymity(60)))
+    with pytest.raises(ConfigError, match="samples the records"):
+        dataclasses.replace(spec, algorithm_options={"params": {"beta": 0.5}})
+    with pytest.raises(ConfigError, match="epsilon-safe"):
+        EpsilonSafeAnonymizer(dataclasses.replace(spec, algorithm="ola", algorithm_options={}))
 
 
 def test_epsilon_defaults_to_its_minimum() -> None:

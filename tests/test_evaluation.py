@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.core.evaluation import Evaluator
+from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
 from tests.conftest import ADULT_QIS, generalized_frame, random_table
 
@@ -61,3 +61,52 @@ def test_cache_eviction_keeps_results_right(adult_table: FrequencyTable) -> None
     for i in rng.choice(len(nodes), size=25, replace=False):
         node = nodes[int(i)]
         assert sorted(small.classes(node).nonempty) == sorted(big.classes(node).nonempty)
+
+
+def _assert_same_classes(got: Classes, want: Classes, table: FrequencyTable) -> None:
+    g_rows, g_sizes = got.dense()
+    w_rows, w_sizes = want.dense()
+    assert np.array_equal(g_sizes, w_sizes)  # same classes, same (lexicographic) order
+    assert np.array_equal(g_rows, w_rows)  # every row in the same class
+    assert got.n_classes == want.n_classes
+    assert got.dm_star == want.dm_star
+    for k in (1, 2, 3, 5, 10):
+        assert got.records_in_classes_smaller_than(k) == want.records_in_classes_smaller_than(k)
+    per_class = np.bincount(got.row_class, weights=table.counts, minlength=got.sizes.size)
+    assert np.array_equal(per_class, got.sizes)
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 5),
+    st.integers(1, 120),
+    st.integers(1, 60),
+    st.sampled_from([1 << 10, 1 << 14, 1 << 24]),
+)
+@settings(max_examples=60, deadline=None)
+def test_rollup_equals_leaf_evaluation(
+    seed: int, n_qis: int, n_rows: int, n_nodes: int, table_bytes: int
+) -> None:
+    """Classes rolled up from a cached descendant's class table equal those computed from
+    the leaf table, for random tables, hierarchies, nodes and evaluation orders (and small
+    table caches that evict)."""
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, n_qis, n_rows, max_values=8)
+    rolled = Evaluator(table, leaf_cache=0, table_cache_bytes=table_bytes, rollup_ratio=1.0)
+    plain = Evaluator(table, leaf_cache=0, rollup_ratio=0.0)
+    nodes = list(table.lattice.nodes())
+    for i in rng.integers(0, len(nodes), size=n_nodes):
+        node = nodes[int(i)]
+        _assert_same_classes(rolled.classes(node), plain.classes(node), table)
+    assert plain.rolled_up == 0
+
+
+def test_rollup_is_used_and_exact_on_adult(adult_table: FrequencyTable) -> None:
+    rolled = Evaluator(adult_table, leaf_cache=0, rollup_ratio=0.25)
+    plain = Evaluator(adult_table, leaf_cache=0, rollup_ratio=0.0)
+    rng = np.random.default_rng(11)
+    nodes = sorted(adult_table.lattice.nodes(), key=sum)
+    picks = [nodes[int(i)] for i in np.sort(rng.choice(len(nodes), size=60, replace=False))]
+    for node in picks:  # low to high: later nodes have evaluated descendants
+        _assert_same_classes(rolled.classes(node), plain.classes(node), adult_table)
+    assert rolled.rolled_up > 0

@@ -4,7 +4,8 @@ References that share no code with the implementation:
 
 * :func:`brute_values`: formula 5.1 in pure Python with exact fractions,
   enumerating knowledge states and records one by one;
-* pandas (``measure_frame``) and DuckDB SQL (the verifier) on row-level frames;
+* DuckDB SQL (the verifier) on row-level frames, and the table measure on the
+  written file as it is (``measure_engine``: another table, built from the file);
 * for searches, a brute force over every node of the lattice built on
   :func:`brute_values`.
 """
@@ -37,7 +38,7 @@ from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.risk.knowledge import AdversaryKnowledge
-from safeshare.risk.m_concealing import MConcealingMeasure, measure_frame
+from safeshare.risk.m_concealing import MConcealingMeasure, measure_engine
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.m_concealing import record_values_sql
@@ -221,7 +222,8 @@ def test_known_with_probability_zero_is_one_over_k(adult_sensitive: FrequencyTab
 def test_three_implementations_agree_on_adult(
     adult_sensitive: FrequencyTable, adult_frame: pd.DataFrame
 ) -> None:
-    """Frequency table (evaluators), pandas group-by and DuckDB SQL windows give the same values."""
+    """The measure on the search's table at a node, on the generalized records as they are
+    (another table, never generalized), and DuckDB SQL windows give the same values."""
     knowledge = AdversaryKnowledge({"capital-gain": 0.05, "capital-loss": 0.01, "hours-per-week": 0.2}, 0.8)
     node = (1, 1, 2, 1, 1, 0, 0, 1, 2)
     classes = Evaluator(adult_sensitive).classes(node)
@@ -229,7 +231,7 @@ def test_three_implementations_agree_on_adult(
     frame = adult_frame[ADULT_QIS + SENSITIVE].copy()
     for j, qi in enumerate(ADULT_QIS):
         frame[qi] = frame[qi].map(adult_sensitive.hierarchies[j].mapping(node[j]))
-    from_pandas = measure_frame(frame, ADULT_QIS, knowledge)
+    from_pandas = measure_engine(MemoryEngine(frame), ADULT_QIS, knowledge)
     con = duckdb.connect()
     con.register("release", frame)
     group = ", ".join(f'CAST("{q}" AS VARCHAR)' for q in ADULT_QIS)
@@ -472,6 +474,26 @@ class RareDiagnosisEngine(MemoryEngine):
         return n
 
 
+def test_one_table_measure_no_pandas_measure(clinic: tuple[MemoryEngine, Schema]) -> None:
+    """The report's m of a release is the frequency-table measure: knowledge columns outside the
+    search's grain are put in a table's grain; no second (pandas) implementation is left."""
+    import safeshare.risk.m_concealing as risk_m
+    from safeshare.workflows.m_concealing import measure_release
+
+    assert not hasattr(risk_m, "measure_frame")
+    engine, schema = clinic
+    knowledge = AdversaryKnowledge({"diagnosis": 0.5})
+    result = Anonymizer(schema, [KAnonymity(2)], max_suppression=0.4).fit(engine)  # diagnosis not in grain
+    assert result.found and result.suppressed_records > 0 and not result.table.sensitive_names
+    measured = measure_release(result, engine, knowledge)
+    grouped = engine.grouped_counts(["age", "diagnosis"])
+    table = FrequencyTable.from_grouped(grouped, ["age"], result.table.hierarchies, ["diagnosis"])
+    classes = Evaluator(table).classes(result.node)  # type: ignore[arg-type]
+    released = classes.sizes >= 2  # k-anonymity's released classes
+    expected = MConcealingMeasure(table, knowledge).measure(classes, released=released)
+    assert measured == expected and measured.records == 60 - result.suppressed_records == 40
+
+
 def test_release_with_m_concealing_is_verified_and_tampering_caught(
     clinic: tuple[MemoryEngine, Schema], tmp_path: Path
 ) -> None:
@@ -482,7 +504,7 @@ def test_release_with_m_concealing_is_verified_and_tampering_caught(
     published = write_release(result, engine, tmp_path / "ok")
     assert published.verification.passed
     release = pd.read_csv(published.release, dtype=str)
-    assert measure_frame(release, ["age"], model.knowledge).m <= 0.15 + 1e-9
+    assert measure_engine(MemoryEngine(release), ["age"], model.knowledge).m <= 0.15 + 1e-9
     out = tmp_path / "bad"
     with pytest.raises(VerificationError, match="m-concealing"):
         write_release(result, RareDiagnosisEngine(engine), out)
@@ -556,7 +578,7 @@ def test_cli_reports_m_of_a_k_anonymous_release(
     release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     qis = list(report["levels"])
     knowledge = AdversaryKnowledge(dict.fromkeys(SENSITIVE, 0.05))
-    expected = measure_frame(release, qis, knowledge)  # on the written file, suppressed records absent
+    expected = measure_engine(MemoryEngine(release), qis, knowledge)  # on the written file
     assert report["m"] == pytest.approx(expected.m, rel=1e-12)
     assert report["inverse_m"] == pytest.approx(1 / expected.m, rel=1e-12)
     assert report["m_concealing"]["records"] == len(release)
@@ -592,7 +614,9 @@ def test_cli_m_concealing_model_release_is_verified(
     assert report["m"] <= 0.2 + 1e-9 and report["inverse_m"] >= 5 - 1e-9
     release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     assert (
-        measure_frame(release, list(report["levels"]), AdversaryKnowledge(dict.fromkeys(SENSITIVE, 0.05))).m
+        measure_engine(
+            MemoryEngine(release), list(report["levels"]), AdversaryKnowledge(dict.fromkeys(SENSITIVE, 0.05))
+        ).m
         <= 0.2 + 1e-9
     )
     assert 3000 - len(release) <= 150

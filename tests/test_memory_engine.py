@@ -37,3 +37,30 @@ def test_dataframe_input_is_rendered_like_duckdb() -> None:
         "b": ["true", "false"],
         "s": ["x", "?"],
     }
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        pd.Series([1, -2, None, 2**62], dtype="Int64"),
+        pd.Series([0, 255, 7], dtype="uint8"),
+        pd.Series([5, 0], dtype="uint64"),
+        pd.Series([True, None, False], dtype="boolean"),
+        pd.Series([True, False]),
+        pd.Series(["a", None, " b ", "é", ""], dtype="string"),
+        pd.Series(["x", "y", "x"], dtype="category"),
+        pd.Series([1.0, None, 0.1, 1e20], dtype="Float64"),
+        pd.Series(["a", 1, None], dtype=object),
+        pd.Series([b"ab", None], dtype=object),
+        pd.Series(["a", None], dtype=object),
+    ],
+)
+def test_parquet_text_column_is_text_column(series: pd.Series) -> None:
+    """The Arrow cast used when reading Parquet renders exactly what text_column renders."""
+    from safeshare.data.engines.memory import parquet_text_column
+    from safeshare.data.source import text_column
+
+    series.name = "v"
+    got, want = parquet_text_column(series), text_column(series)
+    assert got.tolist() == want.tolist() and got.dtype == want.dtype and got.name == want.name
+    assert got.index.equals(want.index)

@@ -20,7 +20,7 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
 from safeshare.metrics.loss import NonUniformEntropy, make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
-from safeshare.search import OLA, ExhaustiveSearch, find_minimal_nodes
+from safeshare.search import exhaustive_search, find_minimal_nodes, ola_search
 from tests.conftest import random_table
 
 KS = (2, 5, 25, 100)
@@ -90,7 +90,7 @@ def run_ola(table: FrequencyTable, k: int, limit: float, metric: str, ev: Evalua
     crit = PrivacyCriterion([KAnonymity(k)], limit)
     m = make_metric(metric, ev)
     guide = NonUniformEntropy(ev).node_array()
-    return OLA(guide=guide).search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value)
+    return ola_search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value, guide=guide)
 
 
 def check_config(table: FrequencyTable, brute: BruteForce, k: int, limit: float, metric: str) -> None:
@@ -142,7 +142,7 @@ def test_adult_exhaustive_search_class_agrees(adult_table: FrequencyTable, adult
     ev = Evaluator(adult_table)
     crit = PrivacyCriterion([KAnonymity(5)], 0.05)
     m = make_metric("entropy", ev)
-    result = ExhaustiveSearch().search(
+    result = exhaustive_search(
         adult_table.lattice, ev.iter_classes(), lambda c: (crit.holds(c, adult_table), m.value(c.node, c))
     )
     qualifying = adult_brute.qualifying(5, 0.05)
@@ -202,3 +202,17 @@ def test_no_qualifying_node() -> None:
     lattice = Lattice([1, 2])
     found, checked, any_ok = find_minimal_nodes(lattice, lambda n: False)
     assert (found, checked, any_ok) == ([], 1, False)
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=6), st.data())
+@settings(max_examples=80, deadline=None)
+def test_level_offsets_are_the_box_nodes_at_that_height(shape: list[int], data: st.DataObject) -> None:
+    from itertools import product
+
+    from safeshare.search.ola import level_offsets
+
+    steps = data.draw(st.integers(0, sum(shape)))
+    want = [o for o in product(*(range(s + 1) for s in shape)) if sum(o) == steps]
+    rows, arr = level_offsets(tuple(shape), steps)
+    assert rows == want  # same nodes, same (lexicographic) order
+    assert arr is None if len(want) <= 16 else arr.tolist() == [list(o) for o in want]

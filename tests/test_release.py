@@ -125,3 +125,56 @@ def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_p
     with pytest.raises(InputError, match="no generalization satisfies"):
         write_release(result, engine, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_verifier_reads_the_release_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """k-anonymity is re-checked from ONE aggregate of the written file (records, labels,
+    class sizes), not one scan per check: at millions of rows each scan is seconds."""
+    import duckdb
+
+    import safeshare.verify as verify
+
+    path = tmp_path / f"r.{fmt}"
+    frame = pd.DataFrame(
+        {"q": ["a", "a", "b", "b", None], "r": ["x", "x", "y", "y", "y"], "s": list("12345")}
+    )
+    if fmt == "csv":
+        frame.fillna("").to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    scans: list[str] = []
+    real_connect = duckdb.connect
+
+    class Spy:
+        def __init__(self) -> None:
+            self._con = real_connect()
+
+        def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
+            if str(path) in sql and not sql.lstrip().upper().startswith("DESCRIBE"):
+                scans.append(sql)
+            return self._con.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._con, name)
+
+    monkeypatch.setattr(verify.duckdb, "connect", lambda *a, **k: Spy())
+    expected = expectations_for(
+        columns=["q", "r", "s"],
+        quasi_identifiers=["q", "r"],
+        hierarchy_rows={"q": [("a", "*"), ("b", "*"), ("", "*")], "r": [("x", "*"), ("y", "*")]},
+        levels={"q": 0, "r": 0},
+        records_in=5,
+        max_suppression=0.2,
+        models={"k-anonymity": {"k": 2}},
+    )
+    v = verify_release(path, fmt, expected)
+    assert len(scans) == 1, scans
+    assert not v.passed and v.failures == ["an equivalence class has 1 records, fewer than k = 2"]
+    assert (v.records_out, v.suppressed_records, v.min_class_size, v.equivalence_classes) == (5, 0, 1, 3)
+    expected.k = 1
+    scans.clear()
+    assert verify_release(path, fmt, expected).passed and len(scans) == 1
+    expected.allowed_labels["q"] = {"a", "b"}
+    v = verify_release(path, fmt, expected)
+    assert not v.passed and "column 'q' has value" in v.failures[0]

@@ -23,10 +23,12 @@ from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.dp.epsilon_safe import EpsilonSafeParams
 from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.models.k_anonymity import KAnonymity
 from safeshare.report.content import describe_search, report_warnings
 from safeshare.report.html import render_report
 from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 from safeshare.workflows.release import write_release
+from safeshare.workflows.spec import AnonymizationSpec
 from tests.conftest import run_cli
 
 SCRIPT = "<script>alert(1)</script>"
@@ -273,7 +275,10 @@ def _epsilon_safe_report(tmp_path: Path) -> tuple[dict[str, Any], str]:
     )
     params = EpsilonSafeParams(beta=0.5, epsilon_prime=0.5, utility="linear", penalty=0.04, seed=3)
     engine = MemoryEngine(frame.reset_index(drop=True))
-    fitted = EpsilonSafeAnonymizer(schema, 5, params, 0.05).fit(engine)
+    spec = AnonymizationSpec(
+        schema, (KAnonymity(5),), 0.05, algorithm="epsilon-safe", algorithm_options={"params": params}
+    )
+    fitted = EpsilonSafeAnonymizer(spec).fit(engine)
     extra = {"k": 5, "max_suppression": 0.05, **fitted.report()}
     published = write_release(fitted.result, fitted.engine, tmp_path / "dp", report=extra)
     return published.report, published.report_html.read_text()

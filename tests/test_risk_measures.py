@@ -98,3 +98,27 @@ def test_table_and_histogram() -> None:
     assert ClassSizeHistogram.from_sizes([2, 1, 1]).n_classes == 3
     with pytest.raises(InputError, match="unknown quasi-identifier"):
         SampleTable.from_frame(frame, ["zip"])
+
+
+def test_pk_share_and_marketer_risk_are_the_measures_definitions() -> None:
+    """PK_k and the marketer risk: one definition, vectorized along an axis, used by risk_measures
+    and by the surveillance forecast."""
+    import numpy as np
+
+    from safeshare.risk.measures import marketer_risk, pk_share, records_at_risk, risk_measures
+
+    f = np.array([1, 2, 10, 11, 30])
+    F = np.array([3, 2, 40, 11, 100])
+    assert int(records_at_risk(f, 11)) == 13 and float(pk_share(f, 11)) == 13 / 54
+    assert float(marketer_risk(f, F)) == pytest.approx((1 / 3 + 1 + 10 / 40 + 1 + 30 / 100) / 54)
+    m = risk_measures(f, F, population_size=156, pk=(11,))
+    assert m.pk[11] == float(pk_share(f, 11)) and m.marketer == float(marketer_risk(f, F))
+    # empty classes count for nothing, no records gives 0, a small dtype stays exact, along an axis
+    assert float(pk_share(np.array([0, 0]), 11)) == 0.0 and float(marketer_risk(np.zeros(2), F[:2])) == 0.0
+    small = np.array([[200, 3], [0, 250]], dtype=np.uint8)
+    np.testing.assert_array_equal(records_at_risk(small, 11, axis=0), [0, 3])
+    np.testing.assert_array_equal(records_at_risk(small, 1000, axis=1), [203, 250])
+    np.testing.assert_allclose(pk_share(small, 11, axis=1), [3 / 203, 0.0])
+    np.testing.assert_allclose(
+        marketer_risk(small, np.array([400, 300]), axis=1), [(0.5 + 0.01) / 203, (250 / 300) / 250]
+    )

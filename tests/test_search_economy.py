@@ -33,7 +33,7 @@ from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.metrics.loss import NonUniformEntropy, Prec
 from safeshare.models import KAnonymity, PrivacyCriterion
-from safeshare.search import OLA
+from safeshare.search import ola_search
 from safeshare.search.result import SearchResult
 
 #: (k, max_suppression) -> the thesis' checked nodes (Table 6.9), for the cells run here.
@@ -49,8 +49,8 @@ def ola(table: FrequencyTable, k: int, limit: float) -> SearchResult:
     ev = Evaluator(table)
     criterion = PrivacyCriterion([KAnonymity(k)], limit)
     guide = NonUniformEntropy(ev).node_array()
-    return OLA(guide=guide).search(
-        table.lattice, lambda n: criterion.holds(ev.classes(n), table), Prec(ev).value
+    return ola_search(
+        table.lattice, lambda n: criterion.holds(ev.classes(n), table), Prec(ev).value, guide=guide
     )
 
 
@@ -82,6 +82,6 @@ def test_checks_are_counted_once_per_node(adult_table: FrequencyTable) -> None:
         return criterion.holds(ev.classes(node), adult_table)
 
     guide = NonUniformEntropy(ev).node_array()
-    result = OLA(guide=guide).search(adult_table.lattice, predicate, Prec(ev).value)
+    result = ola_search(adult_table.lattice, predicate, Prec(ev).value, guide=guide)
     assert result.checked_nodes == len(seen) == len(set(seen))
     assert result.lattice_size == 7776

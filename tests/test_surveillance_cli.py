@@ -102,3 +102,89 @@ def test_select_writes_a_schedule(tmp_path: Path) -> None:
     frame = pd.read_csv(tmp_path / "schedule.csv")
     assert list(frame.columns) == ["week_start", "volume", "policy"]
     assert len(frame) == 20 and frame["week_start"].iloc[0] == "2020-08-02"
+
+
+def test_simulate_compare_writes_a_band_per_policy(tmp_path: Path) -> None:
+    """--compare: the PK band over time of every policy from the same draws; the main policy's band is
+    simulation.csv's, and a coarser policy's mean is never above a finer one's (common random numbers)."""
+    args = ["surveil", "simulate", "--population", POP, "--region", "99003", "--cases", CASES]
+    args += [
+        "--policy",
+        "2Bse",
+        "--compare",
+        "0Ase,4*s*",
+        "--sims",
+        "30",
+        "--seed",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(args) == 0
+    bands = pd.read_csv(tmp_path / "bands.csv")
+    assert list(bands.columns) == ["period", "policy", "cases", "mean", "lower", "upper"]
+    assert list(bands["policy"].unique()) == ["2Bse", "0Ase", "4*s*"]
+    main_band = bands[bands["policy"] == "2Bse"].reset_index(drop=True)
+    sim = pd.read_csv(tmp_path / "simulation.csv")
+    pd.testing.assert_frame_equal(main_band[["mean", "lower", "upper"]], sim[["mean", "lower", "upper"]])
+    by = {p: f.reset_index(drop=True) for p, f in bands.groupby("policy")}
+    assert (by["4*s*"]["mean"] <= by["2Bse"]["mean"] + 1e-12).all()
+    assert (by["2Bse"]["mean"] <= by["0Ase"]["mean"] + 1e-12).all()
+    assert (tmp_path / "bands.png").stat().st_size > 0
+
+
+def test_search_by_population_size_category(tmp_path: Path) -> None:
+    """--categories: one search per category (the Fig. 3 table: a column per category), equal to the
+    API's search over the category's regions."""
+    from safeshare.surveillance.inputs import read_population
+    from safeshare.surveillance.policies import default_space
+    from safeshare.surveillance.search import RiskCriterion, categorize, search_policies
+
+    args = ["surveil", "search", "--population", POP, "--volumes", "11,150,500", "--categories", "5000,20000"]
+    assert main([*args, "--sims", "30", "--seed", "4", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "search.csv")
+    pop = read_population(POP, default_space())
+    groups = categorize(pop, [5000, 20000])
+    assert list(table.columns) == ["policy", "<5000", "5000-20000", ">=20000"]
+    for name, regions in groups.items():
+        usable = [v for v in (11, 150, 500) if v <= min(pop.totals[r] for r in regions)]
+        api = search_policies(pop, regions, usable, RiskCriterion(sims=30, seed=4)).min_volume()
+        got = dict(zip(table["policy"], table[name], strict=True))
+        for node, volume in api.items():
+            code = pop.space.format(node)
+            assert (volume is None and pd.isna(got[code])) or got[code] == volume, (name, code)
+    doc = json.loads((tmp_path / "search.json").read_text())
+    assert doc["categories"] == {name: groups[name] for name in ["<5000", "5000-20000", ">=20000"]}
+    assert (tmp_path / "search.png").stat().st_size > 0
+
+
+HIERARCHIES = """
+dimensions:
+  - {name: age, age_widths: [1, 10, 50]}
+  - name: race
+    leaves: [white, black, aian, asian, nhpi, other, multiple]
+    levels:
+      - {code: A}
+      - {code: W, groups: {white: [white], other: [black, aian, asian, nhpi, other, multiple]}}
+      - {code: "*", suppress: true}
+  - {name: sex, leaves: [female, male], levels: [{code: s}, {code: "*", suppress: true}]}
+  - {name: ethnicity, leaves: [hispanic, non-hispanic], levels: [{code: e}, {code: "*", suppress: true}]}
+"""
+
+
+def test_user_hierarchies_file(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "space.yaml"
+    path.write_text(HIERARCHIES)
+    args = ["surveil", "search", "--population", POP, "--regions", "99001", "--volumes", "11,300"]
+    assert main([*args, "--sims", "20", "--hierarchies", str(path), "--out", str(tmp_path / "s")]) == 0
+    table = pd.read_csv(tmp_path / "s" / "search.csv")
+    assert len(table) == 4 * 3 * 2 * 2 and "1W*e" in set(table["policy"])
+    sim = ["surveil", "simulate", "--population", POP, "--region", "99001", "--cases", CASES, "--sims", "10"]
+    assert main([*sim, "--policy", "2W*e", "--hierarchies", str(path), "--out", str(tmp_path / "m")]) == 0
+    assert main([*sim, "--policy", "2Bse", "--hierarchies", str(path), "--out", str(tmp_path / "m")]) == 2
+    capsys.readouterr()
+    path.write_text(HIERARCHIES.replace("age_widths: [1, 10, 50]", "age_widths: [1, 10, 25]"))
+    assert main([*args, "--hierarchies", str(path), "--out", str(tmp_path / "bad")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert f"{path}: dimensions[0].age_widths" in line and "25 is not a multiple of 10" in line
+    assert len(line.splitlines()) == 1

@@ -198,3 +198,40 @@ def test_group_counts_of_any_cached_parent_and_any_dtype() -> None:
             np.testing.assert_array_equal(
                 vr.pk(space.grouping(node), 11, key=node), vr.pk_records(space.grouping(node), 11)
             )
+
+
+@pytest.mark.parametrize(("code", "lag"), [("0Ase", 2), ("3C*e", 1), ("****", 3)])
+def test_series_paths_equal_the_shared_risk_measures(code: str, lag: int) -> None:
+    """Both series paths give, per simulation and period, exactly risk.measures' PK_k of the window's
+    class sizes and marketer risk of the cumulative release's class sizes (one definition)."""
+    from safeshare.risk.measures import marketer_risk, pk_share
+
+    pop, space = _tiny_space_population(people=300)
+    cases = [3, 0, 9, 15, 1, 20]
+    draw = draw_series(pop, cases, 12, seeded(5))
+    grouping = space.grouping(space.parse(code))
+    group_of_bin = np.asarray(grouping[0])[draw.populated]
+    people = np.bincount(group_of_bin, weights=draw.population, minlength=grouping[1])
+    ends = np.cumsum(cases)
+    for risk in (series_risk_windows(draw, grouping, 5, lag), series_risk_dense(draw, grouping, 5, lag)):
+        for s in range(12):
+            groups = group_of_bin[draw.order[s]]
+            for t in range(len(cases)):
+                first = ends[t - lag] if t >= lag else 0
+                window = np.bincount(groups[first : ends[t]], minlength=grouping[1])
+                released = np.bincount(groups[: ends[t]], minlength=grouping[1])
+                assert risk.pk[s, t] == pytest.approx(float(pk_share(window, 5)), abs=1e-12)
+                assert risk.marketer[s, t] == pytest.approx(float(marketer_risk(released, people)), abs=1e-12)
+
+
+def test_volume_pk_is_the_shared_pk_share() -> None:
+    from safeshare.risk.measures import pk_share
+
+    pop, space = _tiny_space_population()
+    vr = VolumeRisk(pop, 37, 25, seeded(2))
+    for code in ("0Ase", "2B*e", "****"):
+        grouping = space.grouping(space.parse(code))
+        group_of_bin = np.asarray(grouping[0])[np.flatnonzero(pop > 0)]
+        for s in range(25):
+            sizes = np.bincount(group_of_bin, weights=vr.bin_counts[s], minlength=grouping[1]).astype(int)
+            assert vr.pk(grouping, 11)[s] == pytest.approx(float(pk_share(sizes, 11)), abs=1e-12)

@@ -566,7 +566,7 @@ def test_best_first_search_equals_exhaustive_for_a_monotone_criterion(seed: int)
         evaluator = Evaluator(table)
         criterion = PrivacyCriterion([m.bind(schema) for m in models], 0.1)
         ctx = SearchContext(table, evaluator, criterion, make_metric("entropy", evaluator))
-        best_first = BestFirstOLA().search(ctx)
+        best_first = BestFirstOLA().run(ctx)
         exhaustive = fit(table, models, 0.1, "exhaustive", metric="entropy")
         assert best_first.extra["search"] == "best-first"
         assert best_first.node == exhaustive.node

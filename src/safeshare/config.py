@@ -26,7 +26,9 @@ Example (paths are relative to the configuration file)::
     algorithm: ola              # ola | exhaustive | inverse-ola
     max_loss: 0.5               # inverse-ola: largest normalized information loss
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
-    engine: memory              # memory | duckdb
+    engine: memory              # memory | duckdb | spark
+    spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
+    duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
     output: {format: csv, delimiter: ","}
 
 Every error names the file and the key path, on one line.
@@ -35,21 +37,34 @@ Every error names the file and the key path, on one line.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, cast
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from safeshare.config_checks import check_keys, read_yaml
 from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import DEFAULT_ROLES, Attribute, HierarchySpec, Role, Schema
 from safeshare.data.source import TableSource
-from safeshare.dp.config import dp_section
+from safeshare.dp.config import DP_KEYS, check_overrides, dp_section, epsilon_safe_params
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyModel
-from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.k_anonymity import KAnonymity, check_k
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
 from safeshare.models.small_cells import SmallCells
@@ -57,26 +72,9 @@ from safeshare.risk.knowledge import parse_knowledge
 from safeshare.workflows.algorithms import ALGORITHMS
 from safeshare.workflows.spec import AnonymizationSpec
 
-ENGINES = ("memory", "duckdb")
-TOP_LEVEL_KEYS = {
-    "input",
-    "attributes",
-    "privacy",
-    "max_suppression",
-    "metric",
-    "algorithm",
-    "engine",
-    "output",
-    "prec_weights",
-    "knowledge",
-    "dp",
-    "max_loss",
-    "default_role",
-    "population_size",
-}
-INPUT_KEYS = {"path", "format", "delimiter", "header", "names", "missing", "skip_rows", "encoding", "ragged"}
-OUTPUT_KEYS = {"format", "delimiter"}
-ATTRIBUTE_KEYS = {"role", "hierarchy"}
+ENGINES = ("memory", "duckdb", "spark")
+#: Keys of the ``spark:`` section (checked by the spark engine's ``parse_spark_options``).
+SPARK_KEYS = ("master", "app_name", "executor_memory", "driver_memory", "shuffle_partitions")
 #: Top-level keys that are known but not read: the reason is the error message.
 NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
 #: Top-level keys that apply to one algorithm only.
@@ -101,9 +99,17 @@ class RunConfig:
     output_format: OutputFormat | None = None
     output_delimiter: str = ","
     prec_weights: dict[str, float] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
     max_loss: float | None = None
     knowledge: dict[str, float] | None = None
+    #: The file's ``dp:`` section, its key names checked (epsilon-safe; values checked by :meth:`spec`).
+    dp: dict[str, Any] = field(default_factory=dict)
+    #: Command-line values of ``dp`` keys (``--beta``, ...), which win over the file's.
+    dp_overrides: dict[str, Any] = field(default_factory=dict)
+    #: The algorithm-specific top-level keys the file gives (:data:`ALGORITHM_KEYS`).
+    algorithm_keys: frozenset[str] = frozenset()
+    spark: Any = None  # SparkOptions of the spark engine (safeshare.data.engines.spark_engine)
+    #: the DuckDB engine's ``memory_limit`` and ``threads`` as configured (absent: machine defaults)
+    duckdb: dict[str, Any] = field(default_factory=dict)
     #: N for the report's risk section; ``None``: the input is the whole population.
     population_size: int | None = None
 
@@ -114,7 +120,7 @@ class RunConfig:
     @property
     def release_format(self) -> OutputFormat:
         """The release format: as configured, else the input's format."""
-        return self.output_format or self.source.fmt
+        return self.output_format or ("parquet" if self.engine == "spark" else self.source.fmt)
 
     def with_overrides(
         self,
@@ -124,18 +130,22 @@ class RunConfig:
         algorithm: str | None = None,
         engine: str | None = None,
         max_loss: float | None = None,
+        dp: Mapping[str, Any] | None = None,
+        duckdb_memory_limit: str | None = None,
+        duckdb_threads: int | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
         Without a privacy model only Inverse OLA may run; it then maximizes
-        k-anonymity from k = 1.
+        k-anonymity from k = 1. ``dp`` maps ``dp`` keys to option values (``None``:
+        not given); their values are checked with the file's by :meth:`spec`.
         """
         out = replace(self, privacy=list(self.privacy))
+        if dp is not None:
+            out.dp_overrides = {**self.dp_overrides, **check_overrides(dp)}
         if k is not None:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ConfigError(f"--k: expected an integer >= 1, got {k!r}")
             out.privacy = [m for m in out.privacy if not isinstance(m, KAnonymity)]
-            out.privacy.insert(0, KAnonymity(k))
+            out.privacy.insert(0, KAnonymity(check_k(k, "--k")))
         if max_suppression is not None:
             out.max_suppression = _fraction(max_suppression, "--max-suppression")
         if metric is not None:
@@ -146,9 +156,16 @@ class RunConfig:
             out.engine = _engine(engine, "--engine")
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
+        if out.engine == "spark" and out.output_format == "csv":
+            raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
+        out.duckdb = dict(self.duckdb)
+        if duckdb_memory_limit is not None:
+            out.duckdb["memory_limit"] = _memory_size(duckdb_memory_limit, "--duckdb-memory-limit")
+        if duckdb_threads is not None:
+            out.duckdb["threads"] = _threads(duckdb_threads, "--duckdb-threads")
         if algorithm is not None:
-            given = {key for key in ALGORITHM_KEYS if key in self.raw}
-            _check_algorithm_keys(given, out.algorithm, f"{self.path}:", f"--algorithm {out.algorithm}")
+            why = f"--algorithm {out.algorithm}"
+            _check_algorithm_keys(set(self.algorithm_keys), out.algorithm, f"{self.path}:", why)
         if not out.privacy:
             if out.algorithm not in ALGORITHMS_WITHOUT_PRIVACY:
                 raise ConfigError(
@@ -159,7 +176,11 @@ class RunConfig:
         return out
 
     def algorithm_options(self) -> dict[str, Any]:
-        """The search strategy's options from the configuration (``max_loss``)."""
+        """The search strategy's options from the configuration: ``max_loss`` (inverse-ola),
+        the :class:`~safeshare.dp.epsilon_safe.EpsilonSafeParams` of ``dp`` and its
+        command-line overrides (epsilon-safe)."""
+        if self.algorithm == "epsilon-safe":
+            return {"params": epsilon_safe_params(self.dp, str(self.path), self.dp_overrides)}
         return {"max_loss": self.max_loss} if self.max_loss is not None else {}
 
     def spec(self) -> AnonymizationSpec:
@@ -169,15 +190,20 @@ class RunConfig:
         that no command can drop a setting (``utility`` and ``sweep`` once dropped
         the algorithm's options).
         """
-        return AnonymizationSpec(
-            schema=self.schema,
-            privacy=tuple(self.privacy),
-            max_suppression=self.max_suppression,
-            metric=self.metric,
-            algorithm=self.algorithm,
-            algorithm_options=self.algorithm_options(),
-            prec_weights=self.prec_weights,
-        )
+        try:
+            return AnonymizationSpec(
+                schema=self.schema,
+                privacy=tuple(self.privacy),
+                max_suppression=self.max_suppression,
+                metric=self.metric,
+                algorithm=self.algorithm,
+                algorithm_options=self.algorithm_options(),
+                prec_weights=self.prec_weights,
+            )
+        except ConfigError as exc:  # say which file (a dp error already does)
+            if str(exc).startswith(str(self.path)) or str(exc).startswith("--"):
+                raise
+            raise ConfigError(f"{self.path}: {exc}") from None
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -190,55 +216,54 @@ def load_config(path: str | Path) -> RunConfig:
 
 
 def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
-    """Validate a configuration mapping read from ``path``."""
+    """Validate a configuration mapping read from ``path``.
+
+    The shape, types, ranges and defaults are those of :class:`ConfigFile` (pydantic,
+    ``extra="forbid"``); its errors become one :class:`ConfigError` line with the key
+    path. What needs the data or other files (hierarchies, privacy models, QI names of
+    ``prec_weights``) is checked here, after it.
+    """
     name = str(path)
     check_keys(raw, TOP_LEVEL_KEYS, f"{name}:", NOT_READ)
     algorithm = _algorithm(raw.get("algorithm", "ola"), f"{name}: algorithm")
     _check_algorithm_keys(set(raw), algorithm, f"{name}:", f"algorithm is {algorithm}")
+    try:
+        cfg = ConfigFile.model_validate(raw)
+    except ValidationError as exc:
+        raise _config_error(exc, name) from None
     base = path.parent
-    source = _source(raw.get("input"), base, f"{name}: input")
-    schema = _schema(raw.get("attributes"), base, f"{name}: attributes")
-    if raw.get("default_role") is not None:
-        schema.default_role = _default_role(raw["default_role"], f"{name}: default_role")
+    source = _source(cfg.input, base, f"{name}: input")
+    schema = _schema(cfg.attributes, base, f"{name}: attributes")
+    if cfg.default_role is not None:
+        schema.default_role = _default_role(cfg.default_role, f"{name}: default_role")
     privacy = _privacy(raw.get("privacy"), f"{name}: privacy", base)
-    output = raw.get("output") or {}
-    if not isinstance(output, Mapping):
-        raise ConfigError(f"{name}: output: expected a mapping, e.g. output: {{format: csv}}")
-    check_keys(output, OUTPUT_KEYS, f"{name}: output")
-    fmt = output.get("format")
-    if fmt is not None and fmt not in ("csv", "parquet"):
-        raise ConfigError(f"{name}: output.format: expected csv or parquet, got {fmt!r}")
-    weights = raw.get("prec_weights") or {}
-    if not isinstance(weights, Mapping):
-        raise ConfigError(f"{name}: prec_weights: expected a mapping of quasi-identifier -> number")
     not_qi = {
         c: f"not a quasi-identifier (role {a.role.value})"
         for c, a in schema.attributes.items()
         if a.role is not Role.QUASI
     }
-    check_keys(weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
-    for column, weight in weights.items():
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise ConfigError(f"{name}: prec_weights.{column}: expected a number, got {weight!r}")
-    if algorithm == "epsilon-safe":
-        dp_section(raw, name)
+    check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
+    dp = dp_section(raw, name)  # the one read of the dp section (epsilon-safe)
     return RunConfig(
         path=path,
         source=source,
         schema=schema,
         privacy=privacy,
-        max_suppression=_fraction(raw.get("max_suppression", 0.0), f"{name}: max_suppression"),
-        metric=_metric(raw.get("metric", "prec"), f"{name}: metric"),
+        max_suppression=cfg.max_suppression,
+        metric=cfg.metric,
         algorithm=algorithm,
-        engine=_engine(raw.get("engine", "memory"), f"{name}: engine"),
-        output_format=cast(OutputFormat | None, fmt),
-        output_delimiter=_output_delimiter(output.get("delimiter", ","), f"{name}: output.delimiter"),
-        prec_weights={str(k): float(v) for k, v in weights.items()},
-        raw=dict(raw),
-        max_loss=_fraction(raw["max_loss"], f"{name}: max_loss") if raw.get("max_loss") is not None else None,
+        engine=cfg.engine,
+        output_format=cast(OutputFormat | None, cfg.output.format),
+        output_delimiter=cfg.output.delimiter,
+        prec_weights=dict(cfg.prec_weights),
+        max_loss=cfg.max_loss,
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
+        dp=dp,
+        algorithm_keys=frozenset(key for key in ALGORITHM_KEYS if key in raw),
+        spark=_spark(raw.get("spark"), f"{name}: spark"),
+        duckdb=_duckdb_section(raw.get("duckdb"), f"{name}: duckdb"),
         population_size=_population_size(raw.get("population_size"), privacy, f"{name}: population_size"),
     )
 
@@ -253,6 +278,42 @@ def _population_size(value: Any, privacy: Sequence[PrivacyModel], where: str) ->
     if from_model is not None and from_model != value:
         raise ConfigError(f"{where}: {value} differs from privacy.risk.population_size {from_model}")
     return value
+
+
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+
+
+def _memory_size(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _SIZE.match(value):
+        raise ConfigError(f"{where}: expected a size such as 2GB or 512MB, got {value!r}")
+    return value.strip()
+
+
+def _threads(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _duckdb_section(section: Any, where: str) -> dict[str, Any]:
+    """``duckdb: {memory_limit: 2GB, threads: 2}``: the DuckDB engine's resources."""
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with memory_limit and/or threads")
+    check_keys(section, {"memory_limit", "threads"}, f"{where}.")
+    out: dict[str, Any] = {}
+    if section.get("memory_limit") is not None:
+        out["memory_limit"] = _memory_size(section["memory_limit"], f"{where}.memory_limit")
+    if section.get("threads") is not None:
+        out["threads"] = _threads(section["threads"], f"{where}.threads")
+    return out
+
+
+def _spark(value: Any, where: str) -> Any:
+    from safeshare.data.engines.spark_engine import parse_spark_options  # no pyspark import
+
+    return parse_spark_options(value, where)
 
 
 def _algorithm(value: Any, where: str) -> str:
@@ -316,44 +377,26 @@ def _engine(value: Any, where: str) -> str:
     return str(value)
 
 
-def _source(spec: Any, base: Path, where: str) -> TableSource:
-    if isinstance(spec, str):
-        spec = {"path": spec}
-    if not isinstance(spec, Mapping) or "path" not in spec:
-        raise ConfigError(f"{where}: expected a mapping with at least 'path'")
-    check_keys(spec, INPUT_KEYS, where)
-    for key in ("path", "format", "delimiter", "encoding", "ragged"):
-        if key in spec:
-            _text(spec[key], f"{where}.{key}")
-    names = spec.get("names")
-    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-        raise ConfigError(f"{where}.names: expected a list of column names")
-    missing = spec.get("missing", [])
-    if isinstance(missing, str):
-        missing = [missing]
-    if not isinstance(missing, list):
-        raise ConfigError(f"{where}.missing: expected a list of tokens")
-    for i, token in enumerate(missing):
-        _text(token, f"{where}.missing[{i}]")
-    header = spec.get("header", True)
-    if not isinstance(header, bool):
-        raise ConfigError(f"{where}.header: expected true or false")
-    skip = spec.get("skip_rows", 0)
-    if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
-        raise ConfigError(f"{where}.skip_rows: expected an integer >= 0")
+def _source(spec: InputSection, base: Path, where: str) -> TableSource:
+    if spec.table is not None:  # a Spark SQL table (--engine spark)
+        others = sorted(k for k in spec.model_fields_set if k not in ("table", "missing"))
+        if others:
+            raise ConfigError(f"{where}.{others[0]}: not used with 'table' (a Spark SQL table)")
+        return TableSource(path=Path(spec.table), table=spec.table, missing=tuple(spec.missing))
+    if spec.path is None:
+        raise ConfigError(f"{where}: expected a mapping with at least 'path' (or 'table')")
+    path = Path(spec.path)
     try:
         return TableSource(
-            path=(base / str(spec["path"])).resolve()
-            if not Path(str(spec["path"])).is_absolute()
-            else Path(str(spec["path"])),
-            format=spec.get("format"),
-            delimiter=str(spec.get("delimiter", ",")),
-            header=header,
-            names=tuple(names) if names else None,
-            missing=tuple(str(m) for m in missing),
-            skip_rows=skip,
-            encoding=str(spec.get("encoding", "utf-8")),
-            ragged=spec.get("ragged", "error"),
+            path=path if path.is_absolute() else (base / path).resolve(),
+            format=cast(Any, spec.format),
+            delimiter=spec.delimiter,
+            header=spec.header,
+            names=tuple(spec.names) if spec.names else None,
+            missing=tuple(spec.missing),
+            skip_rows=spec.skip_rows,
+            encoding=spec.encoding,
+            ragged=cast(Any, spec.ragged),
         )
     except InputError as exc:
         raise ConfigError(f"{where}: {exc}") from None
@@ -381,28 +424,20 @@ def _hierarchy(spec: Any, base: Path, where: str) -> HierarchySpec:
     raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")
 
 
-def _schema(spec: Any, base: Path, where: str) -> Schema:
-    if not isinstance(spec, Mapping) or not spec:
-        raise ConfigError(f"{where}: expected a mapping of column -> {{role: ...}}")
+def _schema(spec: Mapping[str, AttributeSection], base: Path, where: str) -> Schema:
     attrs = []
     for column, entry in spec.items():
         here = f"{where}.{column}"
-        if not isinstance(column, str):
-            raise ConfigError(f'{here}: expected a name as key, got {column!r} (quote it: "...")')
-        if isinstance(entry, str):
-            entry = {"role": entry}
-        if not isinstance(entry, Mapping) or "role" not in entry:
-            raise ConfigError(f"{here}: expected a mapping with a role")
-        check_keys(entry, ATTRIBUTE_KEYS, here)
-        role = Role.parse(_text(entry["role"], f"{here}.role"), column)
+        role = Role.parse(entry.role, column)
+        given = "hierarchy" in entry.model_fields_set
         hierarchy = None
         if role is Role.QUASI:
-            if "hierarchy" not in entry:
+            if not given:
                 raise ConfigError(f"{here}: a quasi-identifier needs a hierarchy")
-            hierarchy = _hierarchy(entry["hierarchy"], base, f"{here}.hierarchy")
-        elif role is Role.SENSITIVE and "hierarchy" in entry:  # for t-closeness' hierarchical distance
-            hierarchy = _hierarchy(entry["hierarchy"], base, f"{here}.hierarchy")
-        attrs.append(Attribute(str(column), role, hierarchy))
+            hierarchy = _hierarchy(entry.hierarchy, base, f"{here}.hierarchy")
+        elif role is Role.SENSITIVE and given:  # for t-closeness' hierarchical distance
+            hierarchy = _hierarchy(entry.hierarchy, base, f"{here}.hierarchy")
+        attrs.append(Attribute(column, role, hierarchy))
     return Schema.from_attributes(attrs)
 
 
@@ -416,3 +451,273 @@ def _privacy(spec: Any, where: str, base: Path) -> list[PrivacyModel]:
         if isinstance(model, SmallCells) and not model.population.is_absolute():
             model.population = base / model.population
     return models
+
+
+# ------------------------------------------------------------------ the schema (pydantic)
+_HERE = "\x00"  # placeholder key path: the error translator puts the real one in front
+
+
+def _checked(check: Callable[[Any, str], Any], allow_none: bool = False) -> BeforeValidator:
+    """A pydantic validator from one of the checks above (``check(value, where)`` raises
+    ``ConfigError("WHERE: message")``), so that each message is written once."""
+
+    def validate(value: Any) -> Any:
+        if value is None and allow_none:
+            return None
+        try:
+            return check(value, _HERE)
+        except ConfigError as exc:
+            message = str(exc).removeprefix(f"{_HERE}: ").removeprefix(f"{_HERE}").strip()
+            raise PydanticCustomError("safeshare", "{message}", {"message": message}) from None
+
+    return BeforeValidator(validate)
+
+
+def _shape(
+    test: Callable[[Any], bool], message: str, convert: Callable[[Any], Any] = lambda v: v
+) -> BeforeValidator:
+    """A pydantic validator that refuses a value failing ``test`` with ``message``."""
+
+    def validate(value: Any) -> Any:
+        if not test(value):
+            raise PydanticCustomError("safeshare", "{message}", {"message": message})
+        return convert(value)
+
+    return BeforeValidator(validate)
+
+
+def _name_key(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f'{where}: expected a name as key, got {value!r} (quote it: "...")')
+    return value
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false")
+    return value
+
+
+def _skip_rows(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: expected an integer >= 0")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _output_format(value: Any, where: str) -> str:
+    if value not in ("csv", "parquet"):
+        raise ConfigError(f"{where}: expected csv or parquet, got {value!r}")
+    return str(value)
+
+
+def _hierarchy_shape(value: Any, where: str) -> Any:
+    if not isinstance(value, str | Mapping):
+        raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")
+    return value
+
+
+def _checked_default_role(value: Any, where: str) -> str:
+    _default_role(value, where)
+    return str(value)
+
+
+Text = Annotated[str, _checked(_text)]
+_FRACTION_SCHEMA = {"type": "number", "minimum": 0.0, "maximum": 1.0}
+Fraction = Annotated[float, _checked(_fraction), WithJsonSchema(_FRACTION_SCHEMA)]
+#: An open mapping validated by its owner (privacy models, hierarchy builders, dp, knowledge).
+Open = Annotated[Any, WithJsonSchema({"type": "object"})]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class InputSection(_Section):
+    """``input:``: the data file and how to read it (a text alone is the path)."""
+
+    path: Annotated[str | None, _checked(_text, allow_none=True)] = None
+    #: A Spark SQL table instead of a file (``--engine spark``).
+    table: Annotated[str | None, _checked(_text, allow_none=True)] = None
+    format: Annotated[str | None, _checked(_text)] = None
+    delimiter: Text = ","
+    header: Annotated[bool, _checked(_flag)] = True
+    names: Annotated[
+        list[str] | None,
+        _shape(
+            lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+            "expected a list of column names",
+        ),
+    ] = None
+    missing: Annotated[
+        list[Text],
+        _shape(
+            lambda v: isinstance(v, list | str),
+            "expected a list of tokens",
+            lambda v: [v] if isinstance(v, str) else v,
+        ),
+    ] = []
+    skip_rows: Annotated[int, _checked(_skip_rows), WithJsonSchema({"type": "integer", "minimum": 0})] = 0
+    encoding: Text = "utf-8"
+    ragged: Annotated[str, _checked(_text), WithJsonSchema({"enum": ["error", "pad"]})] = "error"
+
+
+class AttributeSection(_Section):
+    """One column of ``attributes:`` (a text alone is the role)."""
+
+    role: Annotated[str, _checked(_text), WithJsonSchema({"enum": [r.value for r in Role]})]
+    hierarchy: Annotated[
+        str | dict[str, Any] | None,
+        _checked(_hierarchy_shape),
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object", "required": ["type"]}]}),
+    ] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_alone(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"role": value}
+        if not isinstance(value, Mapping) or "role" not in value:
+            raise PydanticCustomError("safeshare", "expected a mapping with a role")
+        return value
+
+
+class OutputSection(_Section):
+    """``output:``: the release's format and delimiter."""
+
+    format: Annotated[str | None, _checked(_output_format), WithJsonSchema({"enum": ["csv", "parquet"]})] = (
+        None
+    )
+    delimiter: Annotated[
+        str, _checked(_output_delimiter), WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1})
+    ] = ","
+
+
+def _mapping_or_empty(message: str) -> BeforeValidator:
+    return _shape(lambda v: v is None or isinstance(v, Mapping), message, lambda v: v or {})
+
+
+class ConfigFile(_Section):
+    """A configuration file (docs/configuration.md); published as docs/config.schema.json."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        title="safeshare configuration",
+        json_schema_extra={"required": ["input", "attributes"]},
+    )
+
+    algorithm: Annotated[str, _checked(_algorithm)] = "ola"
+    input: Annotated[
+        InputSection,
+        _shape(
+            lambda v: isinstance(v, str) or (isinstance(v, Mapping) and ("path" in v or "table" in v)),
+            "expected a mapping with at least 'path' (or 'table')",
+            lambda v: {"path": v} if isinstance(v, str) else v,
+        ),
+    ] = Field(default=None, validate_default=True)
+    attributes: Annotated[
+        dict[Annotated[str, _checked(_name_key)], AttributeSection],
+        _shape(lambda v: isinstance(v, Mapping) and bool(v), "expected a mapping of column -> {role: ...}"),
+    ] = Field(default=None, validate_default=True)
+    default_role: Annotated[str | None, _checked(_checked_default_role, allow_none=True)] = None
+    privacy: Open = None
+    output: Annotated[OutputSection, _mapping_or_empty("expected a mapping, e.g. output: {format: csv}")] = (
+        OutputSection()
+    )
+    prec_weights: Annotated[
+        dict[str, Annotated[float, _checked(_number)]],
+        _mapping_or_empty("expected a mapping of quasi-identifier -> number"),
+    ] = {}
+    dp: Annotated[Any, WithJsonSchema({"type": "object", "properties": {key: {} for key in DP_KEYS}})] = None
+    max_suppression: Fraction = 0.0
+    metric: Annotated[str, _checked(_metric), WithJsonSchema({"enum": ["prec", "dm_star", "entropy"]})] = (
+        "prec"
+    )
+    engine: Annotated[str, _checked(_engine), WithJsonSchema({"enum": list(ENGINES)})] = "memory"
+    spark: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": "object",
+                "properties": {key: {} for key in SPARK_KEYS},
+            }
+        ),
+    ] = None
+    duckdb: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": "object",
+                "properties": {
+                    "memory_limit": {"type": "string"},
+                    "threads": {"type": "integer", "minimum": 1},
+                },
+                "additionalProperties": False,
+            }
+        ),
+    ] = None
+    max_loss: Annotated[
+        float | None,
+        _checked(_fraction, allow_none=True),
+        WithJsonSchema({"anyOf": [_FRACTION_SCHEMA, {"type": "null"}]}),
+    ] = None
+    knowledge: Annotated[
+        Any, WithJsonSchema({"type": "object", "additionalProperties": {"type": "number"}})
+    ] = None
+    #: N for the report's risk section (checked by :func:`_population_size`).
+    population_size: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1})] = None
+
+
+TOP_LEVEL_KEYS = set(ConfigFile.model_fields)
+INPUT_KEYS = set(InputSection.model_fields)
+OUTPUT_KEYS = set(OutputSection.model_fields)
+ATTRIBUTE_KEYS = set(AttributeSection.model_fields)
+#: The sections whose unknown keys are reported with their known keys (``extra="forbid"``).
+_SECTIONS: dict[str, type[BaseModel]] = {"input": InputSection, "output": OutputSection}
+
+
+def _config_error(exc: ValidationError, name: str) -> ConfigError:
+    """The first validation error as one line: ``FILE: key.path[0]: message``."""
+    error = exc.errors(include_url=False)[0]
+    loc = list(error["loc"])
+    parts: list[str] = []
+    for i, part in enumerate(loc):
+        if part == "[key]":
+            continue
+        key = i + 1 < len(loc) and loc[i + 1] == "[key]"
+        parts.append(f"[{part}]" if isinstance(part, int) and not key else f".{part}")
+    where = "".join(parts).lstrip(".")
+    if error["type"] == "extra_forbidden":
+        parent = where.rsplit(".", 1)[0] if "." in where else ""
+        known = _SECTIONS.get(parent) or (
+            AttributeSection if parent.startswith("attributes.") else ConfigFile
+        )
+        try:
+            check_keys(
+                {loc[-1]: None}, set(known.model_fields), f"{name}: {parent}" if parent else f"{name}:"
+            )
+        except ConfigError as unknown:
+            return unknown
+    return ConfigError(f"{name}: {where}: {error['msg']}")
+
+
+def config_json_schema() -> str:
+    """The JSON Schema of a configuration file, for editors (docs/config.schema.json).
+
+    Generated from :class:`ConfigFile`, with the short forms (``input: data.csv``,
+    ``column: quasi``) added.
+    """
+    schema = ConfigFile.model_json_schema()
+    props = schema["properties"]
+    props["input"] = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/InputSection"}]}
+    props["attributes"]["additionalProperties"] = {
+        "anyOf": [{"type": "string"}, {"$ref": "#/$defs/AttributeSection"}]
+    }
+    props["attributes"].pop("default", None)
+    return json.dumps(schema, indent=2) + "\n"

@@ -48,7 +48,19 @@ def anonymize(
         float | None,
         typer.Option("--max-loss", help="inverse-ola: largest normalized information loss (0..1)."),
     ] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="memory | duckdb | spark")] = None,
+    duckdb_memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--duckdb-memory-limit", help="DuckDB engine: memory limit, e.g. 2GB (default: RAM/4, <= 2GB)."
+        ),
+    ] = None,
+    duckdb_threads: Annotated[
+        int | None, typer.Option("--duckdb-threads", help="DuckDB engine: threads (default: CPUs, <= 8).")
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="spark engine: local[2] | spark://HOST:PORT")
+    ] = None,
     tradeoff: Annotated[
         bool | None,
         typer.Option(
@@ -97,7 +109,22 @@ def anonymize(
     from safeshare.workflows.release import write_release
 
     suppression = optional_fraction(max_suppression, "--max-suppression")
-    cfg = load_config(config).with_overrides(k, suppression, metric, algorithm, engine, max_loss)
+    cfg = load_config(config).with_overrides(
+        k,
+        suppression,
+        metric,
+        algorithm,
+        engine,
+        max_loss,
+        duckdb_memory_limit=duckdb_memory_limit,
+        duckdb_threads=duckdb_threads,
+    )
+    if spark_master is not None:
+        import dataclasses
+
+        from safeshare.data.engines.spark_engine import check_master
+
+        cfg.spark = dataclasses.replace(cfg.spark, master=check_master(spark_master, "--spark-master"))
     dp_options: dict[str, Any] = {
         "beta": beta,
         "epsilon": epsilon,
@@ -129,7 +156,7 @@ def anonymize(
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
-        eng = make_engine(cfg.engine, cfg.source)
+        eng = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
@@ -291,10 +318,10 @@ def inspect(
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
     from safeshare.data.source import TableSource
+    from safeshare.models.k_anonymity import check_k
     from safeshare.workflows.inspection import class_statistics
 
-    if k < 1:
-        raise InputError(f"--k: expected an integer >= 1, got {k}")
+    check_k(k, "--k")
     source = TableSource(
         data,
         delimiter=delimiter,

@@ -222,26 +222,21 @@ def anonymize_epsilon_safe(
     """``safeshare anonymize --algorithm epsilon-safe``: a verified release or, with ``dry_run``,
     ``distribution.csv`` and ``distribution.json`` (written atomically)."""
     from safeshare.data.engines.factory import make_engine
-    from safeshare.dp.config import epsilon_safe_params
     from safeshare.errors import ConfigError
     from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
-    from safeshare.models.k_anonymity import KAnonymity
     from safeshare.workflows.epsilon_safe import NON_DP_WARNING, EpsilonSafeAnonymizer
 
-    params = epsilon_safe_params(cfg.raw, str(cfg.path), overrides)
     for key, value in (("max_loss", cfg.max_loss), ("knowledge", cfg.knowledge)):
         if value is not None:
             raise ConfigError(f"{cfg.path}: {key}: not supported with algorithm epsilon-safe")
-    ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]
-    if len(ks) != 1 or len(cfg.privacy) != 1:
-        raise ConfigError(f"{cfg.path}: privacy: epsilon-safe anonymization takes exactly k-anonymity")
-    anonymizer = EpsilonSafeAnonymizer(cfg.schema, ks[0], params, cfg.max_suppression, cfg.prec_weights)
+    anonymizer = EpsilonSafeAnonymizer(cfg.with_overrides(dp=overrides).spec())
+    params = anonymizer.params
     if not params.make_utility().differentially_private:
         err.print(NON_DP_WARNING, style="bold red")
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
-    engine = make_engine(cfg.engine, cfg.source)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
     try:
         if dry_run:
             run = anonymizer.dry_run(engine)
@@ -269,8 +264,8 @@ def anonymize_epsilon_safe(
         extra = {
             "config": str(cfg.path),
             "input": str(cfg.source.path),
-            "k": ks[0],
-            "max_suppression": cfg.max_suppression,
+            "k": anonymizer.k,
+            "max_suppression": anonymizer.max_suppression,
             **fitted.report(),
         }
         published = write_release(

@@ -25,7 +25,7 @@ of the last, cheapest step stays small.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any, cast
 
@@ -42,6 +42,12 @@ FloatArray = npt.NDArray[np.float64]
 SlotArray = npt.NDArray[np.signedinteger[Any]]
 
 _DEFAULT_CACHE_BYTES = 256 * 2**20
+_DEFAULT_TABLE_CACHE_BYTES = 128 * 2**20
+#: Off by default: measured on OLA's own evaluation order it does not pay (issue 11, see
+#: docs/benchmarks.md "Roll-up evaluation"): OLA mostly probes *below* what it evaluated (look
+#: below, descent), so few nodes have a small evaluated descendant, and on UCI Adult's 21,551
+#: rows the per-call overhead of composing q columns equals a pass over the leaf table.
+_DEFAULT_ROLLUP_RATIO = 0.0
 
 
 def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
@@ -54,10 +60,18 @@ def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
     if space <= max(64 * m, 1 << 16):
         present = np.zeros(space, dtype=bool)
         present[key] = True
+        # The relabelling table is int32 (ids < space < 2**31 here): a table of 8-byte
+        # entries over a space of millions cost more in page faults than all the rest.
+        if space <= 4 * m:
+            rank = np.cumsum(present, dtype=np.int32)
+            n_used = int(rank[-1]) if space else 0
+            rank -= 1
+            return rank[key].astype(np.intp), n_used
         used = np.flatnonzero(present)
-        remap = np.empty(space, dtype=np.intp)
-        remap[used] = np.arange(used.shape[0], dtype=np.intp)
-        return remap[key], int(used.shape[0])
+        small = np.int32 if space < 2**31 else np.intp
+        remap = np.empty(space, dtype=small)
+        remap[used] = np.arange(used.shape[0], dtype=small)
+        return remap[key].astype(np.intp, copy=False), int(used.shape[0])
     uniq, inverse = np.unique(key, return_inverse=True)
     return inverse.astype(np.intp).ravel(), int(uniq.shape[0])
 
@@ -79,11 +93,26 @@ class Classes:
         first use when the classes were rolled up from another node's).
     """
 
-    def __init__(self, node: Node, sizes: FloatArray, n_records: int, row_class: SlotArray) -> None:
+    def __init__(
+        self,
+        node: Node,
+        sizes: FloatArray,
+        n_records: int,
+        row_class: SlotArray | Callable[[], SlotArray],
+    ) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
-        self.row_class = row_class
+        self._row_class = row_class
+
+    @property
+    def row_class(self) -> SlotArray:
+        """``(M,)`` class slot of every frequency-table row (computed once, on first use, for
+        classes rolled up from a descendant's class table: the search itself never needs it)."""
+        value = self._row_class
+        if callable(value):
+            value = self._row_class = value()
+        return value
 
     @cached_property
     def nonempty(self) -> npt.NDArray[np.int64]:
@@ -125,6 +154,112 @@ class Classes:
         return remap[self.row_class], self.sizes[used].astype(np.int64)
 
 
+class _ClassTable:
+    """The classes of an evaluated node: one representative frequency-table row and the
+    record count of each class (what a roll-up to any generalization needs).
+
+    A node evaluated from the leaf table is kept as its ``(row slot, sizes)`` pair, which
+    the evaluation made anyway, and turned into representatives only if some node rolls up
+    from it (most never serve).
+    """
+
+    __slots__ = ("_rep", "_row_slot", "_sizes", "n_classes", "nbytes")
+
+    def __init__(self, rep_or_slots: SlotArray, sizes: FloatArray, n_classes: int, dense: bool) -> None:
+        self._row_slot: SlotArray | None = None if dense else rep_or_slots
+        self._sizes = sizes
+        self.n_classes = n_classes
+        self.nbytes = int(rep_or_slots.nbytes + sizes.nbytes)
+        if dense:
+            self._rep: IntArray = cast(IntArray, rep_or_slots)
+
+    def rep_and_sizes(self) -> tuple[IntArray, FloatArray]:
+        row_slot = self._row_slot
+        if row_slot is not None:
+            rep = np.empty(self._sizes.shape[0], dtype=np.intp)
+            rep[row_slot] = np.arange(row_slot.shape[0], dtype=np.intp)
+            used = np.flatnonzero(self._sizes)
+            self._rep, self._sizes, self._row_slot = rep.take(used), self._sizes.take(used), None
+        return self._rep, self._sizes
+
+
+class _TableCache:
+    """Class tables of evaluated nodes, least recently used out first, bounded in bytes.
+
+    The nodes sit in one ``(capacity, q)`` array (freed slots get an impossible size), so
+    the smallest cached descendant of a node is one vectorized comparison.
+    """
+
+    _FREE = np.iinfo(np.int64).max
+
+    def __init__(self, q: int, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+        self._q = q
+        self._entries: OrderedDict[Node, tuple[int, _ClassTable]] = OrderedDict()
+        self._nodes = np.zeros((16, q), dtype=np.int32)
+        self._counts = np.full(16, self._FREE, dtype=np.int64)
+        self._free: list[int] = list(range(15, -1, -1))
+        self._node_at: dict[int, Node] = {}
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._node_at.clear()
+        self._counts[:] = self._FREE
+        self._free = list(range(self._counts.shape[0] - 1, -1, -1))
+        self.used = 0
+
+    def best_descendant(self, node: Node, limit: int) -> _ClassTable | None:
+        """The cached table of fewest classes (at most ``limit``) among ``node``'s descendants
+        (nodes at or below it in every QI), or ``None``."""
+        entries = self._entries
+        if not entries:
+            return None
+        best: Node | None = None
+        fewest = limit + 1
+        below_node = list(node)
+        for i, level in enumerate(node):  # the nearest descendants first: one step below
+            if level:
+                below_node[i] = level - 1
+                hit = entries.get(tuple(below_node))
+                below_node[i] = level
+                if hit is not None and hit[1].n_classes < fewest:
+                    best, fewest = (*node[:i], level - 1, *node[i + 1 :]), hit[1].n_classes
+        if best is not None:
+            entries.move_to_end(best)
+            return entries[best][1]
+        below = (self._nodes <= np.asarray(node, dtype=np.int32)).all(axis=1)
+        counts = np.where(below, self._counts, self._FREE)
+        slot = int(counts.argmin())
+        if int(counts[slot]) > limit:
+            return None
+        found = self._node_at[slot]
+        self._entries.move_to_end(found)
+        return self._entries[found][1]
+
+    def add(self, node: Node, table: _ClassTable) -> None:
+        nbytes = table.nbytes
+        if nbytes > self.max_bytes or node in self._entries:
+            return
+        while self.used + nbytes > self.max_bytes and self._entries:
+            _, (slot, old) = self._entries.popitem(last=False)
+            self._counts[slot] = self._FREE
+            del self._node_at[slot]
+            self._free.append(slot)
+            self.used -= old.nbytes
+        if not self._free:
+            size = self._counts.shape[0]
+            self._nodes = np.vstack([self._nodes, np.zeros((size, self._q), dtype=np.int32)])
+            self._counts = np.concatenate([self._counts, np.full(size, self._FREE, dtype=np.int64)])
+            self._free = list(range(2 * size - 1, size - 1, -1))
+        slot = self._free.pop()
+        self._nodes[slot] = node
+        self._counts[slot] = table.n_classes
+        self._node_at[slot] = node
+        self._entries[node] = (slot, table)
+        self.used += nbytes
+
+
 class Evaluator:
     """Computes :class:`Classes` of lattice nodes on a :class:`FrequencyTable`.
 
@@ -134,6 +269,11 @@ class Evaluator:
     cache_bytes: memory budget of the prefix-id cache.
     leaf_cache: how many recently evaluated nodes to keep, so that asking
         again for a node (e.g. for its DM* after the search) costs nothing.
+    table_cache_bytes: memory budget of the class tables kept for roll-up
+        (least recently used first out).
+    rollup_ratio: a node is rolled up from a cached descendant's class table
+        when that table has at most ``rollup_ratio * M`` classes (and only such
+        tables are kept); ``0`` disables roll-up, ``1`` uses any descendant.
     """
 
     def __init__(
@@ -141,6 +281,8 @@ class Evaluator:
         table: FrequencyTable,
         cache_bytes: int = _DEFAULT_CACHE_BYTES,
         leaf_cache: int = 32,
+        table_cache_bytes: int = _DEFAULT_TABLE_CACHE_BYTES,
+        rollup_ratio: float = _DEFAULT_ROLLUP_RATIO,
     ) -> None:
         self.table = table
         self.lattice: Lattice = table.lattice
@@ -160,6 +302,10 @@ class Evaluator:
         self._leaf_capacity = leaf_cache
         self._leaves: OrderedDict[Node, Classes] = OrderedDict()
         self.evaluations = 0
+        #: nodes whose classes were rolled up from a descendant's class table
+        self.rolled_up = 0
+        self._tables = _TableCache(q, table_cache_bytes)
+        self._table_limit = int(rollup_ratio * self._m)
 
     # ----------------------------------------------------------------- public
     def classes(self, node: Node) -> Classes:
@@ -169,15 +315,61 @@ class Evaluator:
         if hit is not None:
             self._leaves.move_to_end(node)
             return hit
+        source = self._tables.best_descendant(node, self._table_limit) if self._table_limit > 0 else None
+        if source is not None:
+            result = self._roll_up(node, source)
+        else:
+            key, sizes = self._from_leaves(node)
+            result = Classes(node, sizes, self.table.n_records, row_class=key)
+            if self._table_limit > 0:
+                n_classes = int(np.count_nonzero(sizes))
+                if n_classes <= self._table_limit:
+                    self._tables.add(node, _ClassTable(key, sizes, n_classes, dense=False))
+        self._remember_leaf(result)
+        return result
+
+    def _from_leaves(self, node: Node) -> tuple[SlotArray, FloatArray]:
+        """``(class slot per row, records per slot)`` composed from the frequency table."""
         ordered = tuple(node[i] for i in self.order)
         ids, n = self._prefix(ordered[:-1])
         last = self.order[-1]
-        key, sizes = self._finish(
-            ids, n, self._codes[last][ordered[-1]], self._sizes[last][ordered[-1]], self._weights
-        )
-        result = Classes(node, sizes, self.table.n_records, row_class=key)
-        self._remember_leaf(result)
-        return result
+        level = ordered[-1]
+        return self._finish(ids, n, self._codes[last][level], self._sizes[last][level], self._weights)
+
+    def _roll_up(self, node: Node, source: _ClassTable) -> Classes:
+        """The classes of ``node`` from the class table of a descendant: the same prefix
+        composition over its ``C`` classes (each stands for one representative row) instead
+        of the ``M`` rows, so the cost is proportional to ``C``. The classes come out in the
+        same (lexicographic) order as from the leaf table, so their dense ids are equal."""
+        self.rolled_up += 1
+        rep, weights = source.rep_and_sizes()
+        c = rep.shape[0]
+        ids: IntArray | None = None
+        n = 1
+        order = self.order
+        for qi in order[:-1]:
+            level = node[qi]
+            s = self._sizes[qi][level]
+            if s > 1:
+                ids, n = self._compose(ids, n, self._codes[qi][level].take(rep), s, c)
+        last = order[-1]
+        level = node[last]
+        s = self._sizes[last][level]
+        code = self._codes[last][level].take(rep) if s > 1 or ids is None else rep
+        key, sizes = self._finish(ids, n, code, s, weights)
+        used = np.flatnonzero(sizes)
+        slot_rep = np.empty(sizes.shape[0], dtype=np.intp)
+        slot_rep[key] = rep
+        dense_sizes = sizes.take(used)
+        if used.shape[0] <= self._table_limit:
+            self._tables.add(node, _ClassTable(slot_rep.take(used), dense_sizes, used.shape[0], dense=True))
+
+        def row_class() -> SlotArray:
+            leaf_key, leaf_sizes = self._from_leaves(node)
+            rank = np.cumsum(leaf_sizes > 0, dtype=np.intp) - 1
+            return rank[leaf_key]
+
+        return Classes(node, dense_sizes, self.table.n_records, row_class=row_class)
 
     def iter_classes(self) -> Iterator[Classes]:
         """The classes of every node of the lattice, depth-first (each prefix computed once)."""
@@ -214,6 +406,7 @@ class Evaluator:
         self._cache.clear()
         self._cache_used = 0
         self._leaves.clear()
+        self._tables.clear()
 
     # --------------------------------------------------------------- internal
     @staticmethod

@@ -250,6 +250,7 @@ class TagStore:
         self._tags = np.zeros(tuple(h + 1 for h in lattice.heights), dtype=np.int8)
         self._boxes = _BoxMasks(lattice.heights)
         self._unknown = self._boxes.everything  # bit set of the untagged nodes
+        self._size = lattice.size
 
     @property
     def array(self) -> npt.NDArray[np.int8]:
@@ -277,8 +278,23 @@ class TagStore:
         self._tags[node] = SATISFIED if satisfied else FAILED
         self._unknown &= ~self._boxes.box(node, node)
 
+    #: On a lattice of at least ``slice_from`` nodes, a sub-lattice of fewer nodes than
+    #: ``slice_share`` of it is checked by slicing the tag array: the bit sets cost a pass over
+    #: the whole lattice per QI (on Census-Income's 207,360-node lattice, a fifth of the
+    #: search), a slice only the box. On smaller lattices the bit sets are cheaper.
+    slice_share = 1 / 64
+    slice_from = 1 << 16
+
     def settled(self, bottom: Node, top: Node) -> bool:
         """Whether every node ``n`` with ``bottom <= n <= top`` is tagged."""
+        if self._size < self.slice_from:
+            return not self._boxes.meets(self._unknown, bottom, top)
+        volume = 1
+        for low, high in zip(bottom, top, strict=True):
+            volume *= high - low + 1
+        if volume < self.slice_share * self._size:
+            box = tuple(slice(low, high + 1) for low, high in zip(bottom, top, strict=True))
+            return bool(self._tags[box].all())  # UNKNOWN is 0
         return not self._boxes.meets(self._unknown, bottom, top)
 
     def counts(self) -> dict[str, int]:

@@ -63,6 +63,9 @@ class TableSource:
     ragged: ``error`` (default): a CSV record with a field count other than the
         header's (or the names') is bad input; ``pad``: short records are
         padded with empty values (records with too many fields stay an error).
+    table: a Spark SQL table name (``input: {table: db.claims}``) read by the spark
+        engine only; ``path`` is then the name, for messages, and the columns are
+        typed as in a Parquet file.
     """
 
     path: Path
@@ -74,9 +77,12 @@ class TableSource:
     skip_rows: int = 0
     encoding: str = "utf-8"
     ragged: Ragged = "error"
+    table: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
+        if self.table is not None:
+            object.__setattr__(self, "format", "parquet")
         if self.format is None:
             object.__setattr__(self, "format", infer_format(self.path))
         if self.format not in ("csv", "parquet"):
@@ -113,6 +119,8 @@ class TableSource:
         }
 
     def check_readable(self) -> None:
+        if self.table is not None:
+            raise DataError(f"input.table {self.table}: a Spark SQL table is read by --engine spark only")
         if not self.path.exists():
             raise DataError(f"cannot read {self.path}: no such file")
         if not self.path.is_file():

@@ -19,6 +19,12 @@ Example (with ``algorithm: epsilon-safe``)::
       allow_non_dp: false        # let sensitivity: thesis write a release
 
 Every error names the file and the key path (or the option), on one line.
+
+The configuration layer reads the file's ``dp:`` section once (:func:`dp_section`,
+called by :func:`safeshare.config.parse_config`) and turns it, with the
+command-line overrides, into the :class:`EpsilonSafeParams` of the run's
+:class:`~safeshare.workflows.spec.AnonymizationSpec` (:func:`epsilon_safe_params`,
+called by :meth:`safeshare.config.RunConfig.spec`); nothing parses the file again.
 """
 
 from __future__ import annotations
@@ -70,22 +76,28 @@ def dp_section(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     return dict(section)
 
 
+def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The command-line options given (not ``None``), each a known ``dp`` key."""
+    for key in overrides:
+        if key not in DP_KEYS:
+            raise ConfigError(f"unknown epsilon-safe option {key!r}")
+    return {key: value for key, value in overrides.items() if value is not None}
+
+
 def epsilon_safe_params(
-    raw: Mapping[str, Any], where: str, overrides: Mapping[str, Any] | None = None
+    section: Mapping[str, Any], where: str, overrides: Mapping[str, Any] | None = None
 ) -> EpsilonSafeParams:
-    """:class:`EpsilonSafeParams` from the file's ``dp`` section and command-line ``overrides``.
+    """:class:`EpsilonSafeParams` from the file's checked ``dp`` section (:func:`dp_section`)
+    and command-line ``overrides``.
 
     An invalid value raises :class:`ConfigError` naming the key (``FILE: dp.beta``) or,
     for an override, the option (``--beta``).
     """
-    values = dp_section(raw, where)
+    values = dict(section)
     origin = {key: f"{where}: dp.{key}" for key in values}
-    for key, value in (overrides or {}).items():
-        if key not in DP_KEYS:
-            raise ConfigError(f"unknown epsilon-safe option {key!r}")
-        if value is not None:
-            values[key] = value
-            origin[key] = DP_KEYS[key]
+    for key, value in check_overrides(overrides or {}).items():
+        values[key] = value
+        origin[key] = DP_KEYS[key]
     for required in ("beta", "epsilon_prime"):
         if required not in values:
             raise ConfigError(

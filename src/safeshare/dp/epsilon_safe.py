@@ -280,12 +280,16 @@ def node_distribution(
     )
 
 
-def _single_k(criterion: PrivacyCriterion) -> int:
+def single_k(criterion: PrivacyCriterion) -> int:
+    """The k of the one k-anonymity model epsilon-safe anonymization supports (thesis §4.5.4).
+
+    The k itself was validated by :class:`KAnonymity`; this checks only that it is alone.
+    """
     ks = [m.k for m in criterion.models if isinstance(m, KAnonymity)]
     others = [m.name for m in criterion.models if not isinstance(m, KAnonymity)]
     if others or len(ks) != 1:
         raise ConfigError(
-            "epsilon-safe anonymization supports exactly one privacy model, k-anonymity"
+            "privacy: epsilon-safe anonymization supports exactly one privacy model, k-anonymity"
             + (f" (got {', '.join(others)})" if others else "")
         )
     return ks[0]
@@ -315,7 +319,7 @@ class EpsilonSafeStrategy:
 
     def run(self, ctx: SearchContext) -> SearchResult:
         start = time.perf_counter()
-        k = _single_k(ctx.criterion)
+        k = single_k(ctx.criterion)
         dps = self.params.dps(k, self.records_before_sampling)
         dist = node_distribution(
             ctx.table,
@@ -368,18 +372,38 @@ class EpsilonSafeStrategy:
         )
 
 
+_NEEDS_SAMPLE = (
+    "algorithm 'epsilon-safe' samples the records before the search: run it with "
+    "`safeshare anonymize --algorithm epsilon-safe` or "
+    "safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer"
+)
+#: Options the sampling workflow adds at run time (not part of a run's specification).
+RUNTIME_OPTIONS = frozenset({"records_before_sampling", "generator"})
+
+
+def check_epsilon_safe_spec(options: Mapping[str, Any], criterion: PrivacyCriterion) -> None:
+    """Validate the specified part of an epsilon-safe run: its :class:`EpsilonSafeParams`
+    (``options["params"]``) and its one k-anonymity model.
+
+    Called by :class:`~safeshare.workflows.spec.AnonymizationSpec`; the options the
+    sampling adds (:data:`RUNTIME_OPTIONS`) are checked by the factory when it runs.
+    """
+    if not isinstance(options.get("params"), EpsilonSafeParams):
+        raise ConfigError(_NEEDS_SAMPLE)
+    unknown = set(options) - {"params", "prec_weights"} - RUNTIME_OPTIONS
+    if unknown:
+        raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
+    single_k(criterion)
+
+
 def make_epsilon_safe_strategy(options: Mapping[str, Any]) -> EpsilonSafeStrategy:
     """Factory registered as ``epsilon-safe`` in :data:`safeshare.workflows.algorithms.ALGORITHMS`."""
     params = options.get("params")
     n_input = options.get("records_before_sampling")
     generator = options.get("generator")
     if not isinstance(params, EpsilonSafeParams) or not isinstance(n_input, int) or generator is None:
-        raise ConfigError(
-            "algorithm 'epsilon-safe' samples the records before the search: run it with "
-            "`safeshare anonymize --algorithm epsilon-safe` or "
-            "safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer"
-        )
-    unknown = set(options) - {"params", "records_before_sampling", "generator", "prec_weights"}
+        raise ConfigError(_NEEDS_SAMPLE)
+    unknown = set(options) - {"params", "prec_weights"} - RUNTIME_OPTIONS
     if unknown:
         raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
     return EpsilonSafeStrategy(params, n_input, generator, options.get("prec_weights"))

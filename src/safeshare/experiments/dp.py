@@ -47,6 +47,7 @@ from safeshare.errors import ConfigError
 from safeshare.io import atomic_write, atomic_write_text, publish, staging_directory
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
+from safeshare.workflows.spec import AnonymizationSpec
 
 EPSILON_PRIMES = (0.01, 0.1, 0.5, 1.0, 2.0)
 PENALTIES = (
@@ -103,8 +104,15 @@ def stored_samples(
     if len(ks) != 1:
         raise ConfigError(f"{config}: privacy: the experiments need k-anonymity")
     params = EpsilonSafeParams(beta=beta, epsilon_prime=1.0, utility="safepub")
-    checker = EpsilonSafeAnonymizer(cfg.schema, ks[0], params, cfg.max_suppression)
-    engine = make_engine(cfg.engine, cfg.source)
+    spec = AnonymizationSpec(
+        cfg.schema,
+        (KAnonymity(ks[0]),),
+        cfg.max_suppression,
+        algorithm="epsilon-safe",
+        algorithm_options={"params": params},
+    )
+    checker = EpsilonSafeAnonymizer(spec)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
     out = []
     try:
         checker.check_schema(engine.columns())

@@ -12,8 +12,23 @@ import numpy as np
 
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
-from safeshare.errors import InputError
+from safeshare.errors import ConfigError, InputError
 from safeshare.models.base import BoolArray, PrivacyModel
+
+
+def check_k(k: object, where: str | None = None) -> int:
+    """The one validation of a k (an integer >= 1, not a bool), as a Python ``int``.
+
+    ``where`` names the configuration key or option (``privacy.k-anonymity.k``,
+    ``--k``): the error is then a :class:`ConfigError` ``"WHERE: expected an integer
+    >= 1, got X"``; without it (the Python API) an :class:`InputError`.
+    Whether k fits the data (``k <= N``) is :meth:`KAnonymity.validate`'s concern.
+    """
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        if where is None:
+            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        raise ConfigError(f"{where}: expected an integer >= 1, got {k!r}")
+    return int(k)
 
 
 class KAnonymity(PrivacyModel):
@@ -27,9 +42,7 @@ class KAnonymity(PrivacyModel):
     name = "k-anonymity"
 
     def __init__(self, k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise InputError(f"k must be an integer >= 1, got {k!r}")
-        self.k = int(k)
+        self.k = check_k(k)
 
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
         return classes.sizes >= self.k

@@ -14,7 +14,7 @@ from typing import Any
 from safeshare.config_checks import check_keys
 from safeshare.errors import ConfigError, InputError
 from safeshare.models.base import PrivacyModel
-from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.k_anonymity import KAnonymity, check_k
 from safeshare.models.l_diversity import from_config as _l_diversity
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.risk import DEFAULT_THRESHOLD, RiskThreshold
@@ -31,10 +31,7 @@ def _k_anonymity(params: Mapping[str, Any], where: str) -> PrivacyModel:
     check_keys(params, {"k"}, where)
     if "k" not in params:
         raise ConfigError(f"{where}: missing k")
-    k = params["k"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"{where}.k: expected an integer >= 1, got {k!r}")
-    return KAnonymity(k)
+    return KAnonymity(check_k(params["k"], f"{where}.k"))
 
 
 def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:

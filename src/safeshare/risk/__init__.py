@@ -8,13 +8,13 @@ from safeshare.risk.knowledge import AdversaryKnowledge, parse_knowledge
 from safeshare.risk.m_concealing import (
     Concealment,
     MConcealingMeasure,
-    measure_frame,
+    measure_engine,
 )
 
 __all__ = [
     "AdversaryKnowledge",
     "Concealment",
     "MConcealingMeasure",
-    "measure_frame",
+    "measure_engine",
     "parse_knowledge",
 ]

@@ -41,12 +41,13 @@ Values within :data:`TOLERANCE` of ``m`` count as ``m`` (floating-point
 rounding of the sum); the independent verifier uses the same convention.
 
 Roles (a criterion is a thin adapter over a measure): the knowledge model is
-:mod:`safeshare.risk.knowledge`, the measure is here (on the frequency table,
-and on grouped rows for the ``knowledge:`` columns that are not in the table's
-grain), the predicate is :class:`safeshare.models.m_concealing.MConcealing`, the
-independent SQL re-check is :mod:`safeshare.verify.m_concealing`, and the
-report glue (measuring a chosen release) is
-:mod:`safeshare.workflows.m_concealing`.
+:mod:`safeshare.risk.knowledge`, the measure is here, on a frequency table only
+(the ``knowledge:`` columns of a report that are not in the search's grain are
+put in the grain of a second table of the same QIs; a file as it is becomes a
+table whose QIs are never generalized, :func:`measure_engine`), the predicate
+is :class:`safeshare.models.m_concealing.MConcealing`, the independent SQL
+re-check is :mod:`safeshare.verify.m_concealing`, and the report glue
+(measuring a chosen release) is :mod:`safeshare.workflows.m_concealing`.
 """
 
 from __future__ import annotations
@@ -307,73 +308,25 @@ class MConcealingMeasure:
         }
 
 
-# ---------------------------------------------------------------- on a DataFrame
-def measure_frame(
-    frame: pd.DataFrame,
-    quasi_identifiers: Sequence[str],
-    knowledge: AdversaryKnowledge,
-    weights: str | None = None,
-    top: int = 10,
-) -> Concealment:
-    """The measure of a release given as a DataFrame (one row per record, or grouped rows).
-
-    ``quasi_identifiers`` are the (already generalized) QI columns; ``weights``
-    names a column of record counts when rows stand for several identical
-    records. Values are compared as they are (read the release as text).
-    """
-    qis = list(quasi_identifiers)
-    needed = [*qis, *knowledge.columns, *([weights] if weights else [])]
-    for column in needed:
-        if column not in frame.columns:
-            raise InputError(f"column {column!r} is not in the release")
-    w = (
-        frame[weights].astype(np.float64)
-        if weights
-        else pd.Series(np.ones(len(frame), dtype=np.float64), index=frame.index)
-    )
-    if len(frame) == 0:
-        return _summarize(np.zeros(0), np.zeros(0), knowledge, [])
-
-    def group_sizes(columns: list[str]) -> FloatArray:
-        if not columns:
-            return np.full(len(frame), float(w.sum()))
-        keys = [frame[c] for c in columns]
-        return w.groupby(keys, dropna=False, sort=False).transform("sum").to_numpy(dtype=np.float64)
-
-    acc = np.zeros(len(frame), dtype=np.float64)
-    for state in knowledge.states:
-        acc += state.probability / group_sizes(qis + [knowledge.columns[i] for i in state.known])
-    values = acc * knowledge.inclusion_probability
-    cols = qis + list(knowledge.columns)
-    class_sizes = group_sizes(qis)
-    tuple_sizes = group_sizes(cols)
-    weight_arr: FloatArray = np.asarray(w.to_numpy(dtype=np.float64), dtype=np.float64)
-    top_rows: list[dict[str, Any]] = []
-    seen: set[tuple[str, ...]] = set()
-    for r in np.lexsort((np.arange(len(frame)), -values)):
-        key = tuple(str(frame[c].iat[r]) for c in cols)
-        if key in seen:
-            continue
-        seen.add(key)
-        top_rows.append(
-            {
-                "value": float(values[r]),
-                "inverse": 1.0 / float(values[r]),
-                "records": round(float(tuple_sizes[r])),
-                "class_size": round(float(class_sizes[r])),
-                "quasi_identifiers": {c: str(frame[c].iat[r]) for c in qis},
-                "known": {c: str(frame[c].iat[r]) for c in knowledge.columns},
-            }
-        )
-        if len(top_rows) >= top:
-            break
-    return _summarize(values, weight_arr, knowledge, top_rows)
+# ---------------------------------------------------------------- a table as it is
+def table_as_is(
+    grouped: pd.DataFrame, quasi_identifiers: Sequence[str], knowledge: AdversaryKnowledge
+) -> FrequencyTable:
+    """Grouped records (an engine's ``grouped_counts`` of the QIs and the knowledge columns) as a
+    frequency table whose QIs are never generalized: values are compared as they are (as text)."""
+    hierarchies = [_identity_hierarchy(sorted(grouped[q].astype(str).unique()), q) for q in quasi_identifiers]
+    return FrequencyTable.from_grouped(grouped, quasi_identifiers, hierarchies, knowledge.columns)
 
 
 def measure_engine(
     engine: Engine, quasi_identifiers: Sequence[str], knowledge: AdversaryKnowledge, top: int = 10
 ) -> Concealment:
-    """The measure of a table as it is (e.g. a written release), grouped through ``engine``."""
+    """The measure of a table as it is (e.g. a written release), grouped through ``engine``.
+
+    The knowledge columns are put in the grain of a frequency table
+    (:func:`table_as_is`) and measured with :class:`MConcealingMeasure` at its
+    bottom node: the one implementation of formula 5.1 besides the verifier's SQL.
+    """
     from safeshare.data.engines.base import COUNT_COLUMN
 
     available = engine.columns()
@@ -386,4 +339,8 @@ def measure_engine(
         if column not in available:
             raise InputError(f"unknown column {column!r}: the input has columns {', '.join(available[:20])}")
     grouped = engine.grouped_counts([*quasi_identifiers, *knowledge.columns])
-    return measure_frame(grouped, quasi_identifiers, knowledge, weights=COUNT_COLUMN, top=top)
+    if len(grouped) == 0 or int(grouped[COUNT_COLUMN].sum()) == 0:
+        return _summarize(np.zeros(0), np.zeros(0), knowledge, [])
+    table = table_as_is(grouped, quasi_identifiers, knowledge)
+    classes = Evaluator(table).classes((0,) * len(table.qi_names))
+    return MConcealingMeasure(table, knowledge).measure(classes, top=top)

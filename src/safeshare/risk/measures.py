@@ -26,6 +26,11 @@ Per class ``j``: sizes ``f_j`` and ``F_j`` (every record of a class shares them)
 * **PK_k**: the share of sample records in classes smaller than ``k``
   (``f_k < k``), i.e. the records a k-anonymity release would have to
   generalize or suppress.
+
+PK_k and the marketer risk are defined once, here (:func:`records_at_risk`,
+:func:`pk_share`, :func:`marketer_risk`), vectorized along any axis so that
+the surveillance Monte Carlo forecast (``safeshare.surveillance.simulate``,
+many simulations at once) uses the same definitions as :func:`risk_measures`.
 """
 
 from __future__ import annotations
@@ -43,6 +48,45 @@ DEFAULT_THRESHOLD = 0.09
 """The paper's acceptable sample-to-population risk (§1, §4.3)."""
 
 DEFAULT_PK = (2, 3, 5, 11)
+
+
+def records_at_risk(sizes: np.ndarray, k: int, axis: int | None = None) -> np.ndarray:
+    """The records in classes of fewer than ``k``: ``sum_j f_j [f_j < k]`` along ``axis``.
+
+    ``sizes`` holds class sizes ``f_j`` (0 for an empty class, which counts for
+    nothing) of any integer dtype; the sum stays in that dtype (it is at most
+    the number of records, which the dtype holds), because widening sums and
+    ``np.where`` with a scalar are several times slower on the Monte Carlo
+    arrays of the surveillance forecast (simulations x groups)."""
+    sizes = np.asarray(sizes)
+    if np.issubdtype(sizes.dtype, np.integer) and k > np.iinfo(sizes.dtype).max:
+        small = sizes  # every class is smaller than k
+    else:
+        small = sizes * (sizes < k)
+    return np.asarray(small.sum(axis=axis, dtype=sizes.dtype))
+
+
+def pk_share(sizes: np.ndarray, k: int, axis: int | None = None) -> np.ndarray:
+    """PK_k along ``axis``: the share of records in classes of fewer than ``k`` (0 without records)."""
+    sizes = np.asarray(sizes)
+    n = sizes.sum(axis=axis, dtype=np.int64)
+    at_risk = records_at_risk(sizes, k, axis).astype(np.float64)
+    return np.asarray(np.divide(at_risk, n, out=np.zeros(np.shape(at_risk)), where=n > 0))
+
+
+def marketer_risk(
+    sample_sizes: np.ndarray, population_sizes: np.ndarray, axis: int | None = None
+) -> np.ndarray:
+    """The marketer risk ``(1/n) sum_j f_j / F_j`` along ``axis`` (0 without records).
+
+    ``population_sizes`` broadcasts against ``sample_sizes``; a class with no
+    people (``F_j = 0``, so no records either) counts for nothing."""
+    f = np.asarray(sample_sizes)
+    F = np.asarray(population_sizes, dtype=np.float64)
+    ratio = np.divide(f, F, out=np.zeros(np.broadcast_shapes(f.shape, F.shape)), where=F > 0)
+    n = f.sum(axis=axis, dtype=np.float64)
+    matched = ratio.sum(axis=axis)
+    return np.asarray(np.divide(matched, n, out=np.zeros(np.shape(matched)), where=n > 0))
 
 
 def _as_sizes(values: Sequence[int] | np.ndarray, what: str) -> np.ndarray:
@@ -124,7 +168,7 @@ def risk_measures(
     if population_size is not None and population_size < n:
         raise InputError(f"population size {population_size} is smaller than the sample ({n} records)")
     inv_f = 1.0 / f
-    pk_values = {int(k): float(f[f < k].sum() / n) for k in pk}
+    pk_values = {int(k): float(pk_share(f, int(k))) for k in pk}
     out: dict[str, Any] = {
         "n": n,
         "n_classes": J,
@@ -151,7 +195,7 @@ def risk_measures(
     if (f > F).any():
         raise DataError("a sample class is larger than its population class: the sample is not drawn from it")
     inv_F = 1.0 / F
-    B = float((f * inv_F).sum() / n)
+    B = float(marketer_risk(f, F))
     out.update(
         B=B,
         journalist_max=float(inv_F.max()),

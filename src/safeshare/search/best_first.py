@@ -131,7 +131,7 @@ class BestFirstOLA:
 
     name = "ola"
 
-    def search(self, ctx: SearchContext) -> SearchResult:
+    def run(self, ctx: SearchContext) -> SearchResult:
         start = time.perf_counter()
         lattice, table, criterion, metric = ctx.lattice, ctx.table, ctx.criterion, ctx.metric
         limit = criterion.suppression_limit(table.n_records)

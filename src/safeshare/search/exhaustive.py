@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from safeshare.core.evaluation import Classes
 from safeshare.core.lattice import Lattice, Node
+from safeshare.search.context import SearchContext
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
@@ -33,41 +34,52 @@ def maximal_of(nodes: Iterable[Node], lattice: Lattice) -> list[Node]:
 
 
 class ExhaustiveSearch:
-    """Evaluate every node; return the qualifying node of least objective.
-
-    Ties are broken like OLA's: lower node first, then lexicographic order.
-    """
+    """The ``exhaustive`` strategy: every node evaluated against the run's criterion and metric."""
 
     name = "exhaustive"
 
-    def search(
-        self,
-        lattice: Lattice,
-        all_classes: Iterable[Classes],
-        score: NodeScore,
-        progress: Progress | Ticker | None = None,
-    ) -> SearchResult:
-        start = time.perf_counter()
-        tick = (progress if isinstance(progress, Ticker) else Ticker(progress)).tick
-        qualifying: list[Node] = []
-        best: tuple[float, int, Node] | None = None
-        checked = 0
-        for classes in all_classes:
-            checked += 1
-            tick()
-            ok, value = score(classes)
-            if ok:
-                qualifying.append(classes.node)
-                key = (value, sum(classes.node), classes.node)
-                if best is None or key < best:
-                    best = key
-        return SearchResult(
-            algorithm=self.name,
-            node=best[2] if best else None,
-            objective=best[0] if best else None,
-            minimal_nodes=minimal_of(qualifying, lattice),
-            checked_nodes=checked,
-            lattice_size=lattice.size,
-            elapsed_s=time.perf_counter() - start,
-            extra={"qualifying_nodes": len(qualifying)},
+    def run(self, ctx: SearchContext) -> SearchResult:
+        return exhaustive_search(
+            ctx.lattice,
+            ctx.evaluator.iter_classes(),
+            lambda c: (ctx.criterion.holds(c, ctx.table), ctx.metric.value(c.node, c)),
+            progress=ctx.ticker,
         )
+
+
+def exhaustive_search(
+    lattice: Lattice,
+    all_classes: Iterable[Classes],
+    score: NodeScore,
+    progress: Progress | Ticker | None = None,
+) -> SearchResult:
+    """Evaluate every node; return the qualifying node of least objective.
+
+    Generic over ``score`` (a node's classes -> (qualifies, objective)), so that the
+    tests run it with predicates of their own. Ties are broken like OLA's: lower node
+    first, then lexicographic order.
+    """
+    start = time.perf_counter()
+    tick = (progress if isinstance(progress, Ticker) else Ticker(progress)).tick
+    qualifying: list[Node] = []
+    best: tuple[float, int, Node] | None = None
+    checked = 0
+    for classes in all_classes:
+        checked += 1
+        tick()
+        ok, value = score(classes)
+        if ok:
+            qualifying.append(classes.node)
+            key = (value, sum(classes.node), classes.node)
+            if best is None or key < best:
+                best = key
+    return SearchResult(
+        algorithm=ExhaustiveSearch.name,
+        node=best[2] if best else None,
+        objective=best[0] if best else None,
+        minimal_nodes=minimal_of(qualifying, lattice),
+        checked_nodes=checked,
+        lattice_size=lattice.size,
+        elapsed_s=time.perf_counter() - start,
+        extra={"qualifying_nodes": len(qualifying)},
+    )

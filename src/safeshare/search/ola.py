@@ -39,7 +39,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable
-from itertools import product
+from functools import lru_cache
 from operator import add, sub
 
 import numpy as np
@@ -191,9 +191,7 @@ def find_minimal_nodes(
         key = (tuple(map(sub, top, bottom)), steps)
         hit = offsets_cache.get(key)
         if hit is None:
-            rows = [o for o in product(*(range(s + 1) for s in key[0])) if sum(o) == steps]
-            arr = np.array(rows, dtype=np.intp) if len(rows) > 16 else None
-            hit = offsets_cache[key] = (rows, arr)
+            hit = offsets_cache[key] = level_offsets(*key)
         rows, arr = hit
         if arr is None:
             nodes = [tuple(map(add, bottom, o)) for o in rows]
@@ -274,6 +272,34 @@ def find_minimal_nodes(
     return found.nodes(), checked, True
 
 
+@lru_cache(maxsize=4096)
+def level_offsets(shape: tuple[int, ...], steps: int) -> tuple[list[Node], np.ndarray | None]:
+    """Offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, lexicographic;
+    also as an array when there are more than 16 (for numpy gathers).
+
+    Shared by every search (the same sub-lattice shapes recur from one search to the
+    next), and built with numpy one QI at a time, keeping only prefixes that can still
+    reach ``steps``: never the whole box, which for a lattice of a million nodes is
+    seconds of Python.
+    """
+    q = len(shape)
+    rest = [sum(shape[i:]) for i in range(q)] + [0]
+    prefixes = np.zeros((1, 0), dtype=np.intp)
+    sums = np.zeros(1, dtype=np.intp)
+    for i, size in enumerate(shape):
+        values = np.arange(size + 1, dtype=np.intp)
+        new_sums = (sums[:, None] + values[None, :]).ravel()
+        keep = (new_sums <= steps) & (new_sums + rest[i + 1] >= steps)
+        rows_idx = np.repeat(np.arange(prefixes.shape[0]), size + 1)[keep]
+        prefixes = np.column_stack([prefixes[rows_idx], np.tile(values, prefixes.shape[0])[keep]])
+        sums = new_sums[keep]
+    rows: list[Node] = list(map(tuple, prefixes.tolist()))
+    if len(rows) <= 16:
+        return rows, None
+    prefixes.flags.writeable = False
+    return rows, prefixes
+
+
 def tag_minimal(state: np.ndarray) -> list[Node]:
     """Nodes tagged as qualifying none of whose predecessors is tagged as qualifying.
 
@@ -305,39 +331,33 @@ def choose_best(nodes: list[Node], objective: Objective) -> tuple[Node | None, f
     return best[2], best[0]
 
 
-class OLA:
-    """Optimal Lattice Anonymization: least loss among the k-minimal nodes (thesis §4.3).
+def ola_search(
+    lattice: Lattice,
+    predicate: Predicate,
+    objective: Objective,
+    guide: Guide | None = None,
+    progress: Progress | Ticker | None = None,
+    known: Iterable[tuple[Node, bool]] = (),
+) -> SearchResult:
+    """Optimal Lattice Anonymization: least ``objective`` among the minimal nodes of a
+    monotone ``predicate`` (thesis §4.3).
 
-    Parameters
-    ----------
-    guide: optional cheap node score used to order probes (see
-        :func:`find_minimal_nodes`); it never changes the result.
+    The generic algorithm, a plain function like :func:`find_minimal_nodes` (whose
+    ``guide``, ``progress`` and ``known`` it passes on; none changes the result). The
+    ``ola`` strategy (:class:`safeshare.search.strategy.OLA`) runs it on a run's
+    :class:`~safeshare.search.context.SearchContext`.
     """
-
-    name = "ola"
-
-    def __init__(
-        self,
-        guide: Guide | None = None,
-        progress: Progress | Ticker | None = None,
-        known: Iterable[tuple[Node, bool]] = (),
-    ) -> None:
-        self.guide = guide
-        self.progress = progress
-        self.known = known
-
-    def search(self, lattice: Lattice, predicate: Predicate, objective: Objective) -> SearchResult:
-        start = time.perf_counter()
-        minimal, checked, _ = find_minimal_nodes(
-            lattice, predicate, monotone=True, guide=self.guide, progress=self.progress, known=self.known
-        )
-        node, value = choose_best(minimal, objective)
-        return SearchResult(
-            algorithm=self.name,
-            node=node,
-            objective=value,
-            minimal_nodes=minimal,
-            checked_nodes=checked,
-            lattice_size=lattice.size,
-            elapsed_s=time.perf_counter() - start,
-        )
+    start = time.perf_counter()
+    minimal, checked, _ = find_minimal_nodes(
+        lattice, predicate, monotone=True, guide=guide, progress=progress, known=known
+    )
+    node, value = choose_best(minimal, objective)
+    return SearchResult(
+        algorithm="ola",
+        node=node,
+        objective=value,
+        minimal_nodes=minimal,
+        checked_nodes=checked,
+        lattice_size=lattice.size,
+        elapsed_s=time.perf_counter() - start,
+    )

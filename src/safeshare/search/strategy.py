@@ -1,8 +1,17 @@
 """Search strategies: how a workflow picks a node, on the shared core.
 
-Every strategy receives the same :class:`SearchContext` (the frequency table,
-the one evaluator, the privacy criterion, the loss metric) and returns a
-:class:`~safeshare.search.result.SearchResult`. Strategies are registered by
+Every strategy has one signature, ``run(ctx: SearchContext) -> SearchResult``:
+it receives the same :class:`SearchContext` (the frequency table, the one
+evaluator, the privacy criterion, the loss metric) and returns a
+:class:`~safeshare.search.result.SearchResult` (:class:`OLA`,
+:class:`~safeshare.search.exhaustive.ExhaustiveSearch`,
+:class:`~safeshare.search.best_first.BestFirstOLA`,
+:class:`~safeshare.search.inverse_ola.InverseOLA`). The generic algorithms
+behind them are plain functions over a lattice and a predicate
+(:func:`~safeshare.search.ola.find_minimal_nodes`,
+:func:`~safeshare.search.ola.ola_search`,
+:func:`~safeshare.search.exhaustive.exhaustive_search`), which other searches
+(the surveillance policy search) call with predicates of their own. Strategies are registered by
 name in :data:`STRATEGIES` so that configuration files and the command line
 can select them (``algorithm: ola``); a strategy's own parameters come from
 ``algorithm_options``.
@@ -23,13 +32,13 @@ from safeshare.search.context import SearchContext
 from safeshare.search.exhaustive import ExhaustiveSearch
 from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.memo import MemoizedCriterion
-from safeshare.search.ola import OLA
+from safeshare.search.ola import ola_search
 from safeshare.search.result import SearchResult
 
 __all__ = [
+    "OLA",
     "STRATEGIES",
-    "ExhaustiveStrategy",
-    "OLAStrategy",
+    "ExhaustiveSearch",
     "SearchContext",
     "SearchStrategy",
     "StrategyFactory",
@@ -45,39 +54,32 @@ class SearchStrategy(Protocol):
     def run(self, ctx: SearchContext) -> SearchResult: ...
 
 
-class OLAStrategy:
-    """OLA: least loss among the k-minimal nodes (thesis §4.3).
+class OLA:
+    """The ``ola`` strategy: least loss among the k-minimal nodes (thesis §4.3, :func:`ola_search`).
 
     When the criterion is not monotone, predictive tagging is not exact: the
     exact best-first search of :mod:`safeshare.search.best_first` (pruned by a
     monotone relaxation when one is known, e.g. k-anonymity with
     ``k = ceil(l)`` for entropy l-diversity) returns the exhaustive optimum.
+    (It lives here, not in ``ola.py``, because best-first uses ``ola.py``'s
+    :func:`~safeshare.search.ola.find_minimal_nodes`.)
     """
 
     name = "ola"
 
     def run(self, ctx: SearchContext) -> SearchResult:
         if not ctx.criterion.monotone:
-            return BestFirstOLA().search(ctx)
+            return BestFirstOLA().run(ctx)
         known = (
             ctx.criterion.facts(ctx.table.n_records) if isinstance(ctx.criterion, MemoizedCriterion) else ()
         )
-        return OLA(guide=ctx.guide, progress=ctx.ticker, known=known).search(
-            ctx.lattice, ctx.holds, lambda n: ctx.metric.value(n)
-        )
-
-
-class ExhaustiveStrategy:
-    """Evaluate every node (verification, small lattices, non-monotone models)."""
-
-    name = "exhaustive"
-
-    def run(self, ctx: SearchContext) -> SearchResult:
-        return ExhaustiveSearch().search(
+        return ola_search(
             ctx.lattice,
-            ctx.evaluator.iter_classes(),
-            lambda c: (ctx.criterion.holds(c, ctx.table), ctx.metric.value(c.node, c)),
+            ctx.holds,
+            lambda n: ctx.metric.value(n),
+            guide=ctx.guide,
             progress=ctx.ticker,
+            known=known,
         )
 
 
@@ -97,8 +99,8 @@ def _no_options(cls: type) -> StrategyFactory:
 #: The searches of this package by name. Strategies built on higher layers (epsilon-safe, in
 #: ``dp/``) are added by the workflow layer: :data:`safeshare.workflows.algorithms.ALGORITHMS`.
 STRATEGIES: dict[str, StrategyFactory] = {
-    "ola": _no_options(OLAStrategy),
-    "exhaustive": _no_options(ExhaustiveStrategy),
+    "ola": _no_options(OLA),
+    "exhaustive": _no_options(ExhaustiveSearch),
     "inverse-ola": make_inverse_ola,
 }
 

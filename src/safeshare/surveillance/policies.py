@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -285,6 +286,10 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
               - {code: B, groups: {white: [white], nonwhite: [black, other]}}
               - {code: "*", suppress: true}
 
+    An age dimension may instead give its band widths (each a multiple of the previous), as the
+    default one: ``{name: age, age_widths: [1, 10, 20], max_age: 90}`` (codes ``0``, ``1``, ... and
+    ``*``; leaves ``0`` .. ``max_age``, default 100, the last meaning "and over").
+
     Errors name the key path (``dimensions[1].levels[2].groups``).
     """
     dims_spec = spec.get("dimensions")
@@ -298,6 +303,22 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
         name, leaves, levels_spec = d.get("name"), d.get("leaves"), d.get("levels")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{path}.name: a non-empty string is required")
+        if "age_widths" in d:
+            widths, max_age = d["age_widths"], d.get("max_age", MAX_AGE)
+            if (
+                not isinstance(widths, list)
+                or not widths
+                or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in widths)
+            ):
+                raise ConfigError(f"{path}.age_widths: a non-empty list of whole numbers >= 1 is required")
+            if not isinstance(max_age, int) or isinstance(max_age, bool) or max_age < 1:
+                raise ConfigError(f"{path}.max_age: a whole number >= 1 is required")
+            try:
+                age = age_dimension(widths, max_age)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}.age_widths: {exc}") from None
+            dims.append(Dimension(name, age.leaves, age.levels))
+            continue
         if not isinstance(leaves, list) or not leaves:
             raise ConfigError(f"{path}.leaves: a non-empty list is required")
         leaves_t = tuple(str(x) for x in leaves)
@@ -334,3 +355,25 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
     return PolicySpace(dims)
+
+
+def load_space(path: Path | str | None) -> PolicySpace:
+    """The policy space of a YAML or JSON file (:func:`space_from_mapping`); the default space for None.
+
+    Errors are one line naming the file and the key path."""
+    if path is None:
+        return default_space()
+    import yaml
+
+    try:
+        spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the hierarchies ({exc.strerror or exc})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a YAML/JSON file ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{path}: a mapping with 'dimensions' is required")
+    try:
+        return space_from_mapping(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -6,21 +6,31 @@ For every period (a day, or a Sunday-Saturday week with ``weekly``) that has rec
    or one policy for every week); "do not share" writes nothing for the period;
 2. each record's demographics are replaced by their labels at the policy's levels
    (``5-year`` ages as ``35-39``, race ``white-or-black``, ``*`` for a suppressed dimension);
-3. a record whose *population bin* — the people of its region in its generalized group — holds
+3. a record whose *population bin* -- the people of its region in its generalized group -- holds
    fewer than ``k`` people is suppressed (dropped): such a group is rare in the population
    itself, so a record in it is close to unique whatever the case volume;
 4. only ``region``, ``date`` (the week's first day for weekly releases) and the dimensions are
    written, plus the columns named in ``keep``: other columns (a case id) may identify people.
 
-Privacy by default, as ``anonymize``: every file is written into a staging directory, re-read
-and checked by :func:`verify_period_file` (computed from the written text and the population
-table alone, not from the arrays that produced the file), and the directory is published by
-:class:`safeshare.io.OutputDirectory` (lock, stage, one atomic swap): ``OUT`` is the complete
-previous release or the complete new one. A failed check publishes nothing.
+Through the same machinery as ``anonymize`` (no second writer): the records are read by an
+:class:`~safeshare.data.engines.base.Engine` (memory or DuckDB, CSV or Parquet), which returns
+only the distinct ``(region, date, demographics)`` tuples with their counts; from those, each
+period gets a :class:`~safeshare.data.engines.base.ReleasePlan` whose generalization maps every
+column's raw values to its released labels (``region`` unchanged; ``date`` to the period's label,
+or to :data:`OTHER_PERIOD` for the records of other periods) and whose suppressed tuples are the
+generalized tuples of other periods and of small population bins. ``Engine.write_release`` writes
+the period's file (CSV or Parquet, rows in release order: the same bytes from either engine), which
+is then re-read by :func:`safeshare.verify.verify_release` (columns allowed, labels of the policy's
+levels, the date, no record added) with its ``population-bins`` check
+(:mod:`safeshare.verify.population_bins`, computed from the file and the population table alone),
+and the directory is published by :class:`safeshare.io.OutputDirectory` (lock, stage, one atomic
+swap): ``OUT`` is the complete previous release or the complete new one. A failed check publishes
+nothing.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +40,16 @@ import numpy as np
 import pandas as pd
 
 from safeshare.core.lattice import Node
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory
-from safeshare.surveillance.inputs import CaseRecords, Population, _read_csv
+from safeshare.surveillance.inputs import Population, _read_csv
 from safeshare.surveillance.policies import PolicySpace
 from safeshare.surveillance.search import DO_NOT_SHARE
+from safeshare.verify import Expectations, Verification, verify_release
+
+#: The ``date`` label of the records of other periods in a period's plan (all suppressed, never written).
+OTHER_PERIOD = "(another period)"
 
 
 @dataclass(frozen=True)
@@ -116,19 +131,8 @@ class SurveillanceRelease:
         }
 
 
-def _labels(space: PolicySpace, node: Node, records: CaseRecords, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """The label of each record (rows) at the policy's level, per dimension."""
-    out = {}
-    for dim, level in zip(space.dimensions, node, strict=True):
-        leaf = {label: i for i, label in enumerate(dim.leaves)}
-        idx = records.frame[dim.name].str.strip().map(leaf).to_numpy()[rows].astype(np.int64)
-        out[dim.name] = np.asarray(dim.levels[level].groups, dtype=object)[idx]
-    return out
-
-
 def population_of_labels(population: Population, node: Node) -> pd.DataFrame:
-    """People per region and generalized group, computed from the labels (not the bin groupings):
-    the verifier's own view of the population bins."""
+    """People per region and generalized group, computed from the labels (not the bin groupings)."""
     space = population.space
     grids = np.unravel_index(np.arange(space.n_bins), space.shape)
     cols: dict[str, Any] = {}
@@ -142,127 +146,230 @@ def population_of_labels(population: Population, node: Node) -> pd.DataFrame:
     return grouped
 
 
-def verify_period_file(
+def _population_rows(population: Population) -> dict[str, list[Any]]:
+    """The population table as plain columns (region, leaf labels, people), populated bins only."""
+    space = population.space
+    regions, bins = np.nonzero(population.counts)
+    leaves = np.unravel_index(bins, space.shape)
+    out: dict[str, list[Any]] = {"region": [population.regions[r] for r in regions]}
+    for dim, leaf in zip(space.dimensions, leaves, strict=True):
+        out[dim.name] = [dim.leaves[i] for i in leaf]
+    out["people"] = population.counts[regions, bins].tolist()
+    return out
+
+
+def verify_period(
     path: Path,
+    fmt: OutputFormat,
     population: Population,
     node: Node,
     k: int,
     columns: list[str],
-    dates: tuple[str, str],
-    expected_rows: int,
-) -> list[str]:
-    """Independent re-check of one written release file; the list of failures (empty: passed).
-
-    Re-reads the file as text and checks: the columns (nothing else is released), every label at
-    the policy's level of its dimension, every date within the period, every record's population
-    bin (people of its region with its generalized labels) at least ``k``, and the row count."""
+    period: str,
+    records_in: int,
+    population_rows: dict[str, list[Any]] | None = None,
+) -> Verification:
+    """The shared verifier on one written period file, stated from the options and the policy alone:
+    exactly ``columns``; ``region`` a region of the population table, ``date`` the period's label,
+    every dimension a label of the policy's level; no more records than the period's ``records_in``;
+    and the ``population-bins`` check (every record's population bin at least ``k`` people)."""
     space = population.space
-    failures: list[str] = []
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if list(frame.columns) != columns:
-        return [f"{path.name}: columns {list(frame.columns)}, expected {columns}"]
-    if len(frame) != expected_rows:
-        failures.append(f"{path.name}: {len(frame)} records, expected {expected_rows}")
+    allowed: dict[str, set[str]] = {"region": set(population.regions), "date": {period}}
+    labels: dict[str, dict[str, str]] = {}
     for dim, level in zip(space.dimensions, node, strict=True):
-        allowed = set(dim.levels[level].groups)
-        bad = ~frame[dim.name].isin(allowed)
-        if bad.any():
-            failures.append(
-                f"{path.name}:{int(np.flatnonzero(bad.to_numpy())[0]) + 2}: {dim.name} "
-                f"{frame[dim.name][bad].iloc[0]!r} is not a label of level {dim.levels[level].code!r}"
-            )
-    outside = (frame["date"] < dates[0]) | (frame["date"] > dates[1])
-    if outside.any():
-        failures.append(
-            f"{path.name}: date {frame['date'][outside].iloc[0]!r} outside {dates[0]}..{dates[1]}"
-        )
-    if failures:
-        return failures
-    people = population_of_labels(population, node)
-    merged = frame.merge(people, on=["region", *space.names], how="left")
-    small = merged["people"].fillna(0) < k
-    if small.any():
-        row = merged[small].iloc[0]
-        failures.append(
-            f"{path.name}: a record of region {row['region']} in a population bin of "
-            f"{int(0 if pd.isna(row['people']) else row['people'])} people (< k = {k})"
-        )
-    return failures
+        allowed[dim.name] = set(dim.levels[level].groups)
+        labels[dim.name] = {leaf: dim.levels[level].groups[i] for i, leaf in enumerate(dim.leaves)}
+    rows = population_rows if population_rows is not None else _population_rows(population)
+    expected = Expectations(
+        columns=columns,
+        quasi_identifiers=["region", "date", *space.names],
+        allowed_labels=allowed,
+        records_in=records_in,
+        max_suppression=1.0,  # population-bin suppression has no limit: it is checked record by record
+        k=1,
+        models={"population-bins": {"k": k, "region": "region", "labels": labels, "population": rows}},
+    )
+    return verify_release(path, fmt, expected)
+
+
+def _line_of(path: str, column: str, value: str | None) -> str:
+    """``file:LINE`` of the first CSV record whose ``column`` holds ``value`` (stripped), for an error
+    message (the engines return distinct values, not lines); ``file`` alone when not found."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = [h.strip() for h in next(reader)]
+            j = header.index(column)
+            for row in reader:
+                if j < len(row) and row[j].strip() == (value or ""):
+                    return f"{path}:{reader.line_num}"
+    except (OSError, UnicodeDecodeError, StopIteration, ValueError, csv.Error):
+        pass
+    return path
+
+
+@dataclass(frozen=True)
+class _Tuples:
+    """The distinct raw ``(region, date, demographics)`` tuples of the records, parsed."""
+
+    raw: pd.DataFrame  # text columns region, date, dimensions (as the engine read them)
+    counts: np.ndarray  # records per tuple
+    region: np.ndarray  # row of the population table
+    day: np.ndarray  # datetime64[D]
+    leaves: list[np.ndarray]  # leaf index per dimension
+
+
+def _distinct_tuples(engine: Engine, population: Population, records_path: str) -> _Tuples:
+    """The engine's ``GROUP BY`` of the records, validated value by value (one-line errors)."""
+    space = population.space
+    cols = ["region", "date", *space.names]
+    missing = [c for c in cols if c not in engine.columns()]
+    if missing:
+        raise DataError(f"{records_path}:1: missing column(s) {missing}; the header is {engine.columns()}")
+    grouped = engine.grouped_counts(cols)
+    raw = grouped[cols].astype(object).where(grouped[cols].notna(), None)
+
+    def bad(column: str, value: Any, why: str) -> DataError:
+        where = _line_of(records_path, column, value)
+        return DataError(f"{where}: column {column!r}: {value!r} {why}")
+
+    region_row = {r: i for i, r in enumerate(population.regions)}
+    region = np.empty(len(raw), dtype=np.int64)
+    for i, value in enumerate(raw["region"]):
+        if value not in region_row:
+            raise bad("region", value, "is not in the population table")
+        region[i] = region_row[value]
+    dates = pd.to_datetime(raw["date"], format="%Y-%m-%d", errors="coerce")
+    if dates.isna().any():
+        raise bad("date", raw["date"][dates.isna()].iloc[0], "is not a YYYY-MM-DD date")
+    leaves = []
+    for dim in space.dimensions:
+        index = {label: i for i, label in enumerate(dim.leaves)}
+        idx = np.empty(len(raw), dtype=np.int64)
+        for i, value in enumerate(raw[dim.name]):
+            if value not in index:
+                shown = ", ".join(dim.leaves[:8]) + (", ..." if len(dim.leaves) > 8 else "")
+                raise bad(dim.name, value, f"is not a label of {dim.name} ({shown})")
+            idx[i] = index[value]
+        leaves.append(idx)
+    counts = grouped[COUNT_COLUMN].to_numpy(dtype=np.int64)
+    return _Tuples(raw, counts, region, dates.to_numpy().astype("datetime64[D]"), leaves)
+
+
+def record_days(engine: Engine, population: Population, records_path: str = "case records") -> np.ndarray:
+    """The distinct diagnosis days of the records (for :func:`constant_schedule`)."""
+    out: np.ndarray = np.unique(_distinct_tuples(engine, population, records_path).day)
+    return out
+
+
+def plan_period(
+    population: Population,
+    tuples: _Tuples,
+    in_period: np.ndarray,
+    node: Node,
+    label: str,
+    k: int,
+    columns: list[str],
+    fmt: OutputFormat,
+) -> tuple[ReleasePlan, int, int]:
+    """The period's plan, its records and the records it keeps (see the module docstring)."""
+    space = population.space
+    grouping, n_groups = space.grouping(node)
+    bins_people = np.stack(
+        [np.bincount(grouping, weights=row, minlength=n_groups) for row in population.counts]
+    ).astype(np.int64)
+    group = grouping[space.bin_index(tuples.leaves)]
+    people = bins_people[tuples.region, group]
+    kept = in_period & (people >= k)
+    raw = tuples.raw
+    generalization: dict[str, dict[str, str]] = {
+        "region": {v: v for v in pd.unique(raw["region"])},
+        "date": {},
+    }
+    for value, inside in zip(raw["date"], in_period, strict=True):
+        generalization["date"][value] = label if inside else OTHER_PERIOD  # in_period is the date's
+    released: dict[str, np.ndarray] = {
+        "region": raw["region"].to_numpy(dtype=object),
+        "date": np.where(in_period, label, OTHER_PERIOD).astype(object),
+    }
+    for dim, level, leaf in zip(space.dimensions, node, tuples.leaves, strict=True):
+        labels = np.asarray(dim.levels[level].groups, dtype=object)
+        generalization[dim.name] = {dim.leaves[i]: str(labels[i]) for i in range(len(dim.leaves))}
+        released[dim.name] = labels[leaf]
+    qis = ["region", "date", *space.names]
+    suppressed = pd.DataFrame({q: released[q][~kept] for q in qis}).drop_duplicates(ignore_index=True)
+    plan = ReleasePlan(columns=columns, generalization=generalization, suppressed=suppressed, format=fmt)
+    return plan, int(tuples.counts[in_period].sum()), int(tuples.counts[kept].sum())
 
 
 def release_cases(
     population: Population,
-    records: CaseRecords,
-    schedule: WeeklyPolicies,
+    engine: Engine,
+    schedule: WeeklyPolicies | Node,
     out_dir: Path,
     k: int = 11,
     weekly: bool = False,
     keep: list[str] | None = None,
     records_path: str = "case records",
+    fmt: OutputFormat = "csv",
 ) -> SurveillanceRelease:
-    """Write, verify and publish one release file per period (see the module docstring)."""
+    """Write, verify and publish one release file per period (see the module docstring).
+
+    ``engine`` reads the case records; ``schedule`` is the weekly schedule or one policy for every
+    week; ``fmt`` is the release files' format (``csv`` or ``parquet``)."""
     if k < 1:
         raise InputError(f"--k: k must be >= 1, got {k}")
+    if fmt not in ("csv", "parquet"):
+        raise InputError(f"--format: csv or parquet, got {fmt!r}")
     space = population.space
     keep = keep or []
     for col in keep:
-        if col not in records.frame.columns:
+        if col not in engine.columns():
             raise InputError(f"--keep: {records_path} has no column {col!r}")
         if col in ("region", "date", *space.names):
             raise InputError(f"--keep: {col!r} is always released")
-    regions = records.frame["region"].str.strip().to_numpy(dtype=str)
-    region_row = {r: i for i, r in enumerate(population.regions)}
-    for i, region in enumerate(regions):
-        if region not in region_row:
-            raise DataError(
-                f"{records_path}:{i + 2}: column 'region': {region!r} is not in the population table"
-            )
-    periods = _week_start(records.dates) if weekly else records.dates.astype("datetime64[D]")
-    for i, day in enumerate(records.dates):
+    tuples = _distinct_tuples(engine, population, records_path)
+    if not isinstance(schedule, WeeklyPolicies):
+        schedule = constant_schedule(schedule, np.unique(tuples.day))
+    periods = _week_start(tuples.day) if weekly else tuples.day
+    for value, day in zip(tuples.raw["date"], tuples.day, strict=True):
         if not schedule.policy_on(day)[0]:
-            raise DataError(f"{records_path}:{i + 2}: column 'date': {day} is in no week of the schedule")
+            where = _line_of(records_path, "date", value)
+            raise DataError(f"{where}: column 'date': {day} is in no week of the schedule")
     columns = ["region", "date", *space.names, *keep]
+    rows = _population_rows(population)
     result = SurveillanceRelease(Path(out_dir))
     output = OutputDirectory(Path(out_dir))
     with output as stage:
         for period in np.unique(periods):
-            rows = np.flatnonzero(periods == period)
-            _, node = schedule.policy_on(period if not weekly else records.dates[rows[0]])
+            in_period = periods == period
+            _, node = schedule.policy_on(period if not weekly else tuples.day[in_period].min())
             label = str(period)
+            records_in = int(tuples.counts[in_period].sum())
             if node is None:
-                result.periods.append(PeriodRelease(label, DO_NOT_SHARE, None, rows.size, 0, 0))
+                result.periods.append(PeriodRelease(label, DO_NOT_SHARE, None, records_in, 0, 0))
                 continue
-            grouping, n_groups = space.grouping(node)
-            bins_people = np.zeros((len(population.regions), n_groups), dtype=np.int64)
-            for r in range(len(population.regions)):
-                bins_people[r] = np.bincount(grouping, weights=population.counts[r], minlength=n_groups)
-            region_idx = np.array([region_row[x] for x in regions[rows]], dtype=np.int64)
-            people = bins_people[region_idx, grouping[records.bins[rows]]]
-            kept = rows[people >= k]
-            labels = _labels(space, node, records, kept)
-            frame = pd.DataFrame(
-                {
-                    "region": regions[kept],
-                    "date": np.full(kept.size, label) if weekly else records.dates[kept].astype(str),
-                    **labels,
-                    **{c: records.frame[c].to_numpy()[kept] for c in keep},
-                }
+            plan, records_in, records_out = plan_period(
+                population, tuples, in_period, node, label, k, columns, fmt
             )
-            name = f"release_{'week_' if weekly else ''}{label}.csv"
-            frame.to_csv(stage / name, index=False, lineterminator="\n")
-            last = str(period + np.timedelta64(6 if weekly else 0, "D"))
-            failures = verify_period_file(
-                stage / name, population, node, k, columns, (label, last), kept.size
-            )
+            name = f"release_{'week_' if weekly else ''}{label}.{fmt}"
+            written = engine.write_release(plan, stage / name)
+            check = verify_period(stage / name, fmt, population, node, k, columns, label, records_in, rows)
+            failures = list(check.failures)
+            if written != records_out or check.records_out != records_out:
+                failures.append(
+                    f"{written} records written, {check.records_out} read back, {records_out} planned"
+                )
             if failures:
                 raise VerificationError(
-                    "a written release failed its independent privacy check: " + "; ".join(failures)
+                    f"the release {name} failed its independent privacy check: " + "; ".join(failures)
                 )
             code = space.format(node)
             result.periods.append(
-                PeriodRelease(label, code, name, rows.size, kept.size, rows.size - kept.size)
+                PeriodRelease(label, code, name, records_in, records_out, records_in - records_out)
             )
-        doc = {"k": k, "weekly": weekly, "columns": columns, **result.to_dict()}
+        doc = {"k": k, "weekly": weekly, "columns": columns, "engine": engine.name, "format": fmt}
+        doc.update(result.to_dict())
         (stage / "release.json").write_text(json.dumps(doc, indent=2) + "\n")
         output.publish()
     return result

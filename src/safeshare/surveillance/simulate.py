@@ -53,6 +53,7 @@ import numpy.typing as npt
 from scipy import sparse
 
 from safeshare.errors import InputError
+from safeshare.risk.measures import marketer_risk, pk_share, records_at_risk
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -228,11 +229,8 @@ class VolumeRisk:
         """Per simulation, the number of records in a group of fewer than ``k`` (``PK_k x volume``)."""
         if self.volume == 0:
             return np.zeros(self.sims, dtype=np.int64)
-        counts = self._counts(grouping, key)
-        # counts * (counts < k), summed in the counts' own dtype (the sum is at most the volume):
-        # np.where with a scalar and widening sums are several times slower
-        small = counts * (counts < k) if k <= np.iinfo(counts.dtype).max else counts
-        out: npt.NDArray[np.int64] = small.sum(axis=0, dtype=counts.dtype).astype(np.int64)
+        # the shared definition of safeshare.risk.measures, along the groups of every simulation
+        out: npt.NDArray[np.int64] = records_at_risk(self._counts(grouping, key), k, axis=0).astype(np.int64)
         return out
 
     def pk(self, grouping: Grouping, k: int, key: object = None) -> FloatArray:
@@ -349,7 +347,12 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
     """The window loop: the records of period ``t``'s lagging window are one contiguous slice of every
     simulation's sequence, so each window is one ``bincount`` over ``simulations x groups`` and one
     gather (simulations in cache-sized chunks). The marketer risk needs no counts: ``sum_g f_g / F_g``
-    is the sum of ``1 / F_g(r)`` over the released records."""
+    is the sum of ``1 / F_g(r)`` over the released records.
+
+    This path counts record by record rather than class by class, so it does not call
+    :func:`safeshare.risk.measures.pk_share` / :func:`~safeshare.risk.measures.marketer_risk` (building
+    the class sizes of every window would cost the dense path's memory at fine policies); it is tested
+    equal to those shared definitions (``tests/test_surveillance_simulate.py``)."""
     _check_series_args(k, lag)
     sims, periods = draw.order.shape[0], draw.cases.size
     dense, n_groups, people = _groups_of(draw, grouping)
@@ -388,8 +391,10 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
 
 
 def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
-    """The risk from dense ``sims x periods x groups`` counts (chunked) and their cumulative sums;
-    used for coarse policies and tested equal to the window loop."""
+    """The risk from dense ``sims x periods x groups`` counts (chunked) and their cumulative sums,
+    measured by the shared :func:`~safeshare.risk.measures.pk_share` and
+    :func:`~safeshare.risk.measures.marketer_risk`; used for coarse policies, tested equal to the window
+    loop."""
     _check_series_args(k, lag)
     sims, periods = draw.order.shape[0], draw.cases.size
     group_of_bin = np.asarray(grouping[0], dtype=np.int64)[draw.populated]
@@ -399,7 +404,6 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
     people = np.bincount(dense, weights=draw.population, minlength=n_groups)
     cum_cases = np.concatenate([[0], np.cumsum(draw.cases)])
     window = cum_cases[1:] - cum_cases[np.maximum(np.arange(1, periods + 1) - lag, 0)]
-    cumulative = cum_cases[1:]
     pk = np.zeros((sims, periods))
     marketer = np.zeros((sims, periods))
     chunk = max(1, _BLOCK // max(1, periods * n_groups))
@@ -413,13 +417,9 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
         lagged = np.zeros_like(cum)
         if lag < periods:
             lagged[:, lag:] = cum[:, : periods - lag]
-        win = cum - lagged
-        at_risk = np.where(win < k, win, 0).sum(axis=2)
-        pk[start:stop] = np.divide(at_risk, window, out=np.zeros(at_risk.shape), where=window > 0)
-        matched = (cum / np.maximum(people, 1)).sum(axis=2)
-        marketer[start:stop] = np.divide(
-            matched, cumulative, out=np.zeros(matched.shape), where=cumulative > 0
-        )
+        # the class sizes of every window and cumulative release, measured by the shared definitions
+        pk[start:stop] = pk_share(cum - lagged, k, axis=2)
+        marketer[start:stop] = marketer_risk(cum, people, axis=2)
     return SeriesRisk(pk, marketer, window.astype(np.int64))
 
 

@@ -9,17 +9,25 @@ mechanism. A new strategy is one file and one line here (docs/architecture.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from safeshare.dp.epsilon_safe import make_epsilon_safe_strategy
+from safeshare.dp.epsilon_safe import check_epsilon_safe_spec, make_epsilon_safe_strategy
 from safeshare.errors import ConfigError
+from safeshare.models.base import PrivacyCriterion
 from safeshare.search.strategy import STRATEGIES, SearchStrategy, StrategyFactory
 
 #: Strategy factories by name: the searches of ``search/``, then the workflow-level ones.
 ALGORITHMS: dict[str, StrategyFactory] = {
     **STRATEGIES,
     "epsilon-safe": make_epsilon_safe_strategy,
+}
+
+#: Algorithms whose strategy needs options only known at run time (epsilon-safe: the
+#: Bernoulli sample): :class:`~safeshare.workflows.spec.AnonymizationSpec` validates the
+#: specified options with this check instead of building the strategy.
+SPEC_CHECKS: dict[str, Callable[[Mapping[str, Any], PrivacyCriterion], None]] = {
+    "epsilon-safe": check_epsilon_safe_spec,
 }
 
 

@@ -8,14 +8,14 @@ frequency table of the sampled records and runs the strategy through
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from safeshare.core.tabulate import build_frequency_table
 from safeshare.data.engines.base import Engine
-from safeshare.data.schema import Schema
 from safeshare.dp.drbg import CryptoRandom
 from safeshare.dp.epsilon_safe import (
     NON_DP_WARNING,
@@ -23,13 +23,12 @@ from safeshare.dp.epsilon_safe import (
     EpsilonSafeStrategy,
     NodeDistribution,
     node_distribution,
+    single_k,
 )
 from safeshare.dp.parameters import DPSParameters, format_log10
 from safeshare.dp.sampling import SampleDraw, sample_engine
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.models.base import PrivacyCriterion
-from safeshare.models.k_anonymity import KAnonymity
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.workflows.spec import AnonymizationSpec
 
@@ -88,31 +87,27 @@ class EpsilonSafeDryRun:
 class EpsilonSafeAnonymizer:
     """Epsilon-safe LA end to end: sample, search on the sample, choose a node, suppress.
 
-    Parameters
-    ----------
-    schema: column roles and hierarchies; every released column must be a QI.
-    k: the k of k-anonymity (every smaller class is suppressed).
-    params: :class:`EpsilonSafeParams`.
-    max_suppression: the suppression limit that shapes the utility (not enforced).
-    prec_weights: optional per-QI weights of Prec.
+    ``spec`` is an :class:`AnonymizationSpec` with ``algorithm="epsilon-safe"``, already
+    validated: its schema (every released column must be a QI), its one k-anonymity model
+    (every class smaller than k is suppressed), its suppression limit (which shapes the
+    utility, not enforced), its Prec weights, and ``algorithm_options["params"]``, the
+    :class:`EpsilonSafeParams` (built by :meth:`safeshare.config.RunConfig.spec` from the
+    ``dp:`` section and the command line). The sample is added at run time.
     """
 
-    def __init__(
-        self,
-        schema: Schema,
-        k: int,
-        params: EpsilonSafeParams,
-        max_suppression: float = 0.05,
-        prec_weights: Mapping[str, float] | None = None,
-    ) -> None:
-        self.schema = schema
-        self.model = KAnonymity(k)
-        self.k = self.model.k
-        self.params = params
-        self.criterion = PrivacyCriterion([self.model], max_suppression)
-        self.max_suppression = self.criterion.max_suppression
-        self.prec_weights = dict(prec_weights or {})
-        self._refuse_release = not params.make_utility().differentially_private and not params.allow_non_dp
+    def __init__(self, spec: AnonymizationSpec) -> None:
+        if spec.algorithm != "epsilon-safe":
+            raise ConfigError(f"EpsilonSafeAnonymizer runs algorithm epsilon-safe, not {spec.algorithm!r}")
+        self.spec = spec
+        self.schema = spec.schema
+        self.criterion = spec.criterion()
+        self.k = single_k(self.criterion)
+        self.params: EpsilonSafeParams = spec.algorithm_options["params"]
+        self.max_suppression = spec.max_suppression
+        self.prec_weights = dict(spec.prec_weights)
+        self._refuse_release = (
+            not self.params.make_utility().differentially_private and not self.params.allow_non_dp
+        )
 
     def check_schema(self, columns: Sequence[str]) -> None:
         """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
@@ -169,21 +164,13 @@ class EpsilonSafeAnonymizer:
         sampled, draw, dps, rng = self._sample(engine)
         timings = {"sample": time.perf_counter() - start}
         options: dict[str, Any] = {
-            "params": self.params,
+            **self.spec.algorithm_options,
             "records_before_sampling": draw.records_in,
             "generator": rng.stream("mechanism"),
         }
         if self.prec_weights:
             options["prec_weights"] = self.prec_weights
-        spec = AnonymizationSpec(
-            schema=self.schema,
-            privacy=(self.model,),
-            max_suppression=self.max_suppression,
-            metric="prec",
-            algorithm="epsilon-safe",
-            algorithm_options=options,
-            prec_weights=self.prec_weights,
-        )
+        spec = dataclasses.replace(self.spec, metric="prec", algorithm_options=options)
         anonymizer = Anonymizer(spec)
         result = anonymizer.fit(sampled)
         result.timings = {**timings, **result.timings}

@@ -1,10 +1,13 @@
 """m-concealing of a chosen release: the glue between the measure and the anonymize workflow.
 
-The measure (:mod:`safeshare.risk.m_concealing`) works on grouped rows; here
-the release an :class:`~safeshare.workflows.anonymizer.AnonymizationResult`
-describes is grouped through the engine (QIs and knowledge columns),
-generalized with the chosen node, its suppressed classes removed, and
-measured, for report.json (``m``, ``inverse_m``, ``m_concealing``).
+The measure (:class:`~safeshare.risk.m_concealing.MConcealingMeasure`) works on a
+frequency table whose grain holds the knowledge columns. When the search's table
+holds them (an m-concealing model), the release an
+:class:`~safeshare.workflows.anonymizer.AnonymizationResult` describes is measured
+on it directly; otherwise (a top-level ``knowledge:``) a second table of the same
+QIs and hierarchies is grouped through the engine with the knowledge columns in
+its grain, and the result's released classes carried over. For report.json
+(``m``, ``inverse_m``, ``m_concealing``).
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from safeshare.data.engines.base import COUNT_COLUMN, Engine
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.data.engines.base import Engine
 from safeshare.data.schema import Role, Schema
 from safeshare.errors import ConfigError, DataError, InputError
 from safeshare.risk.knowledge import AdversaryKnowledge
-from safeshare.risk.m_concealing import Concealment, measure_frame
+from safeshare.risk.m_concealing import Concealment, MConcealingMeasure
 from safeshare.workflows.anonymizer import AnonymizationResult
 
 
@@ -27,12 +33,12 @@ def measure_release(
 ) -> Concealment:
     """The measure of the release ``result`` describes, suppressed records removed.
 
-    The data is grouped by the QIs and the knowledge columns through the
-    engine (the only step that reads records), generalized with the chosen
-    node, the suppressed classes are removed, and :func:`measure_frame` is
-    applied to the grouped rows.
+    On the search's frequency table when its grain holds the knowledge columns;
+    else on a table of the same QIs grouped through the engine (the only step that
+    reads records) with the knowledge columns in its grain, whose rows are
+    released when the search's rows of the same QI values are.
     """
-    if result.node is None:
+    if result.node is None or result.classes is None:
         raise InputError("no node was chosen: there is no release to measure")
     qis = list(result.table.qi_names)
     available = engine.columns()
@@ -43,17 +49,31 @@ def measure_release(
             raise InputError(
                 f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
             )
-    grouped = engine.grouped_counts([*qis, *knowledge.columns]).copy()
-    for qi, h, level in zip(qis, result.table.hierarchies, result.node, strict=True):
-        grouped[qi] = grouped[qi].astype(str).map(h.mapping(level))
-    for column in knowledge.columns:
-        grouped[column] = grouped[column].astype(str)
-    suppressed = result.suppressed_tuples() if result.suppressed_records else None
-    if suppressed is not None and len(suppressed):
-        drop = pd.MultiIndex.from_frame(suppressed[qis].astype(str))
-        keys = pd.MultiIndex.from_frame(grouped[qis])
-        grouped = grouped[~keys.isin(drop)].reset_index(drop=True)
-    return measure_frame(grouped, qis, knowledge, weights=COUNT_COLUMN, top=top)
+    if set(knowledge.columns) <= set(result.table.sensitive_names):
+        table, classes, rows = result.table, result.classes, result.released_rows
+    else:
+        grouped = engine.grouped_counts([*qis, *knowledge.columns])
+        table = FrequencyTable.from_grouped(grouped, qis, result.table.hierarchies, knowledge.columns)
+        classes = Evaluator(table).classes(result.node)
+        rows = _carry_released(result.table.codes, result.released_rows, table.codes)
+    released = np.zeros(classes.sizes.shape[0], dtype=bool)
+    released[classes.row_class[rows]] = True
+    return MConcealingMeasure(table, knowledge).measure(classes, released=released, top=top)
+
+
+def _carry_released(codes: np.ndarray, released: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Released rows of a table of the same QIs (leaf ``other`` codes), from ``codes`` and ``released``.
+
+    Rows of equal QI leaf codes are in the same class at every node, so they are
+    released together.
+    """
+    keys = pd.MultiIndex.from_arrays(list(codes.T))
+    first = ~keys.duplicated()
+    at = keys[first].get_indexer(pd.MultiIndex.from_arrays(list(other.T)))
+    if (at < 0).any():
+        raise DataError("the data changed since the search: a quasi-identifier combination is new")
+    out: np.ndarray = released[first][at]
+    return out
 
 
 def report_knowledge(

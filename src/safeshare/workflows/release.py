@@ -18,11 +18,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from safeshare.data.engines.base import Engine, OutputFormat
+from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.errors import InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import column_treatments, portable_paths, report_warnings
@@ -122,6 +122,13 @@ def write_release(
         start = time.perf_counter()
         expected = release_expectations(result, input_columns, delimiter)
         verification = verify_release(stage / name, fmt, expected)
+        if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
+            from safeshare.verify.spark import verify_release_spark
+
+            again = verify_release_spark(cast(Any, engine).spark, stage / name, expected)
+            verification.checks[engine.name] = again.to_dict()
+            verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
+            verification.passed = verification.passed and again.passed
         timings["verify"] = time.perf_counter() - start
         if not verification.passed:
             raise VerificationError(
@@ -141,6 +148,7 @@ def write_release(
             "safeshare_version": _version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "engine": engine.name,
+            "engine_settings": {**engine.settings(), "peak_rss_mb": peak_rss_mb()},
             "release": name,
             **result.summary(),
             "verified": True,

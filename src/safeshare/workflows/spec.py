@@ -20,11 +20,7 @@ from safeshare.data.schema import Schema
 from safeshare.errors import ConfigError
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
-from safeshare.workflows.algorithms import ALGORITHMS
-
-#: Algorithms whose options are supplied by their own workflow at run time (the Bernoulli
-#: sample of epsilon-safe): their options are checked when the workflow runs them.
-RUNTIME_OPTIONS = frozenset({"epsilon-safe"})
+from safeshare.workflows.algorithms import ALGORITHMS, SPEC_CHECKS
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -42,7 +38,8 @@ class AnonymizationSpec:
     max_suppression: the largest fraction of records that may be suppressed, in [0, 1].
     metric: ``prec``, ``dm_star`` or ``entropy`` (thesis §5.1); aliases are normalized.
     algorithm: a name of :data:`safeshare.workflows.algorithms.ALGORITHMS`.
-    algorithm_options: the algorithm's own parameters (e.g. ``{"max_loss": 0.5}``).
+    algorithm_options: the algorithm's own parameters (e.g. ``{"max_loss": 0.5}``;
+        epsilon-safe: ``{"params": EpsilonSafeParams(...)}``).
     prec_weights: optional per-QI weights of the Prec metric.
     """
 
@@ -61,13 +58,16 @@ class AnonymizationSpec:
         object.__setattr__(self, "metric", metric_name(self.metric))
         object.__setattr__(self, "algorithm_options", _frozen(self.algorithm_options))
         object.__setattr__(self, "prec_weights", _frozen(self.prec_weights))
-        self.criterion()  # binds the models to the schema; checks the suppression limit's range
+        criterion = self.criterion()  # binds the models to the schema; checks the suppression limit
         object.__setattr__(self, "max_suppression", float(self.max_suppression))
         factory = ALGORITHMS.get(self.algorithm)
         if factory is None:
             known = ", ".join(ALGORITHMS)
             raise ConfigError(f"unknown algorithm {self.algorithm!r}; expected one of {known}")
-        if self.algorithm not in RUNTIME_OPTIONS:
+        check = SPEC_CHECKS.get(self.algorithm)
+        if check is not None:  # completed at run time (epsilon-safe: the sample); check what is given
+            check(self.algorithm_options, criterion)
+        else:
             factory(dict(self.algorithm_options))  # the options are valid for this algorithm
         if self.prec_weights and self.metric != "prec":
             raise ConfigError("prec_weights apply to the prec metric only")

@@ -39,7 +39,7 @@ from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, InputError
 from safeshare.metrics.loss import metric_name
-from safeshare.models.k_anonymity import KAnonymity
+from safeshare.models.k_anonymity import KAnonymity, check_k
 from safeshare.options import parse_fractions
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
@@ -96,11 +96,7 @@ class SweepGrid:
     metrics: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        ks = []
-        for k in self.k:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ConfigError(f"--k: expected integers >= 1, got {k!r}")
-            ks.append(int(k))
+        ks = [check_k(k, "--k") for k in self.k]
         limits = []
         for s in self.max_suppression_pct:
             if isinstance(s, bool) or not isinstance(s, int | float) or not 0.0 <= float(s) <= 100.0:

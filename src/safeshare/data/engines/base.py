@@ -9,9 +9,10 @@ of records. An engine therefore does exactly two jobs on the raw data:
 2. :meth:`Engine.write_release`: apply a chosen generalization and suppression
    (a :class:`ReleasePlan`) to every record and write the result.
 
-Two implementations: :class:`~safeshare.data.engines.memory.MemoryEngine`
-(pandas, the default) and :class:`~safeshare.data.engines.duckdb.DuckDBEngine`
-(files larger than memory, Parquet/CSV read in place).
+Three implementations: :class:`~safeshare.data.engines.memory.MemoryEngine`
+(pandas, the default), :class:`~safeshare.data.engines.duckdb.DuckDBEngine`
+(files larger than memory, Parquet/CSV read in place) and
+:class:`~safeshare.data.engines.spark_engine.SparkEngine` (Spark SQL on a cluster).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class Engine(ABC):
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         """Write the release described by ``plan`` to ``target``; return the rows written."""
 
+    def settings(self) -> dict[str, object]:
+        """Resource settings in force (memory limit, threads), for the report; none by default."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, temporary files)."""
 
@@ -85,3 +90,12 @@ class Engine(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (0 where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return 0.0
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -119,6 +119,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import psutil
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
@@ -344,6 +345,17 @@ class _Column:
         return self.key(self.raw)
 
 
+def machine_defaults() -> tuple[str, int]:
+    """DuckDB's memory limit and thread count when none is configured, from this machine:
+    a quarter of its memory, between 256 MB and 2 GB (beyond the limit DuckDB spills to
+    ``temp_directory``, so peak memory no longer depends on the machine's load), and one
+    thread per CPU, at most 8."""
+    total_mb = int(psutil.virtual_memory().total) // 2**20
+    memory_mb = max(256, min(2048, total_mb // 4))
+    threads = max(1, min(8, psutil.cpu_count(logical=True) or 1))
+    return f"{memory_mb}MB", threads
+
+
 class DuckDBEngine(Engine):
     """Reads CSV/Parquet in place (or a SQL relation) and writes releases with DuckDB.
 
@@ -351,7 +363,8 @@ class DuckDBEngine(Engine):
     ----------
     source: the CSV (plain or gzip) or Parquet file to read.
     memory_limit: DuckDB's memory limit (e.g. ``"2GB"``); beyond it, operators spill.
-    threads: DuckDB worker threads.
+        Default: :func:`machine_defaults`.
+    threads: DuckDB worker threads. Default: :func:`machine_defaults`.
     temp_directory: where DuckDB spills; by default a private temporary
         directory, removed by :meth:`close`.
 
@@ -365,10 +378,13 @@ class DuckDBEngine(Engine):
     def __init__(
         self,
         source: TableSource,
-        memory_limit: str = "2GB",
-        threads: int = 2,
+        memory_limit: str | None = None,
+        threads: int | None = None,
         temp_directory: str | Path | None = None,
     ) -> None:
+        default_memory, default_threads = machine_defaults()
+        memory_limit = default_memory if memory_limit is None else memory_limit
+        threads = default_threads if threads is None else threads
         self._setup(str(source.path), source.missing)
         self.source: TableSource | None = source
         self._owns_connection = True
@@ -414,6 +430,12 @@ class DuckDBEngine(Engine):
         self._groups: tuple[frozenset[int], str] | None = None
         self._uid = f"{os.getpid()}_{next(_counter)}"
         self._registered: list[str] = []
+
+    def settings(self) -> dict[str, object]:
+        """DuckDB's memory limit and threads as DuckDB reports them."""
+        sql = "SELECT current_setting('memory_limit'), current_setting('threads')"
+        (row,) = self.con.execute(sql).fetchall()  # fetch all: an open result would block the connection
+        return {"memory_limit": str(row[0]), "threads": int(row[1])}
 
     @classmethod
     def from_sql(

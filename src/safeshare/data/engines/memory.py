@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
 from safeshare.data.source import (
@@ -44,7 +46,7 @@ def read_frame(source: TableSource) -> pd.DataFrame:
             # Nullable dtypes keep integer and boolean columns with nulls as integers and
             # booleans (not float64 / object), so that they render like DuckDB's CAST.
             frame = pd.read_parquet(source.path, dtype_backend="numpy_nullable")
-            frame = frame.apply(text_column)
+            frame = frame.apply(parquet_text_column)
             if source.names:
                 if len(source.names) != frame.shape[1]:
                     raise DataError(
@@ -95,6 +97,39 @@ def read_frame(source: TableSource) -> pd.DataFrame:
         check_field_counts(source, frame.shape[1])
     frame = frame.apply(lambda col: col.str.strip())
     return normalize_missing(frame, source.missing)
+
+
+def parquet_text_column(series: pd.Series) -> pd.Series:
+    """:func:`~safeshare.data.source.text_column` (the DuckDB engine's ``CAST(x AS VARCHAR)``),
+    cast by Arrow for integer, boolean and string columns: the same text, 5-10 times faster
+    than pandas (at 5 million rows, rendering the columns was most of reading the file).
+    Other types (floats: Arrow writes ``1.0`` as ``1``; uint64; categories) go through
+    ``text_column``."""
+    dtype = series.dtype
+    fast = (
+        pd.api.types.is_bool_dtype(dtype)
+        or (pd.api.types.is_string_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype))
+        or pd.api.types.is_signed_integer_dtype(dtype)
+        or (pd.api.types.is_unsigned_integer_dtype(dtype) and np.dtype(dtype.type).itemsize < 8)
+    )
+    if not fast:
+        return text_column(series)
+    try:
+        array = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. an object column of mixed values
+        return text_column(series)
+    kind = array.type
+    if not (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_boolean(kind)
+    ):
+        return text_column(series)  # bytes, mixed objects that Arrow coerced: pandas' rendering
+    out: pd.Series = pc.cast(array, pa.string()).to_pandas().fillna("")
+    out.index = series.index
+    out.name = series.name
+    return out
 
 
 def _raise_ragged(source: TableSource) -> None:
