@@ -23,10 +23,10 @@ import typer
 from safeshare.cli import anonymize as anonymize_commands
 from safeshare.cli import experiments as experiment_commands
 from safeshare.cli.dp import dp_app
+from safeshare.cli.risk import risk_app
+from safeshare.cli.surveil import surveil_app
 from safeshare.console import out
 from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
-from safeshare.risk.commands import risk_app
-from safeshare.surveillance.commands import surveil_app
 
 app = typer.Typer(
     name="safeshare",
