@@ -27,6 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from safeshare.adult import ADULT_COLUMNS  # noqa: E402
 from safeshare.risk.classes import SampleTable  # noqa: E402
 from safeshare.risk.estimators import make_estimator  # noqa: E402
 
@@ -34,23 +35,7 @@ N = 13_448_494
 SAMPLE = 30_000
 QI = ["age", "sex", "race", "marital-status", "education", "native-country"]
 TARGET_SECONDS, TARGET_BYTES = 60.0, 2 * 1024**3
-COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
+COLUMNS = list(ADULT_COLUMNS)
 
 
 def _max_rss() -> int:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from safeshare.adult import ADULT_COLUMNS
 from safeshare.errors import InputError
 from safeshare.risk import copula
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable
@@ -20,23 +21,7 @@ from safeshare.risk.measures import class_sizes, risk_measures
 from safeshare.risk.synthesis import synthetic_risk
 
 ROOT = Path(__file__).resolve().parents[1]
-COLS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
+COLS = list(ADULT_COLUMNS)
 HISTOGRAM_ONLY = ["benedetti_franconi", "hypothesis_test", "zayatz", "pitman", "snb", "dankar"]
 SYNTHETIC = ["gaussian_copula", "dvine_copula", "average"]
 
