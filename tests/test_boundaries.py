@@ -626,7 +626,8 @@ def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
     with pytest.raises(ConfigError, match=r"privacy model 'k-anonymty'; did you mean 'k-anonymity'\?"):
         make_model("k-anonymty", {"k": 2})
     with pytest.raises(
-        ConfigError, match=r"expected one of k-anonymity, l-diversity, m-concealing, t-closeness$"
+        ConfigError,
+        match=r"expected one of k-anonymity, l-diversity, m-concealing, risk, small-cells, t-closeness$",
     ):
         make_model("zzz", {})
     with pytest.raises(ConfigError, match=r"privacy\.k-anonymity: missing k"):

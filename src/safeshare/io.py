@@ -307,6 +307,18 @@ def move_aside(out_dir: Path) -> Path:
     return old
 
 
+def _renamed_old(path: Path, out_dir: Path) -> Path:
+    """Step 7 (exchange): rename ``path`` to ``.NAME.old-XXXX``; ``path`` itself if that fails."""
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    try:
+        os.rename(path, old)  # replaces the empty placeholder directory
+    except OSError:
+        with contextlib.suppress(OSError):
+            old.rmdir()
+        return path
+    return old
+
+
 def move_into_place(stage: Path, out_dir: Path) -> None:
     """Step 6b (and the first publication): rename the staged directory to ``out_dir``."""
     os.rename(stage, out_dir)
@@ -379,7 +391,9 @@ class OutputDirectory:
                     move_into_place(stage, out_dir)
                     previous = None
                 elif exchange(stage, out_dir):
-                    previous = stage  # the staging path now holds the previous output
+                    # The staging path now holds the previous output: rename it to an old-*
+                    # name, so that a .staging-* directory only ever holds an unpublished one.
+                    previous = _renamed_old(stage, out_dir)
                 else:
                     try:
                         previous = move_aside(out_dir)
