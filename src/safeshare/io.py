@@ -33,8 +33,10 @@ stale release.csv beside a new release.parquet). The protocol, for
    the exchange is unavailable: (6a) rename ``OUT`` aside to ``.NAME.old-XXXX``,
    (6b) rename the staged directory to ``OUT``; an exception between the two
    renames the old one back at once, a kill is repaired by step 2 of the next run.
-7. **discard**: the previous output (now at the staging or old path) is
-   removed and the lock released.
+7. **discard**: the previous output (after an exchange it sits at the staging
+   path and is first renamed to ``.NAME.old-XXXX``, so that a ``.staging-*``
+   directory only ever holds an unpublished output) is removed and the lock
+   released.
 
 SIGINT and SIGTERM are held back (:func:`signals_deferred`) during step 6 and
 while a staging directory is removed, so an interrupt can neither split the
