@@ -134,10 +134,8 @@ class SampleTable:
         cats: list[tuple[str, ...]] = []
         per_record = np.empty((len(frame), len(qi)), dtype=np.int64)
         for c, col in enumerate(qi):
-            values = frame[col].astype(str)
-            order = _category_order(values)
-            cats.append(tuple(order))
-            per_record[:, c] = pd.Categorical(values, categories=order).codes
+            per_record[:, c], labels = category_codes(frame[col])
+            cats.append(labels)
         return cls.from_codes(per_record, tuple(qi), tuple(cats))
 
     @classmethod
