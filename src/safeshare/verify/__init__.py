@@ -139,6 +139,49 @@ def _relation(path: Path, fmt: str, delimiter: str) -> str:
     )
 
 
+def judge_release(
+    expected: Expectations,
+    columns: Sequence[str],
+    records_out: int,
+    labels: Mapping[str, set[str]],
+    min_size: int,
+    failures: list[str],
+    checks: dict[str, Any],
+) -> int:
+    """Judge what a verifier read from a written release; the suppressed record count.
+
+    ``columns`` are the file's, ``records_out`` its record count, ``labels`` the distinct
+    text of each quasi-identifier present and ``min_size`` the smallest class (the
+    ``GROUP BY`` of those columns). Failures are appended to ``failures``. Every verifier
+    (DuckDB here, Spark in :mod:`safeshare.verify.spark`) reads the file its own way and
+    judges it here, against the same expectations.
+    """
+    checks["columns"] = list(columns)
+    allowed = set(expected.columns)
+    extra = [c for c in columns if c not in allowed]
+    if extra:
+        failures.append(f"release column {extra[0]!r} is not allowed by the configuration's roles")
+    elif list(columns) != list(expected.columns):
+        failures.append(f"release columns {list(columns)} differ from the expected {expected.columns}")
+    qis = [q for q in expected.quasi_identifiers if q in columns]
+    suppressed = expected.records_in - records_out
+    limit = suppression_limit(expected.max_suppression, expected.records_in)
+    checks["suppression_limit"] = limit
+    if suppressed < 0:
+        failures.append(f"the release has more records ({records_out}) than the input")
+    elif suppressed > limit:
+        failures.append(f"{suppressed} records suppressed, more than the limit {limit}")
+    if len(qis) != len(expected.quasi_identifiers):
+        failures.append("a quasi-identifier column is missing from the release")
+    for qi in qis:
+        bad = sorted(labels[qi] - expected.allowed_labels[qi])
+        if bad:
+            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
+    if records_out and qis and min_size < expected.k:
+        failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
+    return suppressed
+
+
 def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification:
     """Re-read the release at ``path`` and check it against ``expected``."""
     con = duckdb.connect()
@@ -148,13 +191,6 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         failures: list[str] = []
         checks: dict[str, Any] = {}
         columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
-        checks["columns"] = columns
-        allowed = set(expected.columns)
-        extra = [c for c in columns if c not in allowed]
-        if extra:
-            failures.append(f"release column {extra[0]!r} is not allowed by the configuration's roles")
-        elif columns != list(expected.columns):
-            failures.append(f"release columns {columns} differ from the expected {expected.columns}")
         qis = [q for q in expected.quasi_identifiers if q in columns]
         # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
         # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
@@ -182,23 +218,9 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
                 }
         else:
             records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
-        suppressed = expected.records_in - records_out
-        limit = suppression_limit(expected.max_suppression, expected.records_in)
-        checks["suppression_limit"] = limit
-        if suppressed < 0:
-            failures.append(f"the release has more records ({records_out}) than the input")
-        elif suppressed > limit:
-            failures.append(f"{suppressed} records suppressed, more than the limit {limit}")
-        if len(qis) != len(expected.quasi_identifiers):
-            failures.append("a quasi-identifier column is missing from the release")
-        for qi in qis:
-            bad = sorted(labels[qi] - expected.allowed_labels[qi])
-            if bad:
-                failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
+        suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
         if records_out and qis:
             group = ", ".join(f"CAST({_quote(q)} AS VARCHAR)" for q in qis)
-            if min_size < expected.k:
-                failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
             for name, params in expected.models.items():
                 check = EXTRA_CHECKS.get(name)
                 if check is None:

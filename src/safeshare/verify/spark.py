@@ -15,15 +15,17 @@ frequency table), and checked against the same :class:`~safeshare.verify.Expecta
 Further privacy models (l-diversity, t-closeness, ...) are not re-checked here: they
 are listed under ``checks["models_not_checked_by_spark"]``, and the release path also
 runs the DuckDB verifier of :mod:`safeshare.verify` on the same directory, which checks them.
+
+Only the reading is Spark's own; what is read (columns, record count, labels, smallest
+class) is judged by :func:`safeshare.verify.judge_release`, as for the DuckDB verifier.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-from safeshare.verify import Expectations, Verification
+from safeshare.verify import Expectations, Verification, judge_release
 
 
 def verify_release_spark(spark: Any, path: Path, expected: Expectations) -> Verification:
@@ -34,16 +36,7 @@ def verify_release_spark(spark: Any, path: Path, expected: Expectations) -> Veri
     failures: list[str] = []
     checks: dict[str, Any] = {"verifier": "spark"}
     columns = list(rel.columns)
-    checks["columns"] = columns
-    allowed = set(expected.columns)
-    extra = [c for c in columns if c not in allowed]
-    if extra:
-        failures.append(f"release column {extra[0]!r} is not allowed by the configuration's roles")
-    elif columns != list(expected.columns):
-        failures.append(f"release columns {columns} differ from the expected {expected.columns}")
     qis = [q for q in expected.quasi_identifiers if q in columns]
-    if len(qis) != len(expected.quasi_identifiers):
-        failures.append("a quasi-identifier column is missing from the release")
     text = {q: F.coalesce(F.col(f"`{q}`").cast("string"), F.lit("")) for q in qis}
     classes = rel.groupBy(*[text[q].alias(f"q{j}") for j, q in enumerate(qis)]).count()
     stats = classes.agg(
@@ -52,23 +45,9 @@ def verify_release_spark(spark: Any, path: Path, expected: Expectations) -> Veri
         F.count(F.lit(1)).alias("classes"),
     ).collect()[0]
     records_out = int(stats["n"])
-    suppressed = expected.records_in - records_out
-    limit = math.floor(expected.max_suppression * expected.records_in + 1e-9)
-    checks["suppression_limit"] = limit
-    if suppressed < 0:
-        failures.append(f"the release has more records ({records_out}) than the input")
-    elif suppressed > limit:
-        failures.append(f"{suppressed} records suppressed, more than the limit {limit}")
-    for qi in qis:
-        values = {str(r[0]) for r in rel.select(text[qi]).distinct().collect()}
-        bad = sorted(values - expected.allowed_labels[qi])
-        if bad:
-            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
-    min_size, n_classes = 0, 0
-    if records_out and qis:
-        min_size, n_classes = int(stats["smallest"]), int(stats["classes"])
-        if min_size < expected.k:
-            failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
+    labels = {q: {str(r[0]) for r in rel.select(text[q]).distinct().collect()} for q in qis}
+    min_size, n_classes = (int(stats["smallest"]), int(stats["classes"])) if records_out and qis else (0, 0)
+    suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
     checks["models_not_checked_by_spark"] = sorted(m for m in expected.models if m != "k-anonymity")
     return Verification(
         passed=not failures,
