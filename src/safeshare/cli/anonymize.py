@@ -15,16 +15,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from safeshare.cli.common import csv_list, data_source
 from safeshare.console import err, out, phase
 from safeshare.data.engines.factory import make_engine
 from safeshare.errors import InputError
 from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP, optional_fraction
 
 hierarchy_app = typer.Typer(help="Inspect and build generalization hierarchies.", no_args_is_help=True)
-
-
-def _csv_list(value: str | None) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
 #: Above this many lattice nodes the trade-off curve is computed only when asked (--tradeoff):
@@ -317,26 +314,18 @@ def inspect(
 ) -> None:
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.source import TableSource
     from safeshare.models.k_anonymity import check_k
     from safeshare.workflows.inspection import class_statistics
 
     check_k(k, "--k")
-    source = TableSource(
-        data,
-        delimiter=delimiter,
-        header=header,
-        names=tuple(_csv_list(names)) or None,
-        missing=tuple(_csv_list(missing)),
-        skip_rows=skip_rows,
-    )
+    source = data_source(data, delimiter, header, names, missing, skip_rows)
     adversary = None
     if knowledge is not None:
         from safeshare.risk.knowledge import AdversaryKnowledge, parse_knowledge_option
 
         adversary = AdversaryKnowledge(parse_knowledge_option(knowledge))
     inspected = MemoryEngine(source)
-    stats = class_statistics(inspected, _csv_list(qi), k)
+    stats = class_statistics(inspected, csv_list(qi), k)
     if adversary is not None:
         from safeshare.risk.m_concealing import measure_engine
 
@@ -388,12 +377,11 @@ def hierarchy_check(
         out.print(f"  level {level}: {len(labels)} labels ({shown})")
     if data is not None:
         from safeshare.data.engines.memory import MemoryEngine
-        from safeshare.data.source import TableSource
 
         if not column:
             raise InputError("--column is required with --data")
         eng = MemoryEngine(
-            TableSource(data, delimiter=delimiter, header=header, names=tuple(_csv_list(names)) or None)
+            data_source(data, delimiter, header, names)
         )
         if column not in eng.columns():
             raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
@@ -421,7 +409,6 @@ def hierarchy_build(
     import yaml
 
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.source import TableSource
     from safeshare.hierarchy.builders import builder_from_spec
     from safeshare.hierarchy.io import write_arx_csv
 
@@ -432,7 +419,7 @@ def hierarchy_build(
     if not isinstance(parsed, dict):
         raise InputError("--spec: expected a mapping such as '{type: intervals, widths: [5, 10]}'")
     eng = MemoryEngine(
-        TableSource(data, delimiter=delimiter, header=header, names=tuple(_csv_list(names)) or None)
+        data_source(data, delimiter, header, names)
     )
     if column not in eng.columns():
         raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
@@ -477,9 +464,9 @@ def flatten(
         TableSource(events, delimiter=delimiter),
         key=key,
         event_key=event_key,
-        order_by=_csv_list(order_by),
+        order_by=csv_list(order_by),
         n_events=n,
-        columns=_csv_list(columns) or None,
+        columns=csv_list(columns) or None,
         prefix=prefix,
         descending=descending,
         order_numeric=order_numeric,

@@ -26,7 +26,9 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from safeshare.cli.common import csv_list, data_source
 from safeshare.errors import InputError
+from safeshare.options import DATA_DELIMITER_HELP
 
 out = Console(highlight=False)
 
@@ -53,10 +55,6 @@ risk_app = typer.Typer(
     "`safeshare risk DATA ...`), and the estimators' evaluation (`evaluate`).",
     no_args_is_help=True,
 )
-
-
-def _csv_list(value: str | None) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
 def _finite(value: float | None) -> float | None:
@@ -86,7 +84,7 @@ def risk_command(
     repetitions: Annotated[int, typer.Option("--repetitions", help="Synthetic populations per copula.")] = 1,
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
-    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the data (CSV).")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
     missing: Annotated[
@@ -110,7 +108,7 @@ def risk_command(
         raise InputError(f"--seed: expected a non-negative integer, got {seed}")
     if estimator == "default":
         estimator = DEFAULT_ESTIMATOR
-    wanted = estimator_names() if estimator == "all" else _csv_list(estimator)
+    wanted = estimator_names() if estimator == "all" else csv_list(estimator)
     if not wanted:
         raise InputError("--estimator: expected a name or all")
     for name in wanted:
@@ -118,17 +116,10 @@ def risk_command(
             raise InputError(
                 f"--estimator: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
             )
-    columns = _csv_list(qi)
+    columns = csv_list(qi)
 
     def source(path: Path) -> TableSource:
-        return TableSource(
-            path,
-            delimiter=delimiter,
-            header=header,
-            names=tuple(_csv_list(names)) or None,
-            missing=tuple(_csv_list(missing)),
-            skip_rows=skip_rows,
-        )
+        return data_source(path, delimiter, header, names, missing, skip_rows)
 
     frame = MemoryEngine(source(data)).frame
     table = SampleTable.from_frame(frame, columns)
@@ -216,7 +207,7 @@ SHORT_NAMES = {
 
 def _float_list(value: str, flag: str) -> tuple[float, ...]:
     out = []
-    for part in _csv_list(value):
+    for part in csv_list(value):
         try:
             out.append(float(part))
         except ValueError:
@@ -248,7 +239,7 @@ def evaluate_command(
     ] = "average",
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the box plots.")] = True,
-    delimiter: Annotated[str, typer.Option("--delimiter", help="Field separator of the data (CSV).")] = ",",
+    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
     header: Annotated[bool, typer.Option("--header/--no-header")] = True,
     names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
     missing: Annotated[
@@ -268,12 +259,11 @@ def evaluate_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.source import TableSource
     from safeshare.io import atomic_write_text
     from safeshare.risk import evaluation as ev
     from safeshare.risk.estimators import estimator_names
 
-    wanted = tuple(estimator_names()) if estimators == "all" else tuple(_csv_list(estimators))
+    wanted = tuple(estimator_names()) if estimators == "all" else tuple(csv_list(estimators))
     settings = ev.EvaluationSettings(
         points=points,
         seed=seed,
@@ -285,17 +275,8 @@ def evaluate_command(
     settings.validate()
     if jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {jobs}")
-    frame = MemoryEngine(
-        TableSource(
-            data,
-            delimiter=delimiter,
-            header=header,
-            names=tuple(_csv_list(names)) or None,
-            missing=tuple(_csv_list(missing)),
-            skip_rows=skip_rows,
-        )
-    ).frame
-    population = ev.Population.from_frame(frame, _csv_list(qi_pool))
+    frame = MemoryEngine(data_source(data, delimiter, header, names, missing, skip_rows)).frame
+    population = ev.Population.from_frame(frame, csv_list(qi_pool))
     N = population.size
 
     err = Console(stderr=True, highlight=False)
