@@ -27,6 +27,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from safeshare.cli.common import csv_list
 from safeshare.errors import InputError
 from safeshare.surveillance.inputs import (
     CaseSeries,
@@ -205,7 +206,7 @@ def simulate_command(
     """Forecast PK_k (and marketer risk) per period of releasing a case series under one policy."""
     space = load_space(hierarchies)
     node = space.parse(policy)
-    others = [space.parse(c.strip()) for c in compare.split(",") if c.strip()]
+    others = [space.parse(c) for c in csv_list(compare)]
     pop = read_population(population, space)
     pop.region_index(region)
     series = _series(_cases(cases, layout), region, pop, cases)
@@ -436,7 +437,7 @@ def select_command(
     crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
     usable = [v for v in _int_list(volumes, "--volumes") if v <= pop.totals[region]]
     search = _search(pop, [region], usable, crit)
-    prio = [p.strip() for p in priority.split(",") if p.strip()]
+    prio = csv_list(priority)
     sched = select_weekly(search, series, fc, lag=lag, weekly=weekly, priority=prio, value=forecast_value)
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = pd.DataFrame(
@@ -489,7 +490,7 @@ def evaluate_command(
     series_all = _cases(cases, layout)
     fc = read_forecasts(forecasts)
     region_list = [r.strip() for r in regions.split(",")] if regions else list(pop.regions)
-    prio = [p.strip() for p in priority.split(",") if p.strip()]
+    prio = csv_list(priority)
     crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
     vols = _int_list(volumes, "--volumes")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -589,7 +590,7 @@ def release_command(
     OutputDirectory(out_dir).preflight()
     pop = read_population(population, space)
     schedule = node if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
-    keep_cols = [c.strip() for c in keep.split(",") if c.strip()]
+    keep_cols = csv_list(keep)
     with make_engine(engine, TableSource(cases_records)) as eng:
         result = release_cases(
             pop,
