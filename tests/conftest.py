@@ -12,6 +12,7 @@ from safeshare import adult
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
+from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv
@@ -98,3 +99,27 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     code = main(args)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def small_people() -> tuple[MemoryEngine, Schema]:
+    """40 people (name, age, zip, diagnosis) with age and zip hierarchies: a table small enough
+    to anonymize in milliseconds, with an identifier to drop and a sensitive column to keep."""
+    age = Hierarchy([(str(a), f"{a // 10 * 10}s", "*") for a in range(20, 60)], "age")
+    zipc = Hierarchy([(z, z[:3] + "**", "*") for z in ["12345", "12346", "12399", "54321", "54322"]], "zip")
+    frame = pd.DataFrame(
+        {
+            "name": [f"p{i}" for i in range(40)],
+            "age": [str(20 + (i * 7) % 40) for i in range(40)],
+            "zip": [["12345", "12346", "12399", "54321", "54322"][i % 5] for i in range(40)],
+            "diagnosis": [["flu", "cold", "asthma"][i % 3] for i in range(40)],
+        }
+    )
+    schema = Schema.from_attributes(
+        [
+            Attribute("name", Role.IDENTIFYING),
+            Attribute("age", Role.QUASI, age),
+            Attribute("zip", Role.QUASI, zipc),
+            Attribute("diagnosis", Role.SENSITIVE),
+        ]
+    )
+    return MemoryEngine(frame), schema

@@ -27,13 +27,11 @@ import pytest
 
 import safeshare.io as sio
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError
-from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.workflows.release import write_release
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, write_small_adult
+from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, small_people, write_small_adult
 
 MARKER = sio.MARKER
 CSV_SET = {MARKER, "release.csv", "report.html", "report.json"}
@@ -92,25 +90,7 @@ def one_line(stderr: str) -> str:
 @pytest.fixture()
 def small() -> tuple[MemoryEngine, AnonymizationResult, AnonymizationResult]:
     """A 40-record table and two of its anonymizations (k = 4 and k = 8)."""
-    age = Hierarchy([(str(a), f"{a // 10 * 10}s", "*") for a in range(20, 60)], "age")
-    zipc = Hierarchy([(z, z[:3] + "**", "*") for z in ["12345", "12346", "12399", "54321", "54322"]], "zip")
-    frame = pd.DataFrame(
-        {
-            "name": [f"p{i}" for i in range(40)],
-            "age": [str(20 + (i * 7) % 40) for i in range(40)],
-            "zip": [["12345", "12346", "12399", "54321", "54322"][i % 5] for i in range(40)],
-            "diagnosis": [["flu", "cold", "asthma"][i % 3] for i in range(40)],
-        }
-    )
-    schema = Schema.from_attributes(
-        [
-            Attribute("name", Role.IDENTIFYING),
-            Attribute("age", Role.QUASI, age),
-            Attribute("zip", Role.QUASI, zipc),
-            Attribute("diagnosis", Role.SENSITIVE),
-        ]
-    )
-    engine = MemoryEngine(frame)
+    engine, schema = small_people()
     return (
         engine,
         Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine),

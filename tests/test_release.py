@@ -15,29 +15,12 @@ from safeshare.models import KAnonymity
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release
+from tests.conftest import small_people
 
 
 @pytest.fixture()
 def setup() -> tuple[MemoryEngine, Schema]:
-    age = Hierarchy([(str(a), f"{a // 10 * 10}s", "*") for a in range(20, 60)], "age")
-    zipc = Hierarchy([(z, z[:3] + "**", "*") for z in ["12345", "12346", "12399", "54321", "54322"]], "zip")
-    frame = pd.DataFrame(
-        {
-            "name": [f"p{i}" for i in range(40)],
-            "age": [str(20 + (i * 7) % 40) for i in range(40)],
-            "zip": [["12345", "12346", "12399", "54321", "54322"][i % 5] for i in range(40)],
-            "diagnosis": [["flu", "cold", "asthma"][i % 3] for i in range(40)],
-        }
-    )
-    schema = Schema.from_attributes(
-        [
-            Attribute("name", Role.IDENTIFYING),
-            Attribute("age", Role.QUASI, age),
-            Attribute("zip", Role.QUASI, zipc),
-            Attribute("diagnosis", Role.SENSITIVE),
-        ]
-    )
-    return MemoryEngine(frame), schema
+    return small_people()
 
 
 def test_release_is_published_and_verified(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
