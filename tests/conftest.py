@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from safeshare import adult
 from safeshare.core.frequency import FrequencyTable
-from safeshare.data.engines.base import COUNT_COLUMN
+from safeshare.data.engines.base import COUNT_COLUMN, ReleasePlan
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
@@ -123,3 +124,29 @@ def small_people() -> tuple[MemoryEngine, Schema]:
         ]
     )
     return MemoryEngine(frame), schema
+
+
+class TamperingEngine(MemoryEngine):
+    """Writes the release as the memory engine does, then rewrites the CSV through ``edit``:
+    a broken engine, whose release the independent verifier must refuse."""
+
+    def __init__(self, base: MemoryEngine, edit: Callable[[pd.DataFrame, ReleasePlan], pd.DataFrame]) -> None:
+        self.frame = base.frame
+        self.label = "tampered"
+        self.edit = edit
+
+    def write_release(self, plan: ReleasePlan, target: Path) -> int:
+        n = super().write_release(plan, target)
+        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
+        self.edit(frame, plan).to_csv(target, index=False)
+        return n
+
+
+def first_record(column: str, value: str) -> Callable[[pd.DataFrame, ReleasePlan], pd.DataFrame]:
+    """A :class:`TamperingEngine` edit: the first released record's ``column`` becomes ``value``."""
+
+    def edit(frame: pd.DataFrame, plan: ReleasePlan) -> pd.DataFrame:
+        frame.loc[0, column] = value
+        return frame
+
+    return edit

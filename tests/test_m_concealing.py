@@ -44,7 +44,15 @@ from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.m_concealing import record_values_sql
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release
-from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy, run_cli, write_small_adult
+from tests.conftest import (
+    ADULT_DIR,
+    ADULT_QIS,
+    TamperingEngine,
+    first_record,
+    random_hierarchy,
+    run_cli,
+    write_small_adult,
+)
 from tests.test_ola import BruteForce
 
 SENSITIVE = ["capital-gain", "capital-loss", "hours-per-week"]
@@ -459,21 +467,6 @@ def clinic() -> tuple[MemoryEngine, Schema]:
     return MemoryEngine(frame), schema
 
 
-class RareDiagnosisEngine(MemoryEngine):
-    """Writes the release, then gives one record a diagnosis nobody else has."""
-
-    def __init__(self, base: MemoryEngine) -> None:
-        self.frame = base.frame
-        self.label = "tampered"
-
-    def write_release(self, plan, target):  # type: ignore[no-untyped-def]
-        n = super().write_release(plan, target)
-        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
-        frame.loc[0, "diagnosis"] = "rare disease"
-        frame.to_csv(target, index=False)
-        return n
-
-
 def test_one_table_measure_no_pandas_measure(clinic: tuple[MemoryEngine, Schema]) -> None:
     """The report's m of a release is the frequency-table measure: knowledge columns outside the
     search's grain are put in a table's grain; no second (pandas) implementation is left."""
@@ -507,7 +500,7 @@ def test_release_with_m_concealing_is_verified_and_tampering_caught(
     assert measure_engine(MemoryEngine(release), ["age"], model.knowledge).m <= 0.15 + 1e-9
     out = tmp_path / "bad"
     with pytest.raises(VerificationError, match="m-concealing"):
-        write_release(result, RareDiagnosisEngine(engine), out)
+        write_release(result, TamperingEngine(engine, first_record("diagnosis", "rare disease")), out)
     assert not out.exists()
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from safeshare.data.engines.base import ReleasePlan
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError, VerificationError
@@ -15,7 +17,7 @@ from safeshare.models import KAnonymity
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release
-from tests.conftest import small_people
+from tests.conftest import TamperingEngine, small_people
 
 
 @pytest.fixture()
@@ -33,28 +35,20 @@ def test_release_is_published_and_verified(setup: tuple[MemoryEngine, Schema], t
     assert release.groupby(["age", "zip"]).size().min() >= 4
 
 
-class TamperingEngine(MemoryEngine):
-    """Writes the release, then breaks it in a given way."""
-
-    def __init__(self, base: MemoryEngine, how: str) -> None:
-        self.frame = base.frame
-        self.label = "tampered"
-        self.how = how
-
-    def write_release(self, plan, target):  # type: ignore[no-untyped-def]
-        n = super().write_release(plan, target)
-        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
-        if self.how == "unique record":
+def _tamper(how: str) -> Callable[[pd.DataFrame, ReleasePlan], pd.DataFrame]:
+    def edit(frame: pd.DataFrame, plan: ReleasePlan) -> pd.DataFrame:
+        if how == "unique record":
             frame.loc[0, "age"] = "99"
             frame.loc[0, "zip"] = plan.generalization["zip"]["12345"]
-        elif self.how == "drop records":
+        elif how == "drop records":
             frame = frame.iloc[: len(frame) // 2]
-        elif self.how == "leak identifier":
+        elif how == "leak identifier":
             frame.insert(0, "name", "x")
-        elif self.how == "small class":
+        elif how == "small class":
             frame = pd.concat([frame, frame.iloc[[0]].assign(zip="zzz**")])
-        frame.to_csv(target, index=False)
-        return n
+        return frame
+
+    return edit
 
 
 @pytest.mark.parametrize("how", ["unique record", "drop records", "leak identifier", "small class"])
@@ -65,7 +59,7 @@ def test_tampered_release_is_not_published(
     result = Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine)
     out = tmp_path / "out"
     with pytest.raises(VerificationError):
-        write_release(result, TamperingEngine(engine, how), out)
+        write_release(result, TamperingEngine(engine, _tamper(how)), out)
     assert not out.exists()
     assert not list(tmp_path.glob(".out.staging-*"))
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
+from safeshare.data.engines.base import ReleasePlan
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, InputError, VerificationError
@@ -33,7 +34,7 @@ from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release
-from tests.conftest import generalized_frame, random_table
+from tests.conftest import TamperingEngine, generalized_frame, random_table
 from tests.test_ola import BruteForce
 
 
@@ -186,21 +187,12 @@ def clinic() -> tuple[MemoryEngine, Schema]:
     return MemoryEngine(frame), schema
 
 
-class NewClassEngine(MemoryEngine):
-    """Writes the release, then moves one record into a class of its own (a valid label)."""
-
-    def __init__(self, base: MemoryEngine) -> None:
-        self.frame = base.frame
-        self.label = "tampered"
-
-    def write_release(self, plan, target):  # type: ignore[no-untyped-def]
-        n = super().write_release(plan, target)
-        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
-        present = set(frame["age"])
-        spare = next(a for a in ["20s", "30s", "40s", "50s", *map(str, range(20, 60))] if a not in present)
-        frame.loc[0, "age"] = spare
-        frame.to_csv(target, index=False)
-        return n
+def to_a_new_class(frame: pd.DataFrame, plan: ReleasePlan) -> pd.DataFrame:
+    """A :class:`TamperingEngine` edit: one record moves into a class of its own (a valid label)."""
+    present = set(frame["age"])
+    spare = next(a for a in ["20s", "30s", "40s", "50s", *map(str, range(20, 60))] if a not in present)
+    frame.loc[0, "age"] = spare
+    return frame
 
 
 def test_release_with_risk_is_verified_and_tampering_caught(
@@ -216,7 +208,7 @@ def test_release_with_risk_is_verified_and_tampering_caught(
     assert release.groupby("age").ngroups == 3
     out = tmp_path / "bad"
     with pytest.raises(VerificationError, match="risk"):
-        write_release(result, NewClassEngine(engine), out)
+        write_release(result, TamperingEngine(engine, to_a_new_class), out)
     assert not out.exists()
 
 

@@ -24,7 +24,7 @@ from safeshare.models.small_cells import SmallCells
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
 from safeshare.workflows.release import write_release
-from tests.conftest import generalized_frame, random_hierarchy
+from tests.conftest import TamperingEngine, first_record, generalized_frame, random_hierarchy
 from tests.test_ola import BruteForce
 
 AGE = Hierarchy([(str(a), f"{a // 10 * 10}s", "*") for a in range(20, 60)], "age")
@@ -145,21 +145,6 @@ def test_ola_with_small_cells_equals_brute_force(
         assert result.objective == pytest.approx(best, rel=1e-12, abs=1e-9)
 
 
-class SmallGroupEngine(MemoryEngine):
-    """Writes the release, then moves one record into the 30s (8 people in the population)."""
-
-    def __init__(self, base: MemoryEngine) -> None:
-        self.frame = base.frame
-        self.label = "tampered"
-
-    def write_release(self, plan, target):  # type: ignore[no-untyped-def]
-        n = super().write_release(plan, target)
-        frame = pd.read_csv(target, dtype=str, keep_default_na=False)
-        frame.loc[0, "age"] = "30s"
-        frame.to_csv(target, index=False)
-        return n
-
-
 def test_release_verified_and_tampering_caught(
     known: tuple[MemoryEngine, Schema, Path, pd.DataFrame], tmp_path: Path
 ) -> None:
@@ -169,7 +154,7 @@ def test_release_verified_and_tampering_caught(
     assert published.verification.passed
     assert "30s" not in set(pd.read_csv(published.release, dtype=str)["age"])
     with pytest.raises(VerificationError, match="small-cells: 1 released class"):
-        write_release(result, SmallGroupEngine(engine), tmp_path / "bad")
+        write_release(result, TamperingEngine(engine, first_record("age", "30s")), tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
 
 
