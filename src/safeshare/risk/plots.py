@@ -59,20 +59,28 @@ def _boxes(ax: Axes, df: pd.DataFrame, title: str) -> None:
     ax.tick_params(axis="y", labelsize=7)
 
 
-def error_figure(errors: pd.DataFrame, estimators: Sequence[str], title: str, stem: Path) -> list[Path]:
-    """One panel per estimator: error (estimate - true B) per true-risk bin of width 0.1 (points in
-    brackets); the grey band is ±0.05."""
+def _panels(
+    panels: Sequence[tuple[str, pd.DataFrame]],
+    max_cols: int,
+    panel_width: float,
+    title: str,
+    stem: Path,
+    sharey: bool = False,
+) -> list[Path]:
+    """A grid of box-plot panels (one per ``(title, points)``) with the shared axis labels, saved."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ncols = min(3, len(estimators))
-    nrows = -(-len(estimators) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.9 * nrows), squeeze=False)
-    for ax, name in zip(axes.flat, estimators, strict=False):
-        _boxes(ax, errors[errors["estimator"] == name], name)
-    for ax in list(axes.flat)[len(estimators) :]:
+    ncols = min(max_cols, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel_width * ncols, 2.9 * nrows), squeeze=False, sharey=sharey
+    )
+    for ax, (label, df) in zip(axes.flat, panels, strict=False):
+        _boxes(ax, df, label)
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.supxlabel("true B (bin of width 0.1, points)", fontsize=9)
@@ -82,29 +90,19 @@ def error_figure(errors: pd.DataFrame, estimators: Sequence[str], title: str, st
         return _save(fig, stem)
     finally:
         plt.close(fig)
+
+
+def error_figure(errors: pd.DataFrame, estimators: Sequence[str], title: str, stem: Path) -> list[Path]:
+    """One panel per estimator: error (estimate - true B) per true-risk bin of width 0.1 (points in
+    brackets); the grey band is ±0.05."""
+    panels = [(name, errors[errors["estimator"] == name]) for name in estimators]
+    return _panels(panels, 3, 4.2, title, stem)
 
 
 def sensitivity_figure(sens: pd.DataFrame, title: str, stem: Path) -> list[Path]:
     """One panel per population-size change (Figs. 7-8): error against the true B of the real N."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     changes = sorted(sens["population_size_error"].unique())
-    ncols = min(4, len(changes))
-    nrows = -(-len(changes) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.8 * ncols, 2.9 * nrows), squeeze=False, sharey=True)
-    for ax, e in zip(axes.flat, changes, strict=False):
-        label = "N exact" if e == 0 else f"N {e:+.0%}"
-        _boxes(ax, sens[sens["population_size_error"] == e], label)
-    for ax in list(axes.flat)[len(changes) :]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
-    fig.supxlabel("true B (bin of width 0.1, points)", fontsize=9)
-    fig.supylabel("estimate - true B", fontsize=9)
-    fig.tight_layout()
-    try:
-        return _save(fig, stem)
-    finally:
-        plt.close(fig)
+    panels = [
+        ("N exact" if e == 0 else f"N {e:+.0%}", sens[sens["population_size_error"] == e]) for e in changes
+    ]
+    return _panels(panels, 4, 3.8, title, stem, sharey=True)
