@@ -13,6 +13,7 @@ import numpy as np
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine
 from safeshare.errors import DataError, InputError
+from safeshare.risk.measures import records_at_risk
 
 
 def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 5) -> dict[str, Any]:
@@ -38,8 +39,8 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     n = int(sizes.sum())
     if n == 0:
         raise DataError("the input has no records")
-    uniques = int(sizes[sizes == 1].sum())
-    below = int(sizes[sizes < k].sum())
+    uniques = int(records_at_risk(sizes, 2))  # records alone in their class
+    below = int(records_at_risk(sizes, k))
     return {
         "quasi_identifiers": qis,
         "k": k,
