@@ -14,15 +14,26 @@ issue 11 (11 QIs: 103,680 nodes; 12: 207,360; 13: 414,720; 14: 1,244,160)::
 
 Per configuration: checked nodes, search seconds (process CPU and wall), time per checked
 node, with the default evaluator; ``--compare`` also runs it with roll-up evaluation on
-(``ROLLUP_RATIO``) and checks that the node and the checked count are the same::
+(``ROLLUP_RATIO``) and checks that the node and the checked count are the same.
 
-    python benchmarks/bench_kdd.py [--qis 11,12,13] [--compare] [--budget 600]
+Beside ARX (when it is built, see ``benchmarks/arx.py``; ``--no-arx`` leaves it out): the
+same hierarchies are exported to ARX's format (``QI.csv`` = ``value;level1;...;top``) and
+the same QI columns of the same records to a CSV, in a temporary directory, and ARX 3.9's
+FLASH runs the same search (Prec, k = 5, 5 %) in its own JVM (``ArxBench serve``), before
+ours, capped at ``--arx-timeout`` seconds (then reported as "> T"). ARX's time is
+``ARXResult.getTime()`` (its search, without reading or encoding the data); ours is the
+search with its setup (a fresh evaluator), without reading the data or building the
+frequency table. The JVM is not warmed: JIT warm-up is a small part of searches of tens
+of seconds::
+
+    python benchmarks/bench_kdd.py [--qis 11,12,13] [--compare] [--no-arx] [--arx-timeout 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,11 +42,14 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from arx import Arx, ArxServer, ArxTimeout, export_hierarchies, locate_or_say, write_data_csv  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.base import COUNT_COLUMN  # noqa: E402
 from safeshare.hierarchy.builders import IntervalBuilder, MaskingBuilder, SuppressionBuilder  # noqa: E402
+from safeshare.hierarchy.hierarchy import Hierarchy  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
@@ -80,9 +94,14 @@ def load(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, header=None, names=COLUMNS, skipinitialspace=True, dtype=str, usecols=QI_ORDER)
 
 
+def hierarchies_for(frame: pd.DataFrame, n_qis: int) -> dict[str, Hierarchy]:
+    """The project's builders applied to the values of the first ``n_qis`` QIs."""
+    return {q: BUILDERS[q].build(sorted(frame[q].unique()), q) for q in QI_ORDER[:n_qis]}
+
+
 def table_for(frame: pd.DataFrame, n_qis: int) -> FrequencyTable:
     qis = QI_ORDER[:n_qis]
-    hierarchies = [BUILDERS[q].build(sorted(frame[q].unique()), q) for q in qis]
+    hierarchies = list(hierarchies_for(frame, n_qis).values())
     grouped = frame.groupby(qis, sort=False).size().reset_index(name=COUNT_COLUMN)
     return FrequencyTable.from_grouped(grouped, qis, hierarchies)
 
@@ -111,22 +130,66 @@ def show(label: str, r: dict[str, Any]) -> None:
     )
 
 
+def arx_search(
+    arx: Arx, frame: pd.DataFrame, n_qis: int, timeout: float, k: int = 5, limit: float = 0.05
+) -> dict[str, Any]:
+    """ARX's FLASH on the same records and the same (exported) hierarchies; ``timed_out`` past ``timeout``."""
+    qis = QI_ORDER[:n_qis]
+    with tempfile.TemporaryDirectory(prefix="bench-kdd-arx-") as tmp:
+        hier_dir = export_hierarchies(hierarchies_for(frame, n_qis), Path(tmp) / "hierarchies")
+        csv = write_data_csv(frame, qis, Path(tmp) / "kdd.csv")
+        wall = time.perf_counter()
+        with ArxServer(arx, csv, hier_dir, qis) as server:
+            try:
+                answer = server.search(k, limit, "prec", timeout=timeout)
+            except ArxTimeout:
+                return {"timed_out": True, "timeout_s": timeout}
+        answer["wall_s"] = time.perf_counter() - wall  # JVM start, reading the CSV, the whole call
+        answer["timed_out"] = False
+        return answer
+
+
+def show_arx(r: dict[str, Any]) -> None:
+    if r["timed_out"]:
+        t = r["timeout_s"]
+        print(f"  {'ARX':<8} no answer within {t:.0f} s: search time > {t:.0f} s", flush=True)
+        return
+    seconds = r["time_ms"] / 1000
+    print(
+        f"  {'ARX':<8} checked {r['checked']:>7,}  search {seconds:>7.1f} s  "
+        f"(whole call {r['anonymize_ms'] / 1000:.1f} s, with JVM start and CSV {r['wall_s']:.1f} s)  "
+        f"{1000 * seconds / max(1, r['checked']):.2f} ms/checked node  node {tuple(r.get('levels', ()))}",
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--qis", default="11,12,13", help="QI counts to run (11..14), comma-separated")
     parser.add_argument("--compare", action="store_true", help="also run with roll-up evaluation")
-    args = parser.parse_args()
+    parser.add_argument("--no-arx", action="store_true", help="leave ARX out even when it is built")
+    parser.add_argument("--arx-timeout", type=float, default=300.0, help="seconds allowed to ARX's search")
+    args, _ = parser.parse_known_args()
     if not args.data.exists():
         print(f"Census-Income (KDD) not found at {args.data}: skipped")
         return 0
     frame = load(args.data)
+    arx = None if args.no_arx else locate_or_say()
     same = True
     for n_qis in (int(x) for x in args.qis.split(",")):
         table = table_for(frame, n_qis)
         print(f"{n_qis} QIs: {table.lattice.size:,} nodes, M = {table.n_rows:,} distinct tuples", flush=True)
+        if arx is not None:
+            a = arx_search(arx, frame, n_qis, args.arx_timeout)
+            show_arx(a)
         leaf = search(table, rollup=False)
         show("default", leaf)
+        if arx is not None and not a["timed_out"]:
+            ratio = leaf["wall_s"] / (a["time_ms"] / 1000)
+            match = "same node" if tuple(a.get("levels", ())) == tuple(leaf["node"]) else "DIFFERENT node"
+            fewer = leaf["checked"] / a["checked"]
+            print(f"  ours/ARX: search wall time {ratio:.2f}, checked nodes {fewer:.2f}; {match}")
         if args.compare:
             roll = search(table, rollup=True)
             show("roll-up", roll)

@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 #: name -> module in benchmarks/ with ``main() -> int`` (0 = all targets met)
 BENCHMARKS = {
     "ola": "bench_ola",
+    "arx": "bench_arx",
     "scale": "bench_scale",
     "sweep": "bench_sweep",
     "inverse-ola": "inverse_ola",
