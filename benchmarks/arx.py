@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import queue
+import resource
 import shutil
 import subprocess
 import threading
@@ -195,11 +196,16 @@ class ArxServer:
 
 @dataclass(frozen=True)
 class Measured:
-    """One child process: exit status, wall seconds (spawn to exit), peak RSS of its tree, output."""
+    """One child process: exit status, wall seconds (spawn to exit), peak RSS of its tree, output.
+
+    ``cpu_s``: the CPU seconds (user + system, all threads) of the process and the children
+    it waited for; on a loaded machine, wall time above it is time spent waiting for a core.
+    """
 
     returncode: int | None
     wall_s: float
     peak_mb: float
+    cpu_s: float
     stdout: str
     stderr: str
     timed_out: bool = False
@@ -217,10 +223,9 @@ def run_measured(
     command: Sequence[str], timeout: float | None = None, interval: float = 0.05, cwd: Path | None = None
 ) -> Measured:
     """Run ``command``; wall time from spawn to exit, peak RSS of the process and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
-    )
+    proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     out: list[str] = []
     err: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None
@@ -245,9 +250,11 @@ def run_measured(
         time.sleep(interval)
     proc.wait()
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     for r in readers:
         r.join()
-    return Measured(proc.returncode, wall, peak / 2**20, "".join(out), "".join(err), timed_out)
+    return Measured(proc.returncode, wall, peak / 2**20, cpu, "".join(out), "".join(err), timed_out)
 
 
 def last_json(text: str) -> dict[str, Any]:

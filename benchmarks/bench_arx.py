@@ -204,9 +204,7 @@ def summary(res: dict[str, Any]) -> bool:
         f"ratio ours/ARX (search vs time_ms): median {med:.2f} (target <= {TARGET_MEDIAN}: "
         f"{'met' if med <= TARGET_MEDIAN else 'MISSED'}), min {min(ratios):.2f}, max {worst:.2f} "
         f"(target <= {TARGET_MAX:g}: {'met' if worst <= TARGET_MAX else 'MISSED'}, "
-        f"{len(slower)} cells slower than ARX"
-        + (f": {named}" if slower else "")
-        + ")"
+        f"{len(slower)} cells slower than ARX" + (f": {named}" if slower else "") + ")"
     )
     whole = [(tab + r["ours_s"]) / r["arx_call_s"] for r in rows]
     print(

@@ -11,8 +11,22 @@ phase, the peak resident memory of the process during the run (sampled every
 ``GROUP BY`` of the 9 quasi-identifiers over the same file::
 
     python benchmarks/bench_scale.py [--rows 10000000] [--out DIR] [--k 5] [--quick]
+                                     [--arx-rows 5000000] [--no-arx]
 
 Exit status 1 when a target is missed (total <= 60 s, peak <= 4096 MB).
+
+Beside ARX (when it is built, see ``benchmarks/arx.py``): ``--arx-rows`` records (5
+million; 1 million with ``--quick``) of the same resampled data, end to end, each tool in
+its own process, one after the other in one run: ARX 3.9 (``ArxBench anonymize``,
+``-Xmx12g``: read the CSV, FLASH, write the CSV), then ``safeshare anonymize`` (the CLI:
+read the Parquet file, search, write the Parquet release, verify it, write report.json
+and report.html; ``--no-tradeoff``, one search like ARX's) with the DuckDB engine and with
+the memory engine. Same k = 5, 5 %, Prec, the same hierarchy files; ARX reads a CSV copy
+of the Parquet file without the two identifying columns (ours drops them), written
+beforehand and not timed. Each time is wall-clock from spawning the process to its exit
+(JVM or Python start included); the peak is the resident memory of the process and its
+children, sampled every 50 ms. Targets (issue 11): DuckDB engine <= ARX's time with peak
+<= 1 GB; memory engine <= 2 x ARX's time.
 :func:`run` is the entry point of the project's benchmark runner.
 
 The data: Adult's 32,561 records (stripped, numeric columns as INTEGER) get a
@@ -29,6 +43,7 @@ when it exists with the right row count.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import sys
@@ -42,6 +57,9 @@ import duckdb
 import psutil
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from arx import Arx, last_json, locate_or_say, run_measured
 from safeshare import Anonymizer, KAnonymity, Schema, TableSource, read_arx_csv
 from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
@@ -60,6 +78,11 @@ K = 5
 MAX_SUPPRESSION = 0.05
 TARGET_TOTAL_S = 60.0
 TARGET_PEAK_MB = 4096.0
+ARX_ROWS = 5_000_000
+#: issue 11, beside ARX: DuckDB engine time <= ARX's, its peak <= 1 GB; memory engine <= 2 x ARX
+TARGET_DUCKDB_RATIO = 1.0
+TARGET_DUCKDB_PEAK_MB = 1024.0
+TARGET_MEMORY_RATIO = 2.0
 
 
 def _q(name: str) -> str:
@@ -253,22 +276,159 @@ def format_table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def arx_csv(parquet: Path, path: Path) -> Path:
+    """The Parquet file as the CSV that ArxBench reads (header, ``,``), without the identifying columns."""
+    keep = ", ".join(_q(c) for c in COLUMNS if c not in IDENTIFYING)
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "2GB"})
+    try:
+        con.execute(
+            f"COPY (SELECT {keep} FROM read_parquet('{parquet}')) TO '{path}' "
+            "(HEADER, DELIMITER ',', QUOTE '')"
+        )
+    finally:
+        con.close()
+    return path
+
+
+def cli_config(parquet: Path, path: Path, engine: str, k: int) -> Path:
+    """A safeshare YAML configuration (JSON is YAML) for the resampled file: the schema of :func:`schema`."""
+    attributes: dict[str, Any] = {
+        q: {"role": "quasi", "hierarchy": str(ADULT / "hierarchies" / f"{q}.csv")} for q in QIS
+    }
+    attributes.update({c: {"role": "identifying"} for c in IDENTIFYING})
+    attributes.update({c: {"role": "insensitive"} for c in COLUMNS if c not in attributes})
+    config = {
+        "input": {"path": str(parquet)},
+        "attributes": attributes,
+        "privacy": {"k-anonymity": {"k": k}},
+        "max_suppression": MAX_SUPPRESSION,
+        "metric": "prec",
+        "algorithm": "ola",
+        "engine": engine,
+        "output": {"format": "parquet"},
+    }
+    path.write_text(json.dumps(config, indent=1))
+    return path
+
+
+def beside_arx(arx: Arx, rows: int, workdir: Path, k: int = K) -> dict[str, Any]:
+    """ARX, then safeshare's CLI with the DuckDB and the memory engine, on ``rows`` resampled records."""
+    parquet, _ = ensure_data(rows)
+    csv = arx_csv(parquet, workdir / "adult.csv")
+    runs: dict[str, Any] = {}
+    arx_cmd = arx.command(
+        "anonymize",
+        str(csv),
+        str(ADULT / "hierarchies"),
+        ",".join(QIS),
+        str(k),
+        str(MAX_SUPPRESSION),
+        "prec",
+        str(workdir / "arx-out.csv"),
+        heap="12g",
+    )
+    m = run_measured(arx_cmd)
+    if m.returncode != 0:
+        raise RuntimeError(f"ARX failed (exit {m.returncode}): {m.stderr.strip()[-500:]}")
+    answer = last_json(m.stdout)
+    runs["ARX"] = {
+        "wall_s": m.wall_s,
+        "cpu_s": m.cpu_s,
+        "peak_mb": m.peak_mb,
+        "answer": answer,
+        "command": arx_cmd,
+    }
+    for engine in ("duckdb", "memory"):
+        cfg = cli_config(parquet, workdir / f"{engine}.yaml", engine, k)
+        out = workdir / f"out-{engine}"
+        cmd = [sys.executable, "-m", "safeshare", "anonymize", str(cfg), "--out", str(out)]
+        cmd += ["--no-tradeoff", "-q"]
+        m = run_measured(cmd)
+        if m.returncode != 0:
+            why = m.stderr.strip()[-500:]
+            raise RuntimeError(f"safeshare ({engine}) failed (exit {m.returncode}): {why}")
+        report = json.loads((out / "report.json").read_text())
+        runs[engine] = {
+            "wall_s": m.wall_s,
+            "cpu_s": m.cpu_s,
+            "peak_mb": m.peak_mb,
+            "report": report,
+            "command": cmd,
+        }
+    return {"rows": rows, "data": str(parquet), "csv_mb": csv.stat().st_size / 2**20, "runs": runs}
+
+
+def format_beside_arx(r: dict[str, Any]) -> tuple[str, bool]:
+    runs = r["runs"]
+    arx_s = runs["ARX"]["wall_s"]
+    a = runs["ARX"]["answer"]
+    lines = [
+        f"beside ARX: {r['rows']:,} rows, k = {K}, {MAX_SUPPRESSION:.0%}, Prec; each tool in its own "
+        "process, wall time spawn to exit, peak RSS of the process tree"
+    ]
+    lines.append(f"  {'tool':<22}{'wall s':>8}{'x ARX':>7}{'CPU s':>8}{'peak MB':>9}  node / suppressed")
+    lines.append(
+        f"  {'ARX 3.9 (FLASH)':<22}{arx_s:>8.1f}{1:>7.2f}{runs['ARX']['cpu_s']:>8.1f}"
+        f"{runs['ARX']['peak_mb']:>9.0f}  "
+        f"{tuple(a.get('levels', ()))} / {a.get('suppressed')} (load {a['load_s']:.1f} s, "
+        f"anonymize {a['anonymize_s']:.1f} s, save {a['save_s']:.1f} s)"
+    )
+    for engine in ("duckdb", "memory"):
+        run_ = runs[engine]
+        rep = run_["report"]
+        phases = rep.get("elapsed_s", {}).items()
+        elapsed = ", ".join(f"{key} {v:.1f}" for key, v in phases if isinstance(v, float))
+        lines.append(
+            f"  {'safeshare, ' + engine:<22}{run_['wall_s']:>8.1f}{run_['wall_s'] / arx_s:>7.2f}"
+            f"{run_['cpu_s']:>8.1f}{run_['peak_mb']:>9.0f}  "
+            f"{tuple(rep['node'])} / {rep['suppressed_records']} ({elapsed})"
+        )
+    duck, mem = runs["duckdb"], runs["memory"]
+    ok_duck = duck["wall_s"] <= TARGET_DUCKDB_RATIO * arx_s and duck["peak_mb"] <= TARGET_DUCKDB_PEAK_MB
+    ok_mem = mem["wall_s"] <= TARGET_MEMORY_RATIO * arx_s
+    lines.append(
+        f"  DuckDB engine <= ARX's time with peak <= {TARGET_DUCKDB_PEAK_MB:.0f} MB: "
+        f"{'met' if ok_duck else 'MISSED'}; "
+        f"memory engine <= {TARGET_MEMORY_RATIO:g} x ARX's time: {'met' if ok_mem else 'MISSED'}"
+    )
+    return "\n".join(lines), ok_duck and ok_mem
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--out", type=Path, default=None, help="work directory (default: a temporary one)")
     parser.add_argument("--k", type=int, default=K, help="k of k-anonymity (default 5)")
     parser.add_argument("--quick", action="store_true", help="1 million rows (unless --rows is given)")
+    parser.add_argument("--arx-rows", type=int, default=ARX_ROWS, help="rows of the run beside ARX")
+    parser.add_argument("--no-arx", action="store_true", help="leave the run beside ARX out")
+    parser.add_argument("--only-arx", action="store_true", help="only the run beside ARX")
     args, _ = parser.parse_known_args(argv)  # benchmarks/run.py passes its options to every benchmark
     if args.quick and args.rows == 10_000_000:
         args.rows = 1_000_000
+    if args.quick and args.arx_rows == ARX_ROWS:
+        args.arx_rows = 1_000_000
+    passed = True
+    if not args.only_arx:
+        passed = scale_main(args)
+    arx = None if args.no_arx else locate_or_say()
+    if arx is not None:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-arx-", dir=args.out) as tmp:
+            print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+            text, ok = format_beside_arx(beside_arx(arx, args.arx_rows, Path(tmp), args.k))
+        print(text)
+        passed = passed and ok
+    return 0 if passed else 1
+
+
+def scale_main(args: argparse.Namespace) -> bool:
     if args.out is None:
         with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
             result = run(args.rows, Path(tmp), args.k)
     else:
         result = run(args.rows, args.out, args.k)
-    print(format_table(result))
-    return 0 if result["passed"] else 1
+    print(format_table(result), flush=True)
+    return bool(result["passed"])
 
 
 if __name__ == "__main__":
