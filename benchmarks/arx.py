@@ -172,6 +172,11 @@ class ArxServer:
         self._proc.stdin.flush()
         return self._answer(timeout)
 
+    @property
+    def returncode(self) -> int | None:
+        """The JVM's exit status, ``None`` while it runs."""
+        return self._proc.poll()
+
     def kill(self) -> None:
         if self._proc.poll() is None:
             self._proc.kill()

@@ -3,6 +3,7 @@ in one line instead of failing, and the hierarchies exported for ARX read back u
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 
@@ -82,3 +83,45 @@ def test_data_csv_refuses_a_comma(tmp_path: Path) -> None:
     assert (tmp_path / "ok.csv").read_text() == "a,b\nx,1\ny,2\n"
     with pytest.raises(ValueError, match="b: value '1,5'"):
         arx.write_data_csv(pd.DataFrame({"b": ["1,5"]}), ["b"], tmp_path / "bad.csv")
+
+
+@pytest.mark.slow
+def test_the_warm_jvm_answers_and_ends_cleanly(tmp_path: Path) -> None:
+    """With ARX built: two searches in one JVM, the optimum's loss is ours, ``quit`` ends it (exit 0)."""
+    try:
+        found = arx.locate()
+    except arx.ArxUnavailable as exc:
+        pytest.skip(str(exc))
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.core.frequency import FrequencyTable
+    from safeshare.data.engines.base import COUNT_COLUMN
+    from safeshare.metrics.loss import make_metric
+    from safeshare.models import KAnonymity, PrivacyCriterion
+    from safeshare.search.context import SearchContext
+    from safeshare.search.strategy import make_strategy
+
+    adult = Path(__file__).resolve().parent.parent / "examples" / "adult" / "hierarchies"
+    qis = ["sex", "race", "relationship"]
+    hierarchies = {q: read_arx_csv(adult / f"{q}.csv") for q in qis}
+    leaves = {q: list(h.leaves) for q, h in hierarchies.items()}
+    rng = random.Random(7)  # skewed values: rare combinations that k = 5 and 20 must generalize
+    rows = [
+        {q: rng.choices(leaves[q], [2.0**-i for i in range(len(leaves[q]))])[0] for q in qis}
+        for _ in range(300)
+    ]
+    frame = pd.DataFrame(rows)
+    csv = arx.write_data_csv(frame, qis, tmp_path / "d.csv")
+    grouped = frame.groupby(qis, sort=False).size().reset_index(name=COUNT_COLUMN)
+    table = FrequencyTable.from_grouped(grouped, qis, [hierarchies[q] for q in qis])
+    with arx.ArxServer(found, csv, adult, qis) as server:
+        for k, limit in ((5, 0.0), (20, 0.05)):
+            answer = server.search(k, limit, "prec", timeout=120)
+            ev = Evaluator(table)
+            ctx = SearchContext(table, ev, PrivacyCriterion([KAnonymity(k)], limit), make_metric("prec", ev))
+            ours = make_strategy("ola").run(ctx)
+            assert answer["found"] and len(answer["levels"]) == len(qis)
+            assert any(answer["levels"])  # not the bottom node: a search took place
+            metric = make_metric("prec", Evaluator(table))
+            assert metric.value(tuple(answer["levels"])) == pytest.approx(metric.value(ours.node))
+            assert answer["loss"] == pytest.approx(metric.value(ours.node))
+    assert server.returncode == 0
