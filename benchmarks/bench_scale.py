@@ -413,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         passed = scale_main(args)
     arx = None if args.no_arx else locate_or_say()
     if arx is not None:
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="bench-scale-arx-", dir=args.out) as tmp:
             print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
             text, ok = format_beside_arx(beside_arx(arx, args.arx_rows, Path(tmp), args.k))
