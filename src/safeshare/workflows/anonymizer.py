@@ -161,6 +161,12 @@ class AnonymizationResult:
     ) -> ReleasePlan:
         """The recipe an engine applies to write the release."""
         if self.node is None:
+            stop = self.search.extra.get("stop_reason")
+            if self.search.extra.get("search") == "anytime" and stop in ("time_limit", "max_evaluations"):
+                raise InputError(
+                    f"the anytime search found no qualifying node before its {stop.replace('_', ' ')}; "
+                    "raise time_limit or max_evaluations"
+                )
             raise InputError("no node satisfies the privacy models within the suppression limit")
         generalization = {
             qi: h.mapping(level)
@@ -204,11 +210,12 @@ class AnonymizationResult:
     def minimal_node_count(self) -> int | None:
         """How many minimal qualifying nodes the search compared; ``None`` for a search that finds none.
 
-        A best-first search (criteria not monotone with suppression) walks the
-        loss order and the exponential mechanism of epsilon-safe draws from every
+        A best-first search (criteria not monotone with suppression) and the anytime
+        branch and bound walk the loss order and the exponential mechanism of epsilon-safe draws from every
         node: neither computes a minimal frontier, and "0 minimal" would misreport them.
         """
-        if self.search.extra.get("search") == "best-first" or self.search.algorithm == "epsilon-safe":
+        no_frontier = self.search.extra.get("search") in ("best-first", "anytime")
+        if no_frontier or self.search.algorithm == "epsilon-safe":
             return None
         return len(self.search.minimal_nodes)
 
