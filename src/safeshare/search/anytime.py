@@ -276,6 +276,8 @@ class _Run:
         self.keys = _Keys(ctx.metric, ctx)
         self.relaxed = None if ctx.criterion.monotone else monotone_relaxation(ctx.criterion)
         self.failing = FailingSet(self.lattice.n_qis)
+        #: minimal qualifying nodes found, negated (``x >= p`` iff ``-x <= -p``); monotone criteria only
+        self.passing = FailingSet(self.lattice.n_qis) if ctx.criterion.monotone else None
         self.evaluated: dict[Node, _Outcome] = {}
         self.incumbent: tuple[float, int, Node] | None = None
         self.start = time.perf_counter()
@@ -321,6 +323,8 @@ class _Run:
         ctx.ticker.tick()
         if fails_below:
             self.failing.add(node)
+        if qualifies and self.passing is not None:
+            self.passing.add(tuple(-v for v in node))
         if qualifies:
             key = (loss, sum(node), node)
             if self.incumbent is None or key < self.incumbent:
@@ -357,6 +361,8 @@ class _Run:
                 if self.failing.covers(s):
                     nxt = s
                     break
+                if self.passing is not None and self.passing.covers(tuple(-v for v in s)):
+                    continue  # above a qualifying node: qualifies, with no better loss
                 out = self.evaluate(s)
                 if out.fails_below:
                     nxt = s
