@@ -213,3 +213,27 @@ def test_cli_anytime_release_reports_bound(tmp_path: Path, capsys: pytest.Captur
         capsys,
     )
     assert code == 2 and "takes no option 'time_limit'" in stderr
+
+
+@pytest.mark.slow
+def test_kdd_18_qis_node_and_bound_within_an_evaluation_budget() -> None:
+    """Census-Income KDD, 18 QIs (19,906,560 nodes), Prec, k = 5, 5 %: a qualifying node and a
+    proven bound after 1,000 evaluations (an evaluation budget: tests never assert wall time)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_anytime.py"
+    spec = importlib.util.spec_from_file_location("bench_anytime", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    if not bench.DATA.exists():
+        pytest.skip(f"Census-Income (KDD) not found at {bench.DATA}")
+    table = bench.table_for(bench.load(bench.DATA), 18)
+    assert table.lattice.size >= 10**7
+    ctx = context(table, [KAnonymity(5)], 0.05, "prec")
+    found = AnytimeSearch(time_limit=None, max_evaluations=1000).run(ctx)
+    assert found.node is not None and found.checked_nodes <= 1000
+    assert ctx.criterion.holds(ctx.evaluator.classes(found.node), table)
+    extra = found.extra
+    assert 0 < extra["lower_bound"] <= found.objective
+    assert extra["optimal"] == (extra["gap"] == 0)
