@@ -58,6 +58,12 @@ Algorithm. Pop the frontier node ``z`` of least key.
 Before the loop the incumbent is seeded by evaluating the top node and
 descending from it (the same greedy descent), so a node is returned even with
 a budget of a few evaluations; every failure met on the way joins ``F``.
+When a frontier node is evaluated and fails with its down-set, a greedy
+*climb* walks up through failing successors to a maximal failing node, which
+joins ``F`` and rules out a larger box (successors above a qualifying node found
+so far are skipped: with a monotone criterion they qualify, with no less loss).
+Descents and climbs only evaluate nodes, add true facts to ``F`` and may
+improve the incumbent; the proof below does not depend on them.
 
 Claim (coverage). At any time, every node ``y`` that is neither in ``D(F)``,
 nor evaluated and failing, nor at or above an evaluated qualifying node, lies
@@ -85,8 +91,10 @@ incumbent proves that no node qualifies.
 The bound is honest at every moment, but it rises only as fast as the
 frontier's least key: on a lattice of 10^7 nodes the gap after a minute may
 stay large. Which failing node ``a`` is used in step 3 (the one lifting the
-least pushed key most, for an additive metric) and the order of the descent
-are heuristics; they change the speed, never the validity.
+least pushed value of an additive guide most: the metric itself for Prec and
+entropy, non-uniform entropy for DM*), the order of the descents and the
+climbs (see :meth:`_Run.climb`) are heuristics; they change the speed, never
+the validity.
 
 Reference points: branch and bound over a partial order (Land & Doig 1960);
 ARX's anytime *Lightning* search (Prasser et al., "Lightning: Utility-Driven
@@ -177,21 +185,22 @@ class _Keys:
         self.exact = not metric.needs_classes
         table = ctx.table
         heights = ctx.lattice.heights
-        #: per-QI loss of each level for an additive metric (heuristic use only), else None
-        self.parts: np.ndarray | None = None
-        if isinstance(metric, Prec | NonUniformEntropy):
-            width = max(heights) + 2
-            parts = np.full((len(heights), width), np.inf)
-            for i, h in enumerate(heights):
-                for level in range(h + 1):
-                    node = tuple(level if j == i else 0 for j in range(len(heights)))
-                    parts[i, level] = metric.value(node) - metric.value(ctx.lattice.bottom)
-            self.parts = parts
-        elif not isinstance(metric, DMStar):
+        if not isinstance(metric, Prec | NonUniformEntropy | DMStar):
             raise ConfigError(
                 f"algorithm 'anytime' has no proven lower bound for metric {metric.name!r} "
                 "(it supports prec, dm_star and entropy)"
             )
+        #: a cheap additive score ordering the descents, climbs and jumps (heuristics only): the
+        #: metric itself for Prec and entropy, non-uniform entropy (marginals only) for DM*
+        self.guide: InformationLoss = metric if self.exact else NonUniformEntropy(ctx.evaluator)
+        #: the guide's per-QI value of each level (``inf`` past the top)
+        width = max(heights) + 2
+        self.parts = np.full((len(heights), width), np.inf)
+        bottom = ctx.lattice.bottom
+        for i, h in enumerate(heights):
+            for level in range(h + 1):
+                node = tuple(level if j == i else 0 for j in range(len(heights)))
+                self.parts[i, level] = self.guide.value(node) - self.guide.value(bottom)
         self.n_records = table.n_records
         self.n_rows = table.n_rows
         self.values_at = [
@@ -318,7 +327,10 @@ class _Run:
         else:
             fails_below = not self.relaxed.holds(classes, ctx.table)
         loss = float(ctx.metric.value(node, classes))
-        out = _Outcome(qualifies, fails_below, loss, classes.n_classes)
+        # the class count only tightens DM* keys: not computed for the other metrics
+        out = _Outcome(
+            qualifies, fails_below, loss, self.keys.n_rows if self.keys.exact else classes.n_classes
+        )
         self.evaluated[node] = out
         ctx.ticker.tick()
         if fails_below:
@@ -337,7 +349,7 @@ class _Run:
         while True:
             self.descended.add(node)
             preds = [p for p in self.lattice.predecessors(node) if not self.failing.covers(p)]
-            preds.sort(key=lambda p: (self.keys.key(p, 0.0, self.keys.n_rows), p))
+            preds.sort(key=lambda p: (self.keys.guide.value(p), p))
             nxt = None
             for p in preds:
                 out = self.evaluate(p)
@@ -353,9 +365,7 @@ class _Run:
         to a maximal failing node, which joins ``F`` and covers a larger box; qualifying successors
         met on the way may improve the incumbent (and are descended from when they do)."""
         while True:
-            succ = sorted(
-                self.lattice.successors(node), key=lambda s: (self.keys.key(s, 0.0, self.keys.n_rows), s)
-            )
+            succ = sorted(self.lattice.successors(node), key=lambda s: (self.keys.guide.value(s), s))
             nxt = None
             for s in succ:
                 if self.failing.covers(s):
@@ -379,13 +389,10 @@ class _Run:
         if rows.shape[0] == 1:
             return tuple(int(v) for v in rows[0])
         parts = self.keys.parts
-        if parts is None:
-            best = int(np.argmax(rows.sum(axis=1)))
-        else:
-            q = rows.shape[1]
-            here = parts[np.arange(q), np.asarray(node)]
-            lift = (parts[np.arange(q)[None, :], rows + 1] - here[None, :]).min(axis=1)
-            best = int(np.argmax(lift))
+        q = rows.shape[1]
+        here = parts[np.arange(q), np.asarray(node)]
+        lift = (parts[np.arange(q)[None, :], rows + 1] - here[None, :]).min(axis=1)
+        best = int(np.argmax(lift))
         return tuple(int(v) for v in rows[best])
 
     def search(self) -> SearchResult:
