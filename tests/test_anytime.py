@@ -197,7 +197,6 @@ def test_cli_anytime_release_reports_bound(tmp_path: Path, capsys: pytest.Captur
             "anytime",
             "--max-evaluations",
             "4",
-            "--no-tradeoff",
         ],
         capsys,
     )
@@ -207,6 +206,9 @@ def test_cli_anytime_release_reports_bound(tmp_path: Path, capsys: pytest.Captur
     assert report["lower_bound"] <= report["information_loss"]
     assert report["gap"] == pytest.approx(report["information_loss"] - report["lower_bound"])
     assert report["minimal_nodes"] is None
+    curve = report["tradeoff"]  # one anytime search per limit: bounds, not claims of optimality
+    assert curve and all(p["lower_bound"] <= p["information_loss"] for p in curve if p["found"])
+    assert all(p["optimal"] == (p["lower_bound"] == p["information_loss"]) for p in curve if p["found"])
     assert ("proven optimal" in stdout) == report["optimal"]
     code, _, stderr = run_cli(
         ["anonymize", str(directory / "adult.yaml"), "--out", str(tmp_path / "o2"), "--time-limit", "5"],

@@ -336,7 +336,9 @@ def tradeoff(
     memo of the records failing the models at each node (a node qualifies at
     limit ``s`` iff that count is at most ``floor(s N)``, hence at every larger
     limit too): a node is evaluated once for the whole curve, and the nodes
-    the main search evaluated are not evaluated again.
+    the main search evaluated are not evaluated again. With the anytime search
+    each limit gets the whole budget, and each point carries its proven
+    ``lower_bound`` and ``optimal`` flag (its node is the best found).
     """
     out = []
     failing = result.failing  # the main search's evaluations, then every curve search's
@@ -355,6 +357,8 @@ def tradeoff(
                 "suppressed_records": r.suppressed_records,
                 "chosen": limit == anonymizer.criterion.max_suppression,
                 **({"k_achieved": r.search.extra["k_achieved"]} if "k_achieved" in r.search.extra else {}),
+                # the anytime search: a best-found node, optimal only when proven
+                **{key: r.search.extra[key] for key in ("lower_bound", "optimal") if key in r.search.extra},
             }
         )
     return out
