@@ -299,6 +299,7 @@ class _Run:
         self.popped = 0
         self.seen: set[Node] = set()
         self.descended: set[Node] = set()
+        #: climb from evaluated failures (a heuristic: the bound holds either way)
         self.climbing = True
 
     # ---------------------------------------------------------------- evaluation
