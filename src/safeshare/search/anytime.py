@@ -426,7 +426,10 @@ class _Run:
         self.popped += 1
         out = self.evaluated.get(node)
         if not exact:
+            fresh = out is None
             out = self.evaluate(node)
+            if fresh and out.fails_below and self.climbing:
+                self.climb(node)
             if out.loss > key:  # DM*: the exact key goes back on the frontier
                 heapq.heappush(heap, (out.loss, height, node, cap, True))
                 return
