@@ -340,11 +340,15 @@ def tradeoff(
     each limit gets the whole budget, and each point carries its proven
     ``lower_bound`` and ``optimal`` flag (its node is the best found).
     """
-    out = []
+    out: list[dict[str, Any]] = []
     failing = result.failing  # the main search's evaluations, then every curve search's
     for limit in sorted({*limits, anonymizer.criterion.max_suppression}):
         other = Anonymizer(replace(anonymizer.spec, max_suppression=limit))
         r = other.fit_table(result.table, evaluator=result.evaluator, failing=failing)
+        # the anytime search: a best-found node, optimal only when proven
+        bound: dict[str, Any] = {
+            key: r.search.extra[key] for key in ("lower_bound", "optimal") if key in r.search.extra
+        }
         out.append(
             {
                 "max_suppression": limit,
@@ -357,8 +361,7 @@ def tradeoff(
                 "suppressed_records": r.suppressed_records,
                 "chosen": limit == anonymizer.criterion.max_suppression,
                 **({"k_achieved": r.search.extra["k_achieved"]} if "k_achieved" in r.search.extra else {}),
-                # the anytime search: a best-found node, optimal only when proven
-                **{key: r.search.extra[key] for key in ("lower_bound", "optimal") if key in r.search.extra},
+                **bound,
             }
         )
     return out
