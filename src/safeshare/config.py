@@ -25,6 +25,8 @@ Example (paths are relative to the configuration file)::
     metric: prec                # prec | dm_star | entropy
     algorithm: ola              # ola | exhaustive | inverse-ola
     max_loss: 0.5               # inverse-ola: largest normalized information loss
+    time_limit: 60              # anytime: seconds of search (docs/anytime.md)
+    max_evaluations: 20000      # anytime: node evaluations at most
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     engine: memory              # memory | duckdb | spark
     spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
@@ -78,7 +80,12 @@ SPARK_KEYS = ("master", "app_name", "executor_memory", "driver_memory", "shuffle
 #: Top-level keys that are known but not read: the reason is the error message.
 NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
 #: Top-level keys that apply to one algorithm only.
-ALGORITHM_KEYS = {"dp": "epsilon-safe", "max_loss": "inverse-ola"}
+ALGORITHM_KEYS = {
+    "dp": "epsilon-safe",
+    "max_loss": "inverse-ola",
+    "time_limit": "anytime",
+    "max_evaluations": "anytime",
+}
 
 #: Algorithms that run without a privacy model (Inverse OLA maximizes k).
 ALGORITHMS_WITHOUT_PRIVACY = {"inverse-ola"}
@@ -100,6 +107,9 @@ class RunConfig:
     output_delimiter: str = ","
     prec_weights: dict[str, float] = field(default_factory=dict)
     max_loss: float | None = None
+    #: the anytime search's budget (``None``: its default)
+    time_limit: float | None = None
+    max_evaluations: int | None = None
     knowledge: dict[str, float] | None = None
     #: The file's ``dp:`` section, its key names checked (epsilon-safe; values checked by :meth:`spec`).
     dp: dict[str, Any] = field(default_factory=dict)
@@ -133,6 +143,8 @@ class RunConfig:
         dp: Mapping[str, Any] | None = None,
         duckdb_memory_limit: str | None = None,
         duckdb_threads: int | None = None,
+        time_limit: float | None = None,
+        max_evaluations: int | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
@@ -156,6 +168,10 @@ class RunConfig:
             out.engine = _engine(engine, "--engine")
         if max_loss is not None:
             out.max_loss = _fraction(max_loss, "--max-loss")
+        if time_limit is not None:
+            out.time_limit = _seconds(time_limit, "--time-limit")
+        if max_evaluations is not None:
+            out.max_evaluations = _threads(max_evaluations, "--max-evaluations")
         if out.engine == "spark" and out.output_format == "csv":
             raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
         out.duckdb = dict(self.duckdb)
@@ -177,11 +193,17 @@ class RunConfig:
 
     def algorithm_options(self) -> dict[str, Any]:
         """The search strategy's options from the configuration: ``max_loss`` (inverse-ola),
-        the :class:`~safeshare.dp.epsilon_safe.EpsilonSafeParams` of ``dp`` and its
-        command-line overrides (epsilon-safe)."""
+        ``time_limit`` and ``max_evaluations`` (anytime), the
+        :class:`~safeshare.dp.epsilon_safe.EpsilonSafeParams` of ``dp`` and its command-line
+        overrides (epsilon-safe)."""
         if self.algorithm == "epsilon-safe":
             return {"params": epsilon_safe_params(self.dp, str(self.path), self.dp_overrides)}
-        return {"max_loss": self.max_loss} if self.max_loss is not None else {}
+        options = {
+            "max_loss": self.max_loss,
+            "time_limit": self.time_limit,
+            "max_evaluations": self.max_evaluations,
+        }
+        return {key: value for key, value in options.items() if value is not None}
 
     def spec(self) -> AnonymizationSpec:
         """The run this configuration describes, as one frozen, validated specification.
@@ -257,6 +279,8 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         output_delimiter=cfg.output.delimiter,
         prec_weights=dict(cfg.prec_weights),
         max_loss=cfg.max_loss,
+        time_limit=cfg.time_limit,
+        max_evaluations=cfg.max_evaluations,
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
@@ -354,6 +378,12 @@ def _output_delimiter(value: Any, where: str) -> str:
     if len(text) != 1 or text in {'"', "\n", "\r"}:
         raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {text!r}")
     return text
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < float(value) < float("inf"):
+        raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _fraction(value: Any, where: str) -> float:
@@ -666,6 +696,16 @@ class ConfigFile(_Section):
         float | None,
         _checked(_fraction, allow_none=True),
         WithJsonSchema({"anyOf": [_FRACTION_SCHEMA, {"type": "null"}]}),
+    ] = None
+    time_limit: Annotated[
+        float | None,
+        _checked(_seconds, allow_none=True),
+        WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]}),
+    ] = None
+    max_evaluations: Annotated[
+        int | None,
+        _checked(_threads, allow_none=True),
+        WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}),
     ] = None
     knowledge: Annotated[
         Any, WithJsonSchema({"type": "object", "additionalProperties": {"type": "number"}})

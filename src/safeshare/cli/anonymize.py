@@ -39,7 +39,14 @@ def anonymize(
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[
-        str | None, typer.Option("--algorithm", help="ola | exhaustive | inverse-ola | epsilon-safe")
+        str | None,
+        typer.Option("--algorithm", help="ola | exhaustive | inverse-ola | epsilon-safe | anytime"),
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", help="anytime: seconds of search (default 60).")
+    ] = None,
+    max_evaluations: Annotated[
+        int | None, typer.Option("--max-evaluations", help="anytime: node evaluations at most.")
     ] = None,
     max_loss: Annotated[
         float | None,
@@ -115,6 +122,8 @@ def anonymize(
         max_loss,
         duckdb_memory_limit=duckdb_memory_limit,
         duckdb_threads=duckdb_threads,
+        time_limit=time_limit,
+        max_evaluations=max_evaluations,
     )
     if spark_master is not None:
         import dataclasses

@@ -111,6 +111,21 @@ def report_warnings(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def anytime_outcome(doc: Mapping[str, Any]) -> str:
+    """The anytime search's claim: proven optimal, or best found with the proven bound and the gap."""
+    loss, bound, gap = doc.get("information_loss"), doc.get("lower_bound"), doc.get("gap")
+    if doc.get("optimal"):
+        return f"proven optimal (loss {loss:.6g}, stopped: optimal)"
+    if loss is None or bound is None or gap is None:
+        return f"no qualifying node found (stopped: {doc.get('stop_reason')})"
+    relative = doc.get("gap_relative")
+    share = f" ({100 * relative:.1f} % of the loss)" if relative is not None else ""
+    return (
+        f"best found, loss {loss:.6g}, optimum >= {bound:.6g}, gap {gap:.6g}{share} "
+        f"(stopped: {str(doc.get('stop_reason')).replace('_', ' ')})"
+    )
+
+
 def describe_search(doc: Mapping[str, Any]) -> str:
     """One sentence on what the search did; minimal nodes only for searches that compute them."""
     algorithm = doc.get("algorithm")
@@ -120,6 +135,8 @@ def describe_search(doc: Mapping[str, Any]) -> str:
             f"{algorithm}: the utility of all {doc.get('lattice_size', 0):,} lattice nodes computed on "
             "the sample, one node drawn by the exponential mechanism"
         )
+    if doc.get("search") == "anytime":
+        return f"{algorithm}: {checked}; {anytime_outcome(doc)}"
     if doc.get("search") == "best-first":
         details = [checked]
         if doc.get("exact_checks") is not None:

@@ -6,7 +6,8 @@ evaluator, the privacy criterion, the loss metric) and returns a
 :class:`~safeshare.search.result.SearchResult` (:class:`OLA`,
 :class:`~safeshare.search.exhaustive.ExhaustiveSearch`,
 :class:`~safeshare.search.best_first.BestFirstOLA`,
-:class:`~safeshare.search.inverse_ola.InverseOLA`). The generic algorithms
+:class:`~safeshare.search.inverse_ola.InverseOLA`,
+:class:`~safeshare.search.anytime.AnytimeSearch`). The generic algorithms
 behind them are plain functions over a lattice and a predicate
 (:func:`~safeshare.search.ola.find_minimal_nodes`,
 :func:`~safeshare.search.ola.ola_search`,
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from safeshare.errors import ConfigError
+from safeshare.search.anytime import make_anytime
 from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.context import SearchContext
 from safeshare.search.exhaustive import ExhaustiveSearch
@@ -102,6 +104,7 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "ola": _no_options(OLA),
     "exhaustive": _no_options(ExhaustiveSearch),
     "inverse-ola": make_inverse_ola,
+    "anytime": make_anytime,
 }
 
 

@@ -161,6 +161,12 @@ class AnonymizationResult:
     ) -> ReleasePlan:
         """The recipe an engine applies to write the release."""
         if self.node is None:
+            stop = self.search.extra.get("stop_reason")
+            if self.search.extra.get("search") == "anytime" and stop in ("time_limit", "max_evaluations"):
+                raise InputError(
+                    f"the anytime search found no qualifying node before its {stop.replace('_', ' ')}; "
+                    "raise time_limit or max_evaluations"
+                )
             raise InputError("no node satisfies the privacy models within the suppression limit")
         generalization = {
             qi: h.mapping(level)
@@ -204,11 +210,12 @@ class AnonymizationResult:
     def minimal_node_count(self) -> int | None:
         """How many minimal qualifying nodes the search compared; ``None`` for a search that finds none.
 
-        A best-first search (criteria not monotone with suppression) walks the
-        loss order and the exponential mechanism of epsilon-safe draws from every
+        A best-first search (criteria not monotone with suppression) and the anytime
+        branch and bound walk the loss order and the exponential mechanism of epsilon-safe draws from every
         node: neither computes a minimal frontier, and "0 minimal" would misreport them.
         """
-        if self.search.extra.get("search") == "best-first" or self.search.algorithm == "epsilon-safe":
+        no_frontier = self.search.extra.get("search") in ("best-first", "anytime")
+        if no_frontier or self.search.algorithm == "epsilon-safe":
             return None
         return len(self.search.minimal_nodes)
 
@@ -329,13 +336,19 @@ def tradeoff(
     memo of the records failing the models at each node (a node qualifies at
     limit ``s`` iff that count is at most ``floor(s N)``, hence at every larger
     limit too): a node is evaluated once for the whole curve, and the nodes
-    the main search evaluated are not evaluated again.
+    the main search evaluated are not evaluated again. With the anytime search
+    each limit gets the whole budget, and each point carries its proven
+    ``lower_bound`` and ``optimal`` flag (its node is the best found).
     """
-    out = []
+    out: list[dict[str, Any]] = []
     failing = result.failing  # the main search's evaluations, then every curve search's
     for limit in sorted({*limits, anonymizer.criterion.max_suppression}):
         other = Anonymizer(replace(anonymizer.spec, max_suppression=limit))
         r = other.fit_table(result.table, evaluator=result.evaluator, failing=failing)
+        # the anytime search: a best-found node, optimal only when proven
+        bound: dict[str, Any] = {
+            key: r.search.extra[key] for key in ("lower_bound", "optimal") if key in r.search.extra
+        }
         out.append(
             {
                 "max_suppression": limit,
@@ -348,6 +361,7 @@ def tradeoff(
                 "suppressed_records": r.suppressed_records,
                 "chosen": limit == anonymizer.criterion.max_suppression,
                 **({"k_achieved": r.search.extra["k_achieved"]} if "k_achieved" in r.search.extra else {}),
+                **bound,
             }
         )
     return out

@@ -1,0 +1,241 @@
+"""The anytime branch and bound (search/anytime.py): its bound is proven, its node qualifies.
+
+Against the exhaustive search on random tables: ``bound <= optimum <= incumbent``
+for every budget, equality and ``optimal`` with no budget; the failing antichain
+against brute force; the option checks, configuration keys and report sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice
+from safeshare.data.schema import Attribute, Role, Schema
+from safeshare.errors import ConfigError
+from safeshare.metrics.loss import make_metric
+from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel, TCloseness
+from safeshare.report.content import describe_search
+from safeshare.search.anytime import AnytimeSearch, FailingSet, make_anytime
+from safeshare.search.context import SearchContext
+from safeshare.search.result import SearchResult
+from safeshare.search.strategy import make_strategy
+from tests.conftest import random_table, run_cli, write_small_adult
+from tests.sensitive_helpers import random_sensitive_table
+
+METRICS = ["prec", "dm_star", "entropy"]
+
+
+def schema_of(table: FrequencyTable) -> Schema:
+    return Schema.from_attributes(
+        [Attribute(q, Role.QUASI, h) for q, h in zip(table.qi_names, table.hierarchies, strict=True)]
+        + [Attribute(s, Role.SENSITIVE) for s in table.sensitive_names]
+    )
+
+
+def context(table: FrequencyTable, models: list[PrivacyModel], limit: float, metric: str) -> SearchContext:
+    ev = Evaluator(table)
+    return SearchContext(table, ev, PrivacyCriterion(models, limit), make_metric(metric, ev))
+
+
+def check_against_exhaustive(
+    table: FrequencyTable, models: list[PrivacyModel], limit: float, metric: str, budget: int | None
+) -> tuple[SearchResult, SearchResult]:
+    exact = make_strategy("exhaustive").run(context(table, models, limit, metric))
+    ctx = context(table, models, limit, metric)
+    found = AnytimeSearch(time_limit=None, max_evaluations=budget).run(ctx)
+    extra = found.extra
+    if budget is not None:
+        assert found.checked_nodes <= budget
+    if found.node is not None:  # a returned node qualifies
+        assert ctx.criterion.holds(ctx.evaluator.classes(found.node), table)
+        assert found.objective == ctx.metric.value(found.node)
+        assert extra["gap"] == pytest.approx(found.objective - extra["lower_bound"])
+    if exact.objective is None:
+        assert found.node is None
+        if extra["stop_reason"] == "no qualifying node":
+            assert extra["lower_bound"] is None
+    else:
+        assert extra["lower_bound"] is not None
+        assert extra["lower_bound"] <= exact.objective  # the bound is proven
+        if found.objective is not None:
+            assert exact.objective <= found.objective
+    if extra["optimal"]:
+        assert found.objective == exact.objective and extra["gap"] == 0
+    return exact, found
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_qis=st.integers(1, 4),
+    n_rows=st.integers(1, 60),
+    k=st.integers(1, 6),
+    limit=st.sampled_from([0.0, 0.05, 0.1, 0.3, 1.0]),
+    metric=st.sampled_from(METRICS),
+)
+@settings(max_examples=80, deadline=None)
+def test_unlimited_budget_reaches_the_exhaustive_optimum(
+    seed: int, n_qis: int, n_rows: int, k: int, limit: float, metric: str
+) -> None:
+    table = random_table(np.random.default_rng(seed), n_qis, n_rows, max_height=4)
+    exact, found = check_against_exhaustive(table, [KAnonymity(min(k, table.n_records))], limit, metric, None)
+    assert found.objective == exact.objective
+    assert found.extra["optimal"] == (exact.node is not None)
+    assert found.extra["stop_reason"] == ("optimal" if exact.node is not None else "no qualifying node")
+    if exact.node is not None:
+        assert found.extra["gap"] == 0 and found.extra["lower_bound"] == exact.objective
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_qis=st.integers(2, 5),
+    k=st.integers(2, 8),
+    limit=st.sampled_from([0.0, 0.05, 0.2]),
+    metric=st.sampled_from(METRICS),
+    budget=st.integers(1, 12),
+)
+@settings(max_examples=80, deadline=None)
+def test_tiny_budget_returns_a_valid_node_and_bound(
+    seed: int, n_qis: int, k: int, limit: float, metric: str, budget: int
+) -> None:
+    table = random_table(np.random.default_rng(seed), n_qis, 80, max_values=6, max_height=4)
+    exact, found = check_against_exhaustive(table, [KAnonymity(k)], limit, metric, budget)
+    if exact.node is not None:  # the top qualifies whenever any node does: evaluated first
+        assert found.node is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "models",
+    [
+        lambda: [LDiversity(2, "entropy")],
+        lambda: [KAnonymity(2), TCloseness(0.25)],
+        lambda: [LDiversity(2, "recursive", c=3)],
+    ],
+    ids=["entropy-l", "k+t-closeness", "recursive-l"],
+)
+@pytest.mark.parametrize("budget", [None, 3, 10])
+def test_criteria_not_monotone_with_suppression(seed: int, models: object, budget: int | None) -> None:
+    """Failures propagate only through the monotone relaxation; the bound stays proven."""
+    rng = np.random.default_rng(900 + seed)
+    table = random_sensitive_table(rng, n_qis=3, n_rows=int(rng.integers(20, 120)), n_sensitive=2)
+    schema = schema_of(table)
+    bound_models = [m.bind(schema) for m in models()]  # type: ignore[operator]
+    exact, found = check_against_exhaustive(table, bound_models, 0.1, "prec", budget)
+    if budget is None:
+        assert found.objective == exact.objective
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=4), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_failing_set_agrees_with_brute_force(heights: list[int], seed: int) -> None:
+    lattice = Lattice(heights)
+    nodes = list(lattice.nodes())
+    rng = np.random.default_rng(seed)
+    added = [nodes[int(i)] for i in rng.choice(len(nodes), size=int(rng.integers(0, 8)))]
+    failing = FailingSet(lattice.n_qis)
+    for node in added:
+        failing.add(node)
+    members = sorted(tuple(int(v) for v in row) for row in failing.members)
+    maximal = sorted({a for a in added if not any(a != b and Lattice.leq(a, b) for b in added)})
+    assert members == maximal
+    for node in nodes:
+        above = [a for a in added if Lattice.leq(node, a)]
+        assert failing.covers(node) == bool(above)
+        dominating = {tuple(int(v) for v in row) for row in failing.dominating(node)}
+        assert dominating == {a for a in maximal if Lattice.leq(node, a)}
+
+
+def test_options_are_checked() -> None:
+    assert make_anytime({}).time_limit == 60.0
+    assert make_anytime({"max_evaluations": 5}).time_limit is None
+    with pytest.raises(ConfigError, match="takes no option 'max_loss'"):
+        make_anytime({"max_loss": 0.5})
+    with pytest.raises(ConfigError, match="time_limit must be a positive number"):
+        make_anytime({"time_limit": 0})
+    with pytest.raises(ConfigError, match="max_evaluations must be an integer >= 1"):
+        make_anytime({"max_evaluations": 2.5})
+    with pytest.raises(ConfigError, match="takes no option 'time_limit'"):
+        make_strategy("ola", {"time_limit": 5})
+
+
+def test_report_sentence_states_the_claim() -> None:
+    base = {"algorithm": "anytime", "search": "anytime", "checked_nodes": 10, "lattice_size": 100}
+    proven = {**base, "information_loss": 0.5, "lower_bound": 0.5, "gap": 0.0, "optimal": True}
+    assert "proven optimal" in describe_search(proven)
+    open_gap = {
+        **base,
+        "information_loss": 0.5,
+        "lower_bound": 0.25,
+        "gap": 0.25,
+        "gap_relative": 0.5,
+        "optimal": False,
+        "stop_reason": "time_limit",
+    }
+    text = describe_search(open_gap)
+    assert "best found, loss 0.5, optimum >= 0.25, gap 0.25 (50.0 % of the loss)" in text
+    assert "proven optimal" not in text and "time limit" in text
+
+
+def test_cli_anytime_release_reports_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = write_small_adult(tmp_path, n_train=800)
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(
+        [
+            "anonymize",
+            str(directory / "adult.yaml"),
+            "--out",
+            str(out),
+            "--algorithm",
+            "anytime",
+            "--max-evaluations",
+            "4",
+        ],
+        capsys,
+    )
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["algorithm"] == "anytime" and report["checked_nodes"] <= 4
+    assert report["lower_bound"] <= report["information_loss"]
+    assert report["gap"] == pytest.approx(report["information_loss"] - report["lower_bound"])
+    assert report["minimal_nodes"] is None
+    curve = report["tradeoff"]  # one anytime search per limit: bounds, not claims of optimality
+    assert curve and all(p["lower_bound"] <= p["information_loss"] for p in curve if p["found"])
+    assert all(p["optimal"] == (p["lower_bound"] == p["information_loss"]) for p in curve if p["found"])
+    assert ("proven optimal" in stdout) == report["optimal"]
+    code, _, stderr = run_cli(
+        ["anonymize", str(directory / "adult.yaml"), "--out", str(tmp_path / "o2"), "--time-limit", "5"],
+        capsys,
+    )
+    assert code == 2 and "takes no option 'time_limit'" in stderr
+
+
+@pytest.mark.slow
+def test_kdd_18_qis_node_and_bound_within_an_evaluation_budget() -> None:
+    """Census-Income KDD, 18 QIs (19,906,560 nodes), Prec, k = 5, 5 %: a qualifying node and a
+    proven bound after 1,000 evaluations (an evaluation budget: tests never assert wall time)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_anytime.py"
+    spec = importlib.util.spec_from_file_location("bench_anytime", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    if not bench.DATA.exists():
+        pytest.skip(f"Census-Income (KDD) not found at {bench.DATA}")
+    table = bench.table_for(bench.load(bench.DATA), 18)
+    assert table.lattice.size >= 10**7
+    ctx = context(table, [KAnonymity(5)], 0.05, "prec")
+    found = AnytimeSearch(time_limit=None, max_evaluations=1000).run(ctx)
+    assert found.node is not None and found.checked_nodes <= 1000
+    assert ctx.criterion.holds(ctx.evaluator.classes(found.node), table)
+    extra = found.extra
+    assert 0 < extra["lower_bound"] <= found.objective
+    assert extra["optimal"] == (extra["gap"] == 0)
