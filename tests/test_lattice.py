@@ -119,17 +119,17 @@ def test_box_masks_agree_with_numpy_slices(heights: list[int], seed: int) -> Non
     heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
     seed=st.integers(0, 2**32 - 1),
     monotone=st.booleans(),
-    slice_share=st.sampled_from([0.0, 1 / 64, 0.3, 2.0]),
+    walk_volume=st.sampled_from([0, 4, 64, 10**6]),
 )
 def test_settled_agrees_with_the_tag_array(
-    heights: list[int], seed: int, monotone: bool, slice_share: float
+    heights: list[int], seed: int, monotone: bool, walk_volume: int
 ) -> None:
-    """TagStore.settled (bit sets, or slices of small boxes) equals "no UNKNOWN in the slice"
-    of the tag array, as tags grow."""
+    """TagStore.settled (bit sets, or the compiled walk over small boxes) equals "no UNKNOWN
+    in the slice" of the tag array, as tags grow."""
     rng = np.random.default_rng(seed)
     lat = Lattice(heights)
     tags = TagStore(lat, monotone=monotone)
-    tags.slice_share, tags.slice_from = slice_share, 0
+    tags.walk_volume, tags.walk_from = walk_volume, 0
     nodes = list(lat.nodes())
     for step in range(12):
         node = nodes[int(rng.integers(len(nodes)))]

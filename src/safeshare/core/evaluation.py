@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from safeshare.core.frequency import FrequencyTable
+from safeshare.core.kernels import DenseComposer, compose, compose_count, records_below
 from safeshare.core.lattice import Lattice, Node
 
 #: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
@@ -76,7 +77,7 @@ def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
     return inverse.astype(np.intp).ravel(), int(uniq.shape[0])
 
 
-def _read_only(array: IntArray) -> IntArray:
+def _read_only(array: SlotArray) -> SlotArray:
     array.flags.writeable = False
     return array
 
@@ -133,9 +134,7 @@ class Classes:
 
     def records_in_classes_smaller_than(self, k: int) -> int:
         """Records in classes of fewer than ``k`` records (zero slots add nothing)."""
-        sizes = self.sizes
-        # Elementwise, not np.dot: BLAS would spin up threads for long vectors.
-        return int((sizes * (sizes < k)).sum())
+        return records_below(self.sizes, k)
 
     @cached_property
     def dm_star(self) -> int:
@@ -291,13 +290,14 @@ class Evaluator:
         self._weights = table.counts.astype(np.float64)
         q = len(table.qi_names)
         # Dense codes per (QI, level), over the values present in the data.
-        self._codes: list[list[IntArray]] = []
+        self._codes: list[list[SlotArray]] = []
         self._sizes: list[list[int]] = []
         for per_level in table.present_level_codes:
-            self._codes.append([codes for codes, _ in per_level])
+            # int32: every pass over the rows reads them, and memory traffic is most of its cost
+            self._codes.append([_read_only(codes.astype(np.int32)) for codes, _ in per_level])
             self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
-        self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, ...], tuple[SlotArray | None, int]] = OrderedDict()
         self._cache_used = 0
         self._leaf_capacity = leaf_cache
         self._leaves: OrderedDict[Node, Classes] = OrderedDict()
@@ -305,6 +305,9 @@ class Evaluator:
         #: nodes whose classes were rolled up from a descendant's class table
         self.rolled_up = 0
         self._tables = _TableCache(q, table_cache_bytes)
+        #: scratch of the compiled relabelling: id spaces up to 256 M (a 4 M-byte bit set
+        #: for M = 10**5); larger ones (rare) are sorted by :func:`densify`
+        self._composer = DenseComposer(max(256 * self._m, 1 << 16))
         self._table_limit = int(rollup_ratio * self._m)
 
     # ----------------------------------------------------------------- public
@@ -344,7 +347,7 @@ class Evaluator:
         self.rolled_up += 1
         rep, weights = source.rep_and_sizes()
         c = rep.shape[0]
-        ids: IntArray | None = None
+        ids: SlotArray | None = None
         n = 1
         order = self.order
         for qi in order[:-1]:
@@ -379,7 +382,7 @@ class Evaluator:
         levels = [0] * q
         n_records = self.table.n_records
 
-        def walk(depth: int, ids: IntArray | None, n: int) -> Iterator[Classes]:
+        def walk(depth: int, ids: SlotArray | None, n: int) -> Iterator[Classes]:
             qi = order[depth]
             for level in range(heights[depth] + 1):
                 levels[depth] = level
@@ -409,8 +412,9 @@ class Evaluator:
         self._tables.clear()
 
     # --------------------------------------------------------------- internal
-    @staticmethod
-    def _compose(ids: IntArray | None, n: int, code: IntArray, s: int, m: int) -> tuple[IntArray | None, int]:
+    def _compose(
+        self, ids: SlotArray | None, n: int, code: SlotArray, s: int, m: int
+    ) -> tuple[SlotArray | None, int]:
         """Class ids after adding one QI (codes ``code`` with ``s`` values) to ``(ids, n)``.
 
         ``m`` is the number of elements; the ids are re-densified once their
@@ -420,16 +424,22 @@ class Evaluator:
             return ids, n
         if ids is None:
             return code, s
-        key = ids * s
-        key += code
         space = n * s
         if space <= m:
-            return key, space
+            return compose(ids, s, code), space
+        return self._densify(ids, s, code, space)
+
+    def _densify(self, ids: SlotArray, s: int, code: SlotArray, space: int) -> tuple[SlotArray, int]:
+        """``ids * s + code`` relabelled densely (in order): with the compiled rank directory
+        of :class:`~safeshare.core.kernels.DenseComposer` up to its space, else :func:`densify`."""
+        if space <= self._composer.max_space:
+            return self._composer.compose_dense(ids, s, code, space)
+        key = ids.astype(np.int64) * s
+        key += code
         return densify(key, space)
 
-    @staticmethod
     def _finish(
-        ids: IntArray | None, n: int, code: IntArray, s: int, weights: FloatArray
+        self, ids: SlotArray | None, n: int, code: SlotArray, s: int, weights: FloatArray
     ) -> tuple[SlotArray, FloatArray]:
         """Add the last QI and count: ``(class slot per element, records per slot)``.
 
@@ -438,19 +448,16 @@ class Evaluator:
         """
         m = code.shape[0]
         if ids is None:
-            key, space = code, s
-        elif s == 1:
-            key, space = ids, n
-        else:
-            key = ids * s
-            key += code
-            space = n * s
-        if space > max(2 * m, 1 << 12):
-            key, space = densify(key, space)
-        sizes = cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
-        return key, sizes
+            return compose_count(None, s, code, weights, s)
+        if s == 1:
+            return compose_count(None, n, ids, weights, n)
+        space = n * s
+        if space <= max(2 * m, 1 << 12):
+            return compose_count(ids, s, code, weights, space)
+        key, space = self._densify(ids, s, code, space)
+        return key, cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
 
-    def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[IntArray | None, int]:
+    def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[SlotArray | None, int]:
         if not ordered_levels:
             return None, 1
         hit = self._cache.get(ordered_levels)
@@ -464,7 +471,7 @@ class Evaluator:
         self._remember(ordered_levels, result)
         return result
 
-    def _remember(self, key: tuple[int, ...], value: tuple[IntArray | None, int]) -> None:
+    def _remember(self, key: tuple[int, ...], value: tuple[SlotArray | None, int]) -> None:
         if value[0] is not None:
             _read_only(value[0])  # shared by every node with this prefix (and maybe its row_class)
         nbytes = value[0].nbytes if value[0] is not None else 0

@@ -17,6 +17,7 @@ from itertools import product
 import numpy as np
 import numpy.typing as npt
 
+from safeshare.core.kernels import BoxTest, box_tagged_kernel
 from safeshare.errors import InputError
 
 Node = tuple[int, ...]
@@ -251,6 +252,8 @@ class TagStore:
         self._boxes = _BoxMasks(lattice.heights)
         self._unknown = self._boxes.everything  # bit set of the untagged nodes
         self._size = lattice.size
+        self._flat = self._tags.reshape(-1)
+        self._strides = tuple(stride // self._tags.itemsize for stride in self._tags.strides)
 
     @property
     def array(self) -> npt.NDArray[np.int8]:
@@ -278,23 +281,26 @@ class TagStore:
         self._tags[node] = SATISFIED if satisfied else FAILED
         self._unknown &= ~self._boxes.box(node, node)
 
-    #: On a lattice of at least ``slice_from`` nodes, a sub-lattice of fewer nodes than
-    #: ``slice_share`` of it is checked by slicing the tag array: the bit sets cost a pass over
-    #: the whole lattice per QI (on Census-Income's 207,360-node lattice, a fifth of the
-    #: search), a slice only the box. On smaller lattices the bit sets are cheaper.
-    slice_share = 1 / 64
-    slice_from = 1 << 16
+    #: A sub-lattice of at most ``walk_volume`` nodes is checked by walking its tags (compiled,
+    #: stopping at the first untagged node): OLA asks about boxes of 16-128 nodes half a
+    #: million times on Census-Income's 207,360-node lattice. Larger ones: the bit sets.
+    walk_volume = 4096
+    #: ... on lattices of at least this many nodes (on smaller ones the bit sets are cheap)
+    walk_from = 1 << 16
+
+    @cached_property
+    def _box_walk(self) -> BoxTest:
+        return box_tagged_kernel()
 
     def settled(self, bottom: Node, top: Node) -> bool:
         """Whether every node ``n`` with ``bottom <= n <= top`` is tagged."""
-        if self._size < self.slice_from:
-            return not self._boxes.meets(self._unknown, bottom, top)
-        volume = 1
-        for low, high in zip(bottom, top, strict=True):
-            volume *= high - low + 1
-        if volume < self.slice_share * self._size:
-            box = tuple(slice(low, high + 1) for low, high in zip(bottom, top, strict=True))
-            return bool(self._tags[box].all())  # UNKNOWN is 0
+        item = self._tags.item
+        if not item(bottom) or not item(top):  # UNKNOWN is 0: an untagged corner
+            return False
+        if self._size >= self.walk_from:
+            found = self._box_walk(self._flat, self._strides, bottom, top, self.walk_volume)
+            if found >= 0:
+                return found == 1
         return not self._boxes.meets(self._unknown, bottom, top)
 
     def counts(self) -> dict[str, int]:

@@ -1,0 +1,98 @@
+"""Compiled inner loops of the evaluator and of predictive tagging (numba).
+
+Two loops dominate an optimal search on a big lattice (issue 11; Census-Income KDD with
+12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked nodes):
+
+* **Relabelling class ids densely** (:func:`compose_dense`). Adding a QI to a prefix of
+  class ids gives ``key = id * s + code`` in a space of ``n * s`` ids, of which at most
+  ``M`` occur; they are renumbered ``0 .. d - 1`` keeping their order. numpy does it
+  with a presence array and a cumulative sum over the whole space (one byte and four
+  bytes per id: megabytes of random writes). Here the presence array is a bit set
+  (``space / 8`` bytes, in cache), and the rank of an id is the rank of its 64-bit word
+  plus the population count of the bits below it in the word (a rank directory, as in
+  succinct data structures: Jacobson 1989).
+* **Whether a sub-lattice is fully tagged** (:func:`box_tagged`): OLA asks it half a
+  million times per search, mostly about boxes of 16-128 nodes; one compiled walk over
+  the box (stopping at the first untagged node) costs less than building the slices.
+
+Both return exactly what the numpy code they replace returned: the search's results
+do not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first use,
+compiled on first use and cached on disk (``cache=True``), so only the
+first run on a machine pays the compilation (about a second).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+#: Class ids of rows: int32 (dense ids and spaces below 2**31; half the memory traffic of int64).
+IdArray = npt.NDArray[np.int32]
+FloatArray = npt.NDArray[np.float64]
+#: ``box_tagged(tags, strides, bottom, top, max_volume)``, see :func:`box_tagged_kernel`
+BoxTest = Callable[[npt.NDArray[np.int8], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], int]
+
+
+def _kernels() -> ModuleType:
+    from safeshare.core import _jit  # numba imported on first use
+
+    return _jit
+
+
+def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
+    """``ids * s + code`` in one pass (numpy's ``ids * s`` then ``+= code`` makes two),
+    for a space ``n * s`` below ``2**31``."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    _kernels().compose(ids, s, code, out)
+    return out
+
+
+def compose_count(
+    ids: npt.NDArray[Any] | None, s: int, code: npt.NDArray[Any], weights: FloatArray, space: int
+) -> tuple[IdArray, FloatArray]:
+    """``key = ids * s + code`` (``code`` alone when ``ids`` is ``None``) and
+    ``np.bincount(key, weights, minlength=space)``, in one pass."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    sizes = np.zeros(space, dtype=np.float64)
+    _kernels().compose_count(code if ids is None else ids, 0 if ids is None else s, code, weights, out, sizes)
+    return out, sizes
+
+
+def records_below(sizes: FloatArray, k: int) -> int:
+    """Sum of the class sizes smaller than ``k`` (records in classes of fewer than ``k``)."""
+    return int(_kernels().below(sizes, k))
+
+
+class DenseComposer:
+    """Reusable scratch space of :meth:`compose_dense` for id spaces up to ``max_space``."""
+
+    def __init__(self, max_space: int) -> None:
+        words = (max_space + 63) >> 6
+        self.max_space = max_space
+        self._bits = np.zeros(words, dtype=np.uint64)
+        self._ranks = np.zeros(words, dtype=np.int64)
+
+    def compose_dense(
+        self, ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any], space: int
+    ) -> tuple[IdArray, int]:
+        """``ids * s + code`` (ids in ``0 .. space / s - 1``, codes in ``0 .. s - 1``)
+        relabelled ``0 .. d - 1`` in increasing order, and ``d``: what
+        :func:`safeshare.core.evaluation.densify` returns for that key, for
+        ``space <= max_space``."""
+        if space > self.max_space:
+            raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
+        out = np.empty(code.shape[0], dtype=np.int32)
+        n = _kernels().compose_dense(ids, s, code, space, self._bits, self._ranks, out)
+        return out, int(n)
+
+
+def box_tagged_kernel() -> BoxTest:
+    """``box_tagged(tags, strides, bottom, top, max_volume)``: 1 if no entry of the box
+    ``bottom <= n <= top`` of the flattened C-ordered array ``tags`` (``strides`` in
+    elements) is 0, else 0; -1 (without looking) if the box has more than ``max_volume``
+    entries. The compiled function itself: OLA asks it half a million times per search."""
+    return cast(BoxTest, _kernels().box_tagged)
