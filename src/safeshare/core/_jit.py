@@ -78,6 +78,7 @@ def _below(sizes: Any, k: int) -> float:  # pragma: no cover
     return total
 
 
+@_jit
 def _box_tagged(tags: Any, strides: Any, bottom: Any, top: Any, max_volume: int) -> int:  # pragma: no cover
     """1 if no entry of the box ``[bottom, top]`` of a flattened C-ordered array is 0, else 0
     (an odometer over the box, stopping at the first 0); -1, without looking, when the box
@@ -109,8 +110,54 @@ def _box_tagged(tags: Any, strides: Any, bottom: Any, top: Any, max_volume: int)
             return 1
 
 
+def _children_tagged(  # pragma: no cover
+    tags: Any, strides: Any, bottom: Any, top: Any, mids: Any, max_volume: int, out: Any
+) -> None:
+    """For each row ``n`` of ``mids``: whether the box ``[bottom, n]`` (``n`` tagged 1) or
+    ``[n, top]`` (``n`` tagged -1) has no 0 entry; False when ``n`` is 0 or the box has
+    more than ``max_volume`` entries."""
+    for j in range(mids.shape[0]):
+        mid = mids[j]
+        pos = 0
+        for i in range(mid.shape[0]):
+            pos += mid[i] * strides[i]
+        status = tags[pos]
+        if status == 0:
+            out[j] = False
+        elif status > 0:
+            out[j] = _box_tagged(tags, strides, bottom, mid, max_volume) == 1
+        else:
+            out[j] = _box_tagged(tags, strides, mid, top, max_volume) == 1
+
+
+def _minimal_rows(nodes: Any, keep: Any) -> None:  # pragma: no cover
+    """``keep[i]``: no earlier kept row of ``nodes`` (sorted by increasing level sum, no
+    repeats) is componentwise at most row ``i``."""
+    n, q = nodes.shape
+    kept = np.empty(n, dtype=np.int64)
+    n_kept = 0
+    for i in range(n):
+        dominated = False
+        for j in range(n_kept):
+            row = kept[j]
+            below = True
+            for c in range(q):
+                if nodes[row, c] > nodes[i, c]:
+                    below = False
+                    break
+            if below:
+                dominated = True
+                break
+        keep[i] = not dominated
+        if not dominated:
+            kept[n_kept] = i
+            n_kept += 1
+
+
 compose = cast(Callable[..., None], _jit(_compose))
 compose_count = cast(Callable[..., None], _jit(_compose_count))
 below = cast(Callable[..., float], _jit(_below))
-box_tagged = cast(Callable[..., int], _jit(_box_tagged))
+box_tagged = cast(Callable[..., int], _box_tagged)
+children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
+minimal_rows = cast(Callable[..., None], _jit(_minimal_rows))

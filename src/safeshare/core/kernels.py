@@ -96,3 +96,28 @@ def box_tagged_kernel() -> BoxTest:
     elements) is 0, else 0; -1 (without looking) if the box has more than ``max_volume``
     entries. The compiled function itself: OLA asks it half a million times per search."""
     return cast(BoxTest, _kernels().box_tagged)
+
+
+def children_tagged(
+    tags: npt.NDArray[np.int8],
+    strides: tuple[int, ...],
+    bottom: tuple[int, ...],
+    top: tuple[int, ...],
+    mids: npt.NDArray[np.int64],
+    max_volume: int,
+) -> npt.NDArray[np.bool_]:
+    """For each row ``n`` of ``mids`` (a ``(K, q)`` array): whether the box ``[bottom, n]``
+    (``n`` tagged 1) or ``[n, top]`` (``n`` tagged -1) of the flattened C-ordered array
+    ``tags`` has no 0 entry; False when ``n`` is 0 or its box has more than ``max_volume``
+    entries. One call for all the nodes OLA visits at one height of a sub-lattice."""
+    out = np.zeros(mids.shape[0], dtype=np.bool_)
+    _kernels().children_tagged(tags, strides, bottom, top, mids, max_volume, out)
+    return out
+
+
+def minimal_rows(nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which rows of ``nodes`` (``(n, q)``, sorted by increasing sum, no repeats) are
+    minimal: no other row is componentwise at most them. ``O(n * minimal * q)``, compiled."""
+    keep = np.zeros(nodes.shape[0], dtype=np.bool_)
+    _kernels().minimal_rows(np.ascontiguousarray(nodes, dtype=np.int64), keep)
+    return keep

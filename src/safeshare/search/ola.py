@@ -44,6 +44,7 @@ from operator import add, sub
 
 import numpy as np
 
+from safeshare.core.kernels import minimal_rows
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
@@ -183,8 +184,9 @@ def find_minimal_nodes(
     offsets_cache: dict[tuple[tuple[int, ...], int], tuple[list[Node], np.ndarray | None]] = {}
     pred_cache: dict[Node, list[Node]] = {}
 
-    def mid_nodes(bottom: Node, top: Node, steps: int) -> list[Node]:
-        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable).
+    def mid_nodes(bottom: Node, top: Node, steps: int) -> tuple[list[Node], np.ndarray]:
+        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable),
+        as tuples and as a ``(K, q)`` array.
 
         Offsets from the bottom are cached per shape; long lists are built with numpy.
         """
@@ -196,10 +198,10 @@ def find_minimal_nodes(
         if arr is None:
             nodes = [tuple(map(add, bottom, o)) for o in rows]
             nodes.sort(key=scores.item)
-            return nodes
-        full = arr + np.asarray(bottom, dtype=np.intp)
-        order = np.argsort(scores[tuple(full.T)], kind="stable")
-        return list(map(tuple, full[order].tolist()))
+            return nodes, np.array(nodes, dtype=np.int64).reshape(len(nodes), len(bottom))
+        full = arr + np.asarray(bottom, dtype=np.int64)
+        full = full[np.argsort(scores[tuple(full.T)], kind="stable")]
+        return list(map(tuple, full.tolist())), full
 
     def predecessors_by_score(node: Node) -> list[Node]:
         hit = pred_cache.get(node)
@@ -237,7 +239,11 @@ def find_minimal_nodes(
         span = high - low
         half = span // 2
         mid = low + half
-        for node in mid_nodes(bottom, top, half):
+        nodes, array = mid_nodes(bottom, top, half)
+        # Whose next sub-lattice is already fully tagged, asked once for all of them (what
+        # `tags.settled` would say below; it stays true as tags are only ever added).
+        settled_now = tags.settled_children(bottom, top, array).tolist() if walk else [False] * len(nodes)
+        for node, child_settled in zip(nodes, settled_now, strict=True):
             if status(node) == UNKNOWN:
                 for p in predecessors_by_score(node):
                     if status(p) == UNKNOWN:
@@ -254,9 +260,10 @@ def find_minimal_nodes(
                 check(child_bottom)  # two nodes: bottom if it qualifies, else top
             elif (child_bottom, child_top) in visited:
                 continue
-            elif child_high - child_low == 2 or not tags.settled(child_bottom, child_top):
+            elif child_high - child_low == 2 or not (child_settled or tags.settled(child_bottom, child_top)):
                 kmin(child_bottom, child_top, child_low, child_high)
 
+    walk = lattice.size >= tags.walk_from
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * lattice.max_height + 1000))
     try:
@@ -266,10 +273,12 @@ def find_minimal_nodes(
             kmin(lattice.bottom, lattice.top, 0, lattice.max_height)
     finally:
         sys.setrecursionlimit(limit)
-    found = MinimalSet(lattice.n_qis)
-    for node in sorted(tag_minimal(state), key=sum):
-        found.add(node)
-    return found.nodes(), checked, True
+    candidates = sorted(tag_minimal(state), key=sum)
+    if not candidates:
+        return [], checked, True
+    # The minimal ones among them: what MinimalSet would keep, in one compiled pass.
+    keep = minimal_rows(np.array(candidates, dtype=np.int64)).tolist()
+    return sorted(node for node, k in zip(candidates, keep, strict=True) if k), checked, True
 
 
 @lru_cache(maxsize=4096)
