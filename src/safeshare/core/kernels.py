@@ -74,7 +74,7 @@ class DenseComposer:
         words = (max_space + 63) >> 6
         self.max_space = max_space
         self._bits = np.zeros(words, dtype=np.uint64)
-        self._ranks = np.zeros(words, dtype=np.int64)
+        self._ranks = np.zeros(words, dtype=np.int32)  # ranks < M < 2**31
 
     def compose_dense(
         self, ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any], space: int
@@ -121,3 +121,16 @@ def minimal_rows(nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     keep = np.zeros(nodes.shape[0], dtype=np.bool_)
     _kernels().minimal_rows(np.ascontiguousarray(nodes, dtype=np.int64), keep)
     return keep
+
+
+def level_offsets(shape: tuple[int, ...], steps: int) -> npt.NDArray[np.int64]:
+    """``(n, q)`` array of the offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``,
+    in lexicographic order (the nodes ``steps`` above the bottom of a box of that shape)."""
+    if not shape:
+        return np.zeros((1 if steps == 0 else 0, 0), dtype=np.int64)
+    dims = np.asarray(shape, dtype=np.int64)
+    kernel = _kernels().offsets
+    count = int(kernel(dims, steps, np.zeros((0, len(shape)), dtype=np.int64)))
+    out = np.empty((count, len(shape)), dtype=np.int64)
+    kernel(dims, steps, out)
+    return out

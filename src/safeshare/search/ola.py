@@ -44,6 +44,7 @@ from operator import add, sub
 
 import numpy as np
 
+from safeshare.core.kernels import level_offsets as box_level_offsets
 from safeshare.core.kernels import minimal_rows
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
@@ -287,26 +288,16 @@ def level_offsets(shape: tuple[int, ...], steps: int) -> tuple[list[Node], np.nd
     also as an array when there are more than 16 (for numpy gathers).
 
     Shared by every search (the same sub-lattice shapes recur from one search to the
-    next), and built with numpy one QI at a time, keeping only prefixes that can still
-    reach ``steps``: never the whole box, which for a lattice of a million nodes is
-    seconds of Python.
+    next), and enumerated by a compiled depth-first walk that only takes values from
+    which ``steps`` can still be reached: never the whole box, which for a lattice of a
+    million nodes is seconds of Python.
     """
-    q = len(shape)
-    rest = [sum(shape[i:]) for i in range(q)] + [0]
-    prefixes = np.zeros((1, 0), dtype=np.intp)
-    sums = np.zeros(1, dtype=np.intp)
-    for i, size in enumerate(shape):
-        values = np.arange(size + 1, dtype=np.intp)
-        new_sums = (sums[:, None] + values[None, :]).ravel()
-        keep = (new_sums <= steps) & (new_sums + rest[i + 1] >= steps)
-        rows_idx = np.repeat(np.arange(prefixes.shape[0]), size + 1)[keep]
-        prefixes = np.column_stack([prefixes[rows_idx], np.tile(values, prefixes.shape[0])[keep]])
-        sums = new_sums[keep]
-    rows: list[Node] = list(map(tuple, prefixes.tolist()))
+    offsets = box_level_offsets(shape, steps)
+    rows: list[Node] = list(map(tuple, offsets.tolist()))
     if len(rows) <= 16:
         return rows, None
-    prefixes.flags.writeable = False
-    return rows, prefixes
+    offsets.flags.writeable = False
+    return rows, offsets
 
 
 def tag_minimal(state: np.ndarray) -> list[Node]:
