@@ -42,6 +42,8 @@ FloatArray = npt.NDArray[np.float64]
 #: Class slots of rows: int32 or int64 depending on the id space.
 SlotArray = npt.NDArray[np.signedinteger[Any]]
 
+#: Frequency tables of at least this many rows are evaluated with the compiled loops.
+COMPILED_FROM_ROWS = 1 << 16
 _DEFAULT_CACHE_BYTES = 256 * 2**20
 _DEFAULT_TABLE_CACHE_BYTES = 128 * 2**20
 #: Off by default: measured on OLA's own evaluation order it does not pay (issue 11, see
@@ -134,7 +136,11 @@ class Classes:
 
     def records_in_classes_smaller_than(self, k: int) -> int:
         """Records in classes of fewer than ``k`` records (zero slots add nothing)."""
-        return records_below(self.sizes, k)
+        sizes = self.sizes
+        if sizes.shape[0] >= COMPILED_FROM_ROWS:
+            return records_below(sizes, k)
+        # Elementwise, not np.dot: BLAS would spin up threads for long vectors.
+        return int((sizes * (sizes < k)).sum())
 
     @cached_property
     def dm_star(self) -> int:
@@ -273,6 +279,8 @@ class Evaluator:
     rollup_ratio: a node is rolled up from a cached descendant's class table
         when that table has at most ``rollup_ratio * M`` classes (and only such
         tables are kept); ``0`` disables roll-up, ``1`` uses any descendant.
+    compiled: use the compiled loops of :mod:`safeshare.core.kernels` (same results);
+        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows.
     """
 
     def __init__(
@@ -282,6 +290,7 @@ class Evaluator:
         leaf_cache: int = 32,
         table_cache_bytes: int = _DEFAULT_TABLE_CACHE_BYTES,
         rollup_ratio: float = _DEFAULT_ROLLUP_RATIO,
+        compiled: bool | None = None,
     ) -> None:
         self.table = table
         self.lattice: Lattice = table.lattice
@@ -292,9 +301,14 @@ class Evaluator:
         # Dense codes per (QI, level), over the values present in the data.
         self._codes: list[list[SlotArray]] = []
         self._sizes: list[list[int]] = []
+        #: the compiled loops (by default from COMPILED_FROM_ROWS rows: below, numpy is as fast
+        #: and a run need not import numba nor load its cache, about 0.7 s)
+        self.compiled = self._m >= COMPILED_FROM_ROWS if compiled is None else bool(compiled)
         for per_level in table.present_level_codes:
-            # int32: every pass over the rows reads them, and memory traffic is most of its cost
-            self._codes.append([_read_only(codes.astype(np.int32)) for codes, _ in per_level])
+            # int32 for the compiled loops: memory traffic is most of a pass's cost
+            self._codes.append(
+                [_read_only(codes.astype(np.int32)) if self.compiled else codes for codes, _ in per_level]
+            )
             self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
         self._cache: OrderedDict[tuple[int, ...], tuple[SlotArray | None, int]] = OrderedDict()
@@ -307,7 +321,7 @@ class Evaluator:
         self._tables = _TableCache(q, table_cache_bytes)
         #: scratch of the compiled relabelling: id spaces up to 256 M (a 4 M-byte bit set
         #: for M = 10**5); larger ones (rare) are sorted by :func:`densify`
-        self._composer = DenseComposer(max(256 * self._m, 1 << 16))
+        self._composer = DenseComposer(max(256 * self._m, 1 << 16) if self.compiled else 0)
         self._table_limit = int(rollup_ratio * self._m)
 
     # ----------------------------------------------------------------- public
@@ -425,6 +439,10 @@ class Evaluator:
         if ids is None:
             return code, s
         space = n * s
+        if not self.compiled:
+            key = ids * s
+            key += code
+            return (key, space) if space <= m else densify(key, space)
         if space <= m:
             return compose(ids, s, code), space
         return self._densify(ids, s, code, space)
@@ -447,6 +465,8 @@ class Evaluator:
         computed per class later costs no more than a pass over the rows.
         """
         m = code.shape[0]
+        if not self.compiled:
+            return self._finish_numpy(ids, n, code, s, weights)
         if ids is None:
             return compose_count(None, s, code, weights, s)
         if s == 1:
@@ -456,6 +476,25 @@ class Evaluator:
             return compose_count(ids, s, code, weights, space)
         key, space = self._densify(ids, s, code, space)
         return key, cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
+
+    @staticmethod
+    def _finish_numpy(
+        ids: SlotArray | None, n: int, code: SlotArray, s: int, weights: FloatArray
+    ) -> tuple[SlotArray, FloatArray]:
+        """:meth:`_finish` in numpy (small tables)."""
+        m = code.shape[0]
+        if ids is None:
+            key, space = code, s
+        elif s == 1:
+            key, space = ids, n
+        else:
+            key = ids * s
+            key += code
+            space = n * s
+        if space > max(2 * m, 1 << 12):
+            key, space = densify(key, space)
+        sizes = cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
+        return key, sizes
 
     def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[SlotArray | None, int]:
         if not ordered_levels:

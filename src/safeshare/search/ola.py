@@ -194,7 +194,7 @@ def find_minimal_nodes(
         key = (tuple(map(sub, top, bottom)), steps)
         hit = offsets_cache.get(key)
         if hit is None:
-            hit = offsets_cache[key] = level_offsets(*key)
+            hit = offsets_cache[key] = level_offsets(*key, compiled=walk)
         rows, arr = hit
         if arr is None:
             nodes = [tuple(map(add, bottom, o)) for o in rows]
@@ -275,29 +275,49 @@ def find_minimal_nodes(
     finally:
         sys.setrecursionlimit(limit)
     candidates = sorted(tag_minimal(state), key=sum)
-    if not candidates:
-        return [], checked, True
-    # The minimal ones among them: what MinimalSet would keep, in one compiled pass.
-    keep = minimal_rows(np.array(candidates, dtype=np.int64)).tolist()
-    return sorted(node for node, k in zip(candidates, keep, strict=True) if k), checked, True
+    if walk and candidates:
+        # The minimal ones among them: what MinimalSet keeps, in one compiled pass.
+        keep = minimal_rows(np.array(candidates, dtype=np.int64)).tolist()
+        return sorted(node for node, k in zip(candidates, keep, strict=True) if k), checked, True
+    found = MinimalSet(lattice.n_qis)
+    for node in candidates:
+        found.add(node)
+    return found.nodes(), checked, True
 
 
 @lru_cache(maxsize=4096)
-def level_offsets(shape: tuple[int, ...], steps: int) -> tuple[list[Node], np.ndarray | None]:
+def level_offsets(
+    shape: tuple[int, ...], steps: int, compiled: bool = False
+) -> tuple[list[Node], np.ndarray | None]:
     """Offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, lexicographic;
     also as an array when there are more than 16 (for numpy gathers).
 
     Shared by every search (the same sub-lattice shapes recur from one search to the
-    next), and enumerated by a compiled depth-first walk that only takes values from
-    which ``steps`` can still be reached: never the whole box, which for a lattice of a
-    million nodes is seconds of Python.
+    next), and built one QI at a time, keeping only prefixes that can still reach
+    ``steps``: never the whole box, which for a lattice of a million nodes is seconds of
+    Python. ``compiled``: by a compiled depth-first walk (big lattices; same offsets).
     """
-    offsets = box_level_offsets(shape, steps)
-    rows: list[Node] = list(map(tuple, offsets.tolist()))
+    prefixes = box_level_offsets(shape, steps) if compiled else _offsets_numpy(shape, steps)
+    rows: list[Node] = list(map(tuple, prefixes.tolist()))
     if len(rows) <= 16:
         return rows, None
-    offsets.flags.writeable = False
-    return rows, offsets
+    prefixes.flags.writeable = False
+    return rows, prefixes
+
+
+def _offsets_numpy(shape: tuple[int, ...], steps: int) -> np.ndarray:
+    q = len(shape)
+    rest = [sum(shape[i:]) for i in range(q)] + [0]
+    prefixes = np.zeros((1, 0), dtype=np.intp)
+    sums = np.zeros(1, dtype=np.intp)
+    for i, size in enumerate(shape):
+        values = np.arange(size + 1, dtype=np.intp)
+        new_sums = (sums[:, None] + values[None, :]).ravel()
+        keep = (new_sums <= steps) & (new_sums + rest[i + 1] >= steps)
+        rows_idx = np.repeat(np.arange(prefixes.shape[0]), size + 1)[keep]
+        prefixes = np.column_stack([prefixes[rows_idx], np.tile(values, prefixes.shape[0])[keep]])
+        sums = new_sums[keep]
+    return prefixes
 
 
 def tag_minimal(state: np.ndarray) -> list[Node]:
