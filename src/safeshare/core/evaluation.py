@@ -2,9 +2,11 @@
 
 Every search asks one question of a node: what are its equivalence classes
 (records sharing all generalized QI values) and how large are they? This
-module answers it without sorting or hashing, using only ``bincount`` and
+module answers it without sorting or hashing, using only counts and
 gathers, so its cost is a few passes over the ``M`` rows of the frequency
-table.
+table. On big tables (``COMPILED_FROM_ROWS``) the passes are compiled loops
+(:mod:`safeshare.core.kernels`): one pass per QI over int32 ids, and a bit set
+with a rank directory to re-densify, with the same results as numpy.
 
 Method: *prefix composition of dense class ids.* Fix an order of the QIs. For
 a node ``n`` and a prefix of the first ``j`` QIs, every frequency-table row
@@ -94,6 +96,8 @@ class Classes:
     n_records: total number of records ``N``.
     row_class: ``(M,)`` class slot of every frequency-table row (computed on
         first use when the classes were rolled up from another node's).
+    compiled: count with the compiled loops of :mod:`safeshare.core.kernels` (as the
+        evaluator that made them does; same results).
     """
 
     def __init__(
@@ -102,11 +106,13 @@ class Classes:
         sizes: FloatArray,
         n_records: int,
         row_class: SlotArray | Callable[[], SlotArray],
+        compiled: bool = False,
     ) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
         self._row_class = row_class
+        self._compiled = compiled
 
     @property
     def row_class(self) -> SlotArray:
@@ -137,7 +143,7 @@ class Classes:
     def records_in_classes_smaller_than(self, k: int) -> int:
         """Records in classes of fewer than ``k`` records (zero slots add nothing)."""
         sizes = self.sizes
-        if sizes.shape[0] >= COMPILED_FROM_ROWS:
+        if self._compiled:
             return records_below(sizes, k)
         # Elementwise, not np.dot: BLAS would spin up threads for long vectors.
         return int((sizes * (sizes < k)).sum())
@@ -337,7 +343,7 @@ class Evaluator:
             result = self._roll_up(node, source)
         else:
             key, sizes = self._from_leaves(node)
-            result = Classes(node, sizes, self.table.n_records, row_class=key)
+            result = Classes(node, sizes, self.table.n_records, row_class=key, compiled=self.compiled)
             if self._table_limit > 0:
                 n_classes = int(np.count_nonzero(sizes))
                 if n_classes <= self._table_limit:
