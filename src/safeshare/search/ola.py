@@ -185,9 +185,9 @@ def find_minimal_nodes(
     offsets_cache: dict[tuple[tuple[int, ...], int], tuple[list[Node], np.ndarray | None]] = {}
     pred_cache: dict[Node, list[Node]] = {}
 
-    def mid_nodes(bottom: Node, top: Node, steps: int) -> tuple[list[Node], np.ndarray]:
+    def mid_nodes(bottom: Node, top: Node, steps: int) -> tuple[list[Node], np.ndarray | None]:
         """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable),
-        as tuples and as a ``(K, q)`` array.
+        as tuples and (for the compiled paths of big lattices) as a ``(K, q)`` array.
 
         Offsets from the bottom are cached per shape; long lists are built with numpy.
         """
@@ -199,10 +199,10 @@ def find_minimal_nodes(
         if arr is None:
             nodes = [tuple(map(add, bottom, o)) for o in rows]
             nodes.sort(key=scores.item)
-            return nodes, np.array(nodes, dtype=np.int64).reshape(len(nodes), len(bottom))
+            return nodes, np.array(nodes, dtype=np.int64).reshape(len(nodes), len(bottom)) if walk else None
         full = arr + np.asarray(bottom, dtype=np.int64)
         full = full[np.argsort(scores[tuple(full.T)], kind="stable")]
-        return list(map(tuple, full.tolist())), full
+        return list(map(tuple, full.tolist())), full if walk else None
 
     def predecessors_by_score(node: Node) -> list[Node]:
         hit = pred_cache.get(node)
@@ -243,7 +243,9 @@ def find_minimal_nodes(
         nodes, array = mid_nodes(bottom, top, half)
         # Whose next sub-lattice is already fully tagged, asked once for all of them (what
         # `tags.settled` would say below; it stays true as tags are only ever added).
-        settled_now = tags.settled_children(bottom, top, array).tolist() if walk else [False] * len(nodes)
+        settled_now = [False] * len(nodes)
+        if array is not None:
+            settled_now = tags.settled_children(bottom, top, array).tolist()
         for node, child_settled in zip(nodes, settled_now, strict=True):
             if status(node) == UNKNOWN:
                 for p in predecessors_by_score(node):
