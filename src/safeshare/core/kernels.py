@@ -1,24 +1,31 @@
 """Compiled inner loops of the evaluator and of predictive tagging (numba).
 
-Two loops dominate an optimal search on a big lattice (issue 11; Census-Income KDD with
-12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked nodes):
+Two kinds of loop dominate an optimal search on a big lattice (issue 11; Census-Income
+KDD with 12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked nodes):
 
-* **Relabelling class ids densely** (:func:`compose_dense`). Adding a QI to a prefix of
-  class ids gives ``key = id * s + code`` in a space of ``n * s`` ids, of which at most
-  ``M`` occur; they are renumbered ``0 .. d - 1`` keeping their order. numpy does it
-  with a presence array and a cumulative sum over the whole space (one byte and four
-  bytes per id: megabytes of random writes). Here the presence array is a bit set
-  (``space / 8`` bytes, in cache), and the rank of an id is the rank of its 64-bit word
-  plus the population count of the bits below it in the word (a rank directory, as in
-  succinct data structures: Jacobson 1989).
-* **Whether a sub-lattice is fully tagged** (:func:`box_tagged`): OLA asks it half a
-  million times per search, mostly about boxes of 16-128 nodes; one compiled walk over
-  the box (stopping at the first untagged node) costs less than building the slices.
+* **Passes over the rows** (:func:`compose`, :func:`compose_count`,
+  :meth:`DenseComposer.compose_dense`, :func:`records_below`). Adding a QI to a prefix
+  of class ids gives ``key = id * s + code`` in a space of ``n * s`` ids, of which at
+  most ``M`` occur; once the space outgrows ``M`` they are renumbered ``0 .. d - 1``
+  keeping their order. numpy does it with a presence array and a cumulative sum over the
+  whole space (one byte and four bytes per id: megabytes of random writes). Here the
+  presence array is a bit set (``space / 8`` bytes, in cache), and the rank of an id is
+  the rank of its 64-bit word plus the population count of the bits below it in the word
+  (a rank directory, as in succinct data structures: Jacobson 1989). Each pass is one
+  loop over int32 ids.
+* **OLA's bookkeeping** (:func:`box_tagged_kernel`, :func:`children_tagged`,
+  :func:`level_offsets`, :func:`minimal_rows`): whether a sub-lattice is fully tagged
+  (asked half a million times per search, mostly about boxes of 16-128 nodes; one
+  compiled walk over the box, stopping at the first untagged node, and one call for all
+  the nodes at the middle height of a sub-lattice), the nodes at one height of a box, and
+  the minimal elements of the qualifying candidates.
 
-Both return exactly what the numpy code they replace returned: the search's results
-do not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first use,
-compiled on first use and cached on disk (``cache=True``), so only the
-first run on a machine pays the compilation (about a second).
+Each returns exactly what the numpy code it replaces returned: the search's results do
+not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first
+use, compiled on a machine's first run and cached on disk (``cache=True``): about 6 s of
+CPU once, then about 0.8 s per process to import numba and load the cache. Callers use
+them only on big tables and lattices (see ``COMPILED_FROM_ROWS`` and
+``TagStore.walk_from``).
 """
 
 from __future__ import annotations
