@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,9 @@ def direct_sizes(table: FrequencyTable, node: tuple[int, ...]) -> list[int]:
     return sorted(frame.groupby(list(table.qi_names), sort=False).size().tolist())
 
 
-def test_adult_random_nodes_match_pandas(adult_table: FrequencyTable) -> None:
-    ev = Evaluator(adult_table)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_adult_random_nodes_match_pandas(adult_table: FrequencyTable, compiled: bool) -> None:
+    ev = Evaluator(adult_table, compiled=compiled)
     rng = np.random.default_rng(7)
     nodes = list(adult_table.lattice.nodes())
     picks = [nodes[i] for i in rng.choice(len(nodes), size=12, replace=False)]
@@ -36,11 +38,14 @@ def test_adult_bottom_has_21551_classes(adult_table: FrequencyTable) -> None:
     assert list(adult_table.qi_names) == ADULT_QIS
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 80))
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 80), st.booleans())
 @settings(max_examples=40, deadline=None)
-def test_iter_classes_equals_classes_equals_direct(seed: int, n_qis: int, n_rows: int) -> None:
+def test_iter_classes_equals_classes_equals_direct(
+    seed: int, n_qis: int, n_rows: int, compiled: bool
+) -> None:
+    """numpy and the compiled loops (safeshare.core.kernels) alike."""
     table = random_table(np.random.default_rng(seed), n_qis, n_rows)
-    ev = Evaluator(table, cache_bytes=1 << 16)
+    ev = Evaluator(table, cache_bytes=1 << 16, compiled=compiled)
     seen = set()
     for classes in ev.iter_classes():
         seen.add(classes.node)
@@ -82,18 +87,21 @@ def _assert_same_classes(got: Classes, want: Classes, table: FrequencyTable) -> 
     st.integers(1, 120),
     st.integers(1, 60),
     st.sampled_from([1 << 10, 1 << 14, 1 << 24]),
+    st.booleans(),
 )
 @settings(max_examples=60, deadline=None)
 def test_rollup_equals_leaf_evaluation(
-    seed: int, n_qis: int, n_rows: int, n_nodes: int, table_bytes: int
+    seed: int, n_qis: int, n_rows: int, n_nodes: int, table_bytes: int, compiled: bool
 ) -> None:
     """Classes rolled up from a cached descendant's class table equal those computed from
     the leaf table, for random tables, hierarchies, nodes and evaluation orders (and small
     table caches that evict)."""
     rng = np.random.default_rng(seed)
     table = random_table(rng, n_qis, n_rows, max_values=8)
-    rolled = Evaluator(table, leaf_cache=0, table_cache_bytes=table_bytes, rollup_ratio=1.0)
-    plain = Evaluator(table, leaf_cache=0, rollup_ratio=0.0)
+    rolled = Evaluator(
+        table, leaf_cache=0, table_cache_bytes=table_bytes, rollup_ratio=1.0, compiled=compiled
+    )
+    plain = Evaluator(table, leaf_cache=0, rollup_ratio=0.0, compiled=not compiled)
     nodes = list(table.lattice.nodes())
     for i in rng.integers(0, len(nodes), size=n_nodes):
         node = nodes[int(i)]

@@ -119,17 +119,18 @@ def test_box_masks_agree_with_numpy_slices(heights: list[int], seed: int) -> Non
     heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
     seed=st.integers(0, 2**32 - 1),
     monotone=st.booleans(),
-    slice_share=st.sampled_from([0.0, 1 / 64, 0.3, 2.0]),
+    walk_volume=st.sampled_from([0, 4, 64, 10**6]),
+    bit_sets=st.booleans(),
 )
 def test_settled_agrees_with_the_tag_array(
-    heights: list[int], seed: int, monotone: bool, slice_share: float
+    heights: list[int], seed: int, monotone: bool, walk_volume: int, bit_sets: bool
 ) -> None:
-    """TagStore.settled (bit sets, or slices of small boxes) equals "no UNKNOWN in the slice"
-    of the tag array, as tags grow."""
+    """TagStore.settled (bit sets or slices, or the compiled walk over small boxes) and
+    settled_children equal "no UNKNOWN in the slice" of the tag array, as tags grow."""
     rng = np.random.default_rng(seed)
     lat = Lattice(heights)
-    tags = TagStore(lat, monotone=monotone)
-    tags.slice_share, tags.slice_from = slice_share, 0
+    tags = TagStore(lat, monotone=monotone, bit_sets=bit_sets)
+    tags.walk_volume, tags.walk_from = walk_volume, 0
     nodes = list(lat.nodes())
     for step in range(12):
         node = nodes[int(rng.integers(len(nodes)))]
@@ -142,3 +143,13 @@ def test_settled_agrees_with_the_tag_array(
             bottom, top = tuple(map(min, a, b)), tuple(map(max, a, b))
             box = tuple(slice(lo, hi + 1) for lo, hi in zip(bottom, top, strict=True))
             assert tags.settled(bottom, top) == bool((tags.array[box] != UNKNOWN).all())
+            if monotone:
+                inner = [n for n in nodes if Lattice.leq(bottom, n) and Lattice.leq(n, top)]
+                flags = tags.settled_children(bottom, top, np.array(inner, dtype=np.int64))
+                for node, flag in zip(inner, flags, strict=True):
+                    status = tags.status(node)
+                    child = (bottom, node) if status == SATISFIED else (node, top)
+                    sub = tuple(slice(lo, hi + 1) for lo, hi in zip(*child, strict=True))
+                    volume = int(np.prod([hi - lo + 1 for lo, hi in zip(*child, strict=True)]))
+                    expected = status != UNKNOWN and volume <= walk_volume and bool(tags.array[sub].all())
+                    assert bool(flag) == expected

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
-from safeshare.core.lattice import Lattice
+from safeshare.core.lattice import Lattice, TagStore
 from safeshare.metrics.loss import NonUniformEntropy, make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.search import exhaustive_search, find_minimal_nodes, ola_search
@@ -93,8 +93,10 @@ def run_ola(table: FrequencyTable, k: int, limit: float, metric: str, ev: Evalua
     return ola_search(table.lattice, lambda n: crit.holds(ev.classes(n), table), m.value, guide=guide)
 
 
-def check_config(table: FrequencyTable, brute: BruteForce, k: int, limit: float, metric: str) -> None:
-    result = run_ola(table, k, limit, metric)
+def check_config(
+    table: FrequencyTable, brute: BruteForce, k: int, limit: float, metric: str, ev: Evaluator | None = None
+) -> None:
+    result = run_ola(table, k, limit, metric, ev)
     qualifying = brute.qualifying(k, limit)
     assert result.minimal_nodes == brute.minimal(qualifying)
     best = min(brute.loss(metric, n) for n in qualifying)
@@ -151,6 +153,24 @@ def test_adult_exhaustive_search_class_agrees(adult_table: FrequencyTable, adult
     assert result.objective == pytest.approx(min(adult_brute.loss("entropy", n) for n in qualifying))
 
 
+@pytest.mark.parametrize(("k", "limit", "metric"), [(5, 0.05, "prec"), (100, 0.2, "dm_star")])
+def test_adult_compiled_paths_match_exhaustive(
+    adult_table: FrequencyTable, adult_brute: BruteForce, k: int, limit: float, metric: str
+) -> None:
+    """The compiled loops of big searches (evaluator, settled boxes, level offsets, minimal
+    filter), forced on Adult's 7,776 nodes: the exhaustive optimum and the same checks."""
+    plain = run_ola(adult_table, k, limit, metric, Evaluator(adult_table, compiled=False))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TagStore, "walk_from", 0)
+        check_config(adult_table, adult_brute, k, limit, metric, Evaluator(adult_table, compiled=True))
+        fast = run_ola(adult_table, k, limit, metric, Evaluator(adult_table, compiled=True))
+    assert (fast.node, fast.checked_nodes, fast.minimal_nodes) == (
+        plain.node,
+        plain.checked_nodes,
+        plain.minimal_nodes,
+    )
+
+
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_qis=st.integers(1, 4),
@@ -188,6 +208,9 @@ def test_generic_search_on_random_monotone_predicates(heights: list[int], seed: 
             return any(Lattice.leq(n, g) for g in generators)
 
     found, checked, any_ok = find_minimal_nodes(lattice, pred, monotone=monotone)
+    with pytest.MonkeyPatch.context() as patch:  # the compiled paths of big lattices
+        patch.setattr(TagStore, "walk_from", 0)
+        assert find_minimal_nodes(lattice, pred, monotone=monotone) == (found, checked, any_ok)
     holding = {n for n in nodes if pred(n)}
     if monotone:
         expected = sorted(n for n in holding if not any(p in holding for p in lattice.predecessors(n)))
@@ -213,6 +236,7 @@ def test_level_offsets_are_the_box_nodes_at_that_height(shape: list[int], data: 
 
     steps = data.draw(st.integers(0, sum(shape)))
     want = [o for o in product(*(range(s + 1) for s in shape)) if sum(o) == steps]
-    rows, arr = level_offsets(tuple(shape), steps)
-    assert rows == want  # same nodes, same (lexicographic) order
-    assert arr is None if len(want) <= 16 else arr.tolist() == [list(o) for o in want]
+    for compiled in (False, True):
+        rows, arr = level_offsets(tuple(shape), steps, compiled)
+        assert rows == want  # same nodes, same (lexicographic) order
+        assert arr is None if len(want) <= 16 else arr.tolist() == [list(o) for o in want]

@@ -2,9 +2,11 @@
 
 Every search asks one question of a node: what are its equivalence classes
 (records sharing all generalized QI values) and how large are they? This
-module answers it without sorting or hashing, using only ``bincount`` and
+module answers it without sorting or hashing, using only counts and
 gathers, so its cost is a few passes over the ``M`` rows of the frequency
-table.
+table. On big tables (``COMPILED_FROM_ROWS``) the passes are compiled loops
+(:mod:`safeshare.core.kernels`): one pass per QI over int32 ids, and a bit set
+with a rank directory to re-densify, with the same results as numpy.
 
 Method: *prefix composition of dense class ids.* Fix an order of the QIs. For
 a node ``n`` and a prefix of the first ``j`` QIs, every frequency-table row
@@ -33,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from safeshare.core.frequency import FrequencyTable
+from safeshare.core.kernels import DenseComposer, compose, compose_count, records_below
 from safeshare.core.lattice import Lattice, Node
 
 #: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
@@ -41,6 +44,8 @@ FloatArray = npt.NDArray[np.float64]
 #: Class slots of rows: int32 or int64 depending on the id space.
 SlotArray = npt.NDArray[np.signedinteger[Any]]
 
+#: Frequency tables of at least this many rows are evaluated with the compiled loops.
+COMPILED_FROM_ROWS = 1 << 16
 _DEFAULT_CACHE_BYTES = 256 * 2**20
 _DEFAULT_TABLE_CACHE_BYTES = 128 * 2**20
 #: Off by default: measured on OLA's own evaluation order it does not pay (issue 11, see
@@ -76,7 +81,7 @@ def densify(key: SlotArray, space: int) -> tuple[IntArray, int]:
     return inverse.astype(np.intp).ravel(), int(uniq.shape[0])
 
 
-def _read_only(array: IntArray) -> IntArray:
+def _read_only(array: SlotArray) -> SlotArray:
     array.flags.writeable = False
     return array
 
@@ -91,6 +96,8 @@ class Classes:
     n_records: total number of records ``N``.
     row_class: ``(M,)`` class slot of every frequency-table row (computed on
         first use when the classes were rolled up from another node's).
+    compiled: count with the compiled loops of :mod:`safeshare.core.kernels` (as the
+        evaluator that made them does; same results).
     """
 
     def __init__(
@@ -99,11 +106,13 @@ class Classes:
         sizes: FloatArray,
         n_records: int,
         row_class: SlotArray | Callable[[], SlotArray],
+        compiled: bool = False,
     ) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
         self._row_class = row_class
+        self._compiled = compiled
 
     @property
     def row_class(self) -> SlotArray:
@@ -134,6 +143,8 @@ class Classes:
     def records_in_classes_smaller_than(self, k: int) -> int:
         """Records in classes of fewer than ``k`` records (zero slots add nothing)."""
         sizes = self.sizes
+        if self._compiled:
+            return records_below(sizes, k)
         # Elementwise, not np.dot: BLAS would spin up threads for long vectors.
         return int((sizes * (sizes < k)).sum())
 
@@ -274,6 +285,8 @@ class Evaluator:
     rollup_ratio: a node is rolled up from a cached descendant's class table
         when that table has at most ``rollup_ratio * M`` classes (and only such
         tables are kept); ``0`` disables roll-up, ``1`` uses any descendant.
+    compiled: use the compiled loops of :mod:`safeshare.core.kernels` (same results);
+        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows.
     """
 
     def __init__(
@@ -283,6 +296,7 @@ class Evaluator:
         leaf_cache: int = 32,
         table_cache_bytes: int = _DEFAULT_TABLE_CACHE_BYTES,
         rollup_ratio: float = _DEFAULT_ROLLUP_RATIO,
+        compiled: bool | None = None,
     ) -> None:
         self.table = table
         self.lattice: Lattice = table.lattice
@@ -291,13 +305,19 @@ class Evaluator:
         self._weights = table.counts.astype(np.float64)
         q = len(table.qi_names)
         # Dense codes per (QI, level), over the values present in the data.
-        self._codes: list[list[IntArray]] = []
+        self._codes: list[list[SlotArray]] = []
         self._sizes: list[list[int]] = []
+        #: the compiled loops (by default from COMPILED_FROM_ROWS rows: below, numpy is as fast
+        #: and a run need not import numba nor load its cache, about 0.7 s)
+        self.compiled = self._m >= COMPILED_FROM_ROWS if compiled is None else bool(compiled)
         for per_level in table.present_level_codes:
-            self._codes.append([codes for codes, _ in per_level])
+            # int32 for the compiled loops: memory traffic is most of a pass's cost
+            self._codes.append(
+                [_read_only(codes.astype(np.int32)) if self.compiled else codes for codes, _ in per_level]
+            )
             self._sizes.append([size for _, size in per_level])
         self.order: tuple[int, ...] = tuple(sorted(range(q), key=lambda i: (-self._sizes[i][0], i)))
-        self._cache: OrderedDict[tuple[int, ...], tuple[IntArray | None, int]] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, ...], tuple[SlotArray | None, int]] = OrderedDict()
         self._cache_used = 0
         self._leaf_capacity = leaf_cache
         self._leaves: OrderedDict[Node, Classes] = OrderedDict()
@@ -305,6 +325,9 @@ class Evaluator:
         #: nodes whose classes were rolled up from a descendant's class table
         self.rolled_up = 0
         self._tables = _TableCache(q, table_cache_bytes)
+        #: scratch of the compiled relabelling: id spaces up to 256 M (a 4 M-byte bit set
+        #: for M = 10**5); larger ones (rare) are sorted by :func:`densify`
+        self._composer = DenseComposer(max(256 * self._m, 1 << 16) if self.compiled else 0)
         self._table_limit = int(rollup_ratio * self._m)
 
     # ----------------------------------------------------------------- public
@@ -320,7 +343,7 @@ class Evaluator:
             result = self._roll_up(node, source)
         else:
             key, sizes = self._from_leaves(node)
-            result = Classes(node, sizes, self.table.n_records, row_class=key)
+            result = Classes(node, sizes, self.table.n_records, row_class=key, compiled=self.compiled)
             if self._table_limit > 0:
                 n_classes = int(np.count_nonzero(sizes))
                 if n_classes <= self._table_limit:
@@ -344,7 +367,7 @@ class Evaluator:
         self.rolled_up += 1
         rep, weights = source.rep_and_sizes()
         c = rep.shape[0]
-        ids: IntArray | None = None
+        ids: SlotArray | None = None
         n = 1
         order = self.order
         for qi in order[:-1]:
@@ -379,7 +402,7 @@ class Evaluator:
         levels = [0] * q
         n_records = self.table.n_records
 
-        def walk(depth: int, ids: IntArray | None, n: int) -> Iterator[Classes]:
+        def walk(depth: int, ids: SlotArray | None, n: int) -> Iterator[Classes]:
             qi = order[depth]
             for level in range(heights[depth] + 1):
                 levels[depth] = level
@@ -409,8 +432,9 @@ class Evaluator:
         self._tables.clear()
 
     # --------------------------------------------------------------- internal
-    @staticmethod
-    def _compose(ids: IntArray | None, n: int, code: IntArray, s: int, m: int) -> tuple[IntArray | None, int]:
+    def _compose(
+        self, ids: SlotArray | None, n: int, code: SlotArray, s: int, m: int
+    ) -> tuple[SlotArray | None, int]:
         """Class ids after adding one QI (codes ``code`` with ``s`` values) to ``(ids, n)``.
 
         ``m`` is the number of elements; the ids are re-densified once their
@@ -420,22 +444,50 @@ class Evaluator:
             return ids, n
         if ids is None:
             return code, s
-        key = ids * s
-        key += code
         space = n * s
+        if not self.compiled:
+            key = ids * s
+            key += code
+            return (key, space) if space <= m else densify(key, space)
         if space <= m:
-            return key, space
+            return compose(ids, s, code), space
+        return self._densify(ids, s, code, space)
+
+    def _densify(self, ids: SlotArray, s: int, code: SlotArray, space: int) -> tuple[SlotArray, int]:
+        """``ids * s + code`` relabelled densely (in order): with the compiled rank directory
+        of :class:`~safeshare.core.kernels.DenseComposer` up to its space, else :func:`densify`."""
+        if space <= self._composer.max_space:
+            return self._composer.compose_dense(ids, s, code, space)
+        key = ids.astype(np.int64) * s
+        key += code
         return densify(key, space)
 
-    @staticmethod
     def _finish(
-        ids: IntArray | None, n: int, code: IntArray, s: int, weights: FloatArray
+        self, ids: SlotArray | None, n: int, code: SlotArray, s: int, weights: FloatArray
     ) -> tuple[SlotArray, FloatArray]:
         """Add the last QI and count: ``(class slot per element, records per slot)``.
 
         Slots stay within twice the number of elements, so that everything
         computed per class later costs no more than a pass over the rows.
         """
+        m = code.shape[0]
+        if not self.compiled:
+            return self._finish_numpy(ids, n, code, s, weights)
+        if ids is None:
+            return compose_count(None, s, code, weights, s)
+        if s == 1:
+            return compose_count(None, n, ids, weights, n)
+        space = n * s
+        if space <= max(2 * m, 1 << 12):
+            return compose_count(ids, s, code, weights, space)
+        key, space = self._densify(ids, s, code, space)
+        return key, cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
+
+    @staticmethod
+    def _finish_numpy(
+        ids: SlotArray | None, n: int, code: SlotArray, s: int, weights: FloatArray
+    ) -> tuple[SlotArray, FloatArray]:
+        """:meth:`_finish` in numpy (small tables)."""
         m = code.shape[0]
         if ids is None:
             key, space = code, s
@@ -450,7 +502,7 @@ class Evaluator:
         sizes = cast(FloatArray, np.bincount(key, weights=weights, minlength=space))
         return key, sizes
 
-    def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[IntArray | None, int]:
+    def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[SlotArray | None, int]:
         if not ordered_levels:
             return None, 1
         hit = self._cache.get(ordered_levels)
@@ -464,7 +516,7 @@ class Evaluator:
         self._remember(ordered_levels, result)
         return result
 
-    def _remember(self, key: tuple[int, ...], value: tuple[IntArray | None, int]) -> None:
+    def _remember(self, key: tuple[int, ...], value: tuple[SlotArray | None, int]) -> None:
         if value[0] is not None:
             _read_only(value[0])  # shared by every node with this prefix (and maybe its row_class)
         nbytes = value[0].nbytes if value[0] is not None else 0

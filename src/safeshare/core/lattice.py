@@ -17,6 +17,7 @@ from itertools import product
 import numpy as np
 import numpy.typing as npt
 
+from safeshare.core.kernels import BoxTest, box_tagged_kernel, children_tagged
 from safeshare.errors import InputError
 
 Node = tuple[int, ...]
@@ -234,12 +235,13 @@ class TagStore:
 
     The tags live in a q-dimensional int8 array indexed by the node itself, so
     an up-set ``[l_1:, ..., l_q:]`` or down-set ``[:l_1+1, ..., :l_q+1]`` is
-    tagged with one slice assignment. The untagged nodes are also kept as a bit
-    set, so that :meth:`settled` (is a whole sub-lattice tagged?) is a few
-    integer ANDs.
+    tagged with one slice assignment. On small lattices the untagged nodes are also
+    kept as a bit set, so that :meth:`settled` (is a whole sub-lattice tagged?) is a
+    few integer ANDs; on big ones (``bit_sets`` False, by default from ``walk_from``
+    nodes) it walks the tags of small boxes (compiled) and slices big ones.
     """
 
-    def __init__(self, lattice: Lattice, monotone: bool = True) -> None:
+    def __init__(self, lattice: Lattice, monotone: bool = True, bit_sets: bool | None = None) -> None:
         if lattice.size > MAX_TAGGED_NODES:
             raise InputError(
                 f"the lattice has {lattice.size:,} nodes, more than the {MAX_TAGGED_NODES:,} an "
@@ -248,9 +250,15 @@ class TagStore:
         self.lattice = lattice
         self.monotone = monotone
         self._tags = np.zeros(tuple(h + 1 for h in lattice.heights), dtype=np.int8)
-        self._boxes = _BoxMasks(lattice.heights)
-        self._unknown = self._boxes.everything  # bit set of the untagged nodes
+        if bit_sets is None:
+            bit_sets = lattice.size < self.walk_from
+        # The bit sets cost q ANDs of |lattice|-bit integers per tag (a fifth of a millisecond
+        # on a million nodes) and megabytes to build: big lattices walk the tag array instead.
+        self._boxes = _BoxMasks(lattice.heights) if bit_sets else None
+        self._unknown = self._boxes.everything if self._boxes is not None else 0  # untagged nodes
         self._size = lattice.size
+        self._flat = self._tags.reshape(-1)
+        self._strides = tuple(stride // self._tags.itemsize for stride in self._tags.strides)
 
     @property
     def array(self) -> npt.NDArray[np.int8]:
@@ -271,31 +279,49 @@ class TagStore:
         """Record the predicate's value at ``node`` and propagate it."""
         upward = satisfied == self.monotone
         self._tags[self._up(node) if upward else self._down(node)] = SATISFIED if satisfied else FAILED
-        self._unknown &= ~(self._boxes.up(node) if upward else self._boxes.down(node))
+        if self._boxes is not None:
+            self._unknown &= ~(self._boxes.up(node) if upward else self._boxes.down(node))
 
     def tag_only(self, node: Node, satisfied: bool) -> None:
         """Record the predicate's value at ``node`` without propagation."""
         self._tags[node] = SATISFIED if satisfied else FAILED
-        self._unknown &= ~self._boxes.box(node, node)
+        if self._boxes is not None:
+            self._unknown &= ~self._boxes.box(node, node)
 
-    #: On a lattice of at least ``slice_from`` nodes, a sub-lattice of fewer nodes than
-    #: ``slice_share`` of it is checked by slicing the tag array: the bit sets cost a pass over
-    #: the whole lattice per QI (on Census-Income's 207,360-node lattice, a fifth of the
-    #: search), a slice only the box. On smaller lattices the bit sets are cheaper.
-    slice_share = 1 / 64
-    slice_from = 1 << 16
+    #: A sub-lattice of at most ``walk_volume`` nodes is checked by walking its tags (compiled,
+    #: stopping at the first untagged node): OLA asks about boxes of 16-128 nodes half a
+    #: million times on Census-Income's 207,360-node lattice. Larger ones: the bit sets.
+    walk_volume = 4096
+    #: ... on lattices of at least this many nodes (on smaller ones the bit sets are cheap)
+    walk_from = 1 << 16
+
+    @cached_property
+    def _box_walk(self) -> BoxTest:
+        return box_tagged_kernel()
 
     def settled(self, bottom: Node, top: Node) -> bool:
         """Whether every node ``n`` with ``bottom <= n <= top`` is tagged."""
-        if self._size < self.slice_from:
-            return not self._boxes.meets(self._unknown, bottom, top)
-        volume = 1
-        for low, high in zip(bottom, top, strict=True):
-            volume *= high - low + 1
-        if volume < self.slice_share * self._size:
+        item = self._tags.item
+        if not item(bottom) or not item(top):  # UNKNOWN is 0: an untagged corner
+            return False
+        if self._size >= self.walk_from:
+            found = self._box_walk(self._flat, self._strides, bottom, top, self.walk_volume)
+            if found >= 0:
+                return found == 1
+        if self._boxes is None:
             box = tuple(slice(low, high + 1) for low, high in zip(bottom, top, strict=True))
             return bool(self._tags[box].all())  # UNKNOWN is 0
         return not self._boxes.meets(self._unknown, bottom, top)
+
+    def settled_children(self, bottom: Node, top: Node, mids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """For each node ``n`` (row of ``mids``, nodes of ``[bottom, top]``): True when ``n``
+        is tagged and the sub-lattice OLA enters after it (``[bottom, n]`` if ``n`` satisfies
+        the predicate, ``[n, top]`` if not) is fully tagged. False says nothing (untagged
+        ``n``, a box of more than ``walk_volume`` nodes, or not settled yet); True stays true,
+        since tags are never removed. Monotone tagging only."""
+        if not self.monotone:
+            raise ValueError("settled_children needs a monotone predicate")
+        return children_tagged(self._flat, self._strides, bottom, top, mids, self.walk_volume)
 
     def counts(self) -> dict[str, int]:
         return {

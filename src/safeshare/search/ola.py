@@ -44,6 +44,8 @@ from operator import add, sub
 
 import numpy as np
 
+from safeshare.core.kernels import level_offsets as box_level_offsets
+from safeshare.core.kernels import minimal_rows
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
@@ -183,23 +185,24 @@ def find_minimal_nodes(
     offsets_cache: dict[tuple[tuple[int, ...], int], tuple[list[Node], np.ndarray | None]] = {}
     pred_cache: dict[Node, list[Node]] = {}
 
-    def mid_nodes(bottom: Node, top: Node, steps: int) -> list[Node]:
-        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable).
+    def mid_nodes(bottom: Node, top: Node, steps: int) -> tuple[list[Node], np.ndarray | None]:
+        """The sub-lattice's nodes ``steps`` above ``bottom``, by increasing guide (stable),
+        as tuples and (for the compiled paths of big lattices) as a ``(K, q)`` array.
 
         Offsets from the bottom are cached per shape; long lists are built with numpy.
         """
         key = (tuple(map(sub, top, bottom)), steps)
         hit = offsets_cache.get(key)
         if hit is None:
-            hit = offsets_cache[key] = level_offsets(*key)
+            hit = offsets_cache[key] = level_offsets(*key, compiled=walk)
         rows, arr = hit
         if arr is None:
             nodes = [tuple(map(add, bottom, o)) for o in rows]
             nodes.sort(key=scores.item)
-            return nodes
-        full = arr + np.asarray(bottom, dtype=np.intp)
-        order = np.argsort(scores[tuple(full.T)], kind="stable")
-        return list(map(tuple, full[order].tolist()))
+            return nodes, np.array(nodes, dtype=np.int64).reshape(len(nodes), len(bottom)) if walk else None
+        full = arr + np.asarray(bottom, dtype=np.int64)
+        full = full[np.argsort(scores[tuple(full.T)], kind="stable")]
+        return list(map(tuple, full.tolist())), full if walk else None
 
     def predecessors_by_score(node: Node) -> list[Node]:
         hit = pred_cache.get(node)
@@ -237,7 +240,13 @@ def find_minimal_nodes(
         span = high - low
         half = span // 2
         mid = low + half
-        for node in mid_nodes(bottom, top, half):
+        nodes, array = mid_nodes(bottom, top, half)
+        # Whose next sub-lattice is already fully tagged, asked once for all of them (what
+        # `tags.settled` would say below; it stays true as tags are only ever added).
+        settled_now = [False] * len(nodes)
+        if array is not None:
+            settled_now = tags.settled_children(bottom, top, array).tolist()
+        for node, child_settled in zip(nodes, settled_now, strict=True):
             if status(node) == UNKNOWN:
                 for p in predecessors_by_score(node):
                     if status(p) == UNKNOWN:
@@ -254,9 +263,10 @@ def find_minimal_nodes(
                 check(child_bottom)  # two nodes: bottom if it qualifies, else top
             elif (child_bottom, child_top) in visited:
                 continue
-            elif child_high - child_low == 2 or not tags.settled(child_bottom, child_top):
+            elif child_high - child_low == 2 or not (child_settled or tags.settled(child_bottom, child_top)):
                 kmin(child_bottom, child_top, child_low, child_high)
 
+    walk = lattice.size >= tags.walk_from
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * lattice.max_height + 1000))
     try:
@@ -266,22 +276,38 @@ def find_minimal_nodes(
             kmin(lattice.bottom, lattice.top, 0, lattice.max_height)
     finally:
         sys.setrecursionlimit(limit)
+    candidates = sorted(tag_minimal(state), key=sum)
+    if walk and candidates:
+        # The minimal ones among them: what MinimalSet keeps, in one compiled pass.
+        keep = minimal_rows(np.array(candidates, dtype=np.int64)).tolist()
+        return sorted(node for node, k in zip(candidates, keep, strict=True) if k), checked, True
     found = MinimalSet(lattice.n_qis)
-    for node in sorted(tag_minimal(state), key=sum):
+    for node in candidates:
         found.add(node)
     return found.nodes(), checked, True
 
 
 @lru_cache(maxsize=4096)
-def level_offsets(shape: tuple[int, ...], steps: int) -> tuple[list[Node], np.ndarray | None]:
+def level_offsets(
+    shape: tuple[int, ...], steps: int, compiled: bool = False
+) -> tuple[list[Node], np.ndarray | None]:
     """Offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, lexicographic;
     also as an array when there are more than 16 (for numpy gathers).
 
     Shared by every search (the same sub-lattice shapes recur from one search to the
-    next), and built with numpy one QI at a time, keeping only prefixes that can still
-    reach ``steps``: never the whole box, which for a lattice of a million nodes is
-    seconds of Python.
+    next), and built one QI at a time, keeping only prefixes that can still reach
+    ``steps``: never the whole box, which for a lattice of a million nodes is seconds of
+    Python. ``compiled``: by a compiled depth-first walk (big lattices; same offsets).
     """
+    prefixes = box_level_offsets(shape, steps) if compiled else _offsets_numpy(shape, steps)
+    rows: list[Node] = list(map(tuple, prefixes.tolist()))
+    if len(rows) <= 16:
+        return rows, None
+    prefixes.flags.writeable = False
+    return rows, prefixes
+
+
+def _offsets_numpy(shape: tuple[int, ...], steps: int) -> np.ndarray:
     q = len(shape)
     rest = [sum(shape[i:]) for i in range(q)] + [0]
     prefixes = np.zeros((1, 0), dtype=np.intp)
@@ -293,11 +319,7 @@ def level_offsets(shape: tuple[int, ...], steps: int) -> tuple[list[Node], np.nd
         rows_idx = np.repeat(np.arange(prefixes.shape[0]), size + 1)[keep]
         prefixes = np.column_stack([prefixes[rows_idx], np.tile(values, prefixes.shape[0])[keep]])
         sums = new_sums[keep]
-    rows: list[Node] = list(map(tuple, prefixes.tolist()))
-    if len(rows) <= 16:
-        return rows, None
-    prefixes.flags.writeable = False
-    return rows, prefixes
+    return prefixes
 
 
 def tag_minimal(state: np.ndarray) -> list[Node]:

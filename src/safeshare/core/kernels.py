@@ -1,0 +1,143 @@
+"""Compiled inner loops of the evaluator and of predictive tagging (numba).
+
+Two kinds of loop dominate an optimal search on a big lattice (issue 11; Census-Income
+KDD with 12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked nodes):
+
+* **Passes over the rows** (:func:`compose`, :func:`compose_count`,
+  :meth:`DenseComposer.compose_dense`, :func:`records_below`). Adding a QI to a prefix
+  of class ids gives ``key = id * s + code`` in a space of ``n * s`` ids, of which at
+  most ``M`` occur; once the space outgrows ``M`` they are renumbered ``0 .. d - 1``
+  keeping their order. numpy does it with a presence array and a cumulative sum over the
+  whole space (one byte and four bytes per id: megabytes of random writes). Here the
+  presence array is a bit set (``space / 8`` bytes, in cache), and the rank of an id is
+  the rank of its 64-bit word plus the population count of the bits below it in the word
+  (a rank directory, as in succinct data structures: Jacobson 1989). Each pass is one
+  loop over int32 ids.
+* **OLA's bookkeeping** (:func:`box_tagged_kernel`, :func:`children_tagged`,
+  :func:`level_offsets`, :func:`minimal_rows`): whether a sub-lattice is fully tagged
+  (asked half a million times per search, mostly about boxes of 16-128 nodes; one
+  compiled walk over the box, stopping at the first untagged node, and one call for all
+  the nodes at the middle height of a sub-lattice), the nodes at one height of a box, and
+  the minimal elements of the qualifying candidates.
+
+Each returns exactly what the numpy code it replaces returned: the search's results do
+not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first
+use, compiled on a machine's first run and cached on disk (``cache=True``): about 6 s of
+CPU once, then about 0.8 s per process to import numba and load the cache. Callers use
+them only on big tables and lattices (see ``COMPILED_FROM_ROWS`` and
+``TagStore.walk_from``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+#: Class ids of rows: int32 (dense ids and spaces below 2**31; half the memory traffic of int64).
+IdArray = npt.NDArray[np.int32]
+FloatArray = npt.NDArray[np.float64]
+#: ``box_tagged(tags, strides, bottom, top, max_volume)``, see :func:`box_tagged_kernel`
+BoxTest = Callable[[npt.NDArray[np.int8], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], int]
+
+
+def _kernels() -> ModuleType:
+    from safeshare.core import _jit  # numba imported on first use
+
+    return _jit
+
+
+def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
+    """``ids * s + code`` in one pass (numpy's ``ids * s`` then ``+= code`` makes two),
+    for a space ``n * s`` below ``2**31``."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    _kernels().compose(ids, s, code, out)
+    return out
+
+
+def compose_count(
+    ids: npt.NDArray[Any] | None, s: int, code: npt.NDArray[Any], weights: FloatArray, space: int
+) -> tuple[IdArray, FloatArray]:
+    """``key = ids * s + code`` (``code`` alone when ``ids`` is ``None``) and
+    ``np.bincount(key, weights, minlength=space)``, in one pass."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    sizes = np.zeros(space, dtype=np.float64)
+    _kernels().compose_count(code if ids is None else ids, 0 if ids is None else s, code, weights, out, sizes)
+    return out, sizes
+
+
+def records_below(sizes: FloatArray, k: int) -> int:
+    """Sum of the class sizes smaller than ``k`` (records in classes of fewer than ``k``)."""
+    return int(_kernels().below(sizes, k))
+
+
+class DenseComposer:
+    """Reusable scratch space of :meth:`compose_dense` for id spaces up to ``max_space``."""
+
+    def __init__(self, max_space: int) -> None:
+        words = (max_space + 63) >> 6
+        self.max_space = max_space
+        self._bits = np.zeros(words, dtype=np.uint64)
+        self._ranks = np.zeros(words, dtype=np.int32)  # ranks < M < 2**31
+
+    def compose_dense(
+        self, ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any], space: int
+    ) -> tuple[IdArray, int]:
+        """``ids * s + code`` (ids in ``0 .. space / s - 1``, codes in ``0 .. s - 1``)
+        relabelled ``0 .. d - 1`` in increasing order, and ``d``: what
+        :func:`safeshare.core.evaluation.densify` returns for that key, for
+        ``space <= max_space``."""
+        if space > self.max_space:
+            raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
+        out = np.empty(code.shape[0], dtype=np.int32)
+        n = _kernels().compose_dense(ids, s, code, space, self._bits, self._ranks, out)
+        return out, int(n)
+
+
+def box_tagged_kernel() -> BoxTest:
+    """``box_tagged(tags, strides, bottom, top, max_volume)``: 1 if no entry of the box
+    ``bottom <= n <= top`` of the flattened C-ordered array ``tags`` (``strides`` in
+    elements) is 0, else 0; -1 (without looking) if the box has more than ``max_volume``
+    entries. The compiled function itself: OLA asks it half a million times per search."""
+    return cast(BoxTest, _kernels().box_tagged)
+
+
+def children_tagged(
+    tags: npt.NDArray[np.int8],
+    strides: tuple[int, ...],
+    bottom: tuple[int, ...],
+    top: tuple[int, ...],
+    mids: npt.NDArray[np.int64],
+    max_volume: int,
+) -> npt.NDArray[np.bool_]:
+    """For each row ``n`` of ``mids`` (a ``(K, q)`` array): whether the box ``[bottom, n]``
+    (``n`` tagged 1) or ``[n, top]`` (``n`` tagged -1) of the flattened C-ordered array
+    ``tags`` has no 0 entry; False when ``n`` is 0 or its box has more than ``max_volume``
+    entries. One call for all the nodes OLA visits at one height of a sub-lattice."""
+    out = np.zeros(mids.shape[0], dtype=np.bool_)
+    _kernels().children_tagged(tags, strides, bottom, top, mids, max_volume, out)
+    return out
+
+
+def minimal_rows(nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which rows of ``nodes`` (``(n, q)``, sorted by increasing sum, no repeats) are
+    minimal: no other row is componentwise at most them. ``O(n * minimal * q)``, compiled."""
+    keep = np.zeros(nodes.shape[0], dtype=np.bool_)
+    _kernels().minimal_rows(np.ascontiguousarray(nodes, dtype=np.int64), keep)
+    return keep
+
+
+def level_offsets(shape: tuple[int, ...], steps: int) -> npt.NDArray[np.int64]:
+    """``(n, q)`` array of the offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``,
+    in lexicographic order (the nodes ``steps`` above the bottom of a box of that shape)."""
+    if not shape:
+        return np.zeros((1 if steps == 0 else 0, 0), dtype=np.int64)
+    dims = np.asarray(shape, dtype=np.int64)
+    kernel = _kernels().offsets
+    count = int(kernel(dims, steps, np.zeros((0, len(shape)), dtype=np.int64)))
+    out = np.empty((count, len(shape)), dtype=np.int64)
+    kernel(dims, steps, out)
+    return out
