@@ -25,7 +25,7 @@ proven flag otherwise.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from safeshare.errors import ConfigError
 from safeshare.search.anytime import AnytimeSearch, make_anytime
@@ -33,7 +33,15 @@ from safeshare.search.result import SearchResult
 
 if TYPE_CHECKING:
     from safeshare.search.context import SearchContext
-    from safeshare.search.strategy import SearchStrategy
+
+class _Exact(Protocol):
+    """The exact strategy ``auto`` wraps (the ``ola`` strategy of :mod:`safeshare.search.strategy`,
+    which registers ``auto``: importing its protocol here would be an import cycle)."""
+
+    name: str
+
+    def run(self, ctx: SearchContext) -> SearchResult: ...
+
 
 #: Largest lattice (nodes) searched exactly by default; see the module docstring.
 DEFAULT_EXACT_MAX_NODES = 500_000
@@ -52,7 +60,7 @@ class AutoSearch:
 
     name = "auto"
 
-    def __init__(self, exact: SearchStrategy, anytime: AnytimeSearch, exact_max_nodes: int) -> None:
+    def __init__(self, exact: _Exact, anytime: AnytimeSearch, exact_max_nodes: int) -> None:
         if isinstance(exact_max_nodes, bool) or not isinstance(exact_max_nodes, int) or exact_max_nodes < 1:
             raise ConfigError(f"auto: exact_max_nodes must be an integer >= 1, got {exact_max_nodes!r}")
         self.exact = exact
@@ -90,7 +98,7 @@ class AutoSearch:
         return result
 
 
-def make_auto(exact: SearchStrategy) -> Callable[[Mapping[str, Any]], AutoSearch]:
+def make_auto(exact: _Exact) -> Callable[[Mapping[str, Any]], AutoSearch]:
     """The ``auto`` strategy factory around ``exact``: options ``exact_max_nodes`` (default
     :data:`DEFAULT_EXACT_MAX_NODES`) and the anytime search's ``time_limit`` and ``max_evaluations``."""
 
