@@ -34,6 +34,7 @@ from safeshare.search.result import SearchResult
 if TYPE_CHECKING:
     from safeshare.search.context import SearchContext
 
+
 class _Exact(Protocol):
     """The exact strategy ``auto`` wraps (the ``ola`` strategy of :mod:`safeshare.search.strategy`,
     which registers ``auto``: importing its protocol here would be an import cycle)."""
