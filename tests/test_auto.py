@@ -119,7 +119,8 @@ def test_report_sentence() -> None:
     }
     assert describe_search(under) == (
         "auto: lattice of 100 nodes <= exact_max_nodes 100: exact search (ola); "
-        "ola: 10 of 100 lattice nodes checked, 3 minimal qualifying nodes compared; optimal (exact search)"
+        "ola: 10 of 100 lattice nodes checked, 3 minimal qualifying nodes compared; "
+        "proven optimal (exact search)"
     )
 
 

@@ -137,7 +137,7 @@ def describe_search(doc: Mapping[str, Any]) -> str:
         inner = _describe_one(doc, str(doc.get("auto_choice")))
         if doc.get("search") == "anytime":  # the anytime sentence already says whether it is optimal
             return f"auto: {reason}; {inner}"
-        claim = "optimal (exact search)" if doc.get("optimal") else "no qualifying node"
+        claim = "proven optimal (exact search)" if doc.get("optimal") else "no qualifying node"
         return f"auto: {reason}; {inner}; {claim}"
     return _describe_one(doc, doc.get("algorithm"))
 
