@@ -23,10 +23,11 @@ Example (paths are relative to the configuration file)::
       k-anonymity: {k: 5}
     max_suppression: 0.05
     metric: prec                # prec | dm_star | entropy
-    algorithm: ola              # ola | exhaustive | inverse-ola
+    algorithm: ola              # ola | exhaustive | inverse-ola | epsilon-safe | anytime | auto
     max_loss: 0.5               # inverse-ola: largest normalized information loss
-    time_limit: 60              # anytime: seconds of search (docs/anytime.md)
-    max_evaluations: 20000      # anytime: node evaluations at most
+    time_limit: 60              # anytime, auto: seconds of search (docs/anytime.md)
+    max_evaluations: 20000      # anytime, auto: node evaluations at most
+    exact_max_nodes: 500000     # auto: largest lattice searched exactly by OLA
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     engine: memory              # memory | duckdb | spark
     spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
@@ -79,12 +80,14 @@ ENGINES = ("memory", "duckdb", "spark")
 SPARK_KEYS = ("master", "app_name", "executor_memory", "driver_memory", "shuffle_partitions")
 #: Top-level keys that are known but not read: the reason is the error message.
 NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
-#: Top-level keys that apply to one algorithm only.
-ALGORITHM_KEYS = {
-    "dp": "epsilon-safe",
-    "max_loss": "inverse-ola",
-    "time_limit": "anytime",
-    "max_evaluations": "anytime",
+#: Top-level keys that apply to some algorithms only (``auto`` runs the anytime search above
+#: ``exact_max_nodes``, so it takes the anytime budget too).
+ALGORITHM_KEYS: dict[str, tuple[str, ...]] = {
+    "dp": ("epsilon-safe",),
+    "max_loss": ("inverse-ola",),
+    "time_limit": ("anytime", "auto"),
+    "max_evaluations": ("anytime", "auto"),
+    "exact_max_nodes": ("auto",),
 }
 
 #: Algorithms that run without a privacy model (Inverse OLA maximizes k).
@@ -110,6 +113,8 @@ class RunConfig:
     #: the anytime search's budget (``None``: its default)
     time_limit: float | None = None
     max_evaluations: int | None = None
+    #: ``auto``: the largest lattice searched exactly (``None``: its default)
+    exact_max_nodes: int | None = None
     knowledge: dict[str, float] | None = None
     #: The file's ``dp:`` section, its key names checked (epsilon-safe; values checked by :meth:`spec`).
     dp: dict[str, Any] = field(default_factory=dict)
@@ -145,6 +150,7 @@ class RunConfig:
         duckdb_threads: int | None = None,
         time_limit: float | None = None,
         max_evaluations: int | None = None,
+        exact_max_nodes: int | None = None,
     ) -> RunConfig:
         """A copy with command-line overrides applied (and validated).
 
@@ -172,6 +178,8 @@ class RunConfig:
             out.time_limit = _seconds(time_limit, "--time-limit")
         if max_evaluations is not None:
             out.max_evaluations = _threads(max_evaluations, "--max-evaluations")
+        if exact_max_nodes is not None:
+            out.exact_max_nodes = _threads(exact_max_nodes, "--exact-max-nodes")
         if out.engine == "spark" and out.output_format == "csv":
             raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
         out.duckdb = dict(self.duckdb)
@@ -193,7 +201,7 @@ class RunConfig:
 
     def algorithm_options(self) -> dict[str, Any]:
         """The search strategy's options from the configuration: ``max_loss`` (inverse-ola),
-        ``time_limit`` and ``max_evaluations`` (anytime), the
+        ``time_limit`` and ``max_evaluations`` (anytime, auto), ``exact_max_nodes`` (auto), the
         :class:`~safeshare.dp.epsilon_safe.EpsilonSafeParams` of ``dp`` and its command-line
         overrides (epsilon-safe)."""
         if self.algorithm == "epsilon-safe":
@@ -202,6 +210,7 @@ class RunConfig:
             "max_loss": self.max_loss,
             "time_limit": self.time_limit,
             "max_evaluations": self.max_evaluations,
+            "exact_max_nodes": self.exact_max_nodes,
         }
         return {key: value for key, value in options.items() if value is not None}
 
@@ -281,6 +290,7 @@ def parse_config(raw: Mapping[str, Any], path: Path) -> RunConfig:
         max_loss=cfg.max_loss,
         time_limit=cfg.time_limit,
         max_evaluations=cfg.max_evaluations,
+        exact_max_nodes=cfg.exact_max_nodes,
         knowledge=parse_knowledge(raw["knowledge"], f"{name}: knowledge")
         if raw.get("knowledge") is not None
         else None,
@@ -357,9 +367,9 @@ def _check_algorithm_keys(given: set[str], algorithm: str, where: str, why: str)
         ALGORITHM_KEYS,
         where,
         {
-            key: f"applies to algorithm: {owner} only ({why})"
-            for key, owner in ALGORITHM_KEYS.items()
-            if owner != algorithm
+            key: f"applies to algorithm: {' or '.join(owners)} only ({why})"
+            for key, owners in ALGORITHM_KEYS.items()
+            if algorithm not in owners
         },
     )
 
@@ -703,6 +713,11 @@ class ConfigFile(_Section):
         WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]}),
     ] = None
     max_evaluations: Annotated[
+        int | None,
+        _checked(_threads, allow_none=True),
+        WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}),
+    ] = None
+    exact_max_nodes: Annotated[
         int | None,
         _checked(_threads, allow_none=True),
         WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}),

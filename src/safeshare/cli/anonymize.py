@@ -40,13 +40,17 @@ def anonymize(
     metric: Annotated[str | None, typer.Option("--metric", help="prec | dm_star | entropy")] = None,
     algorithm: Annotated[
         str | None,
-        typer.Option("--algorithm", help="ola | exhaustive | inverse-ola | epsilon-safe | anytime"),
+        typer.Option("--algorithm", help="ola | exhaustive | inverse-ola | epsilon-safe | anytime | auto"),
     ] = None,
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", help="anytime: seconds of search (default 60).")
+        float | None, typer.Option("--time-limit", help="anytime, auto: seconds of search (default 60).")
     ] = None,
     max_evaluations: Annotated[
-        int | None, typer.Option("--max-evaluations", help="anytime: node evaluations at most.")
+        int | None, typer.Option("--max-evaluations", help="anytime, auto: node evaluations at most.")
+    ] = None,
+    exact_max_nodes: Annotated[
+        int | None,
+        typer.Option("--exact-max-nodes", help="auto: largest lattice searched exactly (default 500000)."),
     ] = None,
     max_loss: Annotated[
         float | None,
@@ -124,6 +128,7 @@ def anonymize(
         duckdb_threads=duckdb_threads,
         time_limit=time_limit,
         max_evaluations=max_evaluations,
+        exact_max_nodes=exact_max_nodes,
     )
     if spark_master is not None:
         import dataclasses

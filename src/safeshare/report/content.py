@@ -127,8 +127,23 @@ def anytime_outcome(doc: Mapping[str, Any]) -> str:
 
 
 def describe_search(doc: Mapping[str, Any]) -> str:
-    """One sentence on what the search did; minimal nodes only for searches that compute them."""
-    algorithm = doc.get("algorithm")
+    """One sentence on what the search did; minimal nodes only for searches that compute them.
+
+    ``algorithm: auto`` says which search ran and why (``auto_reason``) and whether its node is
+    proven optimal.
+    """
+    reason = doc.get("auto_reason")
+    if doc.get("algorithm") == "auto" and isinstance(reason, str):
+        inner = _describe_one(doc, str(doc.get("auto_choice")))
+        if doc.get("search") == "anytime":  # the anytime sentence already says whether it is optimal
+            return f"auto: {reason}; {inner}"
+        claim = "proven optimal (exact search)" if doc.get("optimal") else "no qualifying node"
+        return f"auto: {reason}; {inner}; {claim}"
+    return _describe_one(doc, doc.get("algorithm"))
+
+
+def _describe_one(doc: Mapping[str, Any], algorithm: Any) -> str:
+    """:func:`describe_search` for the search that ran, named ``algorithm``."""
     checked = f"{doc.get('checked_nodes', 0):,} of {doc.get('lattice_size', 0):,} lattice nodes checked"
     if algorithm == "epsilon-safe":
         return (

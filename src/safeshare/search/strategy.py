@@ -7,7 +7,8 @@ evaluator, the privacy criterion, the loss metric) and returns a
 :class:`~safeshare.search.exhaustive.ExhaustiveSearch`,
 :class:`~safeshare.search.best_first.BestFirstOLA`,
 :class:`~safeshare.search.inverse_ola.InverseOLA`,
-:class:`~safeshare.search.anytime.AnytimeSearch`). The generic algorithms
+:class:`~safeshare.search.anytime.AnytimeSearch`,
+:class:`~safeshare.search.auto.AutoSearch`: OLA or anytime by lattice size). The generic algorithms
 behind them are plain functions over a lattice and a predicate
 (:func:`~safeshare.search.ola.find_minimal_nodes`,
 :func:`~safeshare.search.ola.ola_search`,
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 from safeshare.errors import ConfigError
 from safeshare.search.anytime import make_anytime
+from safeshare.search.auto import make_auto
 from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.context import SearchContext
 from safeshare.search.exhaustive import ExhaustiveSearch
@@ -105,6 +107,7 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "exhaustive": _no_options(ExhaustiveSearch),
     "inverse-ola": make_inverse_ola,
     "anytime": make_anytime,
+    "auto": make_auto(OLA()),
 }
 
 
