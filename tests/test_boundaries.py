@@ -686,3 +686,74 @@ def test_every_strategy_has_the_one_selector_signature() -> None:
         assert list(inspect.signature(cls.run).parameters) == ["self", "ctx"], cls
         assert not hasattr(cls, "search"), cls
     assert OLA().run(ctx).node == ExhaustiveSearch().run(ctx).node == BestFirstOLA().run(ctx).node
+
+
+# ------------------------------------------------------------------ risk threshold
+def risk_table() -> FrequencyTable:
+    """10 records in 4 bottom classes of sizes 1, 2, 3, 4 (values a, b, c, d)."""
+    return one_qi_table({"a": ["x"], "b": ["x", "y"], "c": ["x", "y", "z"], "d": ["x", "y", "z", "w"]})
+
+
+def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes() -> None:
+    from safeshare.models.risk import RiskThreshold
+
+    table = risk_table()
+    classes = bottom(table)
+    everything = classes.sizes > 0
+    without_a = everything & (classes.sizes != 1)
+    # A = J / N: 4/10 with every class released, 3/10 without the class of size 1
+    at = RiskThreshold(0.4, "A")
+    assert at.node_acceptable(classes, table, everything)  # kills: value <= threshold -> <
+    assert not RiskThreshold(0.35, "A").node_acceptable(classes, table, everything)
+    tight = RiskThreshold(0.3, "A")
+    # kills: value(classes, table, None) in node_acceptable / achieved (every class counted)
+    assert tight.node_acceptable(classes, table, without_a)
+    assert tight.achieved(classes, table, without_a) == {"A": pytest.approx(0.3), "population_size": 10}
+    assert RiskThreshold(0.3, "A", population_size=20).achieved(classes, table, everything) == {
+        "A": pytest.approx(0.2),
+        "population_size": 20,
+    }
+
+
+def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solution() -> None:
+    from safeshare.models.risk import RiskThreshold
+    from safeshare.risk.release_risk import release_risk
+
+    table = risk_table()
+    classes = bottom(table)
+    released = classes.sizes > 0
+    sizes = classes.sizes[released]
+    zayatz = RiskThreshold(1.0, "B", estimator="zayatz", population_size=100)
+    # kills: the estimator dropped from release_risk (the default, Pitman, gives another B)
+    expected = release_risk(sizes, 100, "B", "zayatz")
+    assert zayatz.value(classes, table, released) == pytest.approx(expected)
+    assert expected != pytest.approx(release_risk(sizes, 100, "B", "pitman"))
+    nan = RiskThreshold(1.0, "B")
+    nan.value = lambda *args: float("nan")  # type: ignore[method-assign]
+    assert not nan.node_acceptable(classes, table, released)
+    assert nan.achieved(classes, table, released) == {"B": None, "population_size": 10}
+
+
+def test_risk_threshold_parameters_at_their_bounds() -> None:
+    from safeshare.models.risk import RiskThreshold
+
+    assert RiskThreshold(1).threshold == 1.0
+    assert RiskThreshold(1e-9).threshold == 1e-9
+    assert RiskThreshold(0.1, population_size=1).population_size == 1
+    for threshold in (0, 0.0, -0.1, 1.0000001, 1.5, True, "0.5", None):
+        with pytest.raises(InputError, match="risk threshold"):
+            RiskThreshold(threshold)  # type: ignore[arg-type]
+    for size in (0, -1, True, 2.0, "10"):
+        with pytest.raises(InputError, match="population_size"):
+            RiskThreshold(0.1, population_size=size)  # type: ignore[arg-type]
+    # the exact measure A has no estimator: it is neither checked nor reported
+    assert RiskThreshold(0.1, "A", estimator="average").estimator == "average"
+    with pytest.raises(InputError, match="needs the frequency table"):
+        RiskThreshold(0.1, "uniques", estimator="average")
+    assert RiskThreshold(0.1, "A").params() == {"measure": "A", "threshold": 0.1, "population_size": None}
+    assert RiskThreshold(0.1, "uniques", "dankar").params() == {
+        "measure": "uniques",
+        "threshold": 0.1,
+        "estimator": "dankar",
+        "population_size": None,
+    }
