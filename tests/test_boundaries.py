@@ -36,7 +36,10 @@ from safeshare.models.l_diversity import LDiversity
 from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
+from safeshare.models.risk import RiskThreshold
 from safeshare.models.t_closeness import TCloseness
+from safeshare.numerics import TOLERANCE
+from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
 from safeshare.search.inverse_ola import InverseOLA
 from safeshare.search.ola import choose_best, find_minimal_nodes
@@ -374,6 +377,9 @@ def test_m_concealing_relaxation_is_the_smallest_passing_class_size() -> None:
     assert MConcealing(1.0, {"s": 1.0}).monotone_relaxation().k == 1
     assert MConcealing(0.25, {"s": 1.0}, 0.5).monotone_relaxation().k == 2
     assert MConcealing(0.1, {"s": 1.0}).monotone_relaxation().k == 10
+    # the relaxation's margin is 2 * TOLERANCE: m a little further below 1/2 already needs 3 records
+    assert MConcealing(0.5 - 1.5 * TOLERANCE, {"s": 1.0}).monotone_relaxation().k == 2
+    assert MConcealing(0.5 - 2.5 * TOLERANCE, {"s": 1.0}).monotone_relaxation().k == 3  # kills: 3 * TOLERANCE
 
 
 @pytest.mark.parametrize("m", [0, 0.0, -0.1, 1.01, True, "0.5"])
@@ -695,8 +701,6 @@ def risk_table() -> FrequencyTable:
 
 
 def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes() -> None:
-    from safeshare.models.risk import RiskThreshold
-
     table = risk_table()
     classes = bottom(table)
     everything = classes.sizes > 0
@@ -716,9 +720,6 @@ def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes(
 
 
 def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solution() -> None:
-    from safeshare.models.risk import RiskThreshold
-    from safeshare.risk.release_risk import release_risk
-
     table = risk_table()
     classes = bottom(table)
     released = classes.sizes > 0
@@ -735,8 +736,6 @@ def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solut
 
 
 def test_risk_threshold_parameters_at_their_bounds() -> None:
-    from safeshare.models.risk import RiskThreshold
-
     assert RiskThreshold(1).threshold == 1.0
     assert RiskThreshold(1e-9).threshold == 1e-9
     assert RiskThreshold(0.1, population_size=1).population_size == 1
