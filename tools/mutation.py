@@ -108,6 +108,11 @@ MESSAGE_LINES = (
     r'^\s*"(note|reason)":',  # report notes of a search result
 )
 
+#: A mutant's CPU time limit is ``2 * multiplier * (its tests' time + 1 s)``; mutmut's default (15)
+#: lets a mutant that loops forever (``k -= 1`` -> ``k += 1``) hold a shared core for minutes.
+#: A timeout counts as a kill.
+TIMEOUT_MULTIPLIER = 5.0
+
 #: Copied into every scratch directory (the tests read the bundled Adult data and hierarchies).
 COPIED = ("src", "tests", "examples")
 
@@ -124,6 +129,7 @@ def mutmut_section(target: Target) -> str:
         f"do_not_mutate_patterns = {json.dumps(list(MESSAGE_LINES))}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-m", "not slow", "-x", "-q", "-p", "no:cacheprovider"]\n'
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
     )
 
 
@@ -179,8 +185,11 @@ def run(name: str, target: Target, max_children: int, mutants: list[str], every:
     command = [mutmut(), "run", "--max-children", str(max_children)]
     if every > 1:
         # a pattern that matches nothing: mutmut generates the mutants and its test map only
-        subprocess.run([*command, "-none-"], cwd=work, env=env, check=False, stdout=subprocess.DEVNULL)
+        generate = [*command, "no-mutant-has-this-name"]
+        subprocess.run(generate, cwd=work, env=env, check=False, capture_output=True)
         mutants = [*mutants, *sample(mutant_names(name, target), every, seed)]
+        if not mutants:
+            raise SystemExit(f"{name}: mutmut generated no mutants to sample")
         print(f"   sample: every {every}th mutant from seed {seed}: {len(mutants)} mutants", flush=True)
     subprocess.run([*command, *mutants], cwd=work, env=env, check=False, stdout=subprocess.DEVNULL)
 
