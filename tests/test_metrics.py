@@ -15,7 +15,14 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.metrics.loss import DMStar, NonUniformEntropy, Prec, all_metric_values, make_metric
+from safeshare.metrics.loss import (
+    DMStar,
+    NonUniformEntropy,
+    Prec,
+    all_metric_values,
+    make_metric,
+    metric_name,
+)
 from tests.conftest import generalized_frame, random_table
 
 
@@ -160,3 +167,22 @@ def test_prec_node_array_with_a_qi_of_height_zero() -> None:
     prec = Prec(Evaluator(table))
     assert prec.node_array().tolist() == [[0.0], [1.0]]
     assert [prec.value((0, 0)), prec.value((1, 0))] == [0.0, 1.0]
+
+
+def test_metric_names_weights_and_the_classes_of_another_node(tiny: FrequencyTable) -> None:
+    ev = Evaluator(tiny)
+    assert [metric_name(n) for n in (" DM* ", "DMStar", "dm-star", "Precision", "ENTROPY")] == [
+        "dm_star",
+        "dm_star",
+        "dm_star",
+        "prec",
+        "entropy",
+    ]
+    weighted = make_metric("prec", ev, {"age": 3.0})
+    assert weighted.value((1, 0)) == pytest.approx(1.5 / 4)  # the weights reach Prec
+    with pytest.raises(InputError, match="prec metric only"):
+        make_metric("dm_star", ev, {"age": 3.0})
+    dm = DMStar(ev)
+    assert dm.value((1, 1), ev.classes((1, 0))) == 18  # classes of another node are not used
+    # normalize clamps to [0, 1] a value outside the range of the lattice
+    assert (dm.normalize(100.0), dm.normalize(0.0), dm.normalize(23.0)) == (1.0, 0.0, 0.5)
