@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -152,8 +153,13 @@ def test_prec_node_array_equals_value_at_every_node(
     prec = Prec(Evaluator(tiny), weights)
     arr = prec.node_array()
     assert arr.shape == (3, 2)
+    w = {q: Fraction((weights or {}).get(q, 1.0)) for q in ("age", "sex")}
+    total = w["age"] + w["sex"]
     for node in np.ndindex(*arr.shape):
         assert arr[node] == prec.value(node), node
+        # the exact weighted mean, correctly rounded
+        exact = (w["age"] * Fraction(node[0], 2) + w["sex"] * Fraction(node[1], 1)) / total if total else 0
+        assert prec.value(node) == float(exact), node
     assert prec.value((2, 1)) == (0.0 if weights and not any(weights.values()) else 1.0)
 
 
@@ -184,5 +190,8 @@ def test_metric_names_weights_and_the_classes_of_another_node(tiny: FrequencyTab
         make_metric("dm_star", ev, {"age": 3.0})
     dm = DMStar(ev)
     assert dm.value((1, 1), ev.classes((1, 0))) == 18  # classes of another node are not used
+    entropy = NonUniformEntropy(ev)
+    assert math.fsum(entropy.per_qi((1, 1))) == entropy.value((1, 1))
+    assert entropy.per_qi((0, 1))[0] == 0.0
     # normalize clamps to [0, 1] a value outside the range of the lattice
     assert (dm.normalize(100.0), dm.normalize(0.0), dm.normalize(23.0)) == (1.0, 0.0, 0.5)
