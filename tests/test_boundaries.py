@@ -370,6 +370,16 @@ def test_m_concealing_passes_exactly_at_m_equal_pi_over_the_indistinguishable_re
     assert MConcealing(0.5, {"s": 1.0}, 0.5).acceptable(classes, table)[classes.row_class].all()
 
 
+def test_m_concealing_measure_is_kept_per_table() -> None:
+    one = one_qi_table({"a": ["x", "x"], "b": ["x", "y", "y"]})
+    other = one_qi_table({"a": ["x", "y"], "b": ["x", "y", "y"]})
+    model = MConcealing(0.5, {"s": 1.0})
+    first = model.measure(one)
+    assert model.measure(one) is first and first.table is one
+    assert model.measure(other).table is other  # kills: a measure of another table returned
+    assert model.measure(one) is first  # the last two tables are kept
+
+
 def test_m_concealing_relaxation_is_the_smallest_passing_class_size() -> None:
     # pi / c <= m: m = 1/2 -> 2, m = 0.4999 -> 3, m = 1 -> 1, pi = 1/2 and m = 1/4 -> 2
     assert MConcealing(0.5, {"s": 1.0}).monotone_relaxation().k == 2
