@@ -719,6 +719,10 @@ def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes(
     at = RiskThreshold(0.4, "A")
     assert at.node_acceptable(classes, table, everything)  # kills: value <= threshold -> <
     assert not RiskThreshold(0.35, "A").node_acceptable(classes, table, everything)
+    # the comparison is value <= threshold + TOLERANCE: exactly at the widened bound still passes
+    assert 0.4 - TOLERANCE + TOLERANCE == 0.4
+    assert RiskThreshold(0.4 - TOLERANCE, "A").node_acceptable(classes, table, everything)
+    assert not RiskThreshold(0.4 - 3 * TOLERANCE, "A").node_acceptable(classes, table, everything)
     tight = RiskThreshold(0.3, "A")
     # kills: value(classes, table, None) in node_acceptable / achieved (every class counted)
     assert tight.node_acceptable(classes, table, without_a)
