@@ -37,6 +37,7 @@ from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
+from safeshare.models.sensitive import ClassValueCounts
 from safeshare.models.t_closeness import TCloseness
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import release_risk
@@ -298,6 +299,46 @@ def test_l_of_one_is_accepted_and_zero_in_a_configuration_is_a_config_error() ->
         l_diversity_config({"l": 0}, "privacy.l-diversity")
     with pytest.raises(ConfigError, match=r"\.c: expected a number > 0"):
         l_diversity_config({"l": 2, "variant": "recursive", "c": 0}, "privacy.l-diversity")
+
+
+def test_l_diversity_relaxation_is_the_smallest_class_size_that_can_pass() -> None:
+    assert LDiversity(1).monotone_relaxation().k == 1  # kills: max(2, k)
+    assert LDiversity(1.0, "entropy").monotone_relaxation().k == 1
+    assert LDiversity(3, "recursive", c=2).monotone_relaxation().k == 3
+    assert LDiversity(2.5, "entropy").monotone_relaxation().k == 3
+    # within the model's tolerance of an integer: ln 2 >= ln l - TOLERANCE passes 2 values
+    assert LDiversity(2 + 1e-10, "entropy").monotone_relaxation().k == 2  # kills: k -= 1 -> k += 1
+    assert LDiversity(2 + 4e-9, "entropy").monotone_relaxation().k == 3
+
+
+def test_l_diversity_achieved_is_the_worst_released_class() -> None:
+    table = one_qi_table({"a": ["x", "y"], "b": ["x", "y", "z"]})
+    classes = bottom(table)
+    slot = {str(table.labels_at(classes.node)["q"][r]): classes.row_class[r] for r in range(table.n_rows)}
+    only_b = np.zeros(len(classes.sizes), dtype=bool)
+    only_b[slot["b"]] = True
+    both = classes.sizes > 0
+    distinct = LDiversity(2)
+    meaning = distinct.achieved_summary[1]
+    assert distinct.achieved(classes, table, both) == {"measure": meaning, "min": {"s": 2.0}}
+    assert distinct.achieved(classes, table, only_b) == {"measure": meaning, "min": {"s": 3.0}}
+    assert distinct.achieved(classes, table, ~both) == {"measure": meaning, "min": {"s": None}}
+    # recursive (2, 3): b has r1 / r3 = 1; a has 2 < l values: infinite, reported as None
+    recursive = LDiversity(3, "recursive", c=2)
+    assert recursive.achieved(classes, table, only_b)["max"] == {"s": 1.0}
+    assert recursive.achieved(classes, table, both)["max"] == {"s": None}
+
+
+def test_class_starts_are_the_first_pair_of_every_class() -> None:
+    def starts(cls: list[int]) -> list[int]:
+        n = len(cls)
+        pairs = ClassValueCounts(np.array(cls), np.zeros(n, dtype=np.int64), np.ones(n), 1, 4)
+        return pairs.class_starts().tolist()
+
+    assert starts([0, 0, 1, 3, 3]) == [0, 2, 3]
+    assert starts([0, 1, 1]) == [0, 1]
+    assert starts([2]) == [0]
+    assert starts([]) == []
 
 
 # ------------------------------------------------------------------ t-closeness
