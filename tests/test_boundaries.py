@@ -341,6 +341,25 @@ def test_class_starts_are_the_first_pair_of_every_class() -> None:
     assert starts([]) == []
 
 
+def test_class_value_counts_sort_branch_counts_every_pair() -> None:
+    """40 classes x 50 values (space 2000 > 4 R and 1024): the packed-sort branch, not bincount."""
+    groups = {f"g{i:02d}": [f"v{(7 * i + j // 2) % 50:02d}" for j in range(i % 6 + 1)] for i in range(40)}
+    table = one_qi_table(groups)
+    classes = bottom(table)
+    pairs = LDiversity(1).pairs(classes, table, "s")
+    labels = table.labels_at(classes.node)["q"]
+    values = table.sensitive_labels[0]
+    slot_of = {str(labels[r]): int(classes.row_class[r]) for r in range(table.n_rows)}
+    assert len(values) * len(classes.sizes) > max(4 * table.n_rows, 1024)
+    got = {(int(c), str(values[v])): n for c, v, n in zip(pairs.cls, pairs.value, pairs.count, strict=True)}
+    expected: dict[tuple[int, str], float] = {}
+    for g, vs in groups.items():
+        for v in vs:
+            expected[(slot_of[g], v)] = expected.get((slot_of[g], v), 0.0) + 1.0
+    assert got == expected
+    assert list(zip(pairs.cls, pairs.value, strict=True)) == sorted(zip(pairs.cls, pairs.value, strict=True))
+
+
 # ------------------------------------------------------------------ t-closeness
 # a = [1, 1], b = [2, 3, 3, 3]: Q = (1/3, 1/6, 1/2), P_a = (1, 0, 0), P_b = (0, 1/4, 3/4).
 #   equal:        D_a = (2/3 + 1/6 + 1/2) / 2 = 2/3,   D_b = (1/3 + 1/12 + 1/4) / 2 = 1/3
