@@ -295,6 +295,9 @@ def test_l_of_one_is_accepted_and_zero_in_a_configuration_is_a_config_error() ->
     assert LDiversity(1).l == 1
     assert LDiversity(1.0, "entropy").l == 1.0
     assert LDiversity(2, "recursive", c=1e-9).c == 1e-9
+    # the configuration's bounds are the model's: l = 1 and any c > 0 are accepted
+    assert l_diversity_config({"l": 1}, "privacy.l-diversity").l == 1
+    assert l_diversity_config({"l": 2, "variant": "recursive", "c": 0.5}, "privacy.l-diversity").c == 0.5
     with pytest.raises(ConfigError, match=r"\.l: expected an integer >= 1"):
         l_diversity_config({"l": 0}, "privacy.l-diversity")
     with pytest.raises(ConfigError, match=r"\.c: expected a number > 0"):
