@@ -280,6 +280,9 @@ def test_recursive_l_diversity_is_strict_at_r1_equal_c_times_tail() -> None:
         ((2.5,), "l must be an integer >= 1"),
         ((0.99, "entropy"), "l must be a number >= 1"),
         ((2, "recursive", 0.0), "c must be a number > 0"),
+        ((2, "recursive", "2"), "c must be a number > 0"),  # kills: `or` -> `and` (a finite non-number)
+        ((2, "recursive", True), "c must be a number > 0"),
+        ((2, "recursive", math.inf), "c must be a number > 0"),
         ((2, "recursive"), "needs c"),
         ((2, "distinct", 1.0), "c applies to the recursive variant only"),
         ((2, "other"), "variant must be one of"),
