@@ -412,6 +412,8 @@ def test_t_bounds_are_accepted() -> None:
     classes = bottom(table)
     assert TCloseness(1, "ordered").acceptable(classes, table).all()  # every distance is <= 1
     assert not TCloseness(0, "ordered").acceptable(classes, table)[classes.row_class].any()
+    assert TCloseness(0.25, "equal").params() == {"t": 0.25, "distance": "equal", "columns": None}
+    assert TCloseness(0.25, columns=["s"]).params() == {"t": 0.25, "columns": ["s"]}
 
 
 # ------------------------------------------------------------------ m-concealing
