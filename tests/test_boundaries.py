@@ -26,6 +26,7 @@ from safeshare.core.evaluation import Classes, Evaluator, densify
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
 from safeshare.core.rollup import scan_lattice
+from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -414,6 +415,16 @@ def test_t_bounds_are_accepted() -> None:
     assert not TCloseness(0, "ordered").acceptable(classes, table)[classes.row_class].any()
     assert TCloseness(0.25, "equal").params() == {"t": 0.25, "distance": "equal", "columns": None}
     assert TCloseness(0.25, columns=["s"]).params() == {"t": 0.25, "columns": ["s"]}
+
+
+def test_t_closeness_bound_to_a_schema_keeps_its_distance() -> None:
+    schema = Schema.from_attributes(
+        [Attribute("q", Role.QUASI, Hierarchy([["a", "*"]], name="q")), Attribute("s", Role.SENSITIVE)]
+    )
+    for columns in (None, ["s"]):  # a copy of the model, or the model itself when its columns are given
+        bound = TCloseness(0.25, "ordered", columns=columns).bind(schema)
+        assert isinstance(bound, TCloseness)
+        assert (bound.t, bound.distance, tuple(bound.columns or ())) == (0.25, "ordered", ("s",))
 
 
 # ------------------------------------------------------------------ m-concealing
