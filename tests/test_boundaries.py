@@ -39,7 +39,7 @@ from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
 from safeshare.models.sensitive import ClassValueCounts
-from safeshare.models.t_closeness import TCloseness
+from safeshare.models.t_closeness import TCloseness, parse_number
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
@@ -415,6 +415,24 @@ def test_t_bounds_are_accepted() -> None:
     assert not TCloseness(0, "ordered").acceptable(classes, table)[classes.row_class].any()
     assert TCloseness(0.25, "equal").params() == {"t": 0.25, "distance": "equal", "columns": None}
     assert TCloseness(0.25, columns=["s"]).params() == {"t": 0.25, "columns": ["s"]}
+
+
+def test_t_closeness_two_ordered_values_and_the_tolerance_bound() -> None:
+    # two values: Q = (1/2, 1/2), P_a = (1, 0): the ordered EMD is |1 - 1/2| / (m - 1) = 1/2
+    table = one_qi_table({"a": ["1", "1"], "b": ["2", "2"]})
+    classes = bottom(table)
+    distances = TCloseness(1, "ordered").measure(classes, table)["s"][classes.sizes > 0]
+    assert distances.tolist() == [0.5, 0.5]  # kills: m <= 1 -> m <= 2 (no distance at two values)
+    assert not TCloseness(0.49, "ordered").acceptable(classes, table)[classes.row_class].any()
+    # the comparison is D <= t + TOLERANCE: exactly at the widened bound still passes
+    assert 0.5 - TOLERANCE + TOLERANCE == 0.5
+    assert TCloseness(0.5 - TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].all()
+    assert not TCloseness(0.5 - 3 * TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].any()
+
+
+def test_parse_number_accepts_finite_plain_numbers_only() -> None:
+    assert [parse_number(v) for v in ("2.5", "-3", ".5", "1e3")] == [2.5, -3.0, 0.5, 1000.0]
+    assert [parse_number(v) for v in ("1e999", "-1e999", "nan", "inf", "abc", "")] == [None] * 6
 
 
 def test_t_closeness_bound_to_a_schema_keeps_its_distance() -> None:
