@@ -428,6 +428,14 @@ def test_t_closeness_two_ordered_values_and_the_tolerance_bound() -> None:
     assert 0.5 - TOLERANCE + TOLERANCE == 0.5
     assert TCloseness(0.5 - TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].all()
     assert not TCloseness(0.5 - 3 * TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].any()
+    # a class of one record has its distance too (only empty slots are 0): Q = (1/3, 2/3), P = (1, 0)
+    single = one_qi_table({"a": ["1"], "b": ["2", "2"]})
+    single_classes = bottom(single)
+    by_size = dict(
+        zip(single_classes.sizes, TCloseness(1, "ordered").measure(single_classes, single)["s"], strict=True)
+    )
+    assert by_size[1.0] == pytest.approx(2 / 3)
+    assert by_size[2.0] == pytest.approx(1 / 3)
 
 
 def test_parse_number_accepts_finite_plain_numbers_only() -> None:
