@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +111,19 @@ def test_rollup_is_used_and_exact_on_adult(adult_table: FrequencyTable) -> None:
     for node in picks:  # low to high: later nodes have evaluated descendants
         _assert_same_classes(rolled.classes(node), plain.classes(node), adult_table)
     assert rolled.rolled_up > 0
+
+
+@pytest.mark.parametrize("cache_bytes", [0, 600, 1 << 20])
+def test_prefix_cache_stays_within_its_budget_and_is_read_only(cache_bytes: int) -> None:
+    """The prefix cache's byte count is the sum of what it holds, within ``cache_bytes``; the
+    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it."""
+    table = random_table(np.random.default_rng(5), 4, 60)
+    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0)
+    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0)
+    for node in table.lattice.nodes():
+        assert ev.classes(node).dm_star == fresh.classes(node).dm_star
+        held = [ids for ids, _ in ev._cache.values() if ids is not None]
+        assert ev._cache_used == sum(ids.nbytes for ids in held) <= cache_bytes
+        assert not any(ids.flags.writeable for ids in held)
+    if cache_bytes >= 1 << 20:
+        assert ev._cache  # a large budget keeps prefixes
