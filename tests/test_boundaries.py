@@ -26,6 +26,7 @@ from safeshare.core.evaluation import Classes, Evaluator, densify
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
 from safeshare.core.rollup import scan_lattice
+from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.dp.parameters import d_function, dps_parameters, smallest_k
 from safeshare.errors import ConfigError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -36,7 +37,11 @@ from safeshare.models.l_diversity import LDiversity
 from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
-from safeshare.models.t_closeness import TCloseness
+from safeshare.models.risk import RiskThreshold
+from safeshare.models.sensitive import ClassValueCounts
+from safeshare.models.t_closeness import TCloseness, parse_number
+from safeshare.numerics import TOLERANCE
+from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
 from safeshare.search.inverse_ola import InverseOLA
 from safeshare.search.ola import choose_best, find_minimal_nodes
@@ -276,6 +281,9 @@ def test_recursive_l_diversity_is_strict_at_r1_equal_c_times_tail() -> None:
         ((2.5,), "l must be an integer >= 1"),
         ((0.99, "entropy"), "l must be a number >= 1"),
         ((2, "recursive", 0.0), "c must be a number > 0"),
+        ((2, "recursive", "2"), "c must be a number > 0"),  # kills: `or` -> `and` (a finite non-number)
+        ((2, "recursive", True), "c must be a number > 0"),
+        ((2, "recursive", math.inf), "c must be a number > 0"),
         ((2, "recursive"), "needs c"),
         ((2, "distinct", 1.0), "c applies to the recursive variant only"),
         ((2, "other"), "variant must be one of"),
@@ -291,10 +299,72 @@ def test_l_of_one_is_accepted_and_zero_in_a_configuration_is_a_config_error() ->
     assert LDiversity(1).l == 1
     assert LDiversity(1.0, "entropy").l == 1.0
     assert LDiversity(2, "recursive", c=1e-9).c == 1e-9
+    # the configuration's bounds are the model's: l = 1 and any c > 0 are accepted
+    assert l_diversity_config({"l": 1}, "privacy.l-diversity").l == 1
+    assert l_diversity_config({"l": 2, "variant": "recursive", "c": 0.5}, "privacy.l-diversity").c == 0.5
     with pytest.raises(ConfigError, match=r"\.l: expected an integer >= 1"):
         l_diversity_config({"l": 0}, "privacy.l-diversity")
     with pytest.raises(ConfigError, match=r"\.c: expected a number > 0"):
         l_diversity_config({"l": 2, "variant": "recursive", "c": 0}, "privacy.l-diversity")
+
+
+def test_l_diversity_relaxation_is_the_smallest_class_size_that_can_pass() -> None:
+    assert LDiversity(1).monotone_relaxation().k == 1  # kills: max(2, k)
+    assert LDiversity(1.0, "entropy").monotone_relaxation().k == 1
+    assert LDiversity(3, "recursive", c=2).monotone_relaxation().k == 3
+    assert LDiversity(2.5, "entropy").monotone_relaxation().k == 3
+    # within the model's tolerance of an integer: ln 2 >= ln l - TOLERANCE passes 2 values
+    assert LDiversity(2 + 1e-10, "entropy").monotone_relaxation().k == 2  # kills: k -= 1 -> k += 1
+    assert LDiversity(2 + 4e-9, "entropy").monotone_relaxation().k == 3
+
+
+def test_l_diversity_achieved_is_the_worst_released_class() -> None:
+    table = one_qi_table({"a": ["x", "y"], "b": ["x", "y", "z"]})
+    classes = bottom(table)
+    slot = {str(table.labels_at(classes.node)["q"][r]): classes.row_class[r] for r in range(table.n_rows)}
+    only_b = np.zeros(len(classes.sizes), dtype=bool)
+    only_b[slot["b"]] = True
+    both = classes.sizes > 0
+    distinct = LDiversity(2)
+    meaning = distinct.achieved_summary[1]
+    assert distinct.achieved(classes, table, both) == {"measure": meaning, "min": {"s": 2.0}}
+    assert distinct.achieved(classes, table, only_b) == {"measure": meaning, "min": {"s": 3.0}}
+    assert distinct.achieved(classes, table, ~both) == {"measure": meaning, "min": {"s": None}}
+    # recursive (2, 3): b has r1 / r3 = 1; a has 2 < l values: infinite, reported as None
+    recursive = LDiversity(3, "recursive", c=2)
+    assert recursive.achieved(classes, table, only_b)["max"] == {"s": 1.0}
+    assert recursive.achieved(classes, table, both)["max"] == {"s": None}
+
+
+def test_class_starts_are_the_first_pair_of_every_class() -> None:
+    def starts(cls: list[int]) -> list[int]:
+        n = len(cls)
+        pairs = ClassValueCounts(np.array(cls), np.zeros(n, dtype=np.int64), np.ones(n), 1, 4)
+        return pairs.class_starts().tolist()
+
+    assert starts([0, 0, 1, 3, 3]) == [0, 2, 3]
+    assert starts([0, 1, 1]) == [0, 1]
+    assert starts([2]) == [0]
+    assert starts([]) == []
+
+
+def test_class_value_counts_sort_branch_counts_every_pair() -> None:
+    """40 classes x 50 values (space 2000 > 4 R and 1024): the packed-sort branch, not bincount."""
+    groups = {f"g{i:02d}": [f"v{(7 * i + j // 2) % 50:02d}" for j in range(i % 6 + 1)] for i in range(40)}
+    table = one_qi_table(groups)
+    classes = bottom(table)
+    pairs = LDiversity(1).pairs(classes, table, "s")
+    labels = table.labels_at(classes.node)["q"]
+    values = table.sensitive_labels[0]
+    slot_of = {str(labels[r]): int(classes.row_class[r]) for r in range(table.n_rows)}
+    assert len(values) * len(classes.sizes) > max(4 * table.n_rows, 1024)
+    got = {(int(c), str(values[v])): n for c, v, n in zip(pairs.cls, pairs.value, pairs.count, strict=True)}
+    expected: dict[tuple[int, str], float] = {}
+    for g, vs in groups.items():
+        for v in vs:
+            expected[(slot_of[g], v)] = expected.get((slot_of[g], v), 0.0) + 1.0
+    assert got == expected
+    assert list(zip(pairs.cls, pairs.value, strict=True)) == sorted(zip(pairs.cls, pairs.value, strict=True))
 
 
 # ------------------------------------------------------------------ t-closeness
@@ -343,6 +413,44 @@ def test_t_bounds_are_accepted() -> None:
     classes = bottom(table)
     assert TCloseness(1, "ordered").acceptable(classes, table).all()  # every distance is <= 1
     assert not TCloseness(0, "ordered").acceptable(classes, table)[classes.row_class].any()
+    assert TCloseness(0.25, "equal").params() == {"t": 0.25, "distance": "equal", "columns": None}
+    assert TCloseness(0.25, columns=["s"]).params() == {"t": 0.25, "columns": ["s"]}
+
+
+def test_t_closeness_two_ordered_values_and_the_tolerance_bound() -> None:
+    # two values: Q = (1/2, 1/2), P_a = (1, 0): the ordered EMD is |1 - 1/2| / (m - 1) = 1/2
+    table = one_qi_table({"a": ["1", "1"], "b": ["2", "2"]})
+    classes = bottom(table)
+    distances = TCloseness(1, "ordered").measure(classes, table)["s"][classes.sizes > 0]
+    assert distances.tolist() == [0.5, 0.5]  # kills: m <= 1 -> m <= 2 (no distance at two values)
+    assert not TCloseness(0.49, "ordered").acceptable(classes, table)[classes.row_class].any()
+    # the comparison is D <= t + TOLERANCE: exactly at the widened bound still passes
+    assert 0.5 - TOLERANCE + TOLERANCE == 0.5
+    assert TCloseness(0.5 - TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].all()
+    assert not TCloseness(0.5 - 3 * TOLERANCE, "ordered").acceptable(classes, table)[classes.row_class].any()
+    # a class of one record has its distance too (only empty slots are 0): Q = (1/3, 2/3), P = (1, 0)
+    single = one_qi_table({"a": ["1"], "b": ["2", "2"]})
+    single_classes = bottom(single)
+    by_size = dict(
+        zip(single_classes.sizes, TCloseness(1, "ordered").measure(single_classes, single)["s"], strict=True)
+    )
+    assert by_size[1.0] == pytest.approx(2 / 3)
+    assert by_size[2.0] == pytest.approx(1 / 3)
+
+
+def test_parse_number_accepts_finite_plain_numbers_only() -> None:
+    assert [parse_number(v) for v in ("2.5", "-3", ".5", "1e3")] == [2.5, -3.0, 0.5, 1000.0]
+    assert [parse_number(v) for v in ("1e999", "-1e999", "nan", "inf", "abc", "")] == [None] * 6
+
+
+def test_t_closeness_bound_to_a_schema_keeps_its_distance() -> None:
+    schema = Schema.from_attributes(
+        [Attribute("q", Role.QUASI, Hierarchy([["a", "*"]], name="q")), Attribute("s", Role.SENSITIVE)]
+    )
+    for columns in (None, ["s"]):  # a copy of the model, or the model itself when its columns are given
+        bound = TCloseness(0.25, "ordered", columns=columns).bind(schema)
+        assert isinstance(bound, TCloseness)
+        assert (bound.t, bound.distance, tuple(bound.columns or ())) == (0.25, "ordered", ("s",))
 
 
 # ------------------------------------------------------------------ m-concealing
@@ -367,6 +475,16 @@ def test_m_concealing_passes_exactly_at_m_equal_pi_over_the_indistinguishable_re
     assert MConcealing(0.5, {"s": 1.0}, 0.5).acceptable(classes, table)[classes.row_class].all()
 
 
+def test_m_concealing_measure_is_kept_per_table() -> None:
+    one = one_qi_table({"a": ["x", "x"], "b": ["x", "y", "y"]})
+    other = one_qi_table({"a": ["x", "y"], "b": ["x", "y", "y"]})
+    model = MConcealing(0.5, {"s": 1.0})
+    first = model.measure(one)
+    assert model.measure(one) is first and first.table is one
+    assert model.measure(other).table is other  # kills: a measure of another table returned
+    assert model.measure(one) is first  # the last two tables are kept
+
+
 def test_m_concealing_relaxation_is_the_smallest_passing_class_size() -> None:
     # pi / c <= m: m = 1/2 -> 2, m = 0.4999 -> 3, m = 1 -> 1, pi = 1/2 and m = 1/4 -> 2
     assert MConcealing(0.5, {"s": 1.0}).monotone_relaxation().k == 2
@@ -374,6 +492,9 @@ def test_m_concealing_relaxation_is_the_smallest_passing_class_size() -> None:
     assert MConcealing(1.0, {"s": 1.0}).monotone_relaxation().k == 1
     assert MConcealing(0.25, {"s": 1.0}, 0.5).monotone_relaxation().k == 2
     assert MConcealing(0.1, {"s": 1.0}).monotone_relaxation().k == 10
+    # the relaxation's margin is 2 * TOLERANCE: m a little further below 1/2 already needs 3 records
+    assert MConcealing(0.5 - 1.5 * TOLERANCE, {"s": 1.0}).monotone_relaxation().k == 2
+    assert MConcealing(0.5 - 2.5 * TOLERANCE, {"s": 1.0}).monotone_relaxation().k == 3  # kills: 3 * TOLERANCE
 
 
 @pytest.mark.parametrize("m", [0, 0.0, -0.1, 1.01, True, "0.5"])
@@ -686,3 +807,71 @@ def test_every_strategy_has_the_one_selector_signature() -> None:
         assert list(inspect.signature(cls.run).parameters) == ["self", "ctx"], cls
         assert not hasattr(cls, "search"), cls
     assert OLA().run(ctx).node == ExhaustiveSearch().run(ctx).node == BestFirstOLA().run(ctx).node
+
+
+# ------------------------------------------------------------------ risk threshold
+def risk_table() -> FrequencyTable:
+    """10 records in 4 bottom classes of sizes 1, 2, 3, 4 (values a, b, c, d)."""
+    return one_qi_table({"a": ["x"], "b": ["x", "y"], "c": ["x", "y", "z"], "d": ["x", "y", "z", "w"]})
+
+
+def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes() -> None:
+    table = risk_table()
+    classes = bottom(table)
+    everything = classes.sizes > 0
+    without_a = everything & (classes.sizes != 1)
+    # A = J / N: 4/10 with every class released, 3/10 without the class of size 1
+    at = RiskThreshold(0.4, "A")
+    assert at.node_acceptable(classes, table, everything)  # kills: value <= threshold -> <
+    assert not RiskThreshold(0.35, "A").node_acceptable(classes, table, everything)
+    # the comparison is value <= threshold + TOLERANCE: exactly at the widened bound still passes
+    assert 0.4 - TOLERANCE + TOLERANCE == 0.4
+    assert RiskThreshold(0.4 - TOLERANCE, "A").node_acceptable(classes, table, everything)
+    assert not RiskThreshold(0.4 - 3 * TOLERANCE, "A").node_acceptable(classes, table, everything)
+    tight = RiskThreshold(0.3, "A")
+    # kills: value(classes, table, None) in node_acceptable / achieved (every class counted)
+    assert tight.node_acceptable(classes, table, without_a)
+    assert tight.achieved(classes, table, without_a) == {"A": pytest.approx(0.3), "population_size": 10}
+    assert RiskThreshold(0.3, "A", population_size=20).achieved(classes, table, everything) == {
+        "A": pytest.approx(0.2),
+        "population_size": 20,
+    }
+
+
+def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solution() -> None:
+    table = risk_table()
+    classes = bottom(table)
+    released = classes.sizes > 0
+    sizes = classes.sizes[released]
+    zayatz = RiskThreshold(1.0, "B", estimator="zayatz", population_size=100)
+    # kills: the estimator dropped from release_risk (the default, Pitman, gives another B)
+    expected = release_risk(sizes, 100, "B", "zayatz")
+    assert zayatz.value(classes, table, released) == pytest.approx(expected)
+    assert expected != pytest.approx(release_risk(sizes, 100, "B", "pitman"))
+    nan = RiskThreshold(1.0, "B")
+    nan.value = lambda *args: float("nan")  # type: ignore[method-assign]
+    assert not nan.node_acceptable(classes, table, released)
+    assert nan.achieved(classes, table, released) == {"B": None, "population_size": 10}
+
+
+def test_risk_threshold_parameters_at_their_bounds() -> None:
+    assert RiskThreshold(1).threshold == 1.0
+    assert RiskThreshold(1e-9).threshold == 1e-9
+    assert RiskThreshold(0.1, population_size=1).population_size == 1
+    for threshold in (0, 0.0, -0.1, 1.0000001, 1.5, True, "0.5", None):
+        with pytest.raises(InputError, match="risk threshold"):
+            RiskThreshold(threshold)  # type: ignore[arg-type]
+    for size in (0, -1, True, 2.0, "10"):
+        with pytest.raises(InputError, match="population_size"):
+            RiskThreshold(0.1, population_size=size)  # type: ignore[arg-type]
+    # the exact measure A has no estimator: it is neither checked nor reported
+    assert RiskThreshold(0.1, "A", estimator="average").estimator == "average"
+    with pytest.raises(InputError, match="needs the frequency table"):
+        RiskThreshold(0.1, "uniques", estimator="average")
+    assert RiskThreshold(0.1, "A").params() == {"measure": "A", "threshold": 0.1, "population_size": None}
+    assert RiskThreshold(0.1, "uniques", "dankar").params() == {
+        "measure": "uniques",
+        "threshold": 0.1,
+        "estimator": "dankar",
+        "population_size": None,
+    }

@@ -116,5 +116,27 @@ def test_rollup_is_used_and_exact_on_adult(adult_table: FrequencyTable) -> None:
     nodes = sorted(adult_table.lattice.nodes(), key=sum)
     picks = [nodes[int(i)] for i in np.sort(rng.choice(len(nodes), size=60, replace=False))]
     for node in picks:  # low to high: later nodes have evaluated descendants
-        _assert_same_classes(rolled.classes(node), plain.classes(node), adult_table)
+        got = rolled.classes(node)
+        _assert_same_classes(got, plain.classes(node), adult_table)
+        assert got.n_records == adult_table.n_records
     assert rolled.rolled_up > 0
+
+
+@pytest.mark.parametrize("budget", ["none", "exactly one prefix", "large"])
+def test_prefix_cache_stays_within_its_budget_and_is_read_only(budget: str) -> None:
+    """The prefix cache's byte count is the sum of what it holds, within ``cache_bytes``; the
+    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it."""
+    table = random_table(np.random.default_rng(5), 4, 60)
+    one = table.n_rows * np.dtype(np.intp).itemsize  # a prefix has one id per frequency-table row
+    cache_bytes = {"none": 0, "exactly one prefix": one, "large": 1 << 20}[budget]
+    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0)
+    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0)
+    for node in table.lattice.nodes():
+        assert ev.classes(node).dm_star == fresh.classes(node).dm_star
+        held = [ids for ids, _ in ev._cache.values() if ids is not None]
+        assert ev._cache_used == sum(ids.nbytes for ids in held) <= cache_bytes
+        assert not any(ids.flags.writeable for ids in held)
+    # prefixes without ids (one class: every value generalized to one) cost nothing and are kept
+    assert len(held) == {"none": 0, "exactly one prefix": 1}.get(budget, len(held))
+    if budget == "large":
+        assert len(held) > 1

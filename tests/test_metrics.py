@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,14 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from safeshare.metrics.loss import DMStar, NonUniformEntropy, Prec, all_metric_values, make_metric
+from safeshare.metrics.loss import (
+    DMStar,
+    NonUniformEntropy,
+    Prec,
+    all_metric_values,
+    make_metric,
+    metric_name,
+)
 from tests.conftest import generalized_frame, random_table
 
 
@@ -107,3 +115,83 @@ def test_node_arrays_match_values(adult_table: FrequencyTable) -> None:
 def test_unknown_metric() -> None:
     with pytest.raises(InputError, match="unknown metric"):
         make_metric("precision-ish", None)  # type: ignore[arg-type]
+
+
+def test_passed_classes_are_used_not_re_evaluated(tiny: FrequencyTable) -> None:
+    """``classes`` of the node spares its evaluation (normalized, all_metric_values)."""
+    ev = Evaluator(tiny)
+    dm = DMStar(ev)
+    classes = ev.classes((1, 1))
+    assert (dm.lower, dm.upper) == (10, 36)
+    before = ev.evaluations
+    assert dm.normalized((1, 1), classes) == pytest.approx(8 / 26)
+    assert ev.evaluations == before
+    before = ev.evaluations
+    values = all_metric_values(ev, (1, 1), classes)
+    # the bottom (twice) and the top for DM*'s range; the node itself is not evaluated again
+    assert ev.evaluations - before == 3
+    assert values == all_metric_values(Evaluator(tiny), (1, 1))
+    assert values["prec_normalized"] == values["prec"] == 0.75
+    assert values["dm_star_normalized"] == pytest.approx(8 / 26)
+    assert values["entropy_normalized"] == pytest.approx(values["entropy"] / NonUniformEntropy(ev).upper)
+    # classes of another node are not used
+    assert all_metric_values(ev, (1, 1), ev.classes((1, 0))) == values
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        None,
+        {"age": 0.0, "sex": 0.0},  # no weight: Prec is 0 everywhere
+        {"age": 0.1, "sex": 0.3},  # floats whose exact fractions overflow 2**53: the exact loop
+        {"age": 2.0, "sex": 0.5},
+    ],
+)
+def test_prec_node_array_equals_value_at_every_node(
+    tiny: FrequencyTable, weights: dict[str, float] | None
+) -> None:
+    prec = Prec(Evaluator(tiny), weights)
+    arr = prec.node_array()
+    assert arr.shape == (3, 2)
+    w = {q: Fraction((weights or {}).get(q, 1.0)) for q in ("age", "sex")}
+    total = w["age"] + w["sex"]
+    for node in np.ndindex(*arr.shape):
+        assert arr[node] == prec.value(node), node
+        # the exact weighted mean, correctly rounded
+        exact = (w["age"] * Fraction(node[0], 2) + w["sex"] * Fraction(node[1], 1)) / total if total else 0
+        assert prec.value(node) == float(exact), node
+    assert prec.value((2, 1)) == (0.0 if weights and not any(weights.values()) else 1.0)
+
+
+def test_prec_node_array_with_a_qi_of_height_zero() -> None:
+    """A QI that cannot be generalized (height 0) adds no term and no division by its height."""
+    age = Hierarchy([("20", "*"), ("25", "*")], "age")
+    flat = Hierarchy([("x",)], "flat")
+    frame = pd.DataFrame({"age": ["20", "25"], "flat": ["x", "x"]})
+    grouped = frame.groupby(["age", "flat"]).size().reset_index(name=COUNT_COLUMN)
+    table = FrequencyTable.from_grouped(grouped, ["age", "flat"], [age, flat])
+    prec = Prec(Evaluator(table))
+    assert prec.node_array().tolist() == [[0.0], [1.0]]
+    assert [prec.value((0, 0)), prec.value((1, 0))] == [0.0, 1.0]
+
+
+def test_metric_names_weights_and_the_classes_of_another_node(tiny: FrequencyTable) -> None:
+    ev = Evaluator(tiny)
+    assert [metric_name(n) for n in (" DM* ", "DMStar", "dm-star", "Precision", "ENTROPY")] == [
+        "dm_star",
+        "dm_star",
+        "dm_star",
+        "prec",
+        "entropy",
+    ]
+    weighted = make_metric("prec", ev, {"age": 3.0})
+    assert weighted.value((1, 0)) == pytest.approx(1.5 / 4)  # the weights reach Prec
+    with pytest.raises(InputError, match="prec metric only"):
+        make_metric("dm_star", ev, {"age": 3.0})
+    dm = DMStar(ev)
+    assert dm.value((1, 1), ev.classes((1, 0))) == 18  # classes of another node are not used
+    entropy = NonUniformEntropy(ev)
+    assert math.fsum(entropy.per_qi((1, 1))) == entropy.value((1, 1))
+    assert entropy.per_qi((0, 1))[0] == 0.0
+    # normalize clamps to [0, 1] a value outside the range of the lattice
+    assert (dm.normalize(100.0), dm.normalize(0.0), dm.normalize(23.0)) == (1.0, 0.0, 0.5)

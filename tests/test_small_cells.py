@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.core.evaluation import Evaluator
+from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
@@ -202,3 +202,55 @@ def test_cli_population_path_is_relative_to_the_config(
     assert code == 0, err
     release = pd.read_csv(tmp_path / "out" / "release.csv", dtype=str)
     assert set(release["age"]) == {"20s", "40s"}
+
+
+def test_min_size_boundary_and_the_smallest_released_group(
+    known: tuple[MemoryEngine, Schema, Path, pd.DataFrame],
+) -> None:
+    """Population groups at the bottom: ages 20-24: 6 each, 30-37: 1 each, 40: 15."""
+    engine, schema, path, _ = known
+    table, _ = build_frequency_table(engine, schema, ())
+    bottom = Evaluator(table).classes((0,))
+    used = bottom.sizes > 0
+    # min_size = 6 keeps the groups of exactly 6 and 15, suppresses those of 1
+    six = SmallCells(path, min_size=6)
+    assert six.achieved(bottom, table, six.acceptable(bottom, table)) == {"smallest_population_group": 6}
+    assert six.failing_records(bottom, table) == 4
+    assert SmallCells(path, min_size=7).failing_records(bottom, table) == 4 + 15
+    assert SmallCells(path, min_size=1).failing_records(bottom, table) == 0
+    # the smallest group among the released, non-empty classes only (sample classes of size 1 count)
+    assert six.achieved(bottom, table, used) == {"smallest_population_group": 1}
+    # an unused class slot (size 0, population group 0) is never counted, even if marked released
+    sparse = Classes(bottom.node, np.append(bottom.sizes, 0.0), bottom.n_records, row_class=bottom.row_class)
+    everything = np.ones(len(sparse.sizes), dtype=bool)
+    assert six.achieved(sparse, table, everything) == {"smallest_population_group": 1}
+    assert six.achieved(bottom, table, np.zeros_like(used)) == {"smallest_population_group": None}
+    assert six.params() == {"population": str(path), "min_size": 6, "delimiter": ","}
+    for bad in (0, -1, True, 1.5, "11"):
+        with pytest.raises(InputError, match="min_size"):
+            SmallCells(path, min_size=bad)  # type: ignore[arg-type]
+
+
+def test_population_cells_are_read_once_per_table(
+    known: tuple[MemoryEngine, Schema, Path, pd.DataFrame],
+) -> None:
+    engine, schema, path, _ = known
+    table, _ = build_frequency_table(engine, schema, ())
+    other, _ = build_frequency_table(engine, schema, ())
+    model = SmallCells(path)
+    first = model.cells(table)
+    assert model.cells(table) is first and first.table is table
+    assert model.cells(other).table is other
+
+
+def test_population_file_delimiter_is_used(
+    known: tuple[MemoryEngine, Schema, Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    engine, schema, path, population = known
+    semicolons = tmp_path / "population-semicolons.csv"
+    population.to_csv(semicolons, index=False, sep=";")
+    table, _ = build_frequency_table(engine, schema, ())
+    classes = Evaluator(table).classes((1,))
+    expected = SmallCells(path).failing_records(classes, table)
+    assert expected == 4  # the sample's 30s
+    assert SmallCells(semicolons, delimiter=";").failing_records(classes, table) == expected

@@ -15,6 +15,8 @@ Usage::
     python tools/mutation.py ola evaluation  # some targets
     python tools/mutation.py --list          # the targets and their files
     python tools/mutation.py --report ola    # scores and survivors of an earlier run
+    python tools/mutation.py evaluation --every 3 --seed 13   # a seeded sample: every 3rd mutant
+    python tools/mutation.py risk_model --mutant 'safeshare.models.risk.x*node_acceptable*'
 
 Paths are relative to the repository root and listed only in :data:`TARGETS`:
 when modules move (issue 8's layout), edit that table and nothing else.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -82,6 +85,14 @@ TARGETS: dict[str, Target] = {
         ("models/m_concealing.py",),
         ("tests/test_m_concealing.py", "tests/test_boundaries.py"),
     ),
+    "risk_model": Target(
+        ("models/risk.py",),
+        ("tests/test_risk_model.py", "tests/test_boundaries.py"),
+    ),
+    "small_cells": Target(
+        ("models/small_cells.py",),
+        ("tests/test_small_cells.py", "tests/test_boundaries.py"),
+    ),
     "metrics": Target(
         ("metrics/loss.py",),
         ("tests/test_metrics.py", "tests/test_boundaries.py"),
@@ -96,6 +107,11 @@ MESSAGE_LINES = (
     r'^\s*f?"[^"]*"\s*[,)]*\s*$',  # a continuation line of a message
     r'^\s*"(note|reason)":',  # report notes of a search result
 )
+
+#: A mutant's CPU time limit is ``2 * multiplier * (its tests' time + 1 s)``; mutmut's default (15)
+#: lets a mutant that loops forever (``k -= 1`` -> ``k += 1``) hold a shared core for minutes.
+#: A timeout counts as a kill.
+TIMEOUT_MULTIPLIER = 5.0
 
 #: Copied into every scratch directory (the tests read the bundled Adult data and hierarchies).
 COPIED = ("src", "tests", "examples")
@@ -113,6 +129,7 @@ def mutmut_section(target: Target) -> str:
         f"do_not_mutate_patterns = {json.dumps(list(MESSAGE_LINES))}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-m", "not slow", "-x", "-q", "-p", "no:cacheprovider"]\n'
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
     )
 
 
@@ -142,18 +159,39 @@ def mutmut() -> str:
     return found
 
 
-def run(name: str, target: Target, max_children: int) -> None:
+def mutant_names(name: str, target: Target) -> list[str]:
+    """Every mutant of ``target``'s files (from the ``.meta`` files of a generated run), sorted."""
+    keys: list[str] = []
+    for source in target.sources:
+        meta = SCRATCH / name / "mutants" / PACKAGE / f"{source}.meta"
+        if meta.exists():
+            keys += json.loads(meta.read_text())["exit_code_by_key"]
+    return sorted(keys)
+
+
+def sample(names: list[str], every: int, seed: int) -> list[str]:
+    """Every ``every``-th name from a seeded start: a reproducible systematic sample."""
+    if every <= 1:
+        return names
+    return names[random.Random(seed).randrange(every) :: every]
+
+
+def run(name: str, target: Target, max_children: int, mutants: list[str], every: int, seed: int) -> None:
+    """Mutate ``target`` and run its fast tests on the mutants (all, the named ones, or a sample)."""
     work = prepare(name, target)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
     print(f"== {name}: {', '.join(target.sources)} against {', '.join(target.tests)}", flush=True)
-    subprocess.run(
-        [mutmut(), "run", "--max-children", str(max_children)],
-        cwd=work,
-        env=env,
-        check=False,
-        stdout=subprocess.DEVNULL,
-    )
+    command = [mutmut(), "run", "--max-children", str(max_children)]
+    if every > 1:
+        # a pattern that matches nothing: mutmut generates the mutants and its test map only
+        generate = [*command, "no-mutant-has-this-name"]
+        subprocess.run(generate, cwd=work, env=env, check=False, capture_output=True)
+        mutants = [*mutants, *sample(mutant_names(name, target), every, seed)]
+        if not mutants:
+            raise SystemExit(f"{name}: mutmut generated no mutants to sample")
+        print(f"   sample: every {every}th mutant from seed {seed}: {len(mutants)} mutants", flush=True)
+    subprocess.run([*command, *mutants], cwd=work, env=env, check=False, stdout=subprocess.DEVNULL)
 
 
 @dataclass
@@ -219,6 +257,11 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="print the targets and exit")
     parser.add_argument("--report", action="store_true", help="only print the scores of an earlier run")
     parser.add_argument("--max-children", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument(
+        "--mutant", action="append", default=[], help="run only this mutant (a name or glob; repeatable)"
+    )
+    parser.add_argument("--every", type=int, default=1, help="run a sample: every N-th mutant")
+    parser.add_argument("--seed", type=int, default=13, help="the sample's seed (its first mutant)")
     args = parser.parse_args()
     unknown = [t for t in args.targets if t not in TARGETS]
     if unknown:
@@ -230,7 +273,7 @@ def main() -> None:
         return
     if not args.report:
         for name in names:
-            run(name, TARGETS[name], args.max_children)
+            run(name, TARGETS[name], args.max_children, args.mutant, args.every, args.seed)
     report(names)
 
 
