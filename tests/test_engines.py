@@ -16,6 +16,7 @@ import functools
 import gzip
 import math
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 
 from safeshare import Anonymizer, KAnonymity, Schema, read_arx_csv
 from safeshare.data.engines import COUNT_COLUMN, DuckDBEngine, Engine, MemoryEngine, ReleasePlan
-from safeshare.data.engines.duckdb_engine import WHITESPACE
+from safeshare.data.engines.duckdb_engine import WHITESPACE, machine_defaults
 from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
@@ -511,6 +512,37 @@ def test_close_removes_the_private_spill_directory() -> None:
     engine.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         engine.grouped_counts(["age"])
+
+
+@pytest.mark.parametrize(
+    ("total_gb", "cpus", "expected"),
+    [
+        (0.5, 1, ("256MB", 1)),  # a quarter of 512 MB is 128 MB: raised to the 256 MB floor
+        (1.5, 2, ("384MB", 2)),  # a quarter of the memory
+        (23, 2, ("512MB", 2)),  # capped at 512 MB (about 0.85 GB peak for 5M rows)
+        (256, 64, ("512MB", 8)),  # at most 8 threads
+    ],
+)
+def test_machine_defaults_quarter_of_memory_capped(
+    total_gb: float, cpus: int, expected: tuple[str, int]
+) -> None:
+    assert machine_defaults(int(total_gb * 2**30), cpus) == expected
+
+
+def test_default_memory_limit_and_private_spill_directory(adult_parquet: Path) -> None:
+    """Without settings the engine uses machine_defaults() and spills to a fresh directory
+    under the system temp directory, removed by close()."""
+    engine = DuckDBEngine(TableSource(adult_parquet))
+    limit_mb = int(machine_defaults()[0].removesuffix("MB"))
+    reported = engine.settings()["memory_limit"]
+    assert isinstance(reported, str)
+    number, unit = reported.split()
+    assert abs(float(number) * {"MiB": 2**20, "GiB": 2**30}[unit] - limit_mb * 10**6) < 2**20
+    spill = engine._own_temp
+    assert spill is not None and spill.is_dir() and spill.parent == Path(tempfile.gettempdir())
+    assert engine._setting("temp_directory") == str(spill)
+    engine.close()
+    assert not spill.exists()
 
 
 @pytest.mark.slow

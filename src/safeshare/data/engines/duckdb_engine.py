@@ -345,14 +345,25 @@ class _Column:
         return self.key(self.raw)
 
 
-def machine_defaults() -> tuple[str, int]:
-    """DuckDB's memory limit and thread count when none is configured, from this machine:
-    a quarter of its memory, between 256 MB and 2 GB (beyond the limit DuckDB spills to
-    ``temp_directory``, so peak memory no longer depends on the machine's load), and one
-    thread per CPU, at most 8."""
-    total_mb = int(psutil.virtual_memory().total) // 2**20
-    memory_mb = max(256, min(2048, total_mb // 4))
-    threads = max(1, min(8, psutil.cpu_count(logical=True) or 1))
+#: the default memory limit's bounds, MB. The cap keeps the process under 1 GB: its peak
+#: resident memory is about the limit plus 350 MB (the interpreter with pandas, pyarrow and
+#: DuckDB loaded, ~230 MB, and DuckDB's allocations outside its buffer pool). Spilling
+#: costs little CPU: 5M rows (docs/benchmarks.md) take 16.6-17.4 s of user time with any
+#: limit from 512 MB to 2 GB, while the peak goes from 0.85 GB to 2.3 GB.
+DEFAULT_MEMORY_MB = (256, 512)
+
+
+def machine_defaults(total_bytes: int | None = None, cpus: int | None = None) -> tuple[str, int]:
+    """DuckDB's memory limit and thread count when none is configured, from this machine
+    (or from ``total_bytes`` of memory and ``cpus`` logical CPUs): a quarter of its memory,
+    between 256 MB and 512 MB (:data:`DEFAULT_MEMORY_MB`; beyond the limit DuckDB spills to
+    ``temp_directory``, so peak memory depends neither on the machine's load nor on the
+    data's size), and one thread per CPU, at most 8."""
+    total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
+    low, high = DEFAULT_MEMORY_MB
+    memory_mb = max(low, min(high, total // 2**20 // 4))
+    cpu_count = (psutil.cpu_count(logical=True) or 1) if cpus is None else cpus
+    threads = max(1, min(8, cpu_count))
     return f"{memory_mb}MB", threads
 
 
