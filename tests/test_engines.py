@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from safeshare import Anonymizer, KAnonymity, Schema, read_arx_csv
 from safeshare.data.engines import COUNT_COLUMN, DuckDBEngine, Engine, MemoryEngine, ReleasePlan
-from safeshare.data.engines.duckdb_engine import WHITESPACE, machine_defaults
+from safeshare.data.engines.duckdb_engine import WHITESPACE, machine_defaults, release_memory_mb
 from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
@@ -527,6 +527,22 @@ def test_machine_defaults_quarter_of_memory_capped(
     total_gb: float, cpus: int, expected: tuple[str, int]
 ) -> None:
     assert machine_defaults(int(total_gb * 2**30), cpus) == expected
+
+
+@pytest.mark.parametrize(
+    ("records", "total_gb", "expected_mb"),
+    [
+        (5_000_000, 23, 512),  # 120 MB asked: the 512 MB default
+        (40_000_000, 23, 960),  # 24 bytes a record
+        (100_000_000, 23, 2048),  # 2.4 GB asked: the 2 GB cap
+        (100_000_000, 4, 1024),  # a quarter of the memory
+        (100_000_000, 1, 256),  # never below the default (a quarter of 1 GB)
+    ],
+)
+def test_release_memory_grows_with_records_within_the_cap(
+    records: int, total_gb: int, expected_mb: int
+) -> None:
+    assert release_memory_mb(records, total_gb * 2**30) == expected_mb
 
 
 def test_default_memory_limit_and_private_spill_directory(adult_parquet: Path) -> None:
