@@ -16,6 +16,7 @@ import functools
 import gzip
 import math
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 
 from safeshare import Anonymizer, KAnonymity, Schema, read_arx_csv
 from safeshare.data.engines import COUNT_COLUMN, DuckDBEngine, Engine, MemoryEngine, ReleasePlan
-from safeshare.data.engines.duckdb_engine import WHITESPACE
+from safeshare.data.engines.duckdb_engine import WHITESPACE, machine_defaults, release_memory_mb
 from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
@@ -511,6 +512,53 @@ def test_close_removes_the_private_spill_directory() -> None:
     engine.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         engine.grouped_counts(["age"])
+
+
+@pytest.mark.parametrize(
+    ("total_gb", "cpus", "expected"),
+    [
+        (0.5, 1, ("256MB", 1)),  # a quarter of 512 MB is 128 MB: raised to the 256 MB floor
+        (1.5, 2, ("384MB", 2)),  # a quarter of the memory
+        (23, 2, ("512MB", 2)),  # capped at 512 MB (about 0.85 GB peak for 5M rows)
+        (256, 64, ("512MB", 8)),  # at most 8 threads
+    ],
+)
+def test_machine_defaults_quarter_of_memory_capped(
+    total_gb: float, cpus: int, expected: tuple[str, int]
+) -> None:
+    assert machine_defaults(int(total_gb * 2**30), cpus) == expected
+
+
+@pytest.mark.parametrize(
+    ("records", "total_gb", "expected_mb"),
+    [
+        (5_000_000, 23, 512),  # 120 MB asked: the 512 MB default
+        (40_000_000, 23, 960),  # 24 bytes a record
+        (100_000_000, 23, 2048),  # 2.4 GB asked: the 2 GB cap
+        (100_000_000, 4, 1024),  # a quarter of the memory
+        (100_000_000, 1, 256),  # never below the default (a quarter of 1 GB)
+    ],
+)
+def test_release_memory_grows_with_records_within_the_cap(
+    records: int, total_gb: int, expected_mb: int
+) -> None:
+    assert release_memory_mb(records, total_gb * 2**30) == expected_mb
+
+
+def test_default_memory_limit_and_private_spill_directory(adult_parquet: Path) -> None:
+    """Without settings the engine uses machine_defaults() and spills to a fresh directory
+    under the system temp directory, removed by close()."""
+    engine = DuckDBEngine(TableSource(adult_parquet))
+    limit_mb = int(machine_defaults()[0].removesuffix("MB"))
+    reported = engine.settings()["memory_limit"]
+    assert isinstance(reported, str)
+    number, unit = reported.split()
+    assert abs(float(number) * {"MiB": 2**20, "GiB": 2**30}[unit] - limit_mb * 10**6) < 2**20
+    spill = engine._own_temp
+    assert spill is not None and spill.is_dir() and spill.parent == Path(tempfile.gettempdir())
+    assert engine._setting("temp_directory") == str(spill)
+    engine.close()
+    assert not spill.exists()
 
 
 @pytest.mark.slow

@@ -60,7 +60,8 @@ def anonymize(
     duckdb_memory_limit: Annotated[
         str | None,
         typer.Option(
-            "--duckdb-memory-limit", help="DuckDB engine: memory limit, e.g. 2GB (default: RAM/4, <= 2GB)."
+            "--duckdb-memory-limit",
+            help="DuckDB engine: memory limit, e.g. 2GB (default: RAM/4, 256MB-512MB).",
         ),
     ] = None,
     duckdb_threads: Annotated[

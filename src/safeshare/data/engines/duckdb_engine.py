@@ -345,15 +345,47 @@ class _Column:
         return self.key(self.raw)
 
 
-def machine_defaults() -> tuple[str, int]:
-    """DuckDB's memory limit and thread count when none is configured, from this machine:
-    a quarter of its memory, between 256 MB and 2 GB (beyond the limit DuckDB spills to
-    ``temp_directory``, so peak memory no longer depends on the machine's load), and one
-    thread per CPU, at most 8."""
-    total_mb = int(psutil.virtual_memory().total) // 2**20
-    memory_mb = max(256, min(2048, total_mb // 4))
-    threads = max(1, min(8, psutil.cpu_count(logical=True) or 1))
+#: the default memory limit's bounds, MB. The cap keeps the process under 1 GB: its peak
+#: resident memory is about the limit plus 350 MB (the interpreter with pandas, pyarrow and
+#: DuckDB loaded, ~230 MB, and DuckDB's allocations outside its buffer pool). Spilling
+#: costs little CPU: 5M rows (docs/benchmarks.md) take 16.6-17.4 s of user time with any
+#: limit from 512 MB to 2 GB, while the peak goes from 0.85 GB to 2.3 GB.
+DEFAULT_MEMORY_MB = (256, 512)
+
+
+def machine_defaults(total_bytes: int | None = None, cpus: int | None = None) -> tuple[str, int]:
+    """DuckDB's memory limit and thread count when none is configured, from this machine
+    (or from ``total_bytes`` of memory and ``cpus`` logical CPUs): a quarter of its memory,
+    between 256 MB and 512 MB (:data:`DEFAULT_MEMORY_MB`; beyond the limit DuckDB spills to
+    ``temp_directory``, so peak memory depends neither on the machine's load nor on the
+    data's size), and one thread per CPU, at most 8."""
+    total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
+    low, high = DEFAULT_MEMORY_MB
+    memory_mb = max(low, min(high, total // 2**20 // 4))
+    cpu_count = (psutil.cpu_count(logical=True) or 1) if cpus is None else cpus
+    threads = max(1, min(8, cpu_count))
     return f"{memory_mb}MB", threads
+
+
+#: bytes of memory limit a record the release's ``COPY`` is given (see :func:`release_memory_mb`)
+RELEASE_BYTES_PER_RECORD = 24
+
+
+def release_memory_mb(records: int, total_bytes: int | None = None) -> int:
+    """The default memory limit, MB, for writing a release of ``records`` records.
+
+    The release's ``COPY`` (joins, sort) needs pinned memory that grows with the records:
+    at 5M rows 100 MB fails and 256 MB succeeds, at 100M rows 512 MB fails ("failed to
+    pin block") and 2 GB succeeds (docs/benchmarks.md). So the default limit is raised to
+    ``records x 24`` bytes, within the old cap: a quarter of the memory, at most 2 GB,
+    and never below the :func:`machine_defaults` limit::
+
+        max(default, min(records * 24 B, max(256 MB, min(2 GB, RAM / 4))))
+    """
+    total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
+    default_mb = int(machine_defaults(total, 1)[0].removesuffix("MB"))
+    cap_mb = max(DEFAULT_MEMORY_MB[0], min(2048, total // 2**20 // 4))
+    return max(default_mb, min(cap_mb, -(-records * RELEASE_BYTES_PER_RECORD // 10**6)))
 
 
 class DuckDBEngine(Engine):
@@ -383,9 +415,10 @@ class DuckDBEngine(Engine):
         temp_directory: str | Path | None = None,
     ) -> None:
         default_memory, default_threads = machine_defaults()
+        self._setup(str(source.path), source.missing)
+        self._default_memory = memory_limit is None
         memory_limit = default_memory if memory_limit is None else memory_limit
         threads = default_threads if threads is None else threads
-        self._setup(str(source.path), source.missing)
         self.source: TableSource | None = source
         self._owns_connection = True
         self._own_temp: Path | None = None
@@ -418,6 +451,7 @@ class DuckDBEngine(Engine):
 
     def _setup(self, label: str, missing: Sequence[str]) -> None:
         self.label = label
+        self._default_memory = False  # True: no memory_limit given, write_release may raise it
         self._missing: tuple[str, ...] = tuple(missing)
         self._closed = False
         self._parallel = True
@@ -782,7 +816,12 @@ class DuckDBEngine(Engine):
             disabled = ",".join(
                 dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN])
             )
+            release_memory: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+            if self._default_memory:  # the default limit, raised for large releases
+                limit = f"{release_memory_mb(self.n_records())}MB"
+                release_memory = self._temporarily("memory_limit", quote_literal(limit))
             with (
+                release_memory,
                 self._temporarily("disabled_optimizers", quote_literal(disabled)),
                 # the COPY writes the rows in the ORDER BY's order only with this on (the sort
                 # itself spills to temp_directory past memory_limit: still out of core)
