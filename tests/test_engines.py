@@ -584,3 +584,32 @@ def test_bounded_memory_with_spilling(tmp_path: Path) -> None:
     assert written == int(((np.arange(2_000_000) % 97) >= 10).sum())
     assert pq.ParquetFile(tmp_path / "release.parquet").metadata.num_rows == written
     engine.close()
+
+
+def test_settings_report_the_limit_the_release_was_written_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """report.json's engine_settings: the connection's limit, and the (raised) one of the COPY."""
+    import safeshare.data.engines.duckdb_engine as de
+
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n" + "".join(f"{i % 5},{i % 3}\n" for i in range(100)))
+    plan = ReleasePlan(columns=["a", "b"], generalization={}, suppressed=pd.DataFrame())
+    with DuckDBEngine(TableSource(data), memory_limit="300MB") as engine:  # a limit given: never raised
+        engine.write_release(plan, tmp_path / "given.csv")
+        given = engine.settings()
+    assert given["release_memory_limit"] == given["memory_limit"]
+    monkeypatch.setattr(de, "release_memory_mb", lambda records, total_bytes=None: 1000)
+    with DuckDBEngine(TableSource(data)) as engine:  # the default: raised for the COPY only
+        before = engine.settings()
+        assert before["release_memory_limit"] == before["memory_limit"]
+        engine.write_release(plan, tmp_path / "raised.csv")
+        after = engine.settings()
+
+    def mb(setting: object) -> float:
+        number, unit = str(setting).split()
+        return float(number) * {"MiB": 2**20, "GiB": 2**30}[unit] / 10**6
+
+    # restored after the COPY (DuckDB's own text of it, rounded to 0.1 MiB, is what is set back)
+    assert abs(mb(after["memory_limit"]) - mb(before["memory_limit"])) < 1
+    assert abs(mb(after["release_memory_limit"]) - 1000) < 1

@@ -464,12 +464,21 @@ class DuckDBEngine(Engine):
         self._groups: tuple[frozenset[int], str] | None = None
         self._uid = f"{os.getpid()}_{next(_counter)}"
         self._registered: list[str] = []
+        #: the memory limit the release's COPY ran with, when it was raised above the connection's
+        self._release_memory_limit: str | None = None
 
     def settings(self) -> dict[str, object]:
-        """DuckDB's memory limit and threads as DuckDB reports them."""
+        """DuckDB's memory limit and threads as DuckDB reports them, and the limit the release was
+        written with (``release_memory_limit``: raised for large releases, see
+        :func:`release_memory_mb`; otherwise the connection's)."""
         sql = "SELECT current_setting('memory_limit'), current_setting('threads')"
         (row,) = self.con.execute(sql).fetchall()  # fetch all: an open result would block the connection
-        return {"memory_limit": str(row[0]), "threads": int(row[1])}
+        limit = str(row[0])
+        return {
+            "memory_limit": limit,
+            "release_memory_limit": self._release_memory_limit or limit,
+            "threads": int(row[1]),
+        }
 
     @classmethod
     def from_sql(
@@ -828,6 +837,8 @@ class DuckDBEngine(Engine):
                 self._temporarily("preserve_insertion_order", "true"),
                 atomic_path(Path(target)) as tmp,
             ):
+                if self._default_memory:
+                    self._release_memory_limit = self._setting("memory_limit")  # as DuckDB reports it
                 copied = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of")
                 row = _single_row(copied)
             assert row is not None
