@@ -108,7 +108,11 @@ def test_cli_announces_the_search_and_keeps_test_output_clean(
     code, _, stderr = run_cli([*args, "--out", str(tmp_path / "a")], capsys)
     assert code == 0, stderr
     assert "search: lattice of 7,776 nodes (9 quasi-identifiers" in stderr and " ms a node" in stderr
+    assert "(OLA usually checks far fewer)" in stderr
     assert "nodes checked" not in stderr and "\x1b[" not in stderr  # no bar: stderr is not a terminal
+    code, _, stderr = run_cli([*args, "--out", str(tmp_path / "c"), "--algorithm", "anytime"], capsys)
+    assert code == 0, stderr
+    assert "(the anytime search checks far fewer and stops at its budget)" in stderr
     code, stdout, stderr = run_cli([*args, "--out", str(tmp_path / "b"), "-q"], capsys)
     assert code == 0 and stdout == "" and stderr == ""
 

@@ -238,7 +238,11 @@ def _announce_search(table: Any, algorithm: str, quiet: bool) -> Any:
     evaluator.classes(tuple(h // 2 for h in lattice.heights))
     per_node = time.perf_counter() - t0
     worst = per_node * lattice.size
-    how = "every node is checked" if algorithm == "exhaustive" else "OLA usually checks far fewer"
+    how = {
+        "exhaustive": "every node is checked",
+        "anytime": "the anytime search checks far fewer and stops at its budget",
+        "auto": "OLA, or above exact_max_nodes the anytime search, checks far fewer",
+    }.get(algorithm, "OLA usually checks far fewer")
     err.print(
         f"search: lattice of {lattice.size:,} nodes ({len(lattice.heights)} quasi-identifiers, "
         f"{len(table.counts):,} distinct rows); about {per_node * 1e3:.2g} ms a node, "
