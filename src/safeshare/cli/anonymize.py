@@ -15,7 +15,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from safeshare.cli.common import csv_list, data_source
+from safeshare.cli.common import (
+    DelimiterOption,
+    HeaderOption,
+    MissingOption,
+    NamesOption,
+    SkipRowsOption,
+    csv_list,
+    data_source,
+)
 from safeshare.console import err, out, phase
 from safeshare.data.engines.factory import make_engine
 from safeshare.errors import InputError
@@ -316,11 +324,11 @@ def inspect(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     qi: Annotated[str, typer.Option("--qi", help="Comma-separated quasi-identifier columns.")],
     k: Annotated[int, typer.Option("--k", help="Report records in classes smaller than k.")] = 5,
-    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
-    header: Annotated[bool, typer.Option("--header/--no-header")] = True,
-    names: Annotated[str | None, typer.Option("--names", help="Comma-separated column names.")] = None,
-    missing: Annotated[str | None, typer.Option("--missing", help="Comma-separated missing tokens.")] = None,
-    skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
+    delimiter: DelimiterOption = ",",
+    header: HeaderOption = True,
+    names: NamesOption = None,
+    missing: MissingOption = None,
+    skip_rows: SkipRowsOption = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     knowledge: Annotated[
         str | None,

@@ -4,8 +4,20 @@ options (``--delimiter``, ``--header``, ``--names``, ``--missing``, ``--skip-row
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from safeshare.data.source import TableSource
+from safeshare.options import DATA_DELIMITER_HELP
+
+# The reading options of a data file, declared once for every command that reads one
+# (pass them on to :func:`data_source`).
+DelimiterOption = Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)]
+HeaderOption = Annotated[bool, typer.Option("--header/--no-header")]
+NamesOption = Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")]
+MissingOption = Annotated[str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")]
+SkipRowsOption = Annotated[int, typer.Option("--skip-rows")]
 
 
 def csv_list(value: str | None) -> list[str]:

@@ -26,9 +26,16 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from safeshare.cli.common import csv_list, data_source
+from safeshare.cli.common import (
+    DelimiterOption,
+    HeaderOption,
+    MissingOption,
+    NamesOption,
+    SkipRowsOption,
+    csv_list,
+    data_source,
+)
 from safeshare.errors import InputError
-from safeshare.options import DATA_DELIMITER_HELP
 
 out = Console(highlight=False)
 
@@ -84,13 +91,11 @@ def risk_command(
     repetitions: Annotated[int, typer.Option("--repetitions", help="Synthetic populations per copula.")] = 1,
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
-    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
-    header: Annotated[bool, typer.Option("--header/--no-header")] = True,
-    names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
-    missing: Annotated[
-        str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")
-    ] = None,
-    skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
+    delimiter: DelimiterOption = ",",
+    header: HeaderOption = True,
+    names: NamesOption = None,
+    missing: MissingOption = None,
+    skip_rows: SkipRowsOption = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Exact risk measures and the estimated sample-to-population risk B (Jiang et al. 2022)."""
@@ -239,13 +244,11 @@ def evaluate_command(
     ] = "average",
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the box plots.")] = True,
-    delimiter: Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)] = ",",
-    header: Annotated[bool, typer.Option("--header/--no-header")] = True,
-    names: Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")] = None,
-    missing: Annotated[
-        str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")
-    ] = None,
-    skip_rows: Annotated[int, typer.Option("--skip-rows")] = 0,
+    delimiter: DelimiterOption = ",",
+    header: HeaderOption = True,
+    names: NamesOption = None,
+    missing: MissingOption = None,
+    skip_rows: SkipRowsOption = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """The estimators' evaluation (Jiang et al. 2022, §2.8): DATA is the population; each study point
