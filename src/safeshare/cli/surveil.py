@@ -69,6 +69,9 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the simulations (r
 ThrOpt = Annotated[float, typer.Option("--threshold", help="Largest acceptable PK_k upper quantile.")]
 QOpt = Annotated[float, typer.Option("--quantile", help="Quantile of PK_k compared with the threshold.")]
 VolOpt = Annotated[str, typer.Option("--volumes", help="Comma-separated case volumes to search.")]
+WeeklyOpt = Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")]
+PriorityOpt = Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")]
+LayoutOpt = Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")]
 HierOpt = Annotated[
     Path | None,
     typer.Option(
@@ -192,7 +195,7 @@ def simulate_command(
     lag: LagOpt = 1,
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
-    layout: Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")] = "long",
+    layout: LayoutOpt = "long",
     compare: Annotated[
         str,
         typer.Option(
@@ -418,14 +421,14 @@ def select_command(
     ] = "point",
     volumes: VolOpt = DEFAULT_VOLUMES,
     lag: LagOpt = 1,
-    weekly: Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")] = False,
-    priority: Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")] = "age",
+    weekly: WeeklyOpt = False,
+    priority: PriorityOpt = "age",
     k: KOpt = 11,
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
-    layout: Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")] = "long",
+    layout: LayoutOpt = "long",
     hierarchies: HierOpt = None,
 ) -> None:
     """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
@@ -474,14 +477,14 @@ def evaluate_command(
     ] = None,
     volumes: VolOpt = DEFAULT_VOLUMES,
     lag: LagOpt = 1,
-    weekly: Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")] = False,
-    priority: Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")] = "age",
+    weekly: WeeklyOpt = False,
+    priority: PriorityOpt = "age",
     k: KOpt = 11,
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
-    layout: Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")] = "long",
+    layout: LayoutOpt = "long",
     hierarchies: HierOpt = None,
 ) -> None:
     """Select a policy per week from the forecasts and evaluate it on the realized cases (Table 2)."""
