@@ -164,6 +164,16 @@ def test_adult_compiled_paths_match_exhaustive(
         patch.setattr(TagStore, "walk_from", 0)
         check_config(adult_table, adult_brute, k, limit, metric, Evaluator(adult_table, compiled=True))
         fast = run_ola(adult_table, k, limit, metric, Evaluator(adult_table, compiled=True))
+    # the recursion compiled on its own (the evaluator's compiled loops turn it on)
+    ev, criterion = Evaluator(adult_table, compiled=False), PrivacyCriterion([KAnonymity(k)], limit)
+    alone = ola_search(
+        adult_table.lattice,
+        lambda n: criterion.holds(ev.classes(n), adult_table),
+        lambda n: 0.0,
+        compiled=True,
+    )
+    assert alone.checked_nodes <= adult_table.lattice.size
+    assert alone.minimal_nodes == plain.minimal_nodes
     assert (fast.node, fast.checked_nodes, fast.minimal_nodes) == (
         plain.node,
         plain.checked_nodes,
@@ -207,10 +217,34 @@ def test_generic_search_on_random_monotone_predicates(heights: list[int], seed: 
         def pred(n: tuple[int, ...]) -> bool:
             return any(Lattice.leq(n, g) for g in generators)
 
-    found, checked, any_ok = find_minimal_nodes(lattice, pred, monotone=monotone)
-    with pytest.MonkeyPatch.context() as patch:  # the compiled paths of big lattices
-        patch.setattr(TagStore, "walk_from", 0)
-        assert find_minimal_nodes(lattice, pred, monotone=monotone) == (found, checked, any_ok)
+    asked: list[tuple[int, ...]] = []
+
+    def recorded(n: tuple[int, ...]) -> bool:
+        asked.append(n)
+        return pred(n)
+
+    found, checked, any_ok = find_minimal_nodes(lattice, recorded, monotone=monotone)
+    sequence = list(asked)
+    guide = rng.random(tuple(h + 1 for h in heights)).round(1)  # ties on purpose
+    with_guide = find_minimal_nodes(lattice, recorded, monotone=monotone, guide=guide, compiled=False)
+    guided_sequence = asked[len(sequence) :]
+    # The compiled recursion checks the same nodes in the same order, with and without a
+    # guide; so does the Python one on the compiled paths of big lattices (walk_from = 0).
+    for walk_from, compiled in ((0, False), (0, True), (TagStore.walk_from, True)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(TagStore, "walk_from", walk_from)
+            del asked[:]
+            assert find_minimal_nodes(lattice, recorded, monotone=monotone, compiled=compiled) == (
+                found,
+                checked,
+                any_ok,
+            )
+            assert asked == sequence
+            del asked[:]
+            assert find_minimal_nodes(
+                lattice, recorded, monotone=monotone, guide=guide, compiled=compiled
+            ) == (with_guide)
+            assert asked == guided_sequence
     holding = {n for n in nodes if pred(n)}
     if monotone:
         expected = sorted(n for n in holding if not any(p in holding for p in lattice.predecessors(n)))

@@ -104,6 +104,7 @@ def find_minimal_nodes(
     guide: Guide | None = None,
     progress: Progress | Ticker | None = None,
     known: Iterable[tuple[Node, bool]] = (),
+    compiled: bool | None = None,
 ) -> tuple[list[Node], int, bool]:
     """All minimal qualifying nodes of a monotone predicate (maximal ones, if anti-monotone).
 
@@ -126,6 +127,9 @@ def find_minimal_nodes(
         predicate, tagged before the search (monotone case): the recursion
         only ever relies on true tags, so the result is unchanged and those
         nodes (and the ones their tags settle) are not evaluated again.
+    compiled: run the recursion compiled (:mod:`safeshare.search._ola_jit`: the same checks
+        in the same order, without the interpreter); by default on lattices of at least
+        :attr:`~safeshare.core.lattice.TagStore.walk_from` nodes, where numba is loaded anyway.
 
     Returns ``(nodes, checked, any_qualifies)``.
 
@@ -154,11 +158,19 @@ def find_minimal_nodes(
             arr = guide_array(lattice, guide)
             dual_guide = -arr[tuple(slice(None, None, -1) for _ in lattice.heights)]
         nodes, checked, found_any = find_minimal_nodes(
-            lattice, lambda n: predicate(dual(n)), monotone=True, guide=dual_guide, progress=progress
+            lattice,
+            lambda n: predicate(dual(n)),
+            monotone=True,
+            guide=dual_guide,
+            progress=progress,
+            compiled=compiled,
         )
         return sorted(dual(n) for n in nodes), checked, found_any
 
-    tags = TagStore(lattice, monotone=True)
+    walk = lattice.size >= TagStore.walk_from
+    run_compiled = walk if compiled is None else compiled
+    # the compiled recursion walks the tag array itself: no bit sets to keep
+    tags = TagStore(lattice, monotone=True, bit_sets=False if run_compiled else None)
     state = tags.array
     status = state.item
     checked = 0
@@ -266,7 +278,19 @@ def find_minimal_nodes(
             elif child_high - child_low == 2 or not (child_settled or tags.settled(child_bottom, child_top)):
                 kmin(child_bottom, child_top, child_low, child_high)
 
-    walk = lattice.size >= tags.walk_from
+    if run_compiled and lattice.max_height > 1:
+        from safeshare.search._ola_jit import kmin as compiled_kmin
+
+        node_at = lattice.node_at
+
+        def evaluate(position: int) -> int:
+            nonlocal checked
+            checked += 1
+            tick()
+            return 1 if predicate(node_at(position)) else 0
+
+        compiled_kmin(state, scores, lattice.heights, evaluate)
+        return _minimal_from_tags(state, walk), checked, True
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * lattice.max_height + 1000))
     try:
@@ -276,15 +300,20 @@ def find_minimal_nodes(
             kmin(lattice.bottom, lattice.top, 0, lattice.max_height)
     finally:
         sys.setrecursionlimit(limit)
+    return _minimal_from_tags(state, walk), checked, True
+
+
+def _minimal_from_tags(state: np.ndarray, compiled: bool) -> list[Node]:
+    """The minimal nodes, read off the tags once the recursion has ended (:func:`tag_minimal`)."""
     candidates = sorted(tag_minimal(state), key=sum)
-    if walk and candidates:
+    if compiled and candidates:
         # The minimal ones among them: what MinimalSet keeps, in one compiled pass.
         keep = minimal_rows(np.array(candidates, dtype=np.int64)).tolist()
-        return sorted(node for node, k in zip(candidates, keep, strict=True) if k), checked, True
-    found = MinimalSet(lattice.n_qis)
+        return sorted(node for node, k in zip(candidates, keep, strict=True) if k)
+    found = MinimalSet(state.ndim)
     for node in candidates:
         found.add(node)
-    return found.nodes(), checked, True
+    return found.nodes()
 
 
 @lru_cache(maxsize=4096)
@@ -360,18 +389,19 @@ def ola_search(
     guide: Guide | None = None,
     progress: Progress | Ticker | None = None,
     known: Iterable[tuple[Node, bool]] = (),
+    compiled: bool | None = None,
 ) -> SearchResult:
     """Optimal Lattice Anonymization: least ``objective`` among the minimal nodes of a
     monotone ``predicate`` (thesis §4.3).
 
     The generic algorithm, a plain function like :func:`find_minimal_nodes` (whose
-    ``guide``, ``progress`` and ``known`` it passes on; none changes the result). The
+    ``guide``, ``progress``, ``known`` and ``compiled`` it passes on; none changes the result). The
     ``ola`` strategy (:class:`safeshare.search.strategy.OLA`) runs it on a run's
     :class:`~safeshare.search.context.SearchContext`.
     """
     start = time.perf_counter()
     minimal, checked, _ = find_minimal_nodes(
-        lattice, predicate, monotone=True, guide=guide, progress=progress, known=known
+        lattice, predicate, monotone=True, guide=guide, progress=progress, known=known, compiled=compiled
     )
     node, value = choose_best(minimal, objective)
     return SearchResult(

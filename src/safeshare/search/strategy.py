@@ -84,6 +84,8 @@ class OLA:
             guide=ctx.guide,
             progress=ctx.ticker,
             known=known,
+            # with the evaluator's compiled loops loaded, the recursion runs compiled too
+            compiled=True if ctx.evaluator.compiled else None,
         )
 
 
