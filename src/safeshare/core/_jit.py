@@ -69,12 +69,16 @@ def _compose_count(  # pragma: no cover
         sizes[v] += weights[r]
 
 
-def _below(sizes: Any, k: int) -> float:  # pragma: no cover
-    """Sum of the entries of ``sizes`` smaller than ``k``, in order."""
-    total = 0.0
+def _below(sizes: Any, k: int) -> int:  # pragma: no cover
+    """Sum of the entries of ``sizes`` (record counts: whole numbers) smaller than ``k``.
+
+    Summed as int64 without a branch: which slots are under ``k`` is unpredictable, and a
+    float sum is one chain of dependent additions (4 cycles each) that the compiler may not
+    reorder; integer additions it vectorizes. Exact, as the float sum of whole numbers below
+    2**53 is."""
+    total = 0
     for v in sizes:
-        if v < k:
-            total += v
+        total += np.int64(v) * (v < k)
     return total
 
 
@@ -190,7 +194,7 @@ def _offsets(shape: Any, steps: int, out: Any) -> int:  # pragma: no cover
 
 compose = cast(Callable[..., None], _jit(_compose))
 compose_count = cast(Callable[..., None], _jit(_compose_count))
-below = cast(Callable[..., float], _jit(_below))
+below = cast(Callable[..., int], _jit(_below))
 box_tagged = cast(Callable[..., int], _box_tagged)
 children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
