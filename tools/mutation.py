@@ -97,6 +97,14 @@ TARGETS: dict[str, Target] = {
         ("metrics/loss.py",),
         ("tests/test_metrics.py", "tests/test_boundaries.py"),
     ),
+    "surveillance": Target(
+        ("surveillance/simulate.py", "surveillance/search.py", "risk/measures.py"),
+        (
+            "tests/test_surveillance_simulate.py",
+            "tests/test_surveillance_search.py",
+            "tests/test_risk_measures.py",
+        ),
+    ),
 }
 
 #: Lines that only build a message (an exception's text, a report note) are not mutated: a
