@@ -44,10 +44,17 @@ FloatArray = npt.NDArray[np.float64]
 BoxTest = Callable[[npt.NDArray[np.int8], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], int]
 
 
-def _kernels() -> ModuleType:
-    from safeshare.core import _jit  # numba imported on first use
+_loaded: list[ModuleType] = []
 
-    return _jit
+
+def _kernels() -> ModuleType:
+    """:mod:`safeshare.core._jit`, imported (numba with it) on first use, then kept: the
+    wrappers below run tens of thousands of times per search."""
+    if not _loaded:
+        from safeshare.core import _jit
+
+        _loaded.append(_jit)
+    return _loaded[0]
 
 
 def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
