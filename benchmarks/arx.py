@@ -22,12 +22,15 @@ their own figures alone and never fail for that reason.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import queue
 import resource
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -43,6 +46,15 @@ ENV = "SAFESHARE_ARX_CLASSPATH"
 #: where ``make arx`` builds it: ../shared/tools/arx-bench/build, relative to the repository root
 DEFAULT_CLASSPATH = ROOT.parent / "shared" / "tools" / "arx-bench" / "build" / "classpath.txt"
 HINT = "run `make arx ARX_GIT=...`"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): be killed when this benchmark's process dies, so
+    that an interrupted or killed benchmark leaves no JVM searching on (elsewhere: nothing)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class ArxUnavailable(Exception):
@@ -127,6 +139,7 @@ class ArxServer:
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            preexec_fn=_die_with_parent,
         )
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._out: queue.Queue[str | None] = queue.Queue()
@@ -230,7 +243,14 @@ def run_measured(
     """Run ``command``; wall time from spawn to exit, peak RSS of the process and its children."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    proc = subprocess.Popen(
+        list(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        preexec_fn=_die_with_parent,
+    )
     out: list[str] = []
     err: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None
