@@ -110,7 +110,7 @@ import re
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -386,6 +386,49 @@ def release_memory_mb(records: int, total_bytes: int | None = None) -> int:
     default_mb = int(machine_defaults(total, 1)[0].removesuffix("MB"))
     cap_mb = max(DEFAULT_MEMORY_MB[0], min(2048, total // 2**20 // 4))
     return max(default_mb, min(cap_mb, -(-records * RELEASE_BYTES_PER_RECORD // 10**6)))
+
+
+def _sort_keys(out_idx: Sequence[int], qi_code: Mapping[int, tuple[str, int]]) -> list[str]:
+    """The release's ``ORDER BY`` keys: the released columns left to right, a quasi-identifier
+    by its label's code (``alias.code``, 1 .. radix - 1, NULL when unmapped), another column
+    by its text in the binary collation.
+
+    Consecutive quasi-identifiers are packed into one BIGINT, ``sum code_j * weight_j`` in
+    mixed radix with NULL as 0: the same order as the codes one by one, NULL first, and a
+    sort on one 8-byte key instead of one per column (the sort is most of the release's
+    cost on big tables). A run is cut before its radices' product would reach ``2**62``.
+    """
+    keys: list[str] = []
+    run: list[tuple[str, int]] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            keys.append(f"{run[0][0]}.code")
+        elif run:
+            weight, terms = 1, []
+            for alias, radix in reversed(run):
+                terms.append(
+                    f"COALESCE({alias}.code, 0) * {weight}" if weight > 1 else f"COALESCE({alias}.code, 0)"
+                )
+                weight *= radix
+            keys.append("(" + " + ".join(reversed(terms)) + ")::BIGINT")
+        run.clear()
+
+    product = 1
+    for i in out_idx:
+        code = qi_code.get(i)
+        if code is None:
+            flush()
+            product = 1
+            keys.append(f'__src.__v{i} COLLATE "binary"')
+            continue
+        if run and product * code[1] >= 2**62:
+            flush()
+            product = 1
+        run.append(code)
+        product *= code[1]
+    flush()
+    return keys
 
 
 class DuckDBEngine(Engine):
@@ -805,8 +848,8 @@ class DuckDBEngine(Engine):
             # label's code, numbered in Python's (code point) order of the labels, NULL when unmapped;
             # other columns on their text in the binary collation (UTF-8 bytes: code point order),
             # whatever the connection's default_collation.
-            qi_order = {i: f"__m{j}.code" for j, i in enumerate(qi_idx)}
-            keys = [qi_order.get(i, f'__src.__v{i} COLLATE "binary"') for i in out_idx]
+            qi_code = {i: (f"__m{j}", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
+            keys = _sort_keys(out_idx, qi_code)
             order = ", ".join(f"{key} ASC NULLS FIRST" for key in keys)
             order_by = f" ORDER BY {order}" if order else ""
             text_idx = {i: self._columns[i].key_sql() for i in dict.fromkeys(out_idx) if i not in qi_idx}
