@@ -67,7 +67,8 @@ labels themselves if that could overflow). Other columns are normalized per
 record. Every join has a tiny build side, so the joins stream; the rows
 are then sorted (``ORDER BY`` the released columns: a quasi-identifier by its
 label's code, numbered in code point order of the labels, the others by text
-in the binary collation, NULL first), which is the memory engine's order
+in the binary collation, NULL first; consecutive quasi-identifiers on one BIGINT of
+their codes in mixed radix, see :func:`_sort_keys`), which is the memory engine's order
 (:func:`~safeshare.data.engines.memory.release_order`), and written in that
 order (``preserve_insertion_order`` on for the ``COPY``); DuckDB's sort spills
 to ``temp_directory`` past ``memory_limit``. The labels are VARCHAR (an ENUM
