@@ -122,3 +122,122 @@ def test_pk_share_and_marketer_risk_are_the_measures_definitions() -> None:
     np.testing.assert_allclose(
         marketer_risk(small, np.array([400, 300]), axis=1), [(0.5 + 0.01) / 203, (250 / 300) / 250]
     )
+
+
+# ---------------------------------------------------------------- boundaries and contracts (issue 13)
+# Written for mutants of ``make mutation`` (target ``surveillance``) that the tests above let
+# through; ``# kills:`` names them.
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 11])
+def test_pk_at_class_sizes_k_minus_one_k_and_k_plus_one(k: int) -> None:
+    """Classes of k - 1, k and k + 1 records: only the first is at risk (PK_k counts f < k)."""
+    from safeshare.risk.measures import pk_share, records_at_risk
+
+    sizes = [k - 1, k, k + 1] if k > 1 else [k, k + 1]
+    at_risk = sum(f for f in sizes if f < k)  # a plain loop over the class sizes
+    assert at_risk == (k - 1)
+    assert int(records_at_risk(np.array(sizes), k)) == at_risk
+    assert float(pk_share(np.array(sizes), k)) == at_risk / sum(sizes)
+    assert float(pk_share(np.array(sizes), k + 1)) == sum(f for f in sizes if f < k + 1) / sum(sizes)
+    got = risk_measures(sizes, pk=(k, k + 1))
+    assert got.pk == {k: at_risk / sum(sizes), k + 1: (at_risk + k) / sum(sizes)}
+
+
+def test_records_at_risk_keeps_the_dtype_of_the_sizes() -> None:
+    """The documented promise (no widening sums on the Monte Carlo arrays)."""
+    from safeshare.risk.measures import records_at_risk
+
+    for dtype in (np.uint8, np.uint16, np.uint32, np.int64):
+        sizes = np.array([[3, 10], [0, 120]], dtype=dtype)
+        # kills: `small.sum(..., dtype=sizes.dtype)` -> `dtype=None` (uint8 sums widen to uint64)
+        got = records_at_risk(sizes, 11, axis=0)
+        assert got.dtype == dtype and got.tolist() == [3, 10]
+        assert records_at_risk(sizes, 11).dtype == dtype and int(records_at_risk(sizes, 11)) == 13
+
+
+def test_marketer_risk_ignores_classes_without_people() -> None:
+    """F = 0 (no people, hence no records) counts for nothing, whatever memory np.divide would leave."""
+    from safeshare.risk.measures import marketer_risk
+
+    for n in (3, 8, 64, 200):
+        f = np.zeros(n)
+        F = np.zeros(n)
+        f[1], F[1] = 2, 4  # one class: 2 of its 4 people released
+        f[-1], F[-1] = 1, 1
+        junk = np.full(n, 7.5)  # a freed buffer of the same size, which a fresh np.empty may reuse
+        del junk
+        # kills: np.divide without `out=np.zeros(...)` (the slots where F = 0 left uninitialized)
+        assert float(marketer_risk(f, F)) == (2 / 4 + 1 / 1) / 3
+        rows = np.stack([f, 2 * f])  # row 2: (4/8 + 2/2) / 6
+        junk = np.full(2 * n, -3.0)
+        del junk
+        np.testing.assert_array_equal(marketer_risk(rows, np.stack([F, 2 * F]), axis=1), [0.5, 0.25])
+
+
+def test_threshold_is_a_probability_in_zero_one() -> None:
+    """threshold in (0, 1]: 1 is accepted (nothing is above it), 0 and anything above 1 refused."""
+    got = risk_measures([1, 2, 4], [2, 2, 8], population_size=20, threshold=1)
+    assert got.threshold == 1 and got.prosecutor_share_above == 0 and got.journalist_share_above == 0
+    tiny = risk_measures([1, 2, 4], [2, 2, 8], population_size=20, threshold=1e-12)
+    assert tiny.prosecutor_share_above == 1 and tiny.journalist_share_above == 1
+    # the share above the threshold is strict: 1/f = 0.5 is not above 0.5
+    assert risk_measures([1, 2, 4], threshold=0.5).prosecutor_share_above == 1 / 7
+    # kills: `threshold <= 1` -> `<= 2`
+    for bad in (0, -0.1, 1 + 1e-9, 1.5, 2):
+        with pytest.raises(InputError, match=r"threshold: expected a probability in \(0, 1\]"):
+            risk_measures([1, 2], threshold=bad)
+
+
+def test_class_sizes_without_a_population() -> None:
+    frame = pd.DataFrame({"a": ["x", "y", "x", "x", "z"], "b": [1, 2, 1, 1, 2]})
+    # kills: the sample's column read as "F" when no population is given
+    f, F = class_sizes(frame, ["a", "b"])
+    assert F is None and f.dtype == np.int64 and sorted(f.tolist()) == [1, 1, 3]
+    f, F = class_sizes(frame, ["a", "b"], pd.concat([frame, frame.iloc[:2]]))
+    assert F is not None and f.dtype == np.int64 and F.dtype == np.int64
+    assert sorted(zip(f.tolist(), F.tolist(), strict=True)) == [(1, 1), (1, 2), (3, 4)]
+    with pytest.raises(InputError, match="unknown quasi-identifier 'c' in the data"):
+        class_sizes(frame, ["c"])
+    with pytest.raises(InputError, match="unknown quasi-identifier 'b' in the population"):
+        class_sizes(frame, ["a", "b"], frame[["a"]])
+
+
+def test_report_dict_keys_and_values() -> None:
+    """to_dict is the report's contract: its keys and values, with and without a population."""
+    # f = (1, 2, 4), F = (2, 2, 8), N = 20: worked by hand
+    got = risk_measures([1, 2, 4], [2, 2, 8], population_size=20, threshold=0.3, pk=(2, 5))
+    # kills: renamed keys ("n", "mean", "share_above_threshold", "pk"), journalist always None
+    assert got.to_dict() == {
+        "n": 7,
+        "classes": 3,
+        "population_size": 20,
+        "threshold": 0.3,
+        "A": 3 / 20,
+        "B": pytest.approx((1 / 2 + 2 / 2 + 4 / 8) / 7),
+        "prosecutor": {"max": 1.0, "mean": 3 / 7, "share_above_threshold": 3 / 7},
+        "journalist": {
+            "max": 0.5,
+            "mean": pytest.approx(2 / 7),
+            "share_above_threshold": 3 / 7,
+        },
+        "marketer": pytest.approx(2 / 7),
+        "sample_uniques": 1,
+        "population_uniques_in_sample": 0,
+        "pk": {"2": 1 / 7, "5": 1.0},
+    }
+    alone = risk_measures([1, 3], pk=(2,)).to_dict()
+    assert alone == {
+        "n": 4,
+        "classes": 2,
+        "population_size": None,
+        "threshold": 0.09,
+        "A": None,
+        "B": None,
+        "prosecutor": {"max": 1.0, "mean": 0.5, "share_above_threshold": 1.0},
+        "journalist": None,
+        "marketer": 0.5,
+        "sample_uniques": 1,
+        "population_uniques_in_sample": None,
+        "pk": {"2": 0.25},
+    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from safeshare.errors import InputError
@@ -68,3 +69,121 @@ def test_categorize(population) -> None:
         "5000-20000": ["99003"],
         "<5000": ["99005"],
     }
+
+
+# ---------------------------------------------------------------- contracts of the result (issue 13)
+# Written for mutants of ``make mutation`` (target ``surveillance``) that the tests above let
+# through; ``# kills:`` names them.
+
+
+def _upper_by_hand(population, node, regions, volume: int, crit: RiskCriterion) -> float:
+    """The search's ``upper`` of one policy, recomputed: regions smallest first (the documented order),
+    each region's draws from ``seeded(seed, index of the region, volume)``, PK_k of every draw by a
+    plain loop over its class sizes, np.quantile; the running max up to the first region over the
+    threshold."""
+    from safeshare.surveillance.simulate import VolumeRisk, seeded
+
+    grouping = population.space.grouping(node)
+    worst = 0.0
+    for region in sorted(regions, key=lambda r: population.totals[r]):
+        pop = population.of(region)
+        draws = VolumeRisk(pop, volume, crit.sims, seeded(crit.seed, population.region_index(region), volume))
+        group_of_bin = np.asarray(grouping[0])[np.flatnonzero(pop > 0)]
+        pks = []
+        for counts in draws.bin_counts:
+            sizes = np.bincount(group_of_bin, weights=counts, minlength=grouping[1])
+            pks.append(sum(int(f) for f in sizes if f < crit.k) / volume)
+        worst = max(worst, float(np.quantile(pks, crit.quantile)))
+        if worst > crit.threshold:
+            break
+    return worst
+
+
+def test_upper_is_the_running_max_over_the_regions_smallest_first(population) -> None:
+    crit = RiskCriterion(sims=40, seed=5)
+    regions = ["99001", "99003", "99005"]
+    res = search_policies(population, regions, [5, 60], crit, exhaustive=True)
+    few, some = res.results
+    policies = population.space.policies()
+    # kills: VolumeResult built without `upper`; regions searched in name order (`key=None`);
+    # the draws' stream without the volume (`seeded(seed, index)`)
+    assert few.upper == {n: 1.0 for n in policies}  # 5 records: PK_11 = 1 whatever the policy
+    assert set(some.upper) == set(policies)
+    failing = 0
+    for node in [*policies[::6], population.space.parse("****")]:
+        want = _upper_by_hand(population, node, regions, 60, crit)
+        assert some.upper[node] == pytest.approx(want, abs=1e-12), population.space.format(node)
+        assert (node in some.acceptable) is (want <= crit.threshold)
+        failing += want > crit.threshold
+    assert failing > 5  # failing policies whose upper is that of the smallest region only
+    fast = search_policies(population, regions, [60], crit)
+    assert len(fast.results[0].upper) == fast.results[0].checked
+    assert {n: some.upper[n] for n in fast.results[0].upper} == fast.results[0].upper
+
+
+def test_the_threshold_is_inclusive_at_both_ends(population) -> None:
+    """Threshold 1 accepts every policy below k records; threshold 0 accepts a PK of exactly 0."""
+    space = population.space
+    crit = RiskCriterion(threshold=1.0, sims=5)
+    res = search_policies(population, ["99005"], [5], crit)
+    assert res.results[0].acceptable == sorted(space.policies())
+    assert res.results[0].minimal == [space.lattice.bottom]
+    res = search_policies(population, ["99005"], [11], RiskCriterion(threshold=0.0, sims=5))
+    assert res.results[0].acceptable == [space.parse("****")]  # 11 records in one group: PK_11 = 0
+    res = search_policies(population, ["99005"], [11], RiskCriterion(k=12, threshold=0.999, sims=5))
+    assert res.results[0].acceptable == []  # 11 records, k = 12: PK_12 = 1 > 0.999
+
+
+def test_risk_criterion_bounds() -> None:
+    assert RiskCriterion() == RiskCriterion(k=11, threshold=0.01, quantile=0.975, sims=1000, seed=0)
+    # kills: `k < 1` -> `k <= 1` (k = 1 refused)
+    assert RiskCriterion(k=1).k == 1
+    assert RiskCriterion(threshold=0).threshold == 0 and RiskCriterion(threshold=1).threshold == 1
+    assert RiskCriterion(quantile=1).quantile == 1 and RiskCriterion(sims=1).sims == 1
+    for kwargs, message in (
+        ({"k": 0}, "k must be >= 1, got 0"),
+        ({"threshold": -1e-9}, "threshold: a share in"),
+        ({"threshold": 1 + 1e-9}, "threshold: a share in"),
+        ({"quantile": 0}, "quantile: a level in"),
+        ({"quantile": 1 + 1e-9}, "quantile: a level in"),
+        ({"sims": 0}, "at least 1 simulation"),
+    ):
+        with pytest.raises(InputError, match=message):
+            RiskCriterion(**kwargs)
+
+
+def test_search_reports_progress_and_its_elapsed_time(population) -> None:
+    import time
+
+    calls: list[tuple[int, int]] = []
+    before = time.perf_counter()
+    crit = RiskCriterion(sims=5)
+    res = search_policies(
+        population, ["99005"], [30, 5, 11, 30], crit, progress=lambda i, n: calls.append((i, n))
+    )
+    outer = time.perf_counter() - before
+    # kills: progress called without the number of volumes; elapsed_s None or `perf_counter() + start`
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert [r.volume for r in res.results] == [5, 11, 30]
+    assert isinstance(res.elapsed_s, float) and 0 <= res.elapsed_s <= outer
+    assert res.regions == ("99005",) and res.criterion == RiskCriterion(sims=5)
+
+
+def test_bands_rows_and_their_keys(population) -> None:
+    space = population.space
+    res = search_policies(population, ["99003"], [10, 11, 300], RiskCriterion(sims=100, seed=1))
+    at300 = res.results[2]
+    # kills: a renamed key of the per-volume rows ("from")
+    assert res.bands() == [
+        {"from": 0, "to": 10, "policy": DO_NOT_SHARE, "acceptable": 0},
+        {"from": 10, "to": 11, "policy": DO_NOT_SHARE, "acceptable": 0, "minimal": []},
+        {"from": 11, "to": 300, "policy": "****", "acceptable": 1, "minimal": ["****"]},
+        {
+            "from": 300,
+            "to": None,
+            "policy": space.format(at300.best),
+            "acceptable": len(at300.acceptable),
+            "minimal": [space.format(n) for n in at300.minimal],
+        },
+    ]
+    assert search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5)).bands()[0]["from"] == 0
