@@ -75,7 +75,10 @@ class VolumeResult:
     acceptable: list[Node]
     best: Node | None
     checked: int
-    upper: dict[Node, float] = field(default_factory=dict)  # max over regions, for the evaluated policies
+    #: per evaluated policy, the largest upper quantile over the regions, smallest region first, up to
+    #: the first region over the threshold: the maximum over all regions for an acceptable policy, a
+    #: value above the threshold (not necessarily the maximum) for the others
+    upper: dict[Node, float] = field(default_factory=dict)
 
 
 @dataclass
