@@ -241,3 +241,39 @@ def test_report_dict_keys_and_values() -> None:
         "population_uniques_in_sample": None,
         "pk": {"2": 0.25},
     }
+
+
+def test_a_sample_class_missing_from_the_population_is_named() -> None:
+    sample = pd.DataFrame({"a": ["x", "y"], "b": ["1", "2"]})
+    population = pd.DataFrame({"a": ["x", "y"], "b": ["1", "3"]})
+    # kills: the values of the missing class dropped from the message
+    with pytest.raises(DataError) as err:
+        class_sizes(sample, ["a", "b"], population)
+    assert str(err.value) == "the population has no record with a='y', b='2', which the sample has"
+
+
+def test_exact_B_refuses_a_key_between_two_population_keys() -> None:
+    population = np.array([1, 2, 2, 4])
+    assert exact_B(np.array([1, 4, 2]), population) == pytest.approx((1 + 1 + 1 / 2) / 3)
+    # kills: `or` -> `and` (a missing key inside the population's range went unnoticed)
+    with pytest.raises(DataError, match="not in the population"):
+        exact_B(np.array([1, 3]), population)
+    with pytest.raises(DataError, match="not in the population"):
+        exact_B(np.array([5]), population)
+    with pytest.raises(DataError, match="not in the population"):
+        exact_B(np.array([0]), population)
+
+
+def test_marketer_risk_without_records_is_zero_along_an_axis() -> None:
+    """Rows without records (n = 0) get 0, whatever memory np.divide would leave."""
+    from safeshare.risk.measures import marketer_risk
+
+    for rows in (2, 5, 40, 100):
+        f = np.zeros((rows, 3))
+        f[0] = [1, 0, 2]
+        F = np.array([2.0, 5.0, 4.0])
+        junk = np.full(rows, 9.0)  # a freed buffer of the output's size, which np.empty may reuse
+        del junk
+        # kills: the last np.divide without `out=np.zeros(...)`
+        got = marketer_risk(f, F, axis=1)
+        assert got.tolist() == [(1 / 2 + 2 / 4) / 3] + [0.0] * (rows - 1)

@@ -187,3 +187,9 @@ def test_bands_rows_and_their_keys(population) -> None:
         },
     ]
     assert search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5)).bands()[0]["from"] == 0
+
+
+def test_categorize_without_edges_is_one_category(population) -> None:
+    # kills: the name "all" of the single category
+    assert categorize(population, []) == {"all": ["99001", "99003", "99005"]}
+    assert categorize(population, [8000]) == {">=8000": ["99001", "99003"], "<8000": ["99005"]}

@@ -456,3 +456,30 @@ def test_upper_quantile_of_distinct_values() -> None:
         for q in (0.5, 0.9, 0.975):
             # kills: np.partition at the lower index only
             assert upper_quantile(x, q) == np.quantile(x, q), (seed, q)
+
+
+def test_series_cases_are_kept_as_int64() -> None:
+    """SeriesDraw.cases is an int64 array whatever integer type the series came in."""
+    pop = np.array([4, 6], dtype=np.int64)
+    # kills: `np.asarray(cases, dtype=np.int64)` -> no dtype
+    for cases in ([2, 3], np.array([2, 3], dtype=np.uint8), np.array([2, 3], dtype=np.int32)):
+        draw = draw_series(pop, cases, 2, seeded(13))
+        assert draw.cases.dtype == np.int64 and draw.cases.tolist() == [2, 3]
+
+
+def test_series_risk_takes_the_dense_path_at_a_tie_of_cells() -> None:
+    """periods x groups = cases: both paths touch as many cells and the dense one is taken. The two
+    exact paths add the marketer risk's terms in different orders (here they differ by ~1e-17), so
+    the rule is pinned to keep results reproducible bit for bit."""
+    pop = np.array([34, 25, 20, 11, 13, 2], dtype=np.int64)
+    grouping = (np.array([0, 1, 2, 0, 1, 2], dtype=np.int64), 3)
+    tie = draw_series(pop, [3, 1, 5], 20, seeded(0))  # 3 periods x 3 groups = 9 cases
+    dense = series_risk_dense(tie, grouping, 2, 1)
+    windows = series_risk_windows(tie, grouping, 2, 1)
+    assert not np.array_equal(dense.marketer, windows.marketer)  # the case is a witness
+    # kills: `<=` -> `<` in series_risk's choice
+    np.testing.assert_array_equal(series_risk(tie, grouping, 2, 1).marketer, dense.marketer)
+    fewer = draw_series(pop, [3, 1, 4], 20, seeded(0))  # 8 cases: the window loop
+    np.testing.assert_array_equal(
+        series_risk(fewer, grouping, 2, 1).marketer, series_risk_windows(fewer, grouping, 2, 1).marketer
+    )
