@@ -274,3 +274,35 @@ def test_level_offsets_are_the_box_nodes_at_that_height(shape: list[int], data: 
         rows, arr = level_offsets(tuple(shape), steps, compiled)
         assert rows == want  # same nodes, same (lexicographic) order
         assert arr is None if len(want) <= 16 else arr.tolist() == [list(o) for o in want]
+
+
+def test_compiled_searches_nest_and_survive_an_exception_in_the_predicate() -> None:
+    """The compiled recursion calls the predicate of the innermost running search (a search
+    inside a predicate, as Inverse OLA and the policy search may run), and an exception in a
+    predicate leaves the compiled code and the next search unharmed."""
+    outer, inner = Lattice([2, 2]), Lattice([1, 3])
+    inner_pred = lambda n: n[0] + n[1] >= 2  # noqa: E731
+    expected_inner = find_minimal_nodes(inner, inner_pred, compiled=False)
+    seen: list[tuple[list[tuple[int, ...]], int, bool]] = []
+
+    def outer_pred(n: tuple[int, ...]) -> bool:
+        seen.append(find_minimal_nodes(inner, inner_pred, compiled=True))
+        return n[0] >= 1 and n[1] >= 1
+
+    found = find_minimal_nodes(outer, outer_pred, compiled=True)
+    assert found == find_minimal_nodes(outer, lambda n: n[0] >= 1 and n[1] >= 1, compiled=False)
+    assert seen and all(s == expected_inner for s in seen)
+
+    class Boom(Exception):
+        pass
+
+    def failing(n: tuple[int, ...]) -> bool:
+        if n == (1, 1):
+            raise Boom
+        return sum(n) >= 2
+
+    with pytest.raises(Boom):
+        find_minimal_nodes(outer, failing, compiled=True)
+    assert find_minimal_nodes(outer, lambda n: sum(n) >= 2, compiled=True) == find_minimal_nodes(
+        outer, lambda n: sum(n) >= 2, compiled=False
+    )
