@@ -215,30 +215,32 @@ def test_table_cache_best_descendant() -> None:
 
 
 # ------------------------------------------------------------ wide id spaces, flags and counters
-def wide_table(n_values: int, seed: int) -> FrequencyTable:
-    """Two QIs of ``n_values`` values each, ``n_values`` distinct rows of 1-3 records: the last
-    step's id space ``n_values**2`` is far beyond twice the rows (it must be re-densified)."""
+def wide_table(n_a: int, n_b: int, seed: int) -> FrequencyTable:
+    """Two QIs: ``a`` distinct on each of the ``n_a`` rows, ``b`` with ``n_b <= n_a`` values
+    (each present, some repeated), 1-3 records a row. The last step's id space ``n_a * n_b``
+    is far beyond twice the rows, so it must be re-densified."""
     rng = np.random.default_rng(seed)
-    a = [f"a{i}" for i in range(n_values)]
-    b = [f"b{i}" for i in rng.permutation(n_values)]
-    grouped = pd.DataFrame({"a": a, "b": b, COUNT_COLUMN: rng.integers(1, 4, size=n_values)})
-    hierarchies = [Hierarchy([(v, "*") for v in values], name) for values, name in ((a, "a"), (b, "b"))]
+    a = [f"a{i}" for i in range(n_a)]
+    b_values = [f"b{i}" for i in range(n_b)]
+    b = [b_values[i % n_b] for i in rng.permutation(n_a)]
+    grouped = pd.DataFrame({"a": a, "b": b, COUNT_COLUMN: rng.integers(1, 4, size=n_a)})
+    hierarchies = [Hierarchy([(v, "*") for v in a], "a"), Hierarchy([(v, "*") for v in b_values], "b")]
     return FrequencyTable.from_grouped(grouped, ["a", "b"], hierarchies)
 
 
-# 100 values: the last id space 10**4 exceeds 2 * 100 rows and 2**12 (numpy: densify; compiled:
-# the rank directory); 300 values: 9 * 10**4 exceeds the compiled scratch (256 * 300), so the
-# compiled path falls back to densify too
-@pytest.mark.parametrize("n_values", [100, 300])
+# 100 x 100: the last id space 10**4 exceeds 2 * 100 rows and 2**12 (numpy: densify; compiled:
+# the rank directory); 400 x 300: 1.2 * 10**5 exceeds the compiled scratch (256 * 400 ids), so
+# the compiled path falls back to densify too (and b alone does not tell the rows apart)
+@pytest.mark.parametrize("shape", [(100, 100), (400, 300)])
 @pytest.mark.parametrize("compiled", [False, True])
-def test_wide_id_spaces_are_re_densified_and_weighted(n_values: int, compiled: bool) -> None:
-    table = wide_table(n_values, seed=n_values)
+def test_wide_id_spaces_are_re_densified_and_weighted(shape: tuple[int, int], compiled: bool) -> None:
+    table = wide_table(*shape, seed=shape[1])
     ev = Evaluator(table, compiled=compiled)
     assert ev.compiled is compiled
     for node in table.lattice.nodes():
         classes = ev.classes(node)
         assert sorted(classes.nonempty.tolist()) == direct_sizes(table, node)
-        assert classes.sizes.shape[0] <= max(2 * n_values, 1 << 12)  # slots stay dense
+        assert classes.sizes.shape[0] <= max(2 * table.n_rows, 1 << 12)  # slots stay dense
         per_class = np.bincount(classes.row_class, weights=table.counts, minlength=classes.sizes.size)
         assert np.array_equal(per_class, classes.sizes)
 
@@ -272,7 +274,7 @@ def test_leaf_cache_keeps_exactly_its_capacity_least_recently_used_out() -> None
 def test_rollup_counts_each_rolled_up_node_and_takes_a_table_at_the_limit() -> None:
     """``rolled_up`` counts the nodes rolled up; a cached table of exactly ``rollup_ratio * M``
     classes is used, by the one-step lookup and by the search over all descendants alike."""
-    table = wide_table(8, seed=1)  # 8 rows; a node with one QI generalized has 8 classes
+    table = wide_table(8, 8, seed=1)  # 8 rows; a node with one QI generalized has 8 classes
     m = table.n_rows
     one = Evaluator(table, leaf_cache=0, rollup_ratio=1 / m)  # limit: one class
     one.classes((0, 1))  # 8 classes: not kept
