@@ -287,3 +287,22 @@ def test_rollup_counts_each_rolled_up_node_and_takes_a_table_at_the_limit() -> N
     assert full.classes((1, 1)).nonempty.tolist() == [int(table.counts.sum())]  # two steps above
     assert sorted(full.classes((0, 1)).nonempty.tolist()) == sorted(table.counts.tolist())  # one step
     assert full.rolled_up == 2
+
+
+def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
+    """With room for one prefix, the newest stays: a (8 values, then 4 groups) comes first."""
+    a = [f"a{i}" for i in range(8)]
+    grouped = pd.DataFrame({"a": a * 2, "b": ["x"] * 8 + ["y"] * 8, COUNT_COLUMN: [1] * 16})
+    hierarchies = [
+        Hierarchy([(v, f"g{i // 2}", "*") for i, v in enumerate(a)], "a"),
+        Hierarchy([("x", "*"), ("y", "*")], "b"),
+    ]
+    table = FrequencyTable.from_grouped(grouped, ["a", "b"], hierarchies)
+    ev = Evaluator(table, cache_bytes=table.n_rows * np.dtype(np.intp).itemsize, leaf_cache=0)
+    assert ev.order == (0, 1)
+    ev.classes((0, 0))
+    assert list(ev._cache) == [(0,)]
+    ev.classes((1, 0))
+    assert list(ev._cache) == [(1,)]
+    assert ev.classes((0, 1)).nonempty.tolist() == [2] * 8
+    assert list(ev._cache) == [(0,)]
