@@ -195,3 +195,23 @@ def test_tag_store_size_limit_is_inclusive() -> None:
     assert TagStore(Lattice([MAX_TAGGED_NODES - 1])).array.shape == (MAX_TAGGED_NODES,)
     with pytest.raises(InputError, match="more than the 200,000,000 an optimal search can tag"):
         TagStore(Lattice([MAX_TAGGED_NODES]))
+
+
+def test_lattice_keeps_its_names_and_prints_its_size() -> None:
+    lat = Lattice([1, 2], ["age", "zip"])
+    assert lat.names == ("age", "zip")
+    assert Lattice([1, 2]).names == ("qi0", "qi1")
+    assert repr(lat) == "Lattice(heights=[1, 2], size=6)"
+    with pytest.raises(InputError, match="one name per quasi-identifier"):
+        Lattice([1, 2], ["age"])
+
+
+def test_tag_store_keeps_bit_sets_below_walk_from_nodes_unless_told() -> None:
+    """By default the untagged nodes are kept as a bit set on lattices of fewer than
+    ``walk_from`` (2**16) nodes; an explicit ``bit_sets`` wins either way."""
+    below, at = Lattice([1] * 15), Lattice([1] * 16)
+    assert at.size == TagStore.walk_from == 2 * below.size
+    assert TagStore(below)._boxes is not None and TagStore(below).lattice is below
+    assert TagStore(at)._boxes is None
+    assert TagStore(below, bit_sets=False)._boxes is None
+    assert TagStore(at, bit_sets=True)._boxes is not None
