@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.core.evaluation import Classes, Evaluator, _ClassTable, _TableCache
+from safeshare.core.evaluation import Classes, Evaluator, _ClassTable, _TableCache, densify
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -186,6 +186,11 @@ def test_table_cache_evicts_the_least_recently_used_and_fits_exactly() -> None:
     assert list(cache._entries) == [(0,), (2,)] and cache.used == 128
     cache.add((3,), _table(9))  # larger than the whole budget: not kept, nothing evicted
     assert list(cache._entries) == [(0,), (2,)]
+    three = _TableCache(1, 3 * 64)
+    for level in range(5):  # from the fourth on, every add evicts one table of 64 bytes
+        three.add((level,), _table(4))
+        assert three.used == 64 * min(level + 1, 3)
+    assert list(three._entries) == [(2,), (3,), (4,)]
 
 
 def test_table_cache_best_descendant() -> None:
@@ -269,6 +274,10 @@ def test_leaf_cache_keeps_exactly_its_capacity_least_recently_used_out() -> None
     assert ev.classes(b) is cb
     assert ev.classes(a) is not ca
     assert Evaluator(table, leaf_cache=0).classes(a) is not Evaluator(table, leaf_cache=0).classes(a)
+    one = Evaluator(table, leaf_cache=1)
+    assert one.classes(a) is one.classes(a)  # a cache of one node keeps it
+    zero = Evaluator(table, leaf_cache=0)
+    assert zero.classes(a) is not zero.classes(a)
 
 
 def test_rollup_counts_each_rolled_up_node_and_takes_a_table_at_the_limit() -> None:
@@ -306,3 +315,21 @@ def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
     assert list(ev._cache) == [(1,)]
     assert ev.classes((0, 1)).nonempty.tolist() == [2] * 8
     assert list(ev._cache) == [(0,)]
+
+
+def test_compiled_fallback_tells_apart_ids_that_a_division_would_merge() -> None:
+    """600 rows, ``a`` distinct, ``b`` with 512 values: the last id space 600 * 512 exceeds the
+    compiled scratch (256 * 600), so the key ``a_id * 512 + b_code`` is built in numpy; rows
+    (a0, b1) and (a512, b0) are two classes (``a_id / 512 + b_code`` would make them one)."""
+    a = [f"a{i}" for i in range(600)]
+    b_values = [f"b{i}" for i in range(512)]
+    b = [b_values[(i + 1) % 512] if i < 512 else b_values[i - 512] for i in range(600)]
+    grouped = pd.DataFrame({"a": a, "b": b, COUNT_COLUMN: [1] * 600})
+    hierarchies = [Hierarchy([(v, "*") for v in a], "a"), Hierarchy([(v, "*") for v in b_values], "b")]
+    table = FrequencyTable.from_grouped(grouped, ["a", "b"], hierarchies)
+    assert Evaluator(table, compiled=True).classes((0, 0)).nonempty.tolist() == [1] * 600
+
+
+def test_densify_of_no_ids() -> None:
+    ids, n = densify(np.zeros(0, dtype=np.intp), 0)
+    assert (ids.tolist(), n) == ([], 0)
