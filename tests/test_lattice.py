@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeshare.core.lattice import FAILED, SATISFIED, UNKNOWN, Lattice, TagStore, _BoxMasks
+from safeshare.core.lattice import FAILED, MAX_TAGGED_NODES, SATISFIED, UNKNOWN, Lattice, TagStore, _BoxMasks
 from safeshare.errors import InputError
 
 
@@ -153,3 +153,65 @@ def test_settled_agrees_with_the_tag_array(
                     volume = int(np.prod([hi - lo + 1 for lo, hi in zip(*child, strict=True)]))
                     expected = status != UNKNOWN and volume <= walk_volume and bool(tags.array[sub].all())
                     assert bool(flag) == expected
+
+
+def test_nodes_by_height_and_levels_array_hold_every_node() -> None:
+    lat = Lattice([1, 2, 1])
+    expected: list[list[tuple[int, ...]]] = [[] for _ in range(5)]
+    for node in itertools.product(range(2), range(3), range(2)):
+        expected[sum(node)].append(node)
+    assert lat.nodes_by_height() == expected
+    arr = lat.levels_array()
+    assert arr.dtype == np.int16 and arr.shape == (12, 3)
+    assert [tuple(row) for row in arr.tolist()] == list(lat.nodes())
+
+
+def test_tag_only_tags_one_node_with_its_value_and_counts_add_up() -> None:
+    lat = Lattice([2, 1])
+    for bit_sets in (True, False):
+        tags = TagStore(lat, bit_sets=bit_sets)
+        assert tags.array.dtype == np.int8
+        assert tags.counts() == {"satisfied": 0, "failed": 0, "unknown": 6}
+        tags.tag_only((1, 0), True)
+        tags.tag_only((0, 1), False)
+        assert [tags.status(n) for n in lat.nodes()] == [
+            UNKNOWN,
+            FAILED,
+            SATISFIED,
+            UNKNOWN,
+            UNKNOWN,
+            UNKNOWN,
+        ]
+        assert tags.counts() == {"satisfied": 1, "failed": 1, "unknown": 4}
+        assert tags.settled((1, 0), (1, 0)) and not tags.settled((1, 0), (1, 1))
+        tags.tag((1, 1), True)  # up-set of (1, 1): (1, 1), (2, 1)
+        tags.tag((0, 0), False)  # down-set of (0, 0): itself
+        assert tags.counts() == {"satisfied": 3, "failed": 2, "unknown": 1}
+
+
+def test_tag_store_size_limit_is_inclusive() -> None:
+    """A lattice of exactly MAX_TAGGED_NODES nodes is tagged (the array is allocated lazily by
+    the OS, nothing is touched); one more node is refused."""
+    assert TagStore(Lattice([MAX_TAGGED_NODES - 1])).array.shape == (MAX_TAGGED_NODES,)
+    with pytest.raises(InputError, match="more than the 200,000,000 an optimal search can tag"):
+        TagStore(Lattice([MAX_TAGGED_NODES]))
+
+
+def test_lattice_keeps_its_names_and_prints_its_size() -> None:
+    lat = Lattice([1, 2], ["age", "zip"])
+    assert lat.names == ("age", "zip")
+    assert Lattice([1, 2]).names == ("qi0", "qi1")
+    assert repr(lat) == "Lattice(heights=[1, 2], size=6)"
+    with pytest.raises(InputError, match="one name per quasi-identifier"):
+        Lattice([1, 2], ["age"])
+
+
+def test_tag_store_keeps_bit_sets_below_walk_from_nodes_unless_told() -> None:
+    """By default the untagged nodes are kept as a bit set on lattices of fewer than
+    ``walk_from`` (2**16) nodes; an explicit ``bit_sets`` wins either way."""
+    below, at = Lattice([1] * 15), Lattice([1] * 16)
+    assert at.size == TagStore.walk_from == 2 * below.size
+    assert TagStore(below)._boxes is not None and TagStore(below).lattice is below
+    assert TagStore(at)._boxes is None
+    assert TagStore(below, bit_sets=False)._boxes is None
+    assert TagStore(at, bit_sets=True)._boxes is not None

@@ -37,8 +37,9 @@ from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
+from safeshare.numerics import TOLERANCE
 from safeshare.risk.knowledge import AdversaryKnowledge
-from safeshare.risk.m_concealing import MConcealingMeasure, measure_engine
+from safeshare.risk.m_concealing import Concealment, MConcealingMeasure, measure_engine
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.m_concealing import record_values_sql
@@ -639,3 +640,135 @@ def test_cli_bad_knowledge_exit_2(workdir: Path, tmp_path: Path, capsys: pytest.
         code, err = cli(["anonymize", str(config), "--out", str(out)], capsys)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (message, err)
         assert not out.exists()
+
+
+# ------------------------------------------------------------ the measure, value by value
+def qs_table(records: list[tuple[str, str]]) -> FrequencyTable:
+    """Records ``(q, s)``: QI q (generalized to "*" at level 1), column s in the grain (rows in
+    the order of first appearance)."""
+    frame = pd.DataFrame(records, columns=["q", "s"])
+    names = ["q", "s"]
+    grouped = frame.groupby(names, sort=False).size().reset_index(name=COUNT_COLUMN)
+    hierarchy = Hierarchy([(v, "*") for v in sorted(frame["q"].unique())], "q")
+    return FrequencyTable.from_grouped(grouped, ["q"], [hierarchy], ["s"])
+
+
+# rows (a, x) x2, (b, x), (a, y), (c, y) x2; with p_s = 1/2:
+# m(a, x) = 1/2 * 1/3 + 1/2 * 1/2, m(b, x) = 1, m(a, y) = 1/2 * 1/3 + 1/2, m(c, y) = 1/2
+RECORDS = [("a", "x"), ("a", "x"), ("b", "x"), ("a", "y"), ("c", "y"), ("c", "y")]
+
+
+def described(
+    value: float, records: int, class_size: int, q: str, known: dict[str, str]
+) -> dict[str, object]:
+    return {
+        "value": pytest.approx(value, rel=1e-15),
+        "inverse": pytest.approx(1 / value, rel=1e-15),
+        "records": records,
+        "class_size": class_size,
+        "quasi_identifiers": {"q": q},
+        "known": known,
+    }
+
+
+def test_measure_reports_the_top_records_and_its_summary_exactly() -> None:
+    table = qs_table(RECORDS)
+    knowledge = AdversaryKnowledge({"s": 0.5})
+    measure = MConcealingMeasure(table, knowledge)
+    ev = Evaluator(table)
+    result = measure.measure(ev.classes((0,)))
+    assert result.top == [
+        described(1.0, 1, 1, "b", {"s": "x"}),
+        described(0.5 / 3 + 0.5, 1, 3, "a", {"s": "y"}),
+        described(0.5, 2, 2, "c", {"s": "y"}),
+        described(0.5 / 3 + 0.25, 2, 3, "a", {"s": "x"}),
+    ]
+    mean = (2 * (0.5 / 3 + 0.25) + 1.0 + (0.5 / 3 + 0.5) + 2 * 0.5) / 6
+    assert result.to_dict() == {
+        "m": 1.0,
+        "inverse_m": 1.0,
+        "records": 6,
+        "records_at_max": 1,
+        "mean": pytest.approx(mean, rel=1e-15),
+        "knowledge": {"s": 0.5},
+        "inclusion_probability": 1.0,
+        "top": result.top,
+    }
+    # at the top node every record has 1/2 * 1/6 + 1/2 * 1/3: the distinct released records are
+    # (*, x) and (*, y), three records each; rows (a, x) and (b, x) are one of them
+    top = measure.measure(ev.classes((1,)))
+    assert top.top == [described(0.25, 3, 6, "*", {"s": "x"}), described(0.25, 3, 6, "*", {"s": "y"})]
+    assert top.records_at_max == 6
+    assert measure.measure(ev.classes((1,)), top=1).top == top.top[:1]
+    assert len(measure.measure(ev.classes((0,)), top=3).top) == 3
+
+
+def test_measure_without_knowledge_columns_groups_by_the_qis() -> None:
+    table = qs_table(RECORDS)
+    result = MConcealingMeasure(table, AdversaryKnowledge({})).measure(Evaluator(table).classes((0,)))
+    assert result.top == [
+        described(1.0, 1, 1, "b", {}),
+        described(0.5, 2, 2, "c", {}),
+        described(1 / 3, 3, 3, "a", {}),
+    ]
+
+
+def test_measure_of_an_empty_release() -> None:
+    table = qs_table(RECORDS)
+    knowledge = AdversaryKnowledge({"s": 0.5}, 0.5)
+    classes = Evaluator(table).classes((0,))
+    nothing = np.zeros(classes.sizes.shape[0], dtype=bool)
+    empty = Concealment(0.0, None, 0, 0, 0.0, {"s": 0.5}, 0.5, [])
+    assert MConcealingMeasure(table, knowledge).measure(classes, released=nothing) == empty
+    frame = pd.DataFrame({"q": pd.Series([], dtype=str), "s": pd.Series([], dtype=str)})
+    assert measure_engine(MemoryEngine(frame), ["q"], knowledge) == empty
+
+
+def test_records_at_max_counts_values_within_the_tolerance_of_m() -> None:
+    """pi = 2 TOLERANCE: the classes of 1 and 2 records have m(i) = 2 TOLERANCE and TOLERANCE
+    exactly, so the second is at m - TOLERANCE: both count as at the maximum."""
+    table = qs_table([("a", "x"), ("b", "x"), ("b", "x")])
+    result = MConcealingMeasure(table, AdversaryKnowledge({}, 2 * TOLERANCE)).measure(
+        Evaluator(table).classes((0,))
+    )
+    assert (result.m, result.records_at_max, result.inclusion_probability) == (
+        2 * TOLERANCE,
+        3,
+        2 * TOLERANCE,
+    )
+    table = qs_table([("a", "x"), ("b", "x"), ("b", "x"), ("b", "x")])  # 1/3 of 2 TOLERANCE: further away
+    assert (
+        MConcealingMeasure(table, AdversaryKnowledge({}, 2 * TOLERANCE))
+        .measure(Evaluator(table).classes((0,)))
+        .records_at_max
+        == 1
+    )
+
+
+def test_acceptable_at_the_limit_and_within_the_shortcut_margins() -> None:
+    """A class is acceptable when every m(i) <= m + TOLERANCE: exactly at it passes; the bounds
+    that decide classes without the knowledge states never decide one within their margin."""
+    four = qs_table([("a", "x")] * 4)  # one class of 4 records: m(i) = 1/4 without knowledge
+    classes = Evaluator(four).classes((0,))
+    measure = MConcealingMeasure(four, AdversaryKnowledge({}))
+    assert measure.acceptable(classes, 0.25 - TOLERANCE)[0]  # m + TOLERANCE == 1/4 exactly
+    assert measure.acceptable(classes, 0.25 - TOLERANCE + 0.5e-12)[0]
+    assert not measure.acceptable(classes, 0.25 - TOLERANCE - 0.5e-12)[0]
+    # two records told apart by s, known with p = 1/2: m(i) = 1/4 + 1/2, the upper bound itself
+    two = qs_table([("a", "x"), ("a", "y")])
+    classes = Evaluator(two).classes((0,))
+    measure = MConcealingMeasure(two, AdversaryKnowledge({"s": 0.5}))
+    assert measure.acceptable(classes, 0.75 - TOLERANCE)[0]
+    assert not measure.acceptable(classes, 0.75 - TOLERANCE - 0.5e-12)[0]
+    assert measure.failing_rows(classes, 0.75 - TOLERANCE - 0.5e-12).tolist() == [True, True]
+
+
+def test_measure_engine_single_records_groups_and_top() -> None:
+    knowledge = AdversaryKnowledge({"s": 0.5})
+    one = measure_engine(MemoryEngine(pd.DataFrame({"q": ["a"], "s": ["x"]})), ["q"], knowledge)
+    assert (one.m, one.records, one.records_at_max) == (1.0, 1, 1)
+    same = measure_engine(MemoryEngine(pd.DataFrame({"q": ["a"] * 3, "s": ["x"] * 3})), ["q"], knowledge)
+    assert (same.m, same.records, same.records_at_max) == (pytest.approx(1 / 3), 3, 3)
+    many = MemoryEngine(pd.DataFrame({"q": [f"v{i}" for i in range(12)], "s": ["x"] * 12}))
+    assert len(measure_engine(many, ["q"], knowledge).top) == 10
+    assert len(measure_engine(many, ["q"], knowledge, top=2).top) == 2

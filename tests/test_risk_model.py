@@ -27,9 +27,10 @@ from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
+from safeshare.risk import release_risk as release_risk_module
 from safeshare.risk.classes import ClassSizeHistogram
-from safeshare.risk.estimators import make_estimator
-from safeshare.risk.release_risk import release_risk
+from safeshare.risk.estimators import ESTIMATORS, make_estimator
+from safeshare.risk.release_risk import check_estimator, histogram_estimators, release_risk
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
@@ -139,6 +140,47 @@ def test_release_risk_limits() -> None:
         release_risk([2, 3], 100, "B", "gaussian_copula")
     with pytest.raises(InputError, match="risk measure"):
         release_risk([2, 3], 100, "C")
+
+
+def test_release_risk_passes_the_estimator_parameters() -> None:
+    """``params`` reach the estimator: the hypothesis test's ``alpha`` changes B."""
+    sizes = [1, 1, 1, 2, 2, 3, 5, 1, 1, 4]
+    hist = ClassSizeHistogram.from_sizes(sizes)
+    for alpha in (0.05, 0.5):
+        expected = make_estimator("hypothesis_test", alpha=alpha).fit(hist, 100).B_
+        assert release_risk(sizes, 100, "B", "hypothesis_test", {"alpha": alpha}) == expected
+    assert release_risk(sizes, 100, "B", "hypothesis_test", {"alpha": 0.5}) != pytest.approx(
+        release_risk(sizes, 100, "B", "hypothesis_test")
+    )
+
+
+def test_only_class_size_estimators_are_offered_for_a_release() -> None:
+    names = histogram_estimators()
+    assert names == sorted(n for n, cls in ESTIMATORS.items() if not cls.requires_table)
+    assert "pitman" in names and "zayatz" in names
+    assert not {"gaussian_copula", "dvine_copula", "average", "entropy"} & set(names)
+    with pytest.raises(InputError, match=r"use one of benedetti_franconi, dankar, .*zayatz$"):
+        check_estimator("entropy")
+
+
+@pytest.mark.parametrize("measure", ["B", "uniques"])
+@pytest.mark.parametrize("estimate", [-math.inf, math.inf, math.nan])
+def test_release_risk_without_a_finite_estimate_is_nan(
+    monkeypatch: pytest.MonkeyPatch, measure: str, estimate: float
+) -> None:
+    """An estimate that is not a finite number is ``nan``, which no threshold accepts (``-inf``
+    would pass every one)."""
+
+    class Fitted:
+        B_ = estimate
+        population_uniqueness_ = estimate
+
+    class Estimator:
+        def fit(self, hist: ClassSizeHistogram, population_size: int) -> Fitted:
+            return Fitted()
+
+    monkeypatch.setattr(release_risk_module, "make_estimator", lambda name, **params: Estimator())
+    assert math.isnan(release_risk([1, 2], 100, measure))
 
 
 def test_config_shape_is_validated() -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
+from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError, DataError, InputError, VerificationError
@@ -21,6 +22,7 @@ from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.registry import make_model
 from safeshare.models.small_cells import SmallCells
+from safeshare.risk.small_cells import PopulationCells, read_population
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
 from safeshare.workflows.release import write_release
@@ -254,3 +256,41 @@ def test_population_file_delimiter_is_used(
     expected = SmallCells(path).failing_records(classes, table)
     assert expected == 4  # the sample's 30s
     assert SmallCells(semicolons, delimiter=";").failing_records(classes, table) == expected
+
+
+# ------------------------------------------------------------ the measure: population group sizes
+def test_read_population_keeps_values_as_text(tmp_path: Path) -> None:
+    """Values are text as written ("NA", "null", "007" are values, not missing or numbers); the
+    delimiter defaults to a comma; a file with one record is read, a header alone refused."""
+    path = tmp_path / "population.csv"
+    path.write_text("v,w,x\nNA,007,1\nnull,010,2\n")
+    frame = read_population(path, ("w", "v"))
+    assert list(frame.columns) == ["w", "v"]
+    assert frame.values.tolist() == [["007", "NA"], ["010", "null"]]
+    path.write_text("v\nNA\n")
+    assert read_population(path, ("v",)).values.tolist() == [["NA"]]
+    path.write_text("v\n")
+    with pytest.raises(DataError, match="no records"):
+        read_population(path, ("v",))
+
+
+def test_population_group_sizes_of_every_class() -> None:
+    """The sample has a, b and z; the population a x 2, b x 3 and y x 5 (a value the sample
+    lacks, generalized to "*" with the others) and no z: at the bottom the classes' population
+    groups are 2, 3 and 0; at the top, everyone."""
+    own = Hierarchy([("a", "*"), ("b", "*"), ("z", "*")], "v")
+    full = Hierarchy([("a", "*"), ("b", "*"), ("y", "*"), ("z", "*")], "v")
+    grouped = pd.DataFrame({"v": ["z", "b", "a"], COUNT_COLUMN: [1, 2, 1]})
+    table = FrequencyTable.from_grouped(grouped, ["v"], [own])
+    population = pd.DataFrame({"v": ["y", "a", "b", "y", "b", "y", "a", "y", "b", "y"]})
+    cells = PopulationCells(table, population, hierarchies=[full])
+    assert cells.size == 10 and int(cells.counts.sum()) == 10
+    ev = Evaluator(table)
+    bottom = ev.classes((0,))
+    sizes = cells.class_population_sizes(bottom)
+    assert sizes.dtype == np.int64
+    by_value = {v: int(sizes[bottom.row_class[r]]) for r, v in enumerate(["z", "b", "a"])}
+    assert by_value == {"a": 2, "b": 3, "z": 0}
+    assert sizes[bottom.sizes == 0].tolist() == [0] * int((bottom.sizes == 0).sum())
+    top = ev.classes((1,))
+    assert cells.class_population_sizes(top)[top.row_class].tolist() == [10, 10, 10]
