@@ -389,7 +389,13 @@ def reference_inverse(ctx: SearchContext, max_loss: float, relaxed: list[Privacy
         candidates = [n for n in lattice.nodes() if within(n) and k_star(n) == best_k]
         node = min(candidates, key=lambda n: (metric.value(n), sum(n), n)) if best_k >= floor else None
         checked = loss_checks + len(maximal) + k_checks
-        return {"node": node, "k": best_k if node else None, "checked": checked, "loss_checks": loss_checks}
+        return {
+            "node": node,
+            "k": best_k if node else None,
+            "checked": checked,
+            "loss_checks": loss_checks,
+            "best_maximal_nodes": len(tops) if best_k >= floor else None,
+        }
     bounds = []
     for n in lattice.nodes():
         upper = brute_k_star(ev, table, n, relaxed, cap)
@@ -448,6 +454,19 @@ def test_inverse_ola_equals_its_reference_check_for_check(
     if "loss_checks" in want:
         extra = result.extra
         assert extra["loss_checks"] == want["loss_checks"]
-        assert result.checked_nodes == extra["loss_checks"] + extra["maximal_nodes"] + extra.get(
-            "k_checks", 0
-        )
+        k_checks = extra.get("k_checks", 0)
+        assert result.checked_nodes == extra["loss_checks"] + extra["maximal_nodes"] + k_checks
+        assert extra.get("best_maximal_nodes") == want["best_maximal_nodes"]
+
+
+def test_achievable_k_is_zero_when_every_class_is_rejected() -> None:
+    """Suppressing every record releases nothing: no k is achievable, even within the limit."""
+    table = random_sensitive_table(np.random.default_rng(3), 2, 20, 2)
+    classes = Evaluator(table).classes(table.lattice.bottom)
+    strict = MConcealing(0.01, {"s0": 1.0})  # every class of fewer than 100 records fails
+    n = table.n_records
+    assert not strict.acceptable(classes, table)[classes.sizes > 0].any()
+    # kills: `return 0` -> `return 1` when no class is accepted
+    assert achievable_k(classes, table, [strict], n) == 0
+    assert achievable_k(classes, table, [strict], n - 1) == 0
+    assert achievable_k(classes, table, [], n) == int(classes.sizes.max())
