@@ -95,6 +95,10 @@ def check_against_exhaustive(
         assert extra["gap_relative"] == (extra["gap"] / loss if loss > 0 else 0.0)
     assert 0 <= extra["skipped_known_failing"] <= extra["popped_nodes"]  # kills: known_failing -= 1
     assert (extra["time_limit"], extra["max_evaluations"]) == (None, budget)
+    # kills: evaluations not cached (the progress count would exceed the evaluated nodes)
+    assert ctx.ticker.count == found.checked_nodes and found.minimal_nodes == []
+    if metric != "dm_star":  # exact keys: every node is pushed once and popped at most once
+        assert extra["popped_nodes"] <= extra["pushed_nodes"] <= table.lattice.size
     return exact, found
 
 
@@ -295,6 +299,11 @@ def test_seed_descends_from_the_top_to_a_minimal_node() -> None:
         context(table, [KAnonymity(4)], 0.0, "prec")
     )
     assert (full.node, full.extra["optimal"]) == ((2,), True)
+    # the main loop: the bottom is popped, known to fail below (1,), so (2,) is pushed over the
+    # failing box; its key 1/2 is the incumbent's loss: optimal. kills: popped, pushed miscounted
+    extra = full.extra
+    assert (extra["popped_nodes"], extra["pushed_nodes"], extra["skipped_known_failing"]) == (1, 2, 1)
+    assert (full.checked_nodes, extra["frontier_nodes"]) == (4, 0)
     # kills: a failure of a monotone criterion not recorded in the failing antichain
     assert full.extra["failing_antichain"] == 1
 
@@ -339,3 +348,49 @@ def test_failing_set_grows_past_its_initial_capacity_and_keeps_an_antichain() ->
     two.add((1, 0))  # below (2, 0) only: already known
     # kills: "below a member" tested as "below every member" (all(axis=None))
     assert sorted(tuple(int(v) for v in row) for row in two.members) == [(0, 2), (2, 0)]
+
+
+def test_identical_records_prove_the_dm_star_optimum_with_one_evaluation() -> None:
+    """One distinct QI tuple: every node has one class, DM* = N^2 everywhere, and the bottom's key
+    is ``ceil(N^2 / 1)``: the top's loss is proven optimal although the budget stopped the descent."""
+    frame = pd.DataFrame({"q": ["a"] * 6, "s": ["x"] * 6})
+    h = Hierarchy([["a", "A", "*"], ["b", "A", "*"]], name="q")
+    table = table_from_frame(frame, ["q"], [h], ["s"])
+    found = AnytimeSearch(time_limit=None, max_evaluations=1).run(
+        context(table, [KAnonymity(2)], 0.0, "dm_star")
+    )
+    extra = found.extra
+    # kills: max(cap, 2) in the key (N^2 / 2); the stop reason kept at max_evaluations when optimal
+    assert (found.objective, extra["lower_bound"], extra["gap"]) == (36.0, 36.0, 0.0)
+    assert (extra["optimal"], extra["stop_reason"], found.checked_nodes) == (True, "optimal", 1)
+
+
+def test_no_qualifying_node_is_reported_as_such() -> None:
+    """3-diversity with one sensitive value: no class passes anywhere, no node, and the search says so."""
+    table = chain_table(2)
+    model = LDiversity(3).bind(schema_of(table))
+    found = AnytimeSearch(time_limit=None, max_evaluations=None).run(context(table, [model], 0.0, "prec"))
+    # kills: the stop reason "optimal" (or None, or another text) without any incumbent
+    assert (found.node, found.extra["stop_reason"], found.extra["lower_bound"]) == (
+        None,
+        "no qualifying node",
+        None,
+    )
+    assert found.extra["optimal"] is False and found.extra["gap"] is None
+
+
+def test_a_generous_time_limit_reaches_the_optimum() -> None:
+    """A time limit far above the search's needs changes nothing (no wall-clock assertion: the
+    deadline is an hour away). kills: the deadline computed as start - time_limit."""
+    table = chain_table(4)
+    found = AnytimeSearch(time_limit=3600.0, max_evaluations=None).run(
+        context(table, [KAnonymity(4)], 0.0, "prec")
+    )
+    assert (found.node, found.extra["stop_reason"], found.extra["time_limit"]) == ((2,), "optimal", 3600.0)
+
+
+@pytest.mark.parametrize("time_limit", [float("inf"), float("nan"), -1.0, 0.0])
+def test_time_limit_must_be_finite_and_positive(time_limit: float) -> None:
+    # kills: `or` -> `and` between the type test and the finiteness test
+    with pytest.raises(ConfigError, match="time_limit must be a positive number of seconds"):
+        AnytimeSearch(time_limit=time_limit)
