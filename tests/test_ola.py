@@ -358,3 +358,22 @@ def test_big_levels_are_probed_in_the_same_order_as_small_ones() -> None:
         plain = run()
     # kills: argsort(..., kind="stable") -> the default (unstable) sort in mid_nodes
     assert fast == plain
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_progress_counts_every_check_in_both_directions(monotone: bool) -> None:
+    """A shared Ticker counts the predicate's evaluations, also on the dual lattice (Inverse OLA's
+    loss search reports its progress through it)."""
+    from safeshare.search.progress import Ticker
+
+    lattice = Lattice([3, 2, 2])
+    generators = [(1, 2, 0), (3, 0, 1)]
+
+    def pred(n: tuple[int, ...]) -> bool:
+        return any(Lattice.leq(g, n) if monotone else Lattice.leq(n, g) for g in generators)
+
+    ticker = Ticker(None)
+    ticker.tick(5)  # an earlier search's count goes on
+    _, checked, _ = find_minimal_nodes(lattice, pred, monotone=monotone, progress=ticker)
+    # kills: progress=None in the dual search of an anti-monotone predicate
+    assert checked > 0 and ticker.count == 5 + checked
