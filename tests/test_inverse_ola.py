@@ -379,13 +379,19 @@ def reference_inverse(ctx: SearchContext, max_loss: float, relaxed: list[Privacy
         best_k = max(k_star(n) for n in maximal)
         tops = [n for n in maximal if k_star(n) == best_k]
         k_checks = 0
+        k_nodes = set(maximal)  # the nodes whose k* is computed (once each: progress counts them)
+
+        def k_at(n: tuple[int, ...]) -> int:
+            k_nodes.add(n)
+            return k_star(n)
+
         if best_k >= floor:  # OLA below the maximal nodes of k* = K*, or on the whole lattice
             below = sum(math.prod(v + 1 for v in top) for top in tops)
             boxes = [lattice.top] if below >= lattice.size else tops
             for top in boxes:
                 sub = Lattice(top)
                 guide = ctx.guide[tuple(slice(0, v + 1) for v in top)]
-                k_checks += find_minimal_nodes(sub, lambda n: k_star(n) >= best_k, guide=guide)[1]
+                k_checks += find_minimal_nodes(sub, lambda n: k_at(n) >= best_k, guide=guide)[1]
         candidates = [n for n in lattice.nodes() if within(n) and k_star(n) == best_k]
         node = min(candidates, key=lambda n: (metric.value(n), sum(n), n)) if best_k >= floor else None
         checked = loss_checks + len(maximal) + k_checks
@@ -395,6 +401,7 @@ def reference_inverse(ctx: SearchContext, max_loss: float, relaxed: list[Privacy
             "checked": checked,
             "loss_checks": loss_checks,
             "best_maximal_nodes": len(tops) if best_k >= floor else None,
+            "ticks": loss_checks + len(k_nodes),
         }
     bounds = []
     for n in lattice.nodes():
@@ -451,12 +458,18 @@ def test_inverse_ola_equals_its_reference_check_for_check(
     want = reference_inverse(ctx, max_loss, relaxed)
     assert (result.node, result.extra["k_achieved"]) == (want["node"], want["k"])
     assert result.checked_nodes == want["checked"]
+    assert result.extra["k_floor"] == max(
+        [m.k for m in ctx.criterion.models if isinstance(m, KAnonymity)], default=1
+    )
+    if "loss_checks" not in want:  # kills: the search's name in the report
+        assert result.extra["search"] == "best-first"
     if "loss_checks" in want:
         extra = result.extra
         assert extra["loss_checks"] == want["loss_checks"]
         k_checks = extra.get("k_checks", 0)
         assert result.checked_nodes == extra["loss_checks"] + extra["maximal_nodes"] + k_checks
         assert extra.get("best_maximal_nodes") == want["best_maximal_nodes"]
+        assert ctx.ticker.count == want["ticks"]  # kills: progress=None in the loss search
 
 
 def test_achievable_k_is_zero_when_every_class_is_rejected() -> None:
@@ -470,3 +483,25 @@ def test_achievable_k_is_zero_when_every_class_is_rejected() -> None:
     assert achievable_k(classes, table, [strict], n) == 0
     assert achievable_k(classes, table, [strict], n - 1) == 0
     assert achievable_k(classes, table, [], n) == int(classes.sizes.max())
+
+
+def test_best_first_inverse_ola_keeps_the_configured_k_as_a_floor() -> None:
+    """Best-first path (m-concealing with suppression): the only node within max_loss = 0 (the
+    bottom) achieves k* = 2 although its upper bound reaches the configured k = 3: no release."""
+    rng = np.random.default_rng(93)
+    table = random_sensitive_table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 40)), 2)
+    concealing = MConcealing(0.5, {"s0": 0.5})
+    cap = math.floor(0.3 * table.n_records + 1e-9)
+    ev = Evaluator(table)
+    assert brute_k_star(ev, table, table.lattice.bottom, [concealing], cap) == 2
+    assert brute_k_star(ev, table, table.lattice.bottom, [KAnonymity(2)], cap) >= 3  # the relaxation's bound
+    ctx = SearchContext(
+        table, ev, PrivacyCriterion([KAnonymity(3), concealing], 0.3), make_metric("prec", ev)
+    )
+    result = make_strategy("inverse-ola", {"max_loss": 0.0}).run(ctx)
+    # kills: `node is None or best_k < floor` -> `and` (the node would be released with k* = 2 < 3)
+    assert result.extra["search"] == "best-first"
+    assert (result.node, result.extra["k_achieved"], result.criterion) == (None, None, None)
+    floor_two = PrivacyCriterion([KAnonymity(2), concealing], 0.3)
+    two = make_strategy("inverse-ola", {"max_loss": 0.0}).run(SearchContext(table, ev, floor_two, ctx.metric))
+    assert (two.node, two.extra["k_achieved"]) == (table.lattice.bottom, 2)
