@@ -389,8 +389,25 @@ def test_a_generous_time_limit_reaches_the_optimum() -> None:
     assert (found.node, found.extra["stop_reason"], found.extra["time_limit"]) == ((2,), "optimal", 3600.0)
 
 
-@pytest.mark.parametrize("time_limit", [float("inf"), float("nan"), -1.0, 0.0])
+@pytest.mark.parametrize("time_limit", [float("inf"), float("nan"), -1.0, 0.0, True, "5"])
 def test_time_limit_must_be_finite_and_positive(time_limit: float) -> None:
-    # kills: `or` -> `and` between the type test and the finiteness test
+    # kills: `or` -> `and` between the type tests, or between the type test and the finiteness test
     with pytest.raises(ConfigError, match="time_limit must be a positive number of seconds"):
         AnytimeSearch(time_limit=time_limit)
+
+
+def test_dm_star_class_cap_is_the_product_of_the_values_present_at_the_levels() -> None:
+    """The bound ``c`` of a node's classes behind its DM* key: at most the distinct QI tuples, at
+    most the product over the QIs of the values present at the node's levels (module docstring)."""
+    from safeshare.search.anytime import _Keys
+
+    table = random_table(np.random.default_rng(11), 3, 60, max_values=5, max_height=3)
+    ctx = context(table, [KAnonymity(2)], 0.0, "dm_star")
+    keys = _Keys(ctx.metric, ctx)
+    below_rows = 0
+    for node in table.lattice.nodes():
+        present = [int(np.count_nonzero(table.marginal(i, level))) for i, level in enumerate(node)]
+        # kills: the product started at 2 (a weaker bound)
+        assert keys.class_cap(node) == min(table.n_rows, math.prod(present))
+        below_rows += math.prod(present) < table.n_rows
+    assert below_rows > 0  # the product decides at some nodes
