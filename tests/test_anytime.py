@@ -8,9 +8,11 @@ against brute force; the option checks, configuration keys and report sentence.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +22,7 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import ConfigError
+from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel, TCloseness
 from safeshare.report.content import describe_search
@@ -28,9 +31,26 @@ from safeshare.search.context import SearchContext
 from safeshare.search.result import SearchResult
 from safeshare.search.strategy import make_strategy
 from tests.conftest import random_table, run_cli, write_small_adult
-from tests.sensitive_helpers import random_sensitive_table
+from tests.sensitive_helpers import random_sensitive_table, table_from_frame
 
 METRICS = ["prec", "dm_star", "entropy"]
+#: The keys of an anytime search's ``extra`` (the report's fields).
+REPORTED = {
+    "search",
+    "lower_bound",
+    "gap",
+    "gap_relative",
+    "optimal",
+    "stop_reason",
+    "time_limit",
+    "max_evaluations",
+    "incumbent_found_at_evaluation",
+    "frontier_nodes",
+    "popped_nodes",
+    "pushed_nodes",
+    "skipped_known_failing",
+    "failing_antichain",
+}
 
 
 def schema_of(table: FrequencyTable) -> Schema:
@@ -69,6 +89,16 @@ def check_against_exhaustive(
             assert exact.objective <= found.objective
     if extra["optimal"]:
         assert found.objective == exact.objective and extra["gap"] == 0
+    assert set(extra) == REPORTED
+    if found.objective is not None:  # kills: the relative gap dropped, or 1 (not 0) at a loss of 0
+        loss = found.objective
+        assert extra["gap_relative"] == (extra["gap"] / loss if loss > 0 else 0.0)
+    assert 0 <= extra["skipped_known_failing"] <= extra["popped_nodes"]  # kills: known_failing -= 1
+    assert (extra["time_limit"], extra["max_evaluations"]) == (None, budget)
+    # kills: evaluations not cached (the progress count would exceed the evaluated nodes)
+    assert ctx.ticker.count == found.checked_nodes and found.minimal_nodes == []
+    if metric != "dm_star":  # exact keys: every node is pushed once and popped at most once
+        assert extra["popped_nodes"] <= extra["pushed_nodes"] <= table.lattice.size
     return exact, found
 
 
@@ -118,8 +148,9 @@ def test_tiny_budget_returns_a_valid_node_and_bound(
         lambda: [LDiversity(2, "entropy")],
         lambda: [KAnonymity(2), TCloseness(0.25)],
         lambda: [LDiversity(2, "recursive", c=3)],
+        lambda: [LDiversity(2), LDiversity(2, "entropy")],  # the relaxation reads the table
     ],
-    ids=["entropy-l", "k+t-closeness", "recursive-l"],
+    ids=["entropy-l", "k+t-closeness", "recursive-l", "distinct+entropy-l"],
 )
 @pytest.mark.parametrize("budget", [None, 3, 10])
 def test_criteria_not_monotone_with_suppression(seed: int, models: object, budget: int | None) -> None:
@@ -239,3 +270,144 @@ def test_kdd_18_qis_node_and_bound_within_an_evaluation_budget() -> None:
     extra = found.extra
     assert 0 < extra["lower_bound"] <= found.objective
     assert extra["optimal"] == (extra["gap"] == 0)
+
+
+# ------------------------------------------------------------------ found by mutation testing (issue 13)
+def chain_table(height: int) -> FrequencyTable:
+    """One QI of 2**height values, one record each, merged pairwise at every level: at level j
+    every class has 2**j records (a chain lattice 0 < 1 < ... < height)."""
+    leaves = [f"v{i}" for i in range(2**height)]
+    rows = [[v] + [f"g{j}_{i >> j}" for j in range(1, height)] + ["*"] for i, v in enumerate(leaves)]
+    hierarchy = Hierarchy(rows, name="q")
+    frame = pd.DataFrame({"q": leaves, "s": ["x"] * len(leaves)})
+    return table_from_frame(frame, ["q"], [hierarchy], ["s"])
+
+
+def test_seed_descends_from_the_top_to_a_minimal_node() -> None:
+    """Before the main loop the top is evaluated and the search walks down through qualifying
+    predecessors to a minimal node: with k = 4 on the chain of height 4 that is the top, levels
+    3 and 2 (qualifying) and 1 (failing), 4 evaluations, and the node (2,) is optimal."""
+    table = chain_table(4)
+    ctx = context(table, [KAnonymity(4)], 0.0, "prec")
+    found = AnytimeSearch(time_limit=None, max_evaluations=4).run(ctx)
+    # kills: no descent (`while True` -> `while False`), or a descent that stops after one step
+    assert (found.node, found.checked_nodes) == ((2,), 4)
+    assert (
+        found.extra["stop_reason"] == "max_evaluations" and found.extra["incumbent_found_at_evaluation"] == 3
+    )
+    full = AnytimeSearch(time_limit=None, max_evaluations=None).run(
+        context(table, [KAnonymity(4)], 0.0, "prec")
+    )
+    assert (full.node, full.extra["optimal"]) == ((2,), True)
+    # the main loop: the bottom is popped, known to fail below (1,), so (2,) is pushed over the
+    # failing box; its key 1/2 is the incumbent's loss: optimal. kills: popped, pushed miscounted
+    extra = full.extra
+    assert (extra["popped_nodes"], extra["pushed_nodes"], extra["skipped_known_failing"]) == (1, 2, 1)
+    assert (full.checked_nodes, extra["frontier_nodes"]) == (4, 0)
+    # kills: a failure of a monotone criterion not recorded in the failing antichain
+    assert full.extra["failing_antichain"] == 1
+
+
+def test_a_time_limit_stops_the_search_after_the_first_evaluation() -> None:
+    """A deadline already past when the top has been evaluated: one evaluation, the top returned,
+    the bound of the untouched frontier (the bottom's loss, 0) and the stop reason reported."""
+    table = chain_table(3)
+    ctx = context(table, [KAnonymity(2)], 0.0, "prec")
+    found = AnytimeSearch(time_limit=1e-9, max_evaluations=None).run(ctx)  # no wall-clock assertion
+    # kills: the time limit not passed to the run; the stop reason's text
+    assert (found.node, found.checked_nodes) == ((3,), 1)
+    extra = found.extra
+    assert (extra["stop_reason"], extra["time_limit"], extra["optimal"]) == ("time_limit", 1e-9, False)
+    assert (extra["lower_bound"], extra["gap"], extra["gap_relative"]) == (0.0, 1.0, 1.0)
+    assert found.elapsed_s >= 0  # kills: perf_counter() + start (elapsed_s would be huge, not a time)
+    assert found.elapsed_s < 3600
+
+
+def test_dm_star_bound_of_the_bottom_is_n_squared_over_its_classes() -> None:
+    """DM* keys: ``ceil(N^2 / c)`` with ``c`` the bottom's possible classes (Cauchy-Schwarz).
+    With one evaluation (the top) the bound is the bottom's key."""
+    table = random_table(np.random.default_rng(5), 2, 40, max_values=4, max_height=2)
+    ctx = context(table, [KAnonymity(2)], 0.0, "dm_star")
+    found = AnytimeSearch(time_limit=None, max_evaluations=1).run(ctx)
+    n = table.n_records
+    classes = min(table.n_rows, math.prod(int(np.count_nonzero(table.marginal(i, 0))) for i in range(2)))
+    # kills: -(+(N**2) // c) (a negative key: a true but useless bound)
+    assert found.extra["lower_bound"] == math.ceil(n * n / classes) > 0
+    assert found.objective == n * n  # the top: one class
+
+
+def test_failing_set_grows_past_its_initial_capacity_and_keeps_an_antichain() -> None:
+    failing = FailingSet(2)
+    for i in range(21):  # 21 incomparable nodes: the array grows past its 16 initial rows
+        failing.add((i, 20 - i))
+    # kills: the grown array not kept (`self._arr = grown` -> None)
+    assert len(failing) == 21 and failing.covers((5, 15)) and not failing.covers((5, 16))
+    two = FailingSet(2)
+    two.add((2, 0))
+    two.add((0, 2))
+    two.add((1, 0))  # below (2, 0) only: already known
+    # kills: "below a member" tested as "below every member" (all(axis=None))
+    assert sorted(tuple(int(v) for v in row) for row in two.members) == [(0, 2), (2, 0)]
+
+
+def test_identical_records_prove_the_dm_star_optimum_with_one_evaluation() -> None:
+    """One distinct QI tuple: every node has one class, DM* = N^2 everywhere, and the bottom's key
+    is ``ceil(N^2 / 1)``: the top's loss is proven optimal although the budget stopped the descent."""
+    frame = pd.DataFrame({"q": ["a"] * 6, "s": ["x"] * 6})
+    h = Hierarchy([["a", "A", "*"], ["b", "A", "*"]], name="q")
+    table = table_from_frame(frame, ["q"], [h], ["s"])
+    found = AnytimeSearch(time_limit=None, max_evaluations=1).run(
+        context(table, [KAnonymity(2)], 0.0, "dm_star")
+    )
+    extra = found.extra
+    # kills: max(cap, 2) in the key (N^2 / 2); the stop reason kept at max_evaluations when optimal
+    assert (found.objective, extra["lower_bound"], extra["gap"]) == (36.0, 36.0, 0.0)
+    assert (extra["optimal"], extra["stop_reason"], found.checked_nodes) == (True, "optimal", 1)
+
+
+def test_no_qualifying_node_is_reported_as_such() -> None:
+    """3-diversity with one sensitive value: no class passes anywhere, no node, and the search says so."""
+    table = chain_table(2)
+    model = LDiversity(3).bind(schema_of(table))
+    found = AnytimeSearch(time_limit=None, max_evaluations=None).run(context(table, [model], 0.0, "prec"))
+    # kills: the stop reason "optimal" (or None, or another text) without any incumbent
+    assert (found.node, found.extra["stop_reason"], found.extra["lower_bound"]) == (
+        None,
+        "no qualifying node",
+        None,
+    )
+    assert found.extra["optimal"] is False and found.extra["gap"] is None
+
+
+def test_a_generous_time_limit_reaches_the_optimum() -> None:
+    """A time limit far above the search's needs changes nothing (no wall-clock assertion: the
+    deadline is an hour away). kills: the deadline computed as start - time_limit."""
+    table = chain_table(4)
+    found = AnytimeSearch(time_limit=3600.0, max_evaluations=None).run(
+        context(table, [KAnonymity(4)], 0.0, "prec")
+    )
+    assert (found.node, found.extra["stop_reason"], found.extra["time_limit"]) == ((2,), "optimal", 3600.0)
+
+
+@pytest.mark.parametrize("time_limit", [float("inf"), float("nan"), -1.0, 0.0, True, "5"])
+def test_time_limit_must_be_finite_and_positive(time_limit: float) -> None:
+    # kills: `or` -> `and` between the type tests, or between the type test and the finiteness test
+    with pytest.raises(ConfigError, match="time_limit must be a positive number of seconds"):
+        AnytimeSearch(time_limit=time_limit)
+
+
+def test_dm_star_class_cap_is_the_product_of_the_values_present_at_the_levels() -> None:
+    """The bound ``c`` of a node's classes behind its DM* key: at most the distinct QI tuples, at
+    most the product over the QIs of the values present at the node's levels (module docstring)."""
+    from safeshare.search.anytime import _Keys
+
+    table = random_table(np.random.default_rng(11), 3, 60, max_values=5, max_height=3)
+    ctx = context(table, [KAnonymity(2)], 0.0, "dm_star")
+    keys = _Keys(ctx.metric, ctx)
+    below_rows = 0
+    for node in table.lattice.nodes():
+        present = [int(np.count_nonzero(table.marginal(i, level))) for i, level in enumerate(node)]
+        # kills: the product started at 2 (a weaker bound)
+        assert keys.class_cap(node) == min(table.n_rows, math.prod(present))
+        below_rows += math.prod(present) < table.n_rows
+    assert below_rows > 0  # the product decides at some nodes

@@ -21,18 +21,21 @@ from hypothesis import strategies as st
 
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Lattice
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.errors import ConfigError
 from safeshare.metrics.loss import make_metric
-from safeshare.models import KAnonymity, PrivacyCriterion
+from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel
 from safeshare.models.m_concealing import MConcealing
 from safeshare.search.inverse_ola import InverseOLA, achievable_k, make_inverse_ola
+from safeshare.search.ola import find_minimal_nodes
 from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.workflows.anonymizer import Anonymizer
 from tests import conftest
 from tests.conftest import random_table, write_small_adult
 from tests.test_m_concealing import brute_suppressed, random_sensitive_table
 from tests.test_ola import BruteForce
+from tests.test_sensitive_searches import schema_of
 
 MAX_LOSSES = (0.2, 0.5, 0.8)
 LIMITS = (0.0, 0.1, 0.5)
@@ -333,3 +336,172 @@ def test_config_max_loss_key(workdir: Path, tmp_path: Path) -> None:
     path.write_text(text.replace("algorithm: ola", "algorithm: inverse-ola\nmax_loss: 2"))
     with pytest.raises(ConfigError, match="max_loss: expected a fraction"):
         load_config(path)
+
+
+# ----------------------------------------------------------------------------- the search's economy
+def brute_k_star(
+    ev: Evaluator, table: FrequencyTable, node: tuple[int, ...], models: list[PrivacyModel], cap: int
+) -> int:
+    """k*(node) by trying every k from N down, with the classes ``models`` reject always suppressed."""
+    classes = ev.classes(node)
+    sizes = classes.sizes
+    ok = sizes > 0
+    for model in models:
+        ok &= model.acceptable(classes, table)
+    n = table.n_records
+    for k in range(n, 0, -1):
+        suppressed = int(sizes[(sizes > 0) & (~ok | (sizes < k))].sum())
+        if suppressed <= cap and suppressed < n:
+            return k
+    return 0
+
+
+def reference_inverse(ctx: SearchContext, max_loss: float, relaxed: list[PrivacyModel]) -> dict[str, object]:
+    """Inverse OLA as its module docstring states it, from brute-force k* and losses: the node,
+    k and the checks of the predictive-tagging search (monotone criteria) or of the best-first
+    search on the relaxation's upper bound ``relaxed`` (the others)."""
+    table, lattice, metric, criterion = ctx.table, ctx.lattice, ctx.metric, ctx.criterion
+    ev = Evaluator(table)
+    cap = math.floor(criterion.max_suppression * table.n_records + 1e-9)
+    floor = max([m.k for m in criterion.models if isinstance(m, KAnonymity)], default=1)
+    others = [m for m in criterion.models if not isinstance(m, KAnonymity)]
+    brute = BruteForce(table, (1,))
+    name = metric.name
+
+    def within(n: tuple[int, ...]) -> bool:
+        return normalized(brute, name, n) <= max_loss + 1e-12
+
+    def k_star(n: tuple[int, ...]) -> int:
+        return brute_k_star(ev, table, n, others, cap)
+
+    if PrivacyCriterion([KAnonymity(1), *others], criterion.max_suppression).monotone:
+        maximal, loss_checks, _ = find_minimal_nodes(lattice, within, monotone=False, guide=ctx.guide)
+        best_k = max(k_star(n) for n in maximal)
+        tops = [n for n in maximal if k_star(n) == best_k]
+        k_checks = 0
+        k_nodes = set(maximal)  # the nodes whose k* is computed (once each: progress counts them)
+
+        def k_at(n: tuple[int, ...]) -> int:
+            k_nodes.add(n)
+            return k_star(n)
+
+        if best_k >= floor:  # OLA below the maximal nodes of k* = K*, or on the whole lattice
+            below = sum(math.prod(v + 1 for v in top) for top in tops)
+            boxes = [lattice.top] if below >= lattice.size else tops
+            for top in boxes:
+                sub = Lattice(top)
+                guide = ctx.guide[tuple(slice(0, v + 1) for v in top)]
+                k_checks += find_minimal_nodes(sub, lambda n: k_at(n) >= best_k, guide=guide)[1]
+        candidates = [n for n in lattice.nodes() if within(n) and k_star(n) == best_k]
+        node = min(candidates, key=lambda n: (metric.value(n), sum(n), n)) if best_k >= floor else None
+        checked = loss_checks + len(maximal) + k_checks
+        return {
+            "node": node,
+            "k": best_k if node else None,
+            "checked": checked,
+            "loss_checks": loss_checks,
+            "best_maximal_nodes": len(tops) if best_k >= floor else None,
+            "ticks": loss_checks + len(k_nodes),
+        }
+    bounds = []
+    for n in lattice.nodes():
+        upper = brute_k_star(ev, table, n, relaxed, cap)
+        if within(n) and upper >= floor:
+            bounds.append((-upper, metric.value(n), sum(n), n))
+    bounds.sort()
+    best = None
+    visits = 0
+    for bound in bounds:
+        if best is not None and bound >= best:
+            break
+        visits += 1
+        key = (-k_star(bound[3]), *bound[1:])
+        if key[0] < 0 and (best is None or key < best):
+            best = key
+    found = best is not None and -best[0] >= floor
+    return {
+        "node": best[3] if found else None,
+        "k": -best[0] if found else None,
+        "checked": len(bounds) + visits,
+    }
+
+
+INVERSE_CASES = {
+    # name: (models, limit, the relaxation of the models other than k-anonymity, built by hand)
+    "k": (lambda schema: [KAnonymity(2)], 0.1, []),
+    "k-no-suppression": (lambda schema: [KAnonymity(1)], 0.0, []),
+    "m-concealing": (lambda schema: [MConcealing(0.5, {"s0": 0.5})], 0.2, [KAnonymity(2)]),
+    "k+distinct-l+m": (
+        lambda schema: [KAnonymity(2), LDiversity(2).bind(schema), MConcealing(0.34, {"s1": 0.3})],
+        0.3,
+        [LDiversity(2), KAnonymity(3)],
+    ),
+    "entropy-l-of-1": (lambda schema: [LDiversity(1, "entropy").bind(schema)], 0.1, [KAnonymity(1)]),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("case", list(INVERSE_CASES))
+@pytest.mark.parametrize(("max_loss", "metric"), [(0.0, "prec"), (0.3, "dm_star"), (0.6, "entropy")])
+def test_inverse_ola_equals_its_reference_check_for_check(
+    seed: int, case: str, max_loss: float, metric: str
+) -> None:
+    """The node, k* and the number of checked nodes of both searches (predictive tagging, best-first)."""
+    rng = np.random.default_rng(40 + seed)
+    table = random_sensitive_table(rng, 4, int(rng.integers(20, 60)), 2)
+    make_models, limit, relaxed = INVERSE_CASES[case]
+    schema = schema_of(table)
+    relaxed = [m.bind(schema) if isinstance(m, LDiversity) else m for m in relaxed]
+    ev = Evaluator(table)
+    ctx = SearchContext(table, ev, PrivacyCriterion(make_models(schema), limit), make_metric(metric, ev))
+    result = make_strategy("inverse-ola", {"max_loss": max_loss}).run(ctx)
+    want = reference_inverse(ctx, max_loss, relaxed)
+    assert (result.node, result.extra["k_achieved"]) == (want["node"], want["k"])
+    assert result.checked_nodes == want["checked"]
+    assert result.extra["k_floor"] == max(
+        [m.k for m in ctx.criterion.models if isinstance(m, KAnonymity)], default=1
+    )
+    if "loss_checks" not in want:  # kills: the search's name in the report
+        assert result.extra["search"] == "best-first"
+    if "loss_checks" in want:
+        extra = result.extra
+        assert extra["loss_checks"] == want["loss_checks"]
+        k_checks = extra.get("k_checks", 0)
+        assert result.checked_nodes == extra["loss_checks"] + extra["maximal_nodes"] + k_checks
+        assert extra.get("best_maximal_nodes") == want["best_maximal_nodes"]
+        assert ctx.ticker.count == want["ticks"]  # kills: progress=None in the loss search
+
+
+def test_achievable_k_is_zero_when_every_class_is_rejected() -> None:
+    """Suppressing every record releases nothing: no k is achievable, even within the limit."""
+    table = random_sensitive_table(np.random.default_rng(3), 2, 20, 2)
+    classes = Evaluator(table).classes(table.lattice.bottom)
+    strict = MConcealing(0.01, {"s0": 1.0})  # every class of fewer than 100 records fails
+    n = table.n_records
+    assert not strict.acceptable(classes, table)[classes.sizes > 0].any()
+    # kills: `return 0` -> `return 1` when no class is accepted
+    assert achievable_k(classes, table, [strict], n) == 0
+    assert achievable_k(classes, table, [strict], n - 1) == 0
+    assert achievable_k(classes, table, [], n) == int(classes.sizes.max())
+
+
+def test_best_first_inverse_ola_keeps_the_configured_k_as_a_floor() -> None:
+    """Best-first path (m-concealing with suppression): the only node within max_loss = 0 (the
+    bottom) achieves k* = 2 although its upper bound reaches the configured k = 3: no release."""
+    rng = np.random.default_rng(93)
+    table = random_sensitive_table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 40)), 2)
+    concealing = MConcealing(0.5, {"s0": 0.5})
+    cap = math.floor(0.3 * table.n_records + 1e-9)
+    ev = Evaluator(table)
+    assert brute_k_star(ev, table, table.lattice.bottom, [concealing], cap) == 2
+    assert brute_k_star(ev, table, table.lattice.bottom, [KAnonymity(2)], cap) >= 3  # the relaxation's bound
+    ctx = SearchContext(
+        table, ev, PrivacyCriterion([KAnonymity(3), concealing], 0.3), make_metric("prec", ev)
+    )
+    result = make_strategy("inverse-ola", {"max_loss": 0.0}).run(ctx)
+    # kills: `node is None or best_k < floor` -> `and` (the node would be released with k* = 2 < 3)
+    assert result.extra["search"] == "best-first"
+    assert (result.node, result.extra["k_achieved"], result.criterion) == (None, None, None)
+    floor_two = PrivacyCriterion([KAnonymity(2), concealing], 0.3)
+    two = make_strategy("inverse-ola", {"max_loss": 0.0}).run(SearchContext(table, ev, floor_two, ctx.metric))
+    assert (two.node, two.extra["k_achieved"]) == (table.lattice.bottom, 2)

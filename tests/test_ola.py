@@ -20,7 +20,8 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice, TagStore
 from safeshare.metrics.loss import NonUniformEntropy, make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
-from safeshare.search import exhaustive_search, find_minimal_nodes, ola_search
+from safeshare.search import MinimalSet, exhaustive_search, find_minimal_nodes, ola_search
+from safeshare.search.ola import tag_minimal
 from tests.conftest import random_table
 
 KS = (2, 5, 25, 100)
@@ -306,3 +307,139 @@ def test_compiled_searches_nest_and_survive_an_exception_in_the_predicate() -> N
     assert find_minimal_nodes(outer, lambda n: sum(n) >= 2, compiled=True) == find_minimal_nodes(
         outer, lambda n: sum(n) >= 2, compiled=False
     )
+
+
+# ------------------------------------------------------------------ found by mutation testing (issue 13)
+def test_minimal_set_drops_the_members_above_a_new_node() -> None:
+    """MinimalSet is an antichain whatever the order of additions (the search adds by height)."""
+    found = MinimalSet(2)
+    for node in [(2, 1), (1, 2), (2, 2), (0, 3)]:
+        found.add(node)
+    assert found.nodes() == [(0, 3), (1, 2), (2, 1)]
+    # kills: `if not keep.all()` -> `if keep.all()`, the kept nodes or members computed from None
+    found.add((1, 1))
+    assert found.nodes() == [(0, 3), (1, 1)]
+    found.add((1, 1))
+    found.add((3, 3))
+    assert found.nodes() == [(0, 3), (1, 1)]
+    found.add((0, 0))
+    assert found.nodes() == [(0, 0)]
+
+
+def test_tag_minimal_reads_only_the_direct_predecessor_on_every_axis() -> None:
+    """Qualifying nodes none of whose predecessors qualifies: exactly, not a superset."""
+    state = np.array([[0, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]])  # (0, 0) unknown, the rest qualifies
+    # kills: slice(0, -1) -> slice(0, +1) (the level-0 row would stand for every level's predecessor)
+    assert tag_minimal(state) == [(0, 1), (1, 0)]
+    line = np.array([0, 0, 1, 1])
+    assert tag_minimal(line) == [(2,)]
+
+
+def test_known_facts_are_used_and_not_evaluated_again() -> None:
+    """``known``: facts of an earlier run of the same predicate are tagged before the search."""
+    lattice = Lattice([2, 3, 1])
+    generators = [(1, 2, 0), (2, 0, 1)]
+
+    def pred(n: tuple[int, ...]) -> bool:
+        return any(Lattice.leq(g, n) for g in generators)
+
+    calls: list[tuple[int, ...]] = []
+
+    def counted(n: tuple[int, ...]) -> bool:
+        calls.append(n)
+        return pred(n)
+
+    plain = ola_search(lattice, counted, lambda n: float(sum(n)))
+    assert plain.minimal_nodes == sorted(generators) and plain.checked_nodes == len(calls) > 0
+    assert (plain.algorithm, plain.node) == ("ola", (1, 2, 0))  # kills: algorithm=None / "OLA"
+    assert plain.elapsed_s is not None and plain.elapsed_s >= 0
+    facts = [(n, pred(n)) for n in lattice.nodes()]
+    calls.clear()
+    # kills: known dropped in ola_search; `== UNKNOWN` -> `!=` or tag() without the fact in the loop
+    everything = ola_search(lattice, counted, lambda n: float(sum(n)), known=facts)
+    assert (everything.minimal_nodes, everything.checked_nodes, calls) == (sorted(generators), 0, [])
+    failing = [(n, q) for n, q in facts if not q]  # only failures known: the qualifying ones still checked
+    partial = ola_search(lattice, counted, lambda n: float(sum(n)), known=failing)
+    assert partial.minimal_nodes == sorted(generators) and 0 < partial.checked_nodes < plain.checked_nodes
+    assert all(pred(n) for n in calls)
+
+
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=4), st.integers(0, 2**32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_anti_monotone_search_is_the_monotone_search_of_the_dual(heights: list[int], seed: int) -> None:
+    """An anti-monotone predicate with a guide is searched on the dual lattice with the dual guide
+    (reversed on every axis, negated): the same checks, node for node, as that search by hand."""
+    lattice = Lattice(heights)
+    nodes = list(lattice.nodes())
+    rng = np.random.default_rng(seed)
+    generators = [nodes[int(i)] for i in rng.choice(len(nodes), size=min(3, len(nodes)), replace=False)]
+    top = lattice.top
+
+    def dual(n: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(t - v for t, v in zip(top, n, strict=True))
+
+    guide = rng.permutation(lattice.size).astype(np.float64).reshape(tuple(h + 1 for h in heights))
+    seen: list[tuple[int, ...]] = []
+
+    def pred(n: tuple[int, ...]) -> bool:
+        seen.append(n)
+        return any(Lattice.leq(n, g) for g in generators)
+
+    found, checked, _ = find_minimal_nodes(lattice, pred, monotone=False, guide=guide)
+    direct = list(seen)
+    seen.clear()
+    dual_guide = np.empty_like(guide)
+    for n in nodes:
+        dual_guide[dual(n)] = -guide[n]
+    dual_found, dual_checked, _ = find_minimal_nodes(lattice, lambda n: pred(dual(n)), guide=dual_guide)
+    # kills: the dual guide not reversed (slice(None, None, -1) -> slice(None, None))
+    assert (found, checked, direct) == (sorted(dual(n) for n in dual_found), dual_checked, seen)
+
+
+def test_big_levels_are_probed_in_the_same_order_as_small_ones() -> None:
+    """Mid nodes are visited by increasing guide, ties in lexicographic order (a stable sort):
+    the numpy path of levels with more than 16 nodes checks the same nodes, in the same order,
+    as the list path."""
+    import safeshare.search.ola as ola_module
+
+    lattice = Lattice([3, 3, 3, 3])
+    guide = np.array([max(n) for n in lattice.nodes()], dtype=np.float64).reshape(4, 4, 4, 4)  # ties
+    generators = [(3, 0, 2, 1), (1, 2, 1, 2), (0, 3, 3, 0), (2, 2, 0, 3)]
+
+    def run() -> list[tuple[int, ...]]:
+        seen: list[tuple[int, ...]] = []
+
+        def pred(n: tuple[int, ...]) -> bool:
+            seen.append(n)
+            return any(Lattice.leq(g, n) for g in generators)
+
+        assert find_minimal_nodes(lattice, pred, guide=guide)[0] == sorted(generators)
+        return seen
+
+    fast = run()
+    assert ola_module.level_offsets((3, 3, 3, 3), 6)[1] is not None  # 44 nodes: the numpy path
+    with pytest.MonkeyPatch.context() as patch:
+        original = ola_module.level_offsets
+        patch.setattr(ola_module, "level_offsets", lambda *a, **k: (original(*a, **k)[0], None))
+        plain = run()
+    # kills: argsort(..., kind="stable") -> the default (unstable) sort in mid_nodes
+    assert fast == plain
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_progress_counts_every_check_in_both_directions(monotone: bool) -> None:
+    """A shared Ticker counts the predicate's evaluations, also on the dual lattice (Inverse OLA's
+    loss search reports its progress through it)."""
+    from safeshare.search.progress import Ticker
+
+    lattice = Lattice([3, 2, 2])
+    generators = [(1, 2, 0), (3, 0, 1)]
+
+    def pred(n: tuple[int, ...]) -> bool:
+        return any(Lattice.leq(g, n) if monotone else Lattice.leq(n, g) for g in generators)
+
+    ticker = Ticker(None)
+    ticker.tick(5)  # an earlier search's count goes on
+    _, checked, _ = find_minimal_nodes(lattice, pred, monotone=monotone, progress=ticker)
+    # kills: progress=None in the dual search of an anti-monotone predicate
+    assert checked > 0 and ticker.count == 5 + checked

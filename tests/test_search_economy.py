@@ -16,12 +16,17 @@ cell (k, limit)   today  thesis  without look-below     without descent
 (100, 0%)            39      55  31                     34
 (25, 1%)            275     549  265                    279
 (100, 20%)          689    1657  810                    814
+(100, 50%)          672    1114  806                    790
 ================  =====  ======  =====================  ===========================
 
 (measured when this test was written; "look-below" is the check of a mid
 node's best predecessor first, "descent" the walk down to a minimal node).
 Removing either probe breaks the thesis bound of (5, 50%), and the
 budget of (100, 20%): today's count plus 5%, below what either removal costs.
+The budget of (100, 50%), today's count plus 2.5%, keeps the descent whole: a
+descent that stops at the first predecessor already known to qualify checks
+723 nodes there, one that stops after the first predecessor it had to check
+700 (mutation testing, issue 13; both are within 5% on the other cells).
 A change that lowers the counts is welcome: update the table and budgets.
 """
 
@@ -39,9 +44,9 @@ from safeshare.search.result import SearchResult
 #: (k, max_suppression) -> the thesis' checked nodes (Table 6.9), for the cells run here.
 THESIS_CELLS = {(5, 0.5): 260, (100, 0.0): 55, (25, 0.01): 549}
 #: (k, max_suppression) -> checks today + 5%; removing the look-below or descent probe exceeds it.
-BUDGETS = {(100, 0.2): 723}
+BUDGETS = {(100, 0.2): 723, (100, 0.5): 688}
 #: The k-minimal nodes of these cells (the count is part of the result, tested exactly).
-MINIMAL = {(5, 0.5): 83, (100, 0.0): 3, (25, 0.01): 56, (100, 0.2): 241}
+MINIMAL = {(5, 0.5): 83, (100, 0.0): 3, (25, 0.01): 56, (100, 0.2): 241, (100, 0.5): 210}
 
 
 def ola(table: FrequencyTable, k: int, limit: float) -> SearchResult:
@@ -65,7 +70,8 @@ def test_adult_checks_at_most_thesis_table_6_9(adult_table: FrequencyTable, k: i
 def test_adult_checks_within_budget_that_needs_both_probes(
     adult_table: FrequencyTable, k: int, limit: float
 ) -> None:
-    # kills: removing descent(node) or the look-below check(p) in find_minimal_nodes.kmin
+    # kills: removing descent(node) or the look-below check(p) in find_minimal_nodes.kmin; a descent
+    # that stops early (`break` -> `return`, `nxt = p` -> `nxt = None` in descend)
     result = ola(adult_table, k, limit)
     assert len(result.minimal_nodes) == MINIMAL[(k, limit)]
     assert result.checked_nodes <= BUDGETS[(k, limit)]

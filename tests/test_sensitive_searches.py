@@ -28,8 +28,10 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel, TCloseness
+from safeshare.models.m_concealing import MConcealing
 from safeshare.numerics import TOLERANCE
-from safeshare.search.best_first import monotone_relaxation
+from safeshare.search.best_first import BestFirstOLA, monotone_relaxation, relaxation_models
+from safeshare.search.ola import find_minimal_nodes
 from safeshare.search.strategy import SearchContext, make_strategy
 from tests.conftest import ADULT_DIR
 from tests.sensitive_helpers import random_sensitive_table
@@ -177,3 +179,130 @@ def test_cli_inverse_ola_with_l_diversity(tmp_path: Path) -> None:
     assert report["min_class_size"] == report["k_achieved"]
     assert report["privacy"]["models"]["l-diversity"]["l"] == 2
     assert min(report["privacy_achieved"]["l-diversity"]["min"].values()) >= 2
+
+
+# ------------------------------------------------------------- best-first OLA (issue 13)
+def reference_best_first(
+    ctx: SearchContext, relaxed: list[PrivacyModel]
+) -> tuple[Node | None, float | None, int, int, int]:
+    """The module docstring's algorithm of safeshare.search.best_first, from brute-force parts:
+    ``G`` = every node where the relaxation ``relaxed`` holds (every node if there is none),
+    visited by ``(loss, height, node)``; the exact criterion checked unless the node lies below a
+    failure whose surely suppressed records (classes a monotone model rejects, rows a model's
+    ``failing_rows`` names) exceed the limit; the visit ends past the first qualifying loss
+    (relative window 1e-9). Returns (node, loss, exact checks, pruned, |G|)."""
+    table, criterion, metric = ctx.table, ctx.criterion, ctx.metric
+    ev = Evaluator(table)
+    limit = math.floor(criterion.max_suppression * table.n_records + 1e-9)
+    losses = {c.node: float(metric.value(c.node, c)) for c in ev.iter_classes()}
+    arr = metric.node_array()
+    if arr is not None:  # the order of node-only metrics is that of their float array
+        losses = {n: float(arr[n]) for n in losses}
+    relaxation = PrivacyCriterion(relaxed, criterion.max_suppression) if relaxed else None
+    nodes = [n for n in table.lattice.nodes() if relaxation is None or relaxation.holds(ev.classes(n), table)]
+    order = sorted(nodes, key=lambda n: (losses[n], sum(n), n))
+    failures: list[Node] = []
+    best: tuple[float, int, Node] | None = None
+    window: float | None = None
+    checks = pruned = 0
+    for node in order:
+        if window is not None and losses[node] > window:
+            break
+        if any(all(a <= b for a, b in zip(node, f, strict=True)) for f in failures):
+            pruned += 1
+            continue
+        checks += 1
+        classes = ev.classes(node)
+        if criterion.holds(classes, table):
+            key = (float(metric.value(node, classes)), sum(node), node)
+            best = key if best is None else min(best, key)
+            if window is None:
+                window = losses[node] + 1e-9 * max(1.0, abs(losses[node]))
+        elif window is None:
+            surely = np.zeros(table.n_rows, dtype=bool)
+            sizes = classes.sizes
+            for model in criterion.models:
+                if model.monotone_with_suppression:
+                    rejected = ~model.acceptable(classes, table) & (sizes > 0)
+                    surely |= rejected[classes.row_class]
+                elif hasattr(model, "failing_rows"):
+                    surely |= np.asarray(model.failing_rows(classes, table), dtype=bool)
+            if int(table.counts[surely].sum()) > limit:
+                failures.append(node)
+    if best is None:
+        return None, None, checks, pruned, len(nodes)
+    return best[2], best[0], checks, pruned, len(nodes)
+
+
+BEST_FIRST_MODELS = {
+    # name: (models, the models of their monotone relaxation, built by hand)
+    "entropy-l": (lambda: [LDiversity(2, "entropy")], lambda: [KAnonymity(2)]),
+    "k+entropy-l": (
+        lambda: [KAnonymity(2), LDiversity(3, "entropy")],
+        lambda: [KAnonymity(2), KAnonymity(3)],
+    ),
+    "distinct-l+entropy-l": (  # a monotone model that reads the table, in the relaxation as it is
+        lambda: [LDiversity(2), LDiversity(2, "entropy")],
+        lambda: [LDiversity(2), KAnonymity(2)],
+    ),
+    "t-closeness": (lambda: [TCloseness(0.2)], lambda: []),
+    "k+t-closeness": (lambda: [KAnonymity(2), TCloseness(0.2)], lambda: [KAnonymity(2)]),
+    "k+m-concealing": (
+        lambda: [KAnonymity(2), MConcealing(0.5, {"s0": 0.5})],  # failing rows over the limit
+        lambda: [KAnonymity(2), KAnonymity(2)],
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", list(BEST_FIRST_MODELS))
+@pytest.mark.parametrize(("limit", "metric"), [(0.1, "prec"), (0.3, "dm_star"), (0.2, "entropy")])
+def test_best_first_equals_its_reference_check_for_check(
+    seed: int, name: str, limit: float, metric: str
+) -> None:
+    """Best-first OLA (criteria not monotone with suppression): the exhaustive optimum, and
+    the exact checks, prunings and relaxation counts of the algorithm as its docstring states it."""
+    rng = np.random.default_rng(700 + seed)
+    n_rows = int(rng.integers(30, 90))
+    table = random_sensitive_table(rng, n_qis=3, n_rows=n_rows, n_sensitive=2, max_height=3)
+    schema = schema_of(table)
+    make_models, make_relaxed = BEST_FIRST_MODELS[name]
+    models = [m.bind(schema) for m in make_models()]
+    ev = Evaluator(table)
+    ctx = SearchContext(table, ev, PrivacyCriterion(models, limit), make_metric(metric, ev))
+    assert not ctx.criterion.monotone
+    result = BestFirstOLA().run(ctx)
+    exact = make_strategy("exhaustive").run(SearchContext(table, Evaluator(table), ctx.criterion, ctx.metric))
+    assert (result.node, result.objective) == (exact.node, exact.objective)
+    relaxed = [m.bind(schema) for m in make_relaxed()]
+    node, value, checks, pruned, qualifying = reference_best_first(ctx, relaxed)
+    assert (result.node, result.objective) == (node, value)
+    extra = result.extra
+    assert (extra["exact_checks"], extra["pruned_below_failures"]) == (checks, pruned)
+    assert extra["relaxation_qualifying_nodes"] == qualifying
+    relaxation_checks = 0
+    if relaxed:  # OLA on the relaxation, with the run's guide
+        relaxation = PrivacyCriterion(relaxed, limit)
+        relaxation_checks = find_minimal_nodes(
+            table.lattice, lambda n: relaxation.holds(ev.classes(n), table), guide=ctx.guide
+        )[1]
+    assert extra["relaxation_checks"] == relaxation_checks
+    assert result.checked_nodes == checks + relaxation_checks == ctx.ticker.count
+    assert (result.algorithm, result.minimal_nodes, result.lattice_size) == ("ola", [], table.lattice.size)
+    assert extra["search"] == "best-first" and 0 <= result.elapsed_s < 60
+
+
+def test_relaxation_models_keep_only_monotone_relaxations_of_every_model() -> None:
+    class Loose(LDiversity):
+        """A model whose "relaxation" is not monotone with suppression: no use for pruning."""
+
+        def monotone_relaxation(self) -> LDiversity:  # type: ignore[override]
+            return LDiversity(2, "entropy")
+
+    k2, k3 = KAnonymity(2), KAnonymity(3)
+    # kills: `continue` -> `break` after a monotone model; `and` -> `or` in the relaxation's test
+    kept = relaxation_models([k2, LDiversity(3, "entropy"), TCloseness(0.2), k3])
+    assert [repr(m) for m in kept] == ["KAnonymity(k=2)", "KAnonymity(k=3)", "KAnonymity(k=3)"]
+    assert kept[0] is k2 and kept[2] is k3
+    assert relaxation_models([Loose(2, "entropy"), TCloseness(0.2)]) == []
+    assert monotone_relaxation(PrivacyCriterion([TCloseness(0.2)], 0.1)) is None

@@ -61,6 +61,10 @@ TARGETS: dict[str, Target] = {
         ("search/inverse_ola.py",),
         ("tests/test_inverse_ola.py", "tests/test_boundaries.py"),
     ),
+    "anytime": Target(
+        ("search/anytime.py",),
+        ("tests/test_anytime.py", "tests/test_auto.py", "tests/test_boundaries.py"),
+    ),
     "lattice": Target(
         ("core/lattice.py",),
         ("tests/test_lattice.py", "tests/test_ola.py", "tests/test_boundaries.py"),
