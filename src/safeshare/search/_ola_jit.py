@@ -42,7 +42,10 @@ def _evaluate(position: int) -> int:
 
 @_jit
 def _fill(tags: Any, strides: Any, lo: Any, hi: Any, value: int) -> None:  # pragma: no cover
-    """Set every entry of the box ``lo <= n <= hi`` of the flattened tag array to ``value``."""
+    """Set every entry of the box ``lo <= n <= hi`` of the flattened tag array to ``value``.
+
+    The odometer of :func:`safeshare.core._jit._box_tagged`, written out again: one helper
+    shared by both (numba ``inline="always"``) made the 12-QI KDD search 12-18 % slower."""
     q = lo.shape[0]
     idx = lo.copy()
     pos = 0
