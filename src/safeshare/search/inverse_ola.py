@@ -263,6 +263,7 @@ class InverseOLA:
             ub = achievable_k(classes, table, relaxed, limit)
             if ub >= max(floor, 1):
                 bounds.append((-ub, metric.value(node, classes), sum(node), node))
+                ctx.ticker.tick()  # counted as checked below, as the progress reports them
         bounds.sort()
         best: tuple[int, float, int, Node] | None = None
         checked = len(bounds)
@@ -272,6 +273,7 @@ class InverseOLA:
             node = bound[3]
             k = achievable_k(ctx.evaluator.classes(node), table, others, limit)
             checked += 1
+            ctx.ticker.tick()
             key = (-k, *bound[1:])
             if k > 0 and (best is None or key < best):
                 best = key
