@@ -106,6 +106,7 @@ import csv
 import functools
 import io
 import itertools
+import math
 import os
 import re
 import shutil
@@ -389,45 +390,49 @@ def release_memory_mb(records: int, total_bytes: int | None = None) -> int:
     return max(default_mb, min(cap_mb, -(-records * RELEASE_BYTES_PER_RECORD // 10**6)))
 
 
+#: Packed codes stay below this (a BIGINT, with room for the arithmetic)
+_PACKED_LIMIT = 2**62
+
+
+def _mixed_radix(codes: Sequence[tuple[str, int]]) -> tuple[list[int], str]:
+    """``(weights, sql)``: the integer ``sum_j COALESCE(code_j, 0) * weight_j`` of codes
+    ``code_j`` in ``1 .. radix_j - 1`` (NULL as 0) in mixed radix, the first most significant,
+    so that the integers compare as the code tuples do. ``codes``: ``(SQL expression, radix)``
+    pairs; the product of the radices must stay below :data:`_PACKED_LIMIT`."""
+    weights = [1] * len(codes)
+    for j in range(len(codes) - 2, -1, -1):
+        weights[j] = weights[j + 1] * codes[j + 1][1]
+    sql = " + ".join(f"COALESCE({expr}, 0) * {w}" for (expr, _), w in zip(codes, weights, strict=True))
+    return weights, sql
+
+
 def _sort_keys(out_idx: Sequence[int], qi_code: Mapping[int, tuple[str, int]]) -> list[str]:
     """The release's ``ORDER BY`` keys: the released columns left to right, a quasi-identifier
-    by its label's code (``alias.code``, 1 .. radix - 1, NULL when unmapped), another column
-    by its text in the binary collation.
+    by its label's code (``qi_code[i]``: its SQL expression, 1 .. radix - 1, NULL when
+    unmapped, and the radix), another column by its text in the binary collation.
 
-    Consecutive quasi-identifiers are packed into one BIGINT, ``sum code_j * weight_j`` in
-    mixed radix with NULL as 0: the same order as the codes one by one, NULL first, and a
-    sort on one 8-byte key instead of one per column (the sort is most of the release's
-    cost on big tables). A run is cut before its radices' product would reach ``2**62``.
+    Consecutive quasi-identifiers are packed into one BIGINT (:func:`_mixed_radix`): the same
+    order as the codes one by one, NULL first, and a sort on one 8-byte key instead of one per
+    column (the sort is most of the release's cost on big tables). A run is cut before its
+    radices' product would reach :data:`_PACKED_LIMIT`.
     """
     keys: list[str] = []
     run: list[tuple[str, int]] = []
 
     def flush() -> None:
-        if len(run) == 1:
-            keys.append(f"{run[0][0]}.code")
-        elif run:
-            weight, terms = 1, []
-            for alias, radix in reversed(run):
-                terms.append(
-                    f"COALESCE({alias}.code, 0) * {weight}" if weight > 1 else f"COALESCE({alias}.code, 0)"
-                )
-                weight *= radix
-            keys.append("(" + " + ".join(reversed(terms)) + ")::BIGINT")
-        run.clear()
+        if run:
+            keys.append(f"({_mixed_radix(run)[1]})::BIGINT")
+            run.clear()
 
-    product = 1
     for i in out_idx:
         code = qi_code.get(i)
         if code is None:
             flush()
-            product = 1
             keys.append(f'__src.__v{i} COLLATE "binary"')
             continue
-        if run and product * code[1] >= 2**62:
+        if math.prod(radix for _, radix in run) * code[1] >= _PACKED_LIMIT:
             flush()
-            product = 1
         run.append(code)
-        product *= code[1]
     flush()
     return keys
 
@@ -849,7 +854,7 @@ class DuckDBEngine(Engine):
             # label's code, numbered in Python's (code point) order of the labels, NULL when unmapped;
             # other columns on their text in the binary collation (UTF-8 bytes: code point order),
             # whatever the connection's default_collation.
-            qi_code = {i: (f"__m{j}", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
+            qi_code = {i: (f"__m{j}.code", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
             keys = _sort_keys(out_idx, qi_code)
             order = ", ".join(f"{key} ASC NULLS FIRST" for key in keys)
             order_by = f" ORDER BY {order}" if order else ""
@@ -923,22 +928,19 @@ class DuckDBEngine(Engine):
         """
         qis = plan.quasi_identifiers
         sup = plan.suppressed[qis].astype(str)
-        weights, weight = [], 1
-        for table in codes:
-            weights.append(weight)
-            weight *= len(table) + 1
-        if weight >= 2**62:
+        radices = [len(table) + 1 for table in codes]
+        if math.prod(radices) >= _PACKED_LIMIT:
             register(name, {f"s{j}": list(sup[q]) for j, q in enumerate(qis)}, None)
             cond = " AND ".join(f"__m{j}.label = __sup.s{j}" for j in range(len(qis)))
             return f"ANTI JOIN {name} AS __sup ON {cond}"
+        weights, packed = _mixed_radix([(f"__m{j}.code", r) for j, r in enumerate(radices)])
         classes = [
             sum(table[label] * w for table, label, w in zip(codes, row, weights, strict=True))
             for row in sup.itertuples(index=False)
             if all(label in table for table, label in zip(codes, row, strict=True))  # else no record has it
         ]
         register(name, {}, {"c": classes})
-        code = " + ".join(f"COALESCE(__m{j}.code, 0) * {w}" for j, w in enumerate(weights))
-        return f"ANTI JOIN {name} AS __sup ON ({code}) = __sup.c"
+        return f"ANTI JOIN {name} AS __sup ON ({packed}) = __sup.c"
 
     def sampled(self, keep: npt.NDArray[np.bool_]) -> DuckDBEngine:
         """This engine restricted to the records at the positions where ``keep`` is True.
