@@ -31,6 +31,7 @@ them only on big tables and lattices (see ``COMPILED_FROM_ROWS`` and
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from types import ModuleType
 from typing import Any, cast
 
@@ -44,17 +45,13 @@ FloatArray = npt.NDArray[np.float64]
 BoxTest = Callable[[npt.NDArray[np.int8], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], int]
 
 
-_loaded: list[ModuleType] = []
-
-
+@cache
 def _kernels() -> ModuleType:
     """:mod:`safeshare.core._jit`, imported (numba with it) on first use, then kept: the
     wrappers below run tens of thousands of times per search."""
-    if not _loaded:
-        from safeshare.core import _jit
+    from safeshare.core import _jit
 
-        _loaded.append(_jit)
-    return _loaded[0]
+    return _jit
 
 
 def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
