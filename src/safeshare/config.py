@@ -177,16 +177,16 @@ class RunConfig:
         if time_limit is not None:
             out.time_limit = _seconds(time_limit, "--time-limit")
         if max_evaluations is not None:
-            out.max_evaluations = _threads(max_evaluations, "--max-evaluations")
+            out.max_evaluations = _positive_int(max_evaluations, "--max-evaluations")
         if exact_max_nodes is not None:
-            out.exact_max_nodes = _threads(exact_max_nodes, "--exact-max-nodes")
+            out.exact_max_nodes = _positive_int(exact_max_nodes, "--exact-max-nodes")
         if out.engine == "spark" and out.output_format == "csv":
             raise ConfigError(f"{self.path}: output.format: the spark engine writes Parquet releases only")
         out.duckdb = dict(self.duckdb)
         if duckdb_memory_limit is not None:
             out.duckdb["memory_limit"] = _memory_size(duckdb_memory_limit, "--duckdb-memory-limit")
         if duckdb_threads is not None:
-            out.duckdb["threads"] = _threads(duckdb_threads, "--duckdb-threads")
+            out.duckdb["threads"] = _positive_int(duckdb_threads, "--duckdb-threads")
         if algorithm is not None:
             why = f"--algorithm {out.algorithm}"
             _check_algorithm_keys(set(self.algorithm_keys), out.algorithm, f"{self.path}:", why)
@@ -323,7 +323,7 @@ def _memory_size(value: Any, where: str) -> str:
     return value.strip()
 
 
-def _threads(value: Any, where: str) -> int:
+def _positive_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
     return value
@@ -340,7 +340,7 @@ def _duckdb_section(section: Any, where: str) -> dict[str, Any]:
     if section.get("memory_limit") is not None:
         out["memory_limit"] = _memory_size(section["memory_limit"], f"{where}.memory_limit")
     if section.get("threads") is not None:
-        out["threads"] = _threads(section["threads"], f"{where}.threads")
+        out["threads"] = _positive_int(section["threads"], f"{where}.threads")
     return out
 
 
@@ -714,12 +714,12 @@ class ConfigFile(_Section):
     ] = None
     max_evaluations: Annotated[
         int | None,
-        _checked(_threads, allow_none=True),
+        _checked(_positive_int, allow_none=True),
         WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}),
     ] = None
     exact_max_nodes: Annotated[
         int | None,
-        _checked(_threads, allow_none=True),
+        _checked(_positive_int, allow_none=True),
         WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}),
     ] = None
     knowledge: Annotated[

@@ -263,7 +263,7 @@ class InverseOLA:
             ub = achievable_k(classes, table, relaxed, limit)
             if ub >= max(floor, 1):
                 bounds.append((-ub, metric.value(node, classes), sum(node), node))
-                ctx.ticker.tick()  # counted as checked below, as the progress reports them
+                ctx.ticker.tick()  # a checked node (``checked`` counts the bounds below)
         bounds.sort()
         best: tuple[int, float, int, Node] | None = None
         checked = len(bounds)
