@@ -18,12 +18,15 @@ Three implementations: :class:`~safeshare.data.engines.memory.MemoryEngine`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from safeshare.data.identifiers.treatment import IdentifierTreatment
 
 COUNT_COLUMN = "__count__"
 
@@ -61,6 +64,9 @@ class Engine(ABC):
     """Reads records and writes releases; see the module docstring."""
 
     name: str = "engine"
+    #: pseudonyms and shifted dates applied to every record as it is read (``None``: none);
+    #: :meth:`grouped_counts` and :meth:`write_release` see the treated values only.
+    identifiers: IdentifierTreatment | None = None
 
     @abstractmethod
     def columns(self) -> list[str]:
@@ -77,6 +83,19 @@ class Engine(ABC):
     @abstractmethod
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         """Write the release described by ``plan`` to ``target``; return the rows written."""
+
+    def raw_grouped_batches(
+        self, columns: Sequence[str], batch_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The input's distinct tuples of ``columns`` as read, *before* the identifier treatment,
+        with their counts (``__count__``), in frames of at most ``batch_rows`` rows: what the
+        verifier recomputes pseudonyms and shifted dates from (:mod:`safeshare.verify.identifiers`).
+        An engine without a treatment reads no other values than :meth:`grouped_counts`."""
+        if self.identifiers is not None:
+            raise NotImplementedError(f"the {self.name} engine does not keep the raw values it treats")
+        grouped = self.grouped_counts(columns)
+        for start in range(0, max(len(grouped), 1), batch_rows):
+            yield grouped.iloc[start : start + batch_rows].reset_index(drop=True)
 
     def settings(self) -> dict[str, object]:
         """Resource settings in force (memory limit, threads), for the report; none by default."""

@@ -125,6 +125,7 @@ import psutil
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
     check_unique_names,
@@ -327,6 +328,10 @@ def _same(x: str) -> str:
     return x
 
 
+def _coalesced(x: str) -> str:
+    return f"COALESCE({x}, '')"
+
+
 @dataclass(frozen=True)
 class _Column:
     """One input column: its name, how the scan reads it, how it becomes text.
@@ -462,6 +467,7 @@ class DuckDBEngine(Engine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | Path | None = None,
+        identifiers: IdentifierTreatment | None = None,
     ) -> None:
         default_memory, default_threads = machine_defaults()
         self._setup(str(source.path), source.missing)
@@ -494,6 +500,8 @@ class DuckDBEngine(Engine):
                 self._init_parquet(source)
             else:
                 self._init_csv(source)
+            if identifiers is not None:
+                self._treat(identifiers)
         except BaseException:
             self.close()
             raise
@@ -513,6 +521,13 @@ class DuckDBEngine(Engine):
         self._groups: tuple[frozenset[int], str] | None = None
         self._uid = f"{os.getpid()}_{next(_counter)}"
         self._registered: list[str] = []
+        #: with an identifier treatment: the columns and scan as read, before it (see _treat)
+        self._raw_columns: list[_Column] = []
+        self._source_scan: Callable[[], str] = lambda: ""
+        self._treated: dict[int, str] = {}  # column index -> SQL of its treated text over __t
+        self._treatment_joins: list[str] = []
+        self._treatment_reads: list[int] = []
+        self._temp_tables: list[str] = []
         #: the memory limit the release's COPY ran with, when it was raised above the connection's
         self._release_memory_limit: str | None = None
 
@@ -539,6 +554,7 @@ class DuckDBEngine(Engine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | Path | None = None,
+        identifiers: IdentifierTreatment | None = None,
     ) -> DuckDBEngine:
         """An engine over a table/view name or a ``SELECT`` query of an open connection.
 
@@ -576,6 +592,12 @@ class DuckDBEngine(Engine):
         names = [str(r[0]) for r in described]
         self._typed_columns(names, names, [str(r[1]) for r in described], strip=strip)
         self._scan = lambda: f"SELECT * FROM {relation_sql}"
+        if identifiers is not None:
+            try:
+                self._treat(identifiers)
+            except BaseException:
+                self.close()
+                raise
         return self
 
     # ------------------------------------------------------------------ reading
@@ -687,15 +709,23 @@ class DuckDBEngine(Engine):
             check_unique_names(fields, str(source.path))
         return len(fields), fields if source.header else []
 
-    def _text(self, relation: str, keys: dict[int, str], keep: Sequence[str] = ()) -> str:
+    def _text(
+        self,
+        relation: str,
+        keys: dict[int, str],
+        keep: Sequence[str] = (),
+        columns: Sequence[_Column] | None = None,
+    ) -> str:
         """``relation`` -> columns ``__v{i}``, the text of column ``i`` whose key is ``keys[i]``.
 
         One projection level per normalization step; ``keep`` (column names of
-        ``relation``) are passed through.
+        ``relation``) are passed through. ``columns``: the column definitions (default:
+        the engine's; the raw ones, before the identifier treatment, where it reads those).
         """
+        cols = self._columns if columns is None else columns
         sql, refs = relation, dict(keys)
         for level in range(3):
-            exprs = [f"{self._columns[i].steps[level](ref)} AS __v{i}" for i, ref in refs.items()]
+            exprs = [f"{cols[i].steps[level](ref)} AS __v{i}" for i, ref in refs.items()]
             sql = f"SELECT {', '.join([*exprs, *keep])} FROM ({sql})"
             refs = {i: f"__v{i}" for i in refs}
         return sql
@@ -766,6 +796,170 @@ class DuckDBEngine(Engine):
             name, self._groups = self._groups[1], None
             with contextlib.suppress(duckdb.Error):
                 self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    # ------------------------------------------------------------------ identifiers
+    def _treat(self, treatment: IdentifierTreatment) -> None:
+        """Build the treatment's mapping tables, then read every record through them.
+
+        From here on :meth:`_scan` is :meth:`_treated_scan`: the input's scan with each
+        treated column replaced by its treated text (a VARCHAR column under the same
+        name), so that :meth:`grouped_counts`, :meth:`n_records` and :meth:`write_release`
+        see treated values only. The raw columns and scan stay for
+        :meth:`raw_grouped_batches`. The tables are temporary tables of the connection,
+        built in Python over distinct texts (:mod:`safeshare.data.identifiers.treatment`):
+        the key never appears in SQL.
+        """
+        names = self.columns()
+        for column in treatment.read_columns:
+            self._index(column)
+        self._raw_columns = list(self._columns)
+        self._source_scan = self._scan
+        absent = ", ".join(quote_literal(t) for t in sorted(missing_set(self._missing)))
+        uid = f"{self._uid}_{next(_counter)}"
+        treated: dict[int, str] = {}
+        joins: list[str] = []
+        try:
+            for j, shifted in enumerate(treatment.shifted_dates):
+                d, p = self._index(shifted.name), self._index(shifted.person)
+                persons = self._table(f"__safeshare_shift_{uid}_{j}", "v VARCHAR, s INTEGER")
+                for chunk in self._distinct_texts(p, present=d, skip_missing=False):
+                    shifts = treatment.shift_map(shifted, chunk, self._missing)
+                    self._insert(
+                        persons, {"v": pa.array(chunk, pa.string()), "s": pa.array(shifts, pa.int32())}
+                    )
+                dates = self._table(f"__safeshare_days_{uid}_{j}", "v VARCHAR, o INTEGER")
+                first, last = None, None
+                for chunk in self._distinct_texts(d):
+                    days = treatment.day_map(shifted, chunk)
+                    first = min([*days, *([first] if first is not None else [])])
+                    last = max([*days, *([last] if last is not None else [])])
+                    self._insert(dates, {"v": pa.array(chunk, pa.string()), "o": pa.array(days, pa.int32())})
+                texts = self._table(f"__safeshare_dates_{uid}_{j}", "o INTEGER, t VARCHAR")
+                if first is not None and last is not None:
+                    span = list(treatment.day_range(shifted, first, last))
+                    text = treatment.day_texts(shifted, span)
+                    self._insert(texts, {"o": pa.array(span, pa.int32()), "t": pa.array(text, pa.string())})
+                joins += [
+                    f"LEFT JOIN {persons} AS __sp{j} ON __sp{j}.v = __t.__v{p}",
+                    f"LEFT JOIN {dates} AS __sd{j} ON __sd{j}.v = __t.__v{d}",
+                    f"LEFT JOIN {texts} AS __st{j} ON __st{j}.o = __sd{j}.o + __sp{j}.s",
+                ]
+                treated[d] = f"CASE WHEN __t.__v{d} IN ({absent}) THEN __t.__v{d} ELSE __st{j}.t END"
+            for j, pseudonym in enumerate(treatment.pseudonyms):
+                i = self._index(pseudonym.name)
+                table = self._table(f"__safeshare_pseudonyms_{uid}_{j}", "v VARCHAR, h VARCHAR")
+                for chunk in self._distinct_texts(i):
+                    hashed = treatment.pseudonym_map(pseudonym, chunk)
+                    self._insert(
+                        table, {"v": pa.array(chunk, pa.string()), "h": pa.array(hashed, pa.string())}
+                    )
+                row = _single_row(self.con.execute(f"SELECT COUNT(*), COUNT(DISTINCT h) FROM {table}"))
+                assert row is not None
+                treatment.check_pseudonyms(pseudonym, int(row[0]), int(row[1]))
+                joins.append(f"LEFT JOIN {table} AS __ip{j} ON __ip{j}.v = __t.__v{i}")
+                treated[i] = f"CASE WHEN __t.__v{i} IN ({absent}) THEN __t.__v{i} ELSE __ip{j}.h END"
+        except UnplacedValue as exc:
+            raise located(exc, self.label, names, self.source, self._missing) from None
+        self._treated = treated
+        self._treatment_reads = sorted({*treated, *(self._index(c) for c in treatment.person_columns)})
+        self._treatment_joins = joins
+        self._columns = [
+            _Column(c.name, c.raw, _same, (_coalesced, _same, _same)) if i in treated else c
+            for i, c in enumerate(self._raw_columns)
+        ]
+        self._drop_groups()
+        self._scan = self._treated_scan
+        self.identifiers = treatment
+
+    def _treated_scan(self) -> str:
+        """The input's scan with the treated columns replaced (see :meth:`_treat`)."""
+        raw = self._raw_columns
+        reads = self._treatment_reads
+        keys = ", ".join(f"{raw[i].key_sql()} AS __k{i}" for i in reads)
+        keyed = f"SELECT *, {keys} FROM ({self._source_scan()})"
+        text = self._text(keyed, {i: f"__k{i}" for i in reads}, keep=[c.raw for c in raw], columns=raw)
+        select = ", ".join(
+            f"{self._treated[i]} AS {c.raw}" if i in self._treated else f"__t.{c.raw} AS {c.raw}"
+            for i, c in enumerate(raw)
+        )
+        return f"SELECT {select} FROM ({text}) AS __t {' '.join(self._treatment_joins)}"
+
+    def _table(self, name: str, columns: str) -> str:
+        """A new temporary table, dropped by :meth:`close`."""
+        self.con.execute(f"CREATE TEMP TABLE {name} ({columns})")
+        self._temp_tables.append(name)
+        return name
+
+    def _insert(self, table: str, columns: dict[str, pa.Array]) -> None:
+        name = f"__safeshare_rows_{self._uid}_{next(_counter)}"
+        self.con.register(name, pa.table(columns))
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+        finally:
+            self.con.unregister(name)
+
+    def _distinct_texts(
+        self, i: int, present: int | None = None, skip_missing: bool = True, batch: int = 1_000_000
+    ) -> Iterator[list[str]]:
+        """The distinct texts of raw column ``i`` (without missing ones when ``skip_missing``),
+        over the records where raw column ``present`` is not missing, in lists of ``batch``.
+
+        Held once as Arrow text (a few bytes a value) while the batches are treated."""
+        raw = self._raw_columns
+        wanted = [i] if present is None else sorted({i, present})
+        absent = ", ".join(quote_literal(t) for t in sorted(missing_set(self._missing)))
+        conditions = ([f"__v{i} NOT IN ({absent})"] if skip_missing else []) + (
+            [f"__v{present} NOT IN ({absent})"] if present is not None else []
+        )
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+
+        def sql(scan: str) -> str:
+            keys = ", ".join(f"{raw[k].key_sql()} AS __k{k}" for k in wanted)
+            text = self._text(
+                f"SELECT DISTINCT {keys} FROM ({scan})", {k: f"__k{k}" for k in wanted}, columns=raw
+            )
+            return f"SELECT DISTINCT __v{i} FROM ({text}){where}"
+
+        values = self._materialized(lambda: sql(self._source_scan())).column(0)
+        for start in range(0, len(values), batch):
+            yield [str(v) for v in values.slice(start, batch).to_pylist()]
+
+    def _materialized(self, make_sql: Callable[[], str]) -> pa.Table:
+        """The result of a query over the input as an Arrow table: stored by :meth:`_run` (its
+        error handling) in a temporary table first, then read once as Arrow."""
+        name = f"__safeshare_result_{self._uid}_{next(_counter)}"
+        self._run(lambda _: f"CREATE TEMP TABLE {name} AS {make_sql()}")
+        try:
+            return self.con.sql(f"SELECT * FROM {name}").to_arrow_table()
+        finally:
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    def raw_grouped_batches(
+        self, columns: Sequence[str], batch_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The input's distinct tuples of ``columns`` before the identifier treatment, with counts."""
+        if self.identifiers is None:
+            yield from super().raw_grouped_batches(columns, batch_rows)
+            return
+        raw = self._raw_columns
+        indices = list(dict.fromkeys(self._index(c) for c in columns))
+
+        def sql(scan: str) -> str:
+            keys = ", ".join(f"{raw[i].key_sql()} AS __k{i}" for i in indices)
+            distinct = f"SELECT {keys}, COUNT(*) AS __n FROM ({scan}) GROUP BY ALL"
+            text = self._text(distinct, {i: f"__k{i}" for i in indices}, keep=["__n"], columns=raw)
+            outs = ", ".join(f"__v{i} AS {quote_identifier(raw[i].name)}" for i in indices)
+            return (
+                f"SELECT {outs}, CAST(SUM(__n) AS BIGINT) AS {quote_identifier(COUNT_COLUMN)} "
+                f"FROM ({text}) GROUP BY ALL"
+            )
+
+        table = self._materialized(lambda: sql(self._source_scan()))
+        if table.num_rows == 0:
+            yield table.to_pandas()
+            return
+        for chunk in table.to_batches(max_chunksize=batch_rows):
+            yield chunk.to_pandas()
 
     # ------------------------------------------------------------------ Engine API
 
@@ -980,10 +1174,20 @@ class DuckDBEngine(Engine):
         name = f"__safeshare_keep_{clone._uid}"
         self.con.register(name, pa.table({"p": pa.array(np.flatnonzero(keep), pa.int64())}))
         clone._registered = [name]
-        clone._scan = lambda: (
-            f"SELECT __s.* EXCLUDE (file_row_number) FROM read_parquet({path}, file_row_number=true) AS __s "
-            f"SEMI JOIN {name} AS __keep ON __s.file_row_number = __keep.p"
-        )
+        clone._temp_tables = []  # the treatment's tables stay this engine's (dropped by its close)
+
+        def sampled_scan() -> str:
+            return (
+                "SELECT __s.* EXCLUDE (file_row_number) "
+                f"FROM read_parquet({path}, file_row_number=true) AS __s "
+                f"SEMI JOIN {name} AS __keep ON __s.file_row_number = __keep.p"
+            )
+
+        if self.identifiers is not None:
+            clone._source_scan = sampled_scan
+            clone._scan = clone._treated_scan
+        else:
+            clone._scan = sampled_scan
         return clone
 
     def close(self) -> None:
@@ -993,6 +1197,9 @@ class DuckDBEngine(Engine):
         for name in self._registered:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(name)
+        for name in self._temp_tables:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
         self._closed = True
         if self._finalizer is not None:
             self._finalizer()
