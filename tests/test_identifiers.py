@@ -551,3 +551,16 @@ def test_treatment_refuses_a_person_that_is_a_shifted_date() -> None:
         IdentifierTreatment(TEST_KEY, (PseudonymColumn("a"),), (ShiftedDateColumn("a", "mrn", 3),))
     schema = Schema.from_attributes([Attribute("a", Role.QUASI, DateBuilder())])
     assert IdentifierTreatment.from_schema(schema, None) is None
+
+
+def test_a_sampled_memory_engine_keeps_the_treatment_and_its_raw_values(visits_csv: Path) -> None:
+    from safeshare.data.engines.sampled import restrict_engine
+
+    engine = make_engine("memory", TableSource(visits_csv), visits_schema())
+    keep = np.arange(engine.n_records()) % 3 == 0
+    sampled = restrict_engine(engine, keep)
+    assert sampled.identifiers is engine.identifiers
+    raw = pd.concat(list(sampled.raw_grouped_batches(["mrn", "admitted"])))
+    assert int(raw["__count__"].sum()) == int(keep.sum())
+    assert set(raw["mrn"]) <= set(visits()["mrn"])
+    assert not set(sampled.grouped_counts(["mrn"])["mrn"]) & set(visits()["mrn"])
