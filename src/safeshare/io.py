@@ -51,6 +51,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -492,3 +493,26 @@ def publish(stage: Path, out_dir: Path) -> list[Path]:
         names = sorted({*listed, *(p.name for p in moved)})
         atomic_write_text(out_dir / MARKER, json.dumps({"safeshare_output": 1, "files": names}) + "\n")
     return moved
+
+
+# --------------------------------------------------------------------------- digests
+#: Bytes read at a time when hashing a file (memory stays bounded whatever its size).
+HASH_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex, read in chunks of :data:`HASH_CHUNK` bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_of(path: Path) -> list[Path]:
+    """``path`` itself when it is a file; every file under it, sorted, when it is a directory
+    (a Spark release is a directory of part files). Symbolic links are not followed."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        return sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return [path]

@@ -42,6 +42,7 @@ experiment_commands.register(app)  # utility, sweep
 app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
 app.add_typer(risk_app, name="risk")  # re-identification risk (issue 9)
 app.add_typer(surveil_app, name="surveil")  # surveillance release policies (issue 10)
+app.add_typer(__import__("safeshare.cli.ledger", fromlist=["ledger_app"]).ledger_app, name="ledger")
 
 T = TypeVar("T")
 
