@@ -174,45 +174,43 @@ def check_identifiers(
     for c in expected.pseudonyms:
         con.execute(f"CREATE TEMP TABLE {_quote('__raw_' + c.column)} (v VARCHAR)")
     unparseable: list[str] = []
+    shifts: dict[tuple[str, int], int] = {}  # (person, max_days) -> shift, over all batches
     persons = 0
     for batch in expected.raw(expected.read_columns):
         if batch.empty:
             continue
-        out: dict[str, list[str | None]] = {}
+        out: dict[str, pd.Series] = {}
         for j, c in enumerate(expected.pseudonyms):
-            cache: dict[str, str] = {}
-            values = batch[c.column].astype(str).tolist()
-            out[slots[j]] = [
-                v if v in absent else cache.setdefault(v, _own_pseudonym(pseudo_key, v, c.length))
-                for v in values
-            ]
-            raw_values = pd.DataFrame({"v": sorted({v for v in values if v not in absent})})
-            con.register("__raw_batch", raw_values)
+            values = batch[c.column].astype(str)
+            present = ~values.isin(absent)
+            distinct = values[present].unique()
+            hashed = {v: _own_pseudonym(pseudo_key, v, c.length) for v in distinct}
+            out[slots[j]] = values.where(~present, values.map(hashed))
+            con.register("__raw_batch", pd.DataFrame({"v": distinct}))
             con.execute(f"INSERT INTO {_quote('__raw_' + c.column)} SELECT v FROM __raw_batch")
             con.unregister("__raw_batch")
         for j, s in enumerate(expected.shifted_dates, start=len(expected.pseudonyms)):
-            shifts: dict[str, int] = {}
-            texts: list[str | None] = []
-            for value, person in zip(
-                batch[s.column].astype(str).tolist(), batch[s.person].astype(str).tolist(), strict=True
-            ):
-                if value in absent:
-                    moved: str | None = value
-                else:
-                    try:
-                        day = dt.datetime.strptime(value, s.date_format).date()
-                    except ValueError:
-                        unparseable.append(s.column)
-                        moved = None
-                    else:
-                        if person not in shifts:
-                            shifts[person] = own_shift(shift_key, person, s.max_days)
-                        moved = (day + dt.timedelta(days=shifts[person])).strftime(s.date_format)
-                if s.labels is not None:
-                    moved = s.labels.get(moved) if moved is not None else None
-                texts.append(moved)
-            persons += len(shifts)
-            out[slots[j]] = texts
+            values, people = batch[s.column].astype(str), batch[s.person].astype(str)
+            present = ~values.isin(absent)
+            days: dict[str, int | None] = {}
+            for v in values[present].unique():
+                try:
+                    days[v] = dt.datetime.strptime(v, s.date_format).date().toordinal()
+                except ValueError:
+                    days[v] = None
+                    unparseable.append(s.column)
+            for person in people[present].unique():
+                if (person, s.max_days) not in shifts:
+                    shifts[(person, s.max_days)] = own_shift(shift_key, person, s.max_days)
+                    persons += 1
+            moved = values[present].map(days) + people[present].map(lambda p, n=s.max_days: shifts[(p, n)])
+            texts = {m: dt.date.fromordinal(int(m)).strftime(s.date_format) for m in moved.dropna().unique()}
+            treated = values.astype(object)
+            treated[present] = moved.map(texts)  # NaN where the date was not one
+            treated = treated.where(treated.notna(), None)
+            if s.labels is not None:
+                treated = treated.map(dict(s.labels))  # an unmapped text gives NaN, compared as NULL
+            out[slots[j]] = treated
         frame = pd.DataFrame(out)
         frame["n"] = batch[COUNT].astype("int64").to_numpy()
         con.register("__expected_batch", frame)

@@ -528,6 +528,7 @@ class DuckDBEngine(Engine):
         self._treatment_joins: list[str] = []
         self._treatment_reads: list[int] = []
         self._temp_tables: list[str] = []
+        self._restore_optimizers: str | None = None
         #: the memory limit the release's COPY ran with, when it was raised above the connection's
         self._release_memory_limit: str | None = None
 
@@ -755,6 +756,19 @@ class DuckDBEngine(Engine):
                     continue
                 raise DataError(f"{action} {self.label}: {one_line(exc)}") from None
 
+    def _joins_as_written_sql(self) -> str:
+        """The ``disabled_optimizers`` value that keeps joins as written: every record probes
+        the small hash tables on the right. DuckDB cannot estimate a CSV scan's size and, left
+        to itself, may build a hash table of all the records (out of memory at a million)."""
+        optimizers = self._setting("disabled_optimizers")
+        return quote_literal(
+            ",".join(dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN]))
+        )
+
+    def _joins_as_written(self) -> contextlib.AbstractContextManager[None]:
+        """For the duration of the block: joins as written (:meth:`_joins_as_written_sql`)."""
+        return self._temporarily("disabled_optimizers", self._joins_as_written_sql())
+
     def _field_count_error(self, exc: duckdb.Error) -> bool:
         """On DuckDB's "Expected Number of Columns" error: raise the one-line error naming the
         record, found by the exact scan; if that finds none (DuckDB also counts lines of
@@ -868,6 +882,10 @@ class DuckDBEngine(Engine):
             for i, c in enumerate(self._raw_columns)
         ]
         self._drop_groups()
+        # every statement now joins the mapping tables: keep those joins as written, from here on
+        # (a caller's connection gets its setting back at close)
+        self._restore_optimizers = self._setting("disabled_optimizers")
+        self.con.execute(f"SET disabled_optimizers = {self._joins_as_written_sql()}")
         self._scan = self._treated_scan
         self.identifiers = treatment
 
@@ -1062,19 +1080,13 @@ class DuckDBEngine(Engine):
                 query = f"SELECT {select} FROM ({source}) AS __src {join}{order_by}"
                 return f"COPY ({query}) TO {target_sql} ({options})"
 
-            # The joins as written: every record probes small hash tables. DuckDB cannot estimate
-            # a CSV scan's size and, left to itself, may build a hash table of all the records.
-            optimizers = self._setting("disabled_optimizers")
-            disabled = ",".join(
-                dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN])
-            )
             release_memory: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
             if self._default_memory:  # the default limit, raised for large releases
                 limit = f"{release_memory_mb(self.n_records())}MB"
                 release_memory = self._temporarily("memory_limit", quote_literal(limit))
             with (
                 release_memory,
-                self._temporarily("disabled_optimizers", quote_literal(disabled)),
+                self._joins_as_written(),
                 # the COPY writes the rows in the ORDER BY's order only with this on (the sort
                 # itself spills to temp_directory past memory_limit: still out of core)
                 self._temporarily("preserve_insertion_order", "true"),
@@ -1200,6 +1212,9 @@ class DuckDBEngine(Engine):
         for name in self._temp_tables:
             with contextlib.suppress(duckdb.Error):
                 self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        if self._temp_tables and self._restore_optimizers is not None:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"SET disabled_optimizers = {quote_literal(self._restore_optimizers)}")
         self._closed = True
         if self._finalizer is not None:
             self._finalizer()
