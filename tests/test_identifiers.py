@@ -564,3 +564,46 @@ def test_a_sampled_memory_engine_keeps_the_treatment_and_its_raw_values(visits_c
     assert int(raw["__count__"].sum()) == int(keep.sum())
     assert set(raw["mrn"]) <= set(visits()["mrn"])
     assert not set(sampled.grouped_counts(["mrn"])["mrn"]) & set(visits()["mrn"])
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_treated_release_does_not_follow_the_input_order(
+    visits_csv: Path, tmp_path: Path, name: str
+) -> None:
+    """The same bytes from the input in reverse order, and on a second write (docs/security.md,
+    "Reproducibility without leaking order"), with pseudonyms and shifted dates."""
+    schema = visits_schema()
+    reversed_csv = tmp_path / "reversed.csv"
+    visits().iloc[::-1].to_csv(reversed_csv, index=False)
+    digests = set()
+    for n, path in enumerate([visits_csv, reversed_csv, visits_csv]):
+        done = release(make_engine(name, TableSource(path), schema), schema, tmp_path / f"r{n}.csv")
+        assert done.verification.passed
+        digests.add(hashlib.sha256(done.path.read_bytes()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_a_sql_source_is_treated_alike_and_its_connection_gets_its_settings_back(visits_csv: Path) -> None:
+    """A caller's DuckDB connection: the same treated values as the memory engine; while the
+    engine lives every statement keeps its joins as written (at a million records DuckDB
+    otherwise built a hash table of the whole scan and ran out of memory), then the caller's
+    ``disabled_optimizers`` is restored."""
+    import duckdb
+
+    schema = visits_schema()
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE visits AS SELECT * FROM read_csv('{visits_csv}', all_varchar=true)")
+    con.execute("SET disabled_optimizers = 'compressed_materialization'")
+    treatment = IdentifierTreatment.from_schema(schema, TEST_KEY)
+    engine = DuckDBEngine.from_sql(con, "visits", identifiers=treatment)
+    setting = con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0]  # type: ignore[index]
+    assert {"compressed_materialization", "join_order", "build_side_probe_side"} <= set(setting.split(","))
+    memory = make_engine("memory", TableSource(visits_csv), schema)
+    columns = ["mrn", "admitted", "discharged"]
+    got = engine.grouped_counts(columns).sort_values(columns).reset_index(drop=True)
+    expected = memory.grouped_counts(columns).sort_values(columns).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected)
+    engine.close()
+    after = con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0]  # type: ignore[index]
+    assert after == "compressed_materialization"
+    assert not [r for r in con.execute("SHOW ALL TABLES").fetchall() if "safeshare" in str(r)]
