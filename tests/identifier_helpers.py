@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 
 from safeshare import Anonymizer, KAnonymity
+from safeshare.data.engines import factory
 from safeshare.data.engines.base import Engine
-from safeshare.data.engines.duckdb_engine import DuckDBEngine
-from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.identifiers import IdentifierTreatment, SecretKey
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
@@ -75,10 +74,8 @@ def visits_schema(discharged_quasi: bool = True, max_days: int = 30) -> Schema:
 
 
 def make_engine(name: str, source: TableSource, schema: Schema, key: SecretKey = TEST_KEY) -> Engine:
-    treatment = IdentifierTreatment.from_schema(schema, key)
-    if name == "duckdb":
-        return DuckDBEngine(source, identifiers=treatment)
-    return MemoryEngine(source, identifiers=treatment)
+    """``name``'s engine over ``source`` with the schema's identifier treatment (the factory's path)."""
+    return factory.make_engine(name, source, identifiers=IdentifierTreatment.from_schema(schema, key))
 
 
 @dataclass

@@ -7,24 +7,32 @@ engines without importing the command line.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safeshare.data.engines.base import Engine
 
+if TYPE_CHECKING:
+    from safeshare.data.identifiers.treatment import IdentifierTreatment
+
 
 def make_engine(
-    name: str, source: Any, spark: Any = None, duckdb: Mapping[str, Any] | None = None
+    name: str,
+    source: Any,
+    spark: Any = None,
+    duckdb: Mapping[str, Any] | None = None,
+    identifiers: IdentifierTreatment | None = None,
 ) -> Engine:
     """The engine called ``name`` reading ``source``; ``spark``: the spark engine's SparkOptions;
-    ``duckdb``: the DuckDB engine's ``memory_limit`` and ``threads`` (machine defaults otherwise)."""
+    ``duckdb``: the DuckDB engine's ``memory_limit`` and ``threads`` (machine defaults otherwise);
+    ``identifiers``: pseudonyms and shifted dates applied while reading (every engine)."""
     if name == "spark":
         from safeshare.data.engines.spark_engine import SparkEngine
 
-        return SparkEngine(source, spark)
+        return SparkEngine(source, spark, identifiers=identifiers)
     if name == "duckdb":
         from safeshare.data.engines.duckdb_engine import DuckDBEngine
 
-        return DuckDBEngine(source, **dict(duckdb or {}))
+        return DuckDBEngine(source, **dict(duckdb or {}), identifiers=identifiers)
     from safeshare.data.engines.memory import MemoryEngine
 
-    return MemoryEngine(source)
+    return MemoryEngine(source, identifiers=identifiers)
