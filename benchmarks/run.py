@@ -29,6 +29,7 @@ BENCHMARKS = {
     "surveillance": "bench_surveillance",
     "risk": "bench_risk",
     "spark": "bench_spark",
+    "flatten": "bench_flatten",
 }
 
 
