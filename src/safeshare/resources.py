@@ -55,7 +55,11 @@ def available_memory() -> int:
 
 
 def format_bytes(n: float) -> str:
-    """``n`` bytes for a message: ``"512 B"``, ``"3.2 MB"``, ``"6.1 GB"``, ``"30,000 TB"``."""
+    """``n`` bytes for a message: ``"512 B"``, ``"3.2 MB"``, ``"6.1 GB"``, ``"30,000 TB"``, and
+    from a petabyte on ``"2.05e+20 B"`` (computed on the digits: ``n`` may exceed any float)."""
+    if n >= 10**15:
+        digits = str(int(n))
+        return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1} B"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
             value = n / size
