@@ -256,6 +256,20 @@ def test_the_population_size_key_is_bounded_too(tmp_path: Path, capsys: pytest.C
     assert code == 2 and "config.yaml line 3: an integer this large" in one_line(stderr), stderr
 
 
+@pytest.mark.parametrize("size", [2**53 + 1, HUGE])
+def test_a_huge_reference_size_is_exit_2_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], size: int
+) -> None:
+    """``anonymize --algorithm epsilon-safe --reference-size 1e400``: an internal OverflowError."""
+    from tests.conftest import ADULT_DIR
+
+    args = ["anonymize", str(ADULT_DIR / "adult-dp.yaml"), "--out", str(tmp_path / "out"), "--dry-run"]
+    code, _, stderr = run_cli([*args, "--reference-size", str(size)], capsys)
+    line = one_line(stderr)
+    assert code == 2 and "--reference-size: expected an integer from 1 to 2**53" in line, line
+    assert not (tmp_path / "out").exists()
+
+
 def test_running_out_of_memory_suggests_no_option_the_command_lacks(
     data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
