@@ -9,7 +9,15 @@ can cost memory or time:
   first one, before anything is expanded, so an "alias bomb" (a few hundred bytes
   that expand to gigabytes) fails at once;
 * a key given twice in any mapping (YAML keeps the last one silently: a second
-  ``age:`` under ``attributes:`` would replace the first).
+  ``age:`` under ``attributes:`` would replace the first);
+* an integer too large to be a floating-point number (``2**1024``, about
+  ``1.8e308``, or more): every count and parameter is compared with floats
+  somewhere, where such a number raised ``OverflowError`` (an internal error)
+  instead of a one-line refusal; a literal longer than any such number is refused
+  before it is converted (Python refuses to convert 4,300 digits or more).
+
+:func:`read_yaml` reads a file, :func:`parse_yaml` the text of a command-line
+option (``hierarchy build --spec``); both apply the same rules.
 
 :func:`check_keys` is used by every section of the configuration (top level,
 ``input``, ``output``, ``attributes``, privacy models, ``dp``, hierarchy
@@ -35,6 +43,13 @@ from safeshare.errors import ConfigError
 #: Largest configuration file accepted (1 MiB: real ones are a few kilobytes).
 MAX_CONFIG_BYTES = 1 << 20
 
+#: Integers from here on cannot be converted to a float (``OverflowError``).
+_FLOAT_LIMIT = 1 << 1024
+#: No integer below :data:`_FLOAT_LIMIT` is written with more characters (1,024 binary digits,
+#: a sign, ``0b`` and some ``_``): a longer literal is refused before it is converted.
+_MAX_INT_CHARS = 1100
+_TOO_LARGE = "an integer this large is not accepted (at most 1.8e308)"
+
 
 class _Refused(yaml.MarkedYAMLError):
     """A construct the configuration loader does not accept, with its position."""
@@ -48,6 +63,15 @@ class StrictLoader(yaml.SafeLoader):
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise _Refused(problem="YAML aliases (*name) are not allowed", problem_mark=event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_yaml_int(self, node: ScalarNode) -> int:
+        """An integer, refused (with its line) when no float can hold it (see the module doc)."""
+        if len(str(node.value)) > _MAX_INT_CHARS:  # before converting: int() of 4,300+ digits raises
+            raise _Refused(problem=_TOO_LARGE, problem_mark=node.start_mark)
+        value = int(super().construct_yaml_int(node))
+        if abs(value) >= _FLOAT_LIMIT:
+            raise _Refused(problem=_TOO_LARGE, problem_mark=node.start_mark)
+        return value
 
     def get_single_data(self) -> Any:
         node = self.get_single_node()
@@ -85,6 +109,9 @@ class StrictLoader(yaml.SafeLoader):
         return (node.tag, id(node))  # complex keys are never equal; the sections reject them anyway
 
 
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+
+
 def read_yaml(path: Path, what: str = "configuration") -> Any:
     """The data of the YAML file ``path``; every problem is one :class:`ConfigError` line.
 
@@ -101,15 +128,25 @@ def read_yaml(path: Path, what: str = "configuration") -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+    return parse_yaml(text, str(path), what)
+
+
+def parse_yaml(text: str, where: str, what: str = "configuration") -> Any:
+    """The data of the YAML ``text`` (an option's value), under the rules of :func:`read_yaml`.
+
+    ``where`` starts every message (a file name, or an option such as ``--spec``).
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where}: the {what} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
     try:
         return yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        line = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}{where}: {problem}") from None
+        raise ConfigError(f"{where}{line}: {problem}") from None
     except RecursionError:
-        raise ConfigError(f"{path}: the {what} is nested too deeply") from None
+        raise ConfigError(f"{where}: the {what} is nested too deeply") from None
 
 
 def key_path(where: str, key: object) -> str:

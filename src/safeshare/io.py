@@ -2,7 +2,10 @@
 
 Single files (a hierarchy, a flattened table) are written to a temporary file
 beside the target and renamed over it with :func:`os.replace`, which is atomic
-on POSIX: a reader sees either the old file or the complete new one.
+on POSIX: a reader sees either the old file or the complete new one. Before any
+input is read, a command that writes one file refuses an output that is one of
+its inputs (:func:`refuse_overwriting`): ``hierarchy build --out data.csv``
+once replaced the data it was built from.
 
 An output *directory* (a release with its reports, a dry-run distribution) is
 published as one unit by :class:`OutputDirectory`, so that after a failure or a
@@ -57,7 +60,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -107,6 +110,34 @@ def atomic_path(target: Path) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same resolved path (symbolic links, ``..``,
+    relative or absolute), or the same device and inode (hard links, bind mounts)."""
+    if Path(os.path.realpath(a)) == Path(os.path.realpath(b)):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+
+
+def refuse_overwriting(out_path: Path, inputs: Iterable[Path], what: str = "--out") -> None:
+    """Raise :class:`OutputError` when writing ``out_path`` would replace one of ``inputs``.
+
+    For the commands that write a single file (``hierarchy build``, ``flatten``), called
+    before any input is read: the output is written atomically (:func:`atomic_path`), which
+    would replace an input whole. ``what`` names the output in the message (the option).
+    Files are compared by :func:`same_file`. An output *directory* is guarded instead by
+    :class:`OutputDirectory` (it never replaces a directory holding files it did not write).
+    """
+    for source in inputs:
+        if same_file(Path(out_path), Path(source)):
+            raise OutputError(
+                f"{what} {out_path} is the input {source}: refusing to overwrite an input; "
+                "choose another output file"
+            )
 
 
 def atomic_write_text(target: Path, text: str, encoding: str = "utf-8") -> None:

@@ -108,11 +108,8 @@ def _run(fn: Callable[[], T]) -> int:
         return _interrupted(exc.signum)
     except KeyboardInterrupt:
         return _interrupted(signal.SIGINT)
-    except MemoryError:
-        _error_line(
-            "error: memory ran out; the memory engine holds the whole input: "
-            "try --engine duckdb, which reads the input in place"
-        )
+    except MemoryError:  # where the remedy is known, the library raises OutOfMemory with it
+        _error_line("error: memory ran out before the command finished")
         return 1
     except OSError as exc:
         # A file the user named cannot be read or written (permissions, disk full...).

@@ -176,7 +176,7 @@ def anonymize(
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     start = time.perf_counter()
     with phase(f"reading {cfg.source.path.name}", quiet):
-        eng = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+        eng = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch="--engine duckdb")
     read_s = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, eng.columns())
@@ -433,24 +433,18 @@ def hierarchy_build(
     names: Annotated[str | None, typer.Option("--names")] = None,
 ) -> None:
     """Build a hierarchy for a column with a builder and write it in ARX CSV format."""
-    import yaml
-
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.hierarchy.builders import builder_from_spec
+    from safeshare.hierarchy.builders import builder_from_text
     from safeshare.hierarchy.io import write_arx_csv
+    from safeshare.io import refuse_overwriting
 
-    try:
-        parsed = yaml.safe_load(spec)
-    except yaml.YAMLError:
-        raise InputError(f"--spec: not valid YAML: {spec!r}") from None
-    if not isinstance(parsed, dict):
-        raise InputError("--spec: expected a mapping such as '{type: intervals, widths: [5, 10]}'")
+    builder, files = builder_from_text(spec, Path.cwd(), "--spec")
+    refuse_overwriting(out_file, [data, *files], "--out")
     eng = MemoryEngine(
         data_source(data, delimiter, header, names)
     )
     if column not in eng.columns():
         raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
-    builder = builder_from_spec(parsed, Path.cwd(), "--spec")
     h = builder.build(sorted(eng.frame[column].unique()), name=column)
     write_arx_csv(h, out_file)
     out.print(f"wrote {out_file}: {len(h.leaves)} values, height {h.height}")
@@ -501,6 +495,7 @@ def flatten(
         missing=missing,
         on_orphans="drop" if orphans == "drop" else "error",
         out=out_file,
+        progress=True,
     )
     out.print(
         f"wrote {out_file}: {stats.persons:,} persons, {stats.events_kept:,} of {stats.events:,} events "

@@ -221,7 +221,7 @@ def anonymize_epsilon_safe(
 ) -> None:
     """``safeshare anonymize --algorithm epsilon-safe``: a verified release or, with ``dry_run``,
     ``distribution.csv`` and ``distribution.json`` (written atomically)."""
-    from safeshare.data.engines.factory import make_engine
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
     from safeshare.errors import ConfigError
     from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.workflows.epsilon_safe import NON_DP_WARNING, EpsilonSafeAnonymizer
@@ -236,7 +236,7 @@ def anonymize_epsilon_safe(
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
-    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, CONFIG_SWITCH)
     try:
         if dry_run:
             run = anonymizer.dry_run(engine)

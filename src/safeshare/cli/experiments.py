@@ -236,7 +236,7 @@ def sweep(
     from safeshare.config import load_config
     from safeshare.console import phase
     from safeshare.core.evaluation import Evaluator
-    from safeshare.data.engines.factory import make_engine
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
     from safeshare.io import publish, staging_directory
     from safeshare.utility.thesis import is_thesis_setting
     from safeshare.workflows.anonymizer import build_frequency_table
@@ -259,7 +259,7 @@ def sweep(
             assert test is not None and target is not None
             engine, task = _utility_task(cfg, test, target, test_skip_rows, missing, strip_target_dot)
         else:
-            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, CONFIG_SWITCH)
     read_s = time.perf_counter() - t0
     try:
         with phase("building the frequency table", quiet):

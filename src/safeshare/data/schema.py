@@ -148,6 +148,45 @@ DEFAULT_ROLES = (Role.IDENTIFYING, Role.INSENSITIVE)
 MAX_EMPTY_FRACTION = 0.5
 
 
+#: The advice of :func:`check_not_empty`'s refusal, for a configuration.
+CONFIG_EMPTY_HINT = "check input.delimiter, or declare a missing-value token (e.g. input.missing: ['?'])"
+
+
+def check_not_empty(
+    grouped: Any,
+    columns: Sequence[str],
+    count_column: str,
+    source: str = "the input",
+    hint: str = CONFIG_EMPTY_HINT,
+) -> None:
+    """Refuse a quasi-identifier that is empty in more than half of the records.
+
+    ``grouped`` holds distinct value tuples with their counts (a frequency
+    table), ``columns`` the quasi-identifiers to check. Mostly empty values are
+    the mark of a wrong delimiter (each line read as one field, the other
+    columns padded) or of a column that carries no information; either way,
+    generalizing it would publish nothing useful about the values that are
+    there. A declared missing token (``input.missing``, ``--missing``) replaces
+    ``''`` before this check, so columns that are mostly missing on purpose pass
+    when the token is declared. ``hint`` is the advice of the message (the
+    configuration's keys by default; a command gives its options). Every command
+    that reads quasi-identifiers applies it (``anonymize`` through
+    :meth:`Schema.check_not_empty`, ``inspect``).
+    """
+    total = int(grouped[count_column].sum())
+    if total == 0:
+        return
+    for qi in columns:
+        if qi not in grouped:
+            continue
+        empty = int(grouped.loc[grouped[qi].astype(str) == "", count_column].sum())
+        if empty > MAX_EMPTY_FRACTION * total:
+            raise DataError(
+                f"{source}: quasi-identifier {qi!r} is empty in {empty} of {total} records "
+                f"(more than {MAX_EMPTY_FRACTION:.0%}): {hint}"
+            )
+
+
 @dataclass
 class Schema:
     """The role of every column.
@@ -247,29 +286,9 @@ class Schema:
             )
 
     def check_not_empty(self, grouped: Any, count_column: str, source: str = "the input") -> None:
-        """Refuse a quasi-identifier that is empty in more than half of the records.
-
-        ``grouped`` holds distinct value tuples with their counts (a frequency
-        table). Mostly empty values are the mark of a wrong delimiter (each line
-        read as one field, the other columns padded) or of a column that carries
-        no information; either way, generalizing it would publish nothing
-        useful about the values that are there. A declared missing token
-        (``input.missing``) replaces ``''`` before this check, so columns that
-        are mostly missing on purpose pass when the token is declared.
-        """
-        total = int(grouped[count_column].sum())
-        if total == 0:
-            return
-        for qi in self.quasi_identifiers:
-            if qi not in grouped:
-                continue
-            empty = int(grouped.loc[grouped[qi].astype(str) == "", count_column].sum())
-            if empty > MAX_EMPTY_FRACTION * total:
-                raise DataError(
-                    f"{source}: quasi-identifier {qi!r} is empty in {empty} of {total} records "
-                    f"(more than {MAX_EMPTY_FRACTION:.0%}): check input.delimiter, or declare a "
-                    "missing-value token (e.g. input.missing: ['?'])"
-                )
+        """Refuse a quasi-identifier that is empty in more than half of the records
+        (:func:`check_not_empty` on :attr:`quasi_identifiers`)."""
+        check_not_empty(grouped, self.quasi_identifiers, count_column, source)
 
     def released_columns(self, available: Sequence[str]) -> list[str]:
         """Columns of the release, in input order: everything but identifying and text columns."""

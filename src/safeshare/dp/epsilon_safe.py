@@ -105,8 +105,11 @@ class EpsilonSafeParams:
             if value <= 0:
                 raise InputError(f"{name}: expected a number > 0, got {value!r}")
         rs = self.reference_size
-        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or rs < 1):
-            raise InputError(f"reference_size: expected an integer >= 1, got {rs!r}")
+        # The penalty divides by N_ref in float64: above 2**53 it is not even held exactly (and
+        # from 1.8e308 on the division raised OverflowError, an internal error).
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 1 <= rs <= 2**53):
+            shown = f"{rs!r}" if len(repr(rs)) <= 30 else f"an integer of {len(str(rs))} digits"
+            raise InputError(f"reference_size: expected an integer from 1 to 2**53, got {shown}")
         self.make_utility()  # validates utility, penalty, mode, sensitivity
 
     def make_utility(self) -> Utility:

@@ -97,7 +97,7 @@ def stored_samples(
     config: Path, n_samples: int = 10, seed: int = 2024, beta: float = 0.75
 ) -> list[StoredSample]:
     """Draw ``n_samples`` Bernoulli(``beta``) samples of the configured data (seeds ``seed + i``)."""
-    from safeshare.data.engines.factory import make_engine
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
 
     cfg = load_config(config)
     ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]
@@ -112,7 +112,7 @@ def stored_samples(
         algorithm_options={"params": params},
     )
     checker = EpsilonSafeAnonymizer(spec)
-    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, CONFIG_SWITCH)
     out = []
     try:
         checker.check_schema(engine.columns())

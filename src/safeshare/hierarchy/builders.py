@@ -45,10 +45,12 @@ builders: age bands by :class:`IntervalBuilder` (``widths: [10, 50]``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import itertools
 import math
+import re
 import string
 import types
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -57,10 +59,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from safeshare.config_checks import check_keys, read_yaml
+from safeshare.config_checks import check_keys, parse_yaml, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
+from safeshare.resources import check_memory
 
 if TYPE_CHECKING:
     from typing import Self
@@ -78,6 +81,7 @@ __all__ = [
     "MaskingBuilder",
     "SuppressionBuilder",
     "builder_from_spec",
+    "builder_from_text",
 ]
 
 
@@ -205,6 +209,20 @@ def _assemble(
     if top is not None:
         table = [(*row, top) for row in table]
     return Hierarchy(table, name=name)
+
+
+#: Memory of one label besides its characters (a str object and its slot in a row): an upper bound.
+_BYTES_PER_LABEL = 80
+
+
+def _check_labels_fit(name: str, n_values: int, levels: int, chars: int, hint: str) -> None:
+    """Refuse a hierarchy of ``n_values`` rows of ``levels`` labels (``chars`` characters in all)
+    that the memory cannot hold, before it is built (:func:`~safeshare.resources.check_memory`)."""
+    check_memory(
+        n_values * levels * _BYTES_PER_LABEL + chars,
+        f"{name}: a hierarchy of {n_values:,} values x {levels:,} levels",
+        hint,
+    )
 
 
 def _split_missing(values: Iterable[object], missing: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -399,6 +417,9 @@ class IntervalBuilder(_Configurable):
         params = [*widths, origin, *(b for b in (bottom, top_coding) if b is not None)]
         integral = all(q.denominator == 1 for q in (*numbers.values(), *params))
         pattern = self.label or ("{low}-{high}" if integral else "[{low}, {high})")
+        longest = max((len(v) for v in numbers), default=0) + len(pattern) + 40
+        chars = len(numbers) * len(widths) * longest
+        _check_labels_fit(name, len(numbers), len(widths), chars, "give fewer widths")
         # Level-wise label -> interval key, to catch label patterns that merge intervals.
         seen: list[dict[str, object]] = [{} for _ in widths]
         rows = []
@@ -440,15 +461,34 @@ class IntervalBuilder(_Configurable):
         return _assemble(rows, missing, len(widths), self.top, name)
 
 
+#: The largest width or precision in a label pattern's format spec (``{low:>4}``): a width of
+#: 3,000,000,000 made every label 3 GB.
+MAX_FORMAT_NUMBER = 100
+
+
 def _check_label_format(label: str) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(label) if f is not None]
+        parsed = [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(label) if f is not None]
+    except ValueError as exc:
+        raise ConfigError(
+            f"label {label!r} is not a valid pattern ({exc}); use the fields {{low}}, {{high}}, {{end}}"
+        ) from None
+    for _, spec in parsed:
+        if "{" in spec:
+            raise ConfigError(f"label {label!r}: a replacement field inside a format spec is not accepted")
+        largest = max((int(n) for n in re.findall(r"\d+", spec)), default=0)
+        if largest > MAX_FORMAT_NUMBER:
+            raise ConfigError(
+                f"label {label!r}: the width or precision {largest} is too large "
+                f"(at most {MAX_FORMAT_NUMBER})"
+            )
+    try:
         label.format(low=0, high=1, end=1)
     except (ValueError, KeyError, IndexError, AttributeError) as exc:
         raise ConfigError(
             f"label {label!r} is not a valid pattern ({exc}); use the fields {{low}}, {{high}}, {{end}}"
         ) from None
-    if not fields:
+    if not parsed:
         raise ConfigError(f"label {label!r} must contain {{low}} (and usually {{high}} or {{end}})")
 
 
@@ -675,6 +715,8 @@ class MaskingBuilder(_Configurable):
         real, missing = _split_missing(values, self.missing)
         longest = max((len(v) for v in real), default=0)
         height = longest if self.max_masked is None else min(self.max_masked, longest)
+        hint = f"set max_masked (the longest value has {longest:,} characters)"
+        _check_labels_fit(name, len(real), height, len(real) * height * longest, hint)
         rows = []
         for value in sorted(real):
             text = self._padded(value, longest)
@@ -704,6 +746,8 @@ class MaskingBuilder(_Configurable):
 
 
 # --------------------------------------------------------------------------- dates
+#: The fraction of a second after ``HH:MM:SS`` (DuckDB and both engines write up to 9 digits).
+_FRACTION = re.compile(r"(\d:\d\d)\.\d{1,9}(?!\d)")
 DATE_LEVELS = ("day", "week", "month", "quarter", "year", "decade")
 WEEK_STARTS = ("monday", "sunday")
 
@@ -736,7 +780,11 @@ class DateBuilder(_Configurable):
 
     ``format`` is the :func:`~datetime.datetime.strptime` format of the values
     (default ISO ``%Y-%m-%d``). A value in another format raises
-    :class:`HierarchyError` naming it and the format. The tokens in ``missing``
+    :class:`HierarchyError` naming it and the format. A Parquet or SQL timestamp
+    column reads as ``2021-01-20 00:00:00`` on both engines (its UTC time and
+    ``+00`` when it is time-zone aware), so it needs ``format: "%Y-%m-%d %H:%M:%S"``
+    (the error says so); with ``%S`` and no ``%f`` in the format, a fraction of a
+    second (``13:45:00.25``) is read and dropped. The tokens in ``missing``
     (default: the empty string) are kept as they are below the top.
     """
 
@@ -780,14 +828,15 @@ class DateBuilder(_Configurable):
         real, missing = _split_missing(values, self.missing)
         parsed: dict[str, dt.datetime] = {}
         for value in real:
-            try:
-                parsed[value] = dt.datetime.strptime(value.strip(), self.format)
-            except ValueError:
+            when = self._parse(value)
+            if when is None:
                 example = dt.datetime(2021, 1, 31, 13, 45).strftime(self.format)
                 raise HierarchyError(
                     f"{name}: value {value!r} is not a date in the format {self.format!r} "
-                    f"(e.g. {example!r}); if it marks an unknown value, declare it with missing: [{value!r}]"
-                ) from None
+                    f"(e.g. {example!r}){self._timestamp_hint(value)}; if it marks an unknown value, "
+                    f"declare it with missing: [{value!r}]"
+                )
+            parsed[value] = when
         labellers = [self._labeller(level) for level in self.levels]
         rows = []
         for value in sorted(parsed, key=lambda v: (parsed[v], v)):
@@ -798,6 +847,35 @@ class DateBuilder(_Configurable):
             except OverflowError:
                 raise HierarchyError(f"{name}: date {value!r} is too close to year 1 or 9999") from None
         return _assemble(rows, missing, len(self.levels), self.top, name)
+
+    def _parse(self, value: str, fmt: str | None = None) -> dt.datetime | None:
+        """``value`` read with ``fmt`` (default :attr:`format`); None when it does not match.
+
+        A format with seconds (``%S``) and no fraction (``%f``) also reads a value whose
+        seconds have one (``09:18:48.5``, as a timestamp column's text has when the
+        fraction is not zero): the fraction is dropped, no level is finer than a day.
+        """
+        fmt = self.format if fmt is None else fmt
+        text = value.strip()
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            pass
+        if "%S" in fmt and "%f" not in fmt:
+            whole = _FRACTION.sub(r"\1", text, count=1)
+            if whole != text:
+                with contextlib.suppress(ValueError):
+                    return dt.datetime.strptime(whole, fmt)
+        return None
+
+    def _timestamp_hint(self, value: str) -> str:
+        """Advice when ``value`` is a timestamp in :attr:`format` followed by a time of day."""
+        if "%H" in self.format:
+            return ""
+        for suffix in (" %H:%M:%S", " %H:%M:%S+00"):
+            if self._parse(value, self.format + suffix) is not None:
+                return f" but a timestamp: use format: {self.format + suffix!r}"
+        return ""
 
     def _week_start(self, day: dt.date) -> dt.date:
         shift = day.weekday() if self.week_start == "monday" else (day.weekday() + 1) % 7
@@ -956,3 +1034,22 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return builder
+
+
+def builder_from_text(
+    text: str, base_dir: Path, where: str = "--spec"
+) -> tuple[HierarchyBuilder, list[Path]]:
+    """The builder of a YAML mapping given as text (``hierarchy build --spec``), and the files it reads.
+
+    The text is parsed by the configuration's loader
+    (:func:`~safeshare.config_checks.parse_yaml`: no aliases, no duplicate keys, at most
+    1 MiB, no integer beyond a float), then made a builder by :func:`builder_from_spec`.
+    The files are those the spec names (``type: file``'s ``path``, ``grouping``'s
+    ``file``), relative to ``base_dir``: an output must not replace them.
+    """
+    spec = parse_yaml(text, where, "hierarchy spec")
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a mapping such as '{{type: intervals, widths: [5, 10]}}'")
+    builder = builder_from_spec(spec, base_dir, where)
+    files = [spec[key] for key in ("path", "file") if isinstance(spec.get(key), str | Path)]
+    return builder, [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]

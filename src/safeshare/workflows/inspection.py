@@ -12,12 +12,20 @@ from typing import Any
 import numpy as np
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine
+from safeshare.data.schema import check_not_empty
 from safeshare.errors import DataError, InputError
 from safeshare.risk.measures import records_at_risk
+
+#: The advice when a quasi-identifier is mostly empty (the options of ``safeshare inspect``).
+INSPECT_EMPTY_HINT = "check --delimiter, or declare a missing-value token (e.g. --missing '?')"
 
 
 def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 5) -> dict[str, Any]:
     """Class sizes of the raw data on ``quasi_identifiers``.
+
+    A quasi-identifier empty in more than half of the records is refused, as by
+    ``anonymize`` (:func:`~safeshare.data.schema.check_not_empty`): a wrong delimiter
+    would otherwise give reassuring figures.
 
     Returns records, classes, uniques (records alone in their class), records
     in classes smaller than ``k`` (and both as percentages), mean/median/max
@@ -39,6 +47,7 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     n = int(sizes.sum())
     if n == 0:
         raise DataError("the input has no records")
+    check_not_empty(grouped, qis, COUNT_COLUMN, getattr(engine, "label", "the input"), INSPECT_EMPTY_HINT)
     uniques = int(records_at_risk(sizes, 2))  # records alone in their class
     below = int(records_at_risk(sizes, k))
     return {

@@ -83,10 +83,9 @@ the column's name. (DuckDB's own CSV quoting differs: it quotes empty strings,
 
 Known differences with the memory engine:
 
-* Parquet/SQL ``TIMESTAMP``: pandas pads fractional seconds to the precision
-  of the whole column (``03:04:05.000`` when another row has milliseconds),
-  DuckDB prints each value minimally (``03:04:05``). ``BLOB``, ``TIME``,
-  ``INTERVAL`` and nested types: DuckDB's ``CAST`` text.
+* ``BLOB``, ``TIME``, ``INTERVAL`` and nested types: DuckDB's ``CAST`` text.
+  (Timestamps agree: the memory engine renders each value as DuckDB's ``CAST``,
+  :func:`safeshare.data.source.timestamp_text`; a time-zone aware one in UTC on both.)
 * ``UBIGINT`` values above ``2**63-1``: digits here; the memory engine's
   ``astype("Int64")`` wraps them around (``2**64-1`` becomes ``-1``).
 * CSV: errors where pandas reads something: mixed line endings (``\\n`` and
@@ -196,6 +195,8 @@ def text_expression(column_sql: str, duckdb_type: str) -> str:
         return f"CASE WHEN {c} IS NULL OR isnan({d}) THEN '' ELSE CAST({d} AS VARCHAR) END"
     if t == "VARCHAR":
         return f"COALESCE({c}, '')"
+    if t == "TIMESTAMP WITH TIME ZONE":  # UTC, not the session's time zone: the machine's
+        return f"COALESCE(CAST(timezone('UTC', {c}) AS VARCHAR) || '+00', '')"
     return f"COALESCE(CAST({c} AS VARCHAR), '')"
 
 
