@@ -259,7 +259,7 @@ def sweep(
             assert test is not None and target is not None
             engine, task = _utility_task(cfg, test, target, test_skip_rows, missing, strip_target_dot)
         else:
-            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, CONFIG_SWITCH)
+            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
     read_s = time.perf_counter() - t0
     try:
         with phase("building the frequency table", quiet):

@@ -112,7 +112,7 @@ def stored_samples(
         algorithm_options={"params": params},
     )
     checker = EpsilonSafeAnonymizer(spec)
-    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, CONFIG_SWITCH)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
     out = []
     try:
         checker.check_schema(engine.columns())
