@@ -127,3 +127,42 @@ def test_user_level_that_splits_a_group_is_refused() -> None:
                 ]
             }
         )
+
+
+# issue 18 item 5: the hierarchies file is read by the configuration's safe loader, labels are checked
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &a [1, 2]\nb: [*a, *a]\n", "YAML aliases"),
+        ("dimensions: []\ndimensions: []\n", "line 2: dimensions: duplicate key"),
+        (
+            'dimensions:\n  - {name: sex, leaves: ["f\\0", m], levels: [{code: s}]}\n',
+            r"dimensions\[0\].leaves\[0\]: 'f\\x00' holds the control character U\+0000",
+        ),
+        (
+            "dimensions:\n  - {name: sex, leaves: [f, m], levels: [{code: s}, {code: B, groups: "
+            '{"a\\nb": [f, m]}}]}\n',
+            r"dimensions\[0\].levels\[1\].groups: 'a\\nb' holds the control character U\+000A",
+        ),
+        (
+            'dimensions:\n  - {name: "s\\x1bx", leaves: [f, m], levels: [{code: s}]}\n',
+            r"dimensions\[0\].name",
+        ),
+        ('dimensions:\n  - {name: sex, leaves: [f, m], levels: [{code: "\\x85"}]}\n', r"levels\[0\].code"),
+    ],
+)
+def test_hierarchies_file_is_read_safely(tmp_path, text: str, message: str) -> None:
+    from safeshare.surveillance.policies import load_space
+
+    path = tmp_path / "h.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_space(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_dimensions_built_in_code_refuse_control_characters() -> None:
+    from safeshare.surveillance.policies import Dimension, Level
+
+    with pytest.raises(ConfigError, match="control character"):
+        Dimension("sex", ("f", "m"), (Level("s", ("f", "m")), Level("*", ("all\x00", "all\x00"))))

@@ -33,6 +33,7 @@ every fine bin to its group under a policy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -86,6 +87,9 @@ class Dimension:
             raise ConfigError(f"{where}: duplicate leaf labels")
         if not self.levels:
             raise ConfigError(f"{where}: no levels")
+        _text(self.name, "dimension name")
+        for label in (*self.leaves, *(g for lv in self.levels for g in (lv.code, *lv.groups))):
+            _text(label, where)
         codes = [lv.code for lv in self.levels]
         for code in codes:
             if len(code) != 1 or code.isspace():
@@ -275,6 +279,20 @@ def default_space() -> PolicySpace:
     return PolicySpace([age_dimension(), race, sex, eth])
 
 
+#: Characters refused in names, labels and codes: they would reach the released files (C0 and C1
+#: controls such as NUL, a line break or ESC, and the Unicode line and paragraph separators).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _text(value: object, where: str) -> str:
+    """``value`` as a label, refusing control characters (``where`` names the key path)."""
+    text = str(value)
+    hit = _CONTROL.search(text)
+    if hit is not None:
+        raise ConfigError(f"{where}: {text!r} holds the control character U+{ord(hit.group()):04X}")
+    return text
+
+
 def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
     """A user policy space from a parsed YAML/JSON mapping::
 
@@ -303,6 +321,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
         name, leaves, levels_spec = d.get("name"), d.get("leaves"), d.get("levels")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{path}.name: a non-empty string is required")
+        _text(name, f"{path}.name")
         if "age_widths" in d:
             widths, max_age = d["age_widths"], d.get("max_age", MAX_AGE)
             if (
@@ -321,7 +340,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
             continue
         if not isinstance(leaves, list) or not leaves:
             raise ConfigError(f"{path}.leaves: a non-empty list is required")
-        leaves_t = tuple(str(x) for x in leaves)
+        leaves_t = tuple(_text(x, f"{path}.leaves[{i}]") for i, x in enumerate(leaves))
         if not isinstance(levels_spec, list) or not levels_spec:
             raise ConfigError(f"{path}.levels: a non-empty list is required")
         levels = []
@@ -329,6 +348,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
             lpath = f"{path}.levels[{j}]"
             if not isinstance(lv, Mapping) or not isinstance(lv.get("code"), str):
                 raise ConfigError(f"{lpath}.code: a one-character string is required")
+            _text(lv["code"], f"{lpath}.code")
             if lv.get("suppress"):
                 levels.append(Level(lv["code"], (SUPPRESSED,) * len(leaves_t)))
                 continue
@@ -340,6 +360,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
                 raise ConfigError(f"{lpath}.groups: a mapping label -> leaves is required")
             of_leaf: dict[str, str] = {}
             for label, members in groups.items():
+                _text(label, f"{lpath}.groups")
                 for m in members if isinstance(members, list) else [members]:
                     if str(m) not in leaves_t:
                         raise ConfigError(f"{lpath}.groups.{label}: {m!r} is not a leaf of {name}")
@@ -360,17 +381,13 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
 def load_space(path: Path | str | None) -> PolicySpace:
     """The policy space of a YAML or JSON file (:func:`space_from_mapping`); the default space for None.
 
-    Errors are one line naming the file and the key path."""
+    The file is read by the configuration's safe loader (:func:`safeshare.config_checks.read_yaml`: no
+    aliases, no duplicate keys, a size limit). Errors are one line naming the file and the key path."""
     if path is None:
         return default_space()
-    import yaml
+    from safeshare.config_checks import read_yaml
 
-    try:
-        spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the hierarchies ({exc.strerror or exc})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a YAML/JSON file ({' '.join(str(exc).split())[:200]})") from None
+    spec = read_yaml(Path(path), "hierarchies")
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{path}: a mapping with 'dimensions' is required")
     try:
