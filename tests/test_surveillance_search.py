@@ -186,10 +186,27 @@ def test_bands_rows_and_their_keys(population) -> None:
             "minimal": [space.format(n) for n in at300.minimal],
         },
     ]
-    assert search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5)).bands()[0]["from"] == 0
+    # issue 18 item 2: volume 0 would make [0, next) share the finest policy; it is refused
+    with pytest.raises(InputError, match="--volumes: 0 is no case volume"):
+        search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5))
 
 
 def test_categorize_without_edges_is_one_category(population) -> None:
     # kills: the name "all" of the single category
     assert categorize(population, []) == {"all": ["99001", "99003", "99005"]}
     assert categorize(population, [8000]) == {">=8000": ["99001", "99003"], "<8000": ["99005"]}
+
+
+def test_region_draws_beyond_the_memory_budget_are_drawn_again(population, monkeypatch) -> None:
+    """With room for one region's draws at a time, the search evicts and redraws from each region's own
+    seed stream: the same results as with every region kept."""
+    from safeshare.surveillance import search as search_module
+
+    crit = RiskCriterion(sims=60, seed=2)
+    regions = list(population.regions)
+    kept = search_policies(population, regions, [11, 150, 300], crit, exhaustive=True)
+    monkeypatch.setattr(search_module, "available_memory", lambda: 4)
+    tight = search_policies(population, regions, [11, 150, 300], crit, exhaustive=True)
+    assert [(r.volume, r.acceptable, r.upper) for r in tight.results] == [
+        (r.volume, r.acceptable, r.upper) for r in kept.results
+    ]

@@ -483,3 +483,55 @@ def test_series_risk_takes_the_dense_path_at_a_tie_of_cells() -> None:
     np.testing.assert_array_equal(
         series_risk(fewer, grouping, 2, 1).marketer, series_risk_windows(fewer, grouping, 2, 1).marketer
     )
+
+
+# issue 18 items 9 and 10: hostile seeds and sizes, memory estimated before allocating, streamed draws
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: seeded(-1), "--seed: a whole number >= 0"),
+        (lambda: seeded(True), "--seed"),  # type: ignore[arg-type]
+        (lambda: pk_volume(np.ones(5, dtype=np.int64), (np.zeros(5, dtype=np.int64), 1), 2, k=10**11), "--k"),
+        (
+            lambda: simulate_series(
+                np.ones(5, dtype=np.int64), [1], (np.zeros(5, dtype=np.int64), 1), lag=10**30
+            ),
+            "--lag",
+        ),
+    ],
+)
+def test_hostile_parameters_are_input_errors(call, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        call()
+
+
+def test_memory_is_estimated_before_the_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    from safeshare.surveillance import simulate
+
+    pop, _space = _tiny_space_population()
+    monkeypatch.setattr(simulate, "available_memory", lambda: 1 << 20)  # 1 MiB
+    with pytest.raises(InputError, match=r"--sims 100000: .* would need about \d+ MiB of memory, more than"):
+        VolumeRisk(pop, 300, 100_000, seeded(0))
+    with pytest.raises(InputError, match=r"--sims 10000: .* series of 30 cases would need about"):
+        draw_series(pop, [10, 20], 10_000, seeded(0))
+    assert simulate.volume_bytes(60, 300, 1000) == 9 * 1000 * 60 * 2 + 1000 * 60 * 8
+    assert simulate.series_bytes(400, 30, 2, 1000) == 16 * 1000 * 30 + 32 * 1000 * 2 + 12 * 400
+
+
+def test_volume_draw_is_streamed_in_blocks_of_simulations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of simulations give exactly the draws of the same calls made by hand (and one block is the
+    single call of before: the default 1,000 simulations keep their numbers)."""
+    from safeshare.surveillance import simulate
+
+    pop, _ = _tiny_space_population()
+    colors = pop[pop > 0]
+    monkeypatch.setattr(simulate, "_DRAW_BLOCK_BYTES", 8 * colors.size * 7)  # blocks of 7 simulations
+    risk = VolumeRisk(pop, 50, 20, seeded(4))
+    rng = seeded(4)
+    blocks = [rng.multivariate_hypergeometric(colors, 50, size=n, method="count") for n in (7, 7, 6)]
+    np.testing.assert_array_equal(risk.bin_counts, np.concatenate(blocks))
+    monkeypatch.setattr(simulate, "_DRAW_BLOCK_BYTES", 64 << 20)
+    one = VolumeRisk(pop, 50, 20, seeded(4))
+    np.testing.assert_array_equal(
+        one.bin_counts, seeded(4).multivariate_hypergeometric(colors, 50, size=20, method="count")
+    )

@@ -30,6 +30,7 @@ volume); below the smallest volume nothing is shared.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,15 @@ from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.surveillance.inputs import Population
-from safeshare.surveillance.simulate import VolumeRisk, seeded, upper_quantile
+from safeshare.surveillance.simulate import (
+    VolumeRisk,
+    available_memory,
+    check_k,
+    check_seed,
+    check_sims,
+    seeded,
+    upper_quantile,
+)
 
 DO_NOT_SHARE = "do not share"
 
@@ -56,14 +65,13 @@ class RiskCriterion:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise InputError(f"--k: k must be >= 1, got {self.k}")
-        if not 0 <= self.threshold <= 1:
+        check_k(self.k)
+        if not 0 <= self.threshold <= 1:  # NaN fails too
             raise InputError(f"--threshold: a share in [0, 1] is required, got {self.threshold}")
         if not 0 < self.quantile <= 1:
             raise InputError(f"--quantile: a level in (0, 1] is required, got {self.quantile}")
-        if self.sims < 1:
-            raise InputError(f"--sims: at least 1 simulation is required, got {self.sims}")
+        check_sims(self.sims)
+        check_seed(self.seed)
 
 
 @dataclass
@@ -128,6 +136,45 @@ class PolicySearch:
         return rows
 
 
+class _RegionDraws:
+    """The regions' draws at one volume, kept for the policies checked next, least recently used
+    first out once they hold more than ``budget`` bytes: a category of hundreds of regions does not
+    hold every region's draws at once. An evicted region is drawn again from its own seed stream,
+    so its draws are the same (the search's result does not depend on the budget)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._draws: OrderedDict[str, VolumeRisk] = OrderedDict()
+
+    def get(self, region: str) -> VolumeRisk | None:
+        hit = self._draws.get(region)
+        if hit is not None:
+            self._draws.move_to_end(region)
+        return hit
+
+    def put(self, region: str, risk: VolumeRisk) -> VolumeRisk:
+        self._draws[region] = risk
+        while len(self._draws) > 1 and sum(r.nbytes for r in self._draws.values()) > self.budget:
+            self._draws.popitem(last=False)
+        return risk
+
+
+def check_volumes(volumes: Sequence[int]) -> list[int]:
+    """The distinct volumes, increasing; each a whole number of cases >= 1.
+
+    Volume 0 is refused: zero cases have PK 0 under every policy, so the band ``[0, next)`` would
+    share the finest policy with 1 .. next-1 cases. Below the smallest volume nothing is shared."""
+    vols = sorted({int(v) for v in volumes})
+    if not vols:
+        raise InputError("--volumes: at least one case volume is required")
+    if vols[0] < 1:
+        raise InputError(
+            f"--volumes: {vols[0]} is no case volume (each is a number of cases >= 1: below the smallest "
+            "volume nothing is shared, and zero cases would make every policy acceptable)"
+        )
+    return vols
+
+
 def search_policies(
     population: Population,
     regions: Sequence[str],
@@ -144,9 +191,7 @@ def search_policies(
     space = population.space
     if not regions:
         raise InputError("no regions to search")
-    vols = sorted({int(v) for v in volumes})
-    if not vols or vols[0] < 0:
-        raise InputError(f"case volumes must be >= 0, got {list(volumes)}")
+    vols = check_volumes(volumes)
     totals = population.totals
     for region in regions:
         population.region_index(region)
@@ -155,19 +200,20 @@ def search_policies(
                 f"region {region!r} has {totals[region]} people, fewer than the case volume {vols[-1]}"
             )
     by_size = sorted(regions, key=lambda r: totals[r])  # small regions fail first: checks stop early
+    budget = available_memory() // 4  # the draws kept for re-use; evicted ones are drawn again
     start = time.perf_counter()
     results = []
     for j, v in enumerate(vols):
         # draws are made lazily: a region is simulated only when a check reaches it
-        risks: dict[str, VolumeRisk] = {}
+        risks = _RegionDraws(budget)
         upper: dict[Node, float] = {}
 
-        def risk_of(region: str, v: int = v, risks: dict[str, VolumeRisk] = risks) -> VolumeRisk:
+        def risk_of(region: str, v: int = v, risks: _RegionDraws = risks) -> VolumeRisk:
             hit = risks.get(region)
             if hit is None:
                 index = population.region_index(region)
-                hit = risks[region] = VolumeRisk(
-                    population.of(region), v, crit.sims, seeded(crit.seed, index, v)
+                hit = risks.put(
+                    region, VolumeRisk(population.of(region), v, crit.sims, seeded(crit.seed, index, v))
                 )
             return hit
 
