@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -207,78 +206,3 @@ def evaluate(
         }
     )
     return Evaluation(frame, float(met.mean()) if len(met) else 1.0)
-
-
-def evaluation_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Table 2: one row per region with the shares for the static and dynamic policies."""
-    return pd.DataFrame(rows)
-
-
-def case_study_plot(
-    path: Any,
-    series: CaseSeries,
-    forecast: Schedule,
-    perfect: Schedule,
-    dynamic: Evaluation,
-    ideal: Evaluation,
-    search: PolicySearch,
-    lag: int,
-) -> None:
-    """The paper's Fig. 4 for one region: rolling sums (forecast vs realized) with the weekly
-    minima, the policy chosen each week from both, and the PK_k band of each sequence."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    space = search.space
-    crit = search.criterion
-    n_days = 7 * len(forecast.week_starts)
-    first = int(np.flatnonzero(series.dates == forecast.week_starts[0])[0]) if n_days else 0
-    days = np.arange(n_days)
-    actual = np.convolve(series.cases[first : first + n_days].astype(float), np.ones(lag))[:n_days]
-    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
-    top.plot(days, actual, color="tab:red", lw=1, label=f"{lag}-day sum, realized")
-    top.step(
-        np.arange(len(forecast.volumes)) * 7,
-        forecast.volumes,
-        where="post",
-        color="tab:blue",
-        label="weekly minimum, forecast",
-    )
-    top.plot(
-        np.arange(len(perfect.volumes)) * 7 + 3,
-        perfect.volumes,
-        "s",
-        color="tab:red",
-        ms=4,
-        label="weekly minimum, realized",
-    )
-    top.set_ylabel("cases")
-    top.legend(fontsize=7)
-    order = [DO_NOT_SHARE] + [space.format(r.best) for r in search.results if r.best is not None]
-    labels = list(dict.fromkeys(order))
-
-    def rank(nodes: list[Node | None]) -> list[int]:
-        codes = [space.format(n) if n is not None else DO_NOT_SHARE for n in nodes]
-        return [labels.index(c) if c in labels else len(labels) for c in codes]
-
-    weeks = np.arange(len(forecast.policies)) * 7 + 3
-    mid.plot(weeks, rank(forecast.policies), "^", color="tab:blue", label="from forecast")
-    mid.plot(weeks, rank(perfect.policies), "s", color="tab:red", mfc="none", label="from realized")
-    mid.set_yticks(range(len(labels)), labels, fontsize=7)
-    mid.legend(fontsize=7)
-    for ev, color, name in ((dynamic, "tab:blue", "forecast"), (ideal, "tab:red", "realized")):
-        f = ev.frame
-        bottom.fill_between(days[: len(f)], f["lower"], f["upper"], color=color, alpha=0.25)
-        bottom.plot(days[: len(f)], f["mean"], color=color, lw=1, label=f"policies from {name}")
-    bottom.axhline(crit.threshold, ls="--", color="black", lw=0.8)
-    bottom.set_ylabel(f"PK{crit.k}")
-    bottom.set_xlabel(f"days from {forecast.week_starts[0] if n_days else ''}")
-    bottom.legend(fontsize=7)
-    fig.suptitle(
-        f"region {series.region}: dynamic policy, {lag}-day lag, {crit.sims} simulations", fontsize=10
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
