@@ -361,6 +361,12 @@ def test_item10_select_and_evaluate_options(tmp_path: Path, capsys) -> None:
     _one_line_error(capsys, "--regions")
 
 
+def test_item10_a_column_kept_twice_is_exit_2(tmp_path: Path, capsys) -> None:
+    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "****"]
+    assert main([*args, "--keep", "case_id,case_id", "--out", str(tmp_path / "o")]) == 2
+    _one_line_error(capsys, "--keep: a column is named twice")
+
+
 # ------------------------------------------------------------------------------------------ item 11
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
 def test_item11_more_case_records_than_people_is_refused(tmp_path: Path, capsys, engine: str) -> None:

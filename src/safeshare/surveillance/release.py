@@ -389,6 +389,8 @@ def release_cases(
         raise InputError(f"--format: csv or parquet, got {fmt!r}")
     space = population.space
     keep = keep or []
+    if len(set(keep)) != len(keep):
+        raise InputError(f"--keep: a column is named twice ({', '.join(keep)})")
     for col in keep:
         if col not in engine.columns():
             raise InputError(f"--keep: {records_path} has no column {col!r}")
