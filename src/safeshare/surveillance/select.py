@@ -42,14 +42,26 @@ STATIC_AGE_BANDS = (0, 18, 50, 65)
 
 
 def static_grouping(population: Population) -> Grouping:
-    """The k-anonymous comparison policy (Table 2) as a fine-bin grouping."""
+    """The k-anonymous comparison policy (Table 2) as a fine-bin grouping: ages 0-17, 18-49, 50-64, 65+,
+    every other dimension in full, except where the space's :attr:`~.policies.PolicySpace.static_groups`
+    merges leaves (the paper's space: races other and multiple, as CDC's public-use data)."""
     space = population.space
     if space.names[:1] != ("age",):
         raise InputError("the static k-anonymous policy needs an 'age' first dimension")
-    ages = np.array([int(x.rstrip("+")) for x in space.dimensions[0].leaves])
-    age_groups = np.searchsorted(np.array(STATIC_AGE_BANDS), ages, side="right").astype(np.int64) - 1
-    rest = [space.level_groups(i, 0) for i in range(1, len(space.dimensions))]
-    return space.grouping_from_levels([age_groups, *rest])
+    per_dim = []
+    for i, dim in enumerate(space.dimensions):
+        if dim.name in space.static_groups:
+            seen: dict[str, int] = {}
+            labels = space.static_groups[dim.name]
+            per_dim.append(np.array([seen.setdefault(g, len(seen)) for g in labels], dtype=np.int64))
+        elif i == 0:
+            ages = np.array([int(x.rstrip("+")) for x in dim.leaves])
+            per_dim.append(
+                np.searchsorted(np.array(STATIC_AGE_BANDS), ages, side="right").astype(np.int64) - 1
+            )
+        else:
+            per_dim.append(space.level_groups(i, 0))
+    return space.grouping_from_levels(per_dim)
 
 
 def weekly_forecast(
