@@ -188,3 +188,15 @@ def test_user_hierarchies_file(tmp_path: Path, capsys) -> None:
     line = capsys.readouterr().err.strip()
     assert f"{path}: dimensions[0].age_widths" in line and "25 is not a multiple of 10" in line
     assert len(line.splitlines()) == 1
+
+
+def test_zero_windows_option(tmp_path: Path, capsys) -> None:
+    args = ["surveil", "select", "--population", POP, "--region", "99005", "--cases", CASES, "--sims", "20"]
+    for choice in ("keep", "drop"):
+        assert main([*args, "--zero-windows", choice, "--out", str(tmp_path / choice)]) == 0
+        assert json.loads((tmp_path / choice / "schedule.json").read_text())["zero_windows"] == choice
+    keep = pd.read_csv(tmp_path / "keep" / "schedule.csv")
+    drop = pd.read_csv(tmp_path / "drop" / "schedule.csv")
+    assert (drop["volume"] >= keep["volume"]).all() and (drop["volume"] > keep["volume"]).any()
+    assert main([*args, "--zero-windows", "maybe", "--out", str(tmp_path / "x")]) == 2
+    assert "--zero-windows: 'keep' or 'drop'" in capsys.readouterr().err

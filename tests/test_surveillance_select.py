@@ -88,3 +88,26 @@ def test_series_without_a_whole_week_is_refused(inputs) -> None:
     dates = np.datetime64("2020-08-03") + np.arange(5)
     with pytest.raises(InputError, match="no whole Sunday-Saturday week"):
         select_weekly(search, CaseSeries("99003", dates, np.ones(5, dtype=np.int64)), None)
+
+
+def test_zero_windows_keep_or_drop(inputs) -> None:
+    """Issue 22: a county that reports nothing on weekends shares nothing all series when zero windows
+    count in the weekly minimum (keep); dropping them (the paper's code, the default) shares every
+    weekday, and the volume is the minimum over the windows that hold cases, computed here directly."""
+    pop, _, _ = inputs
+    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(sims=60, seed=1))
+    start = np.datetime64("2020-08-02")  # a Sunday
+    weekday = np.tile([0, 30, 31, 32, 33, 34, 0], 4)  # nothing reported on Sundays and Saturdays
+    series = CaseSeries("99001", start + np.arange(28), weekday.astype(np.int64))
+    keep = select_weekly(search, series, None, lag=1, zero_windows="keep")
+    assert (keep.volumes == 0).all() and keep.policies == [None] * 4
+    drop = select_weekly(search, series, None, lag=1)
+    assert (drop.volumes == 30).all() and all(p is not None for p in drop.policies)
+    assert drop.policies == select_weekly(search, series, None, lag=1, zero_windows="drop").policies
+    lag2 = select_weekly(search, series, None, lag=2)
+    windows = np.convolve(weekday, np.ones(2))[:28].reshape(4, 7)
+    assert list(lag2.volumes) == [min(w[w > 0]) for w in windows]  # 30: Monday alone in week 1, then 34
+    empty = CaseSeries("99001", start + np.arange(7), np.zeros(7, dtype=np.int64))
+    assert select_weekly(search, empty, None).volumes.tolist() == [0.0]
+    with pytest.raises(InputError, match="--zero-windows"):
+        select_weekly(search, series, None, zero_windows="ignore")

@@ -62,6 +62,14 @@ HierOpt = Annotated[
         help="YAML/JSON policy space (dimensions, leaves, levels with codes); default: the 96 policies.",
     ),
 ]
+ZeroOpt = Annotated[
+    str,
+    typer.Option(
+        "--zero-windows",
+        help="drop (default, the paper's code) or keep the lagging windows of no cases in the weekly "
+        "minimum of daily releases.",
+    ),
+]
 RegionsOpt = Annotated[str | None, typer.Option("--regions", help="Comma-separated regions (default all).")]
 
 
@@ -216,6 +224,7 @@ def select_command(
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
+    zero_windows: ZeroOpt = "drop",
     hierarchies: HierOpt = None,
 ) -> None:
     """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
@@ -238,6 +247,7 @@ def select_command(
             sims=sims,
             seed=seed,
             layout=layout,
+            zero_windows=zero_windows,
             hierarchies=hierarchies,
             out=out_dir,
             progress=progress,
@@ -262,6 +272,7 @@ def evaluate_command(
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
+    zero_windows: ZeroOpt = "drop",
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
 ) -> None:
@@ -284,6 +295,7 @@ def evaluate_command(
             sims=sims,
             seed=seed,
             layout=layout,
+            zero_windows=zero_windows,
             hierarchies=hierarchies,
             out=out_dir,
             plots=plots,

@@ -116,9 +116,18 @@ def select_weekly(
     weekly: bool = False,
     priority: Sequence[str] = (),
     value: str = "point",
+    zero_windows: str = "drop",
 ) -> Schedule:
     """Choose a policy for every whole Sunday-Saturday week of a daily series (``forecasts=None``:
-    perfect forecasts, i.e. the realized counts)."""
+    perfect forecasts, i.e. the realized counts).
+
+    ``zero_windows`` (daily releases): ``drop`` takes the week's minimum over the lagging windows that
+    hold cases, as the paper's code does (``cases[cases.gt(0)]``); ``keep`` over every window, so a
+    week with a day of no cases in its window (a weekend without reports) shares nothing. Dropping is
+    the default: a window of no cases releases no record, so it cannot be at risk, and every window
+    that does release records holds at least the minimum taken."""
+    if zero_windows not in ("drop", "keep"):
+        raise InputError(f"--zero-windows: 'keep' or 'drop', got {zero_windows!r}")
     if series.step_days != 1:
         raise InputError(f"region {series.region!r}: weekly selection needs a daily case series")
     sundays = np.flatnonzero((series.dates.astype("datetime64[D]").view("int64") - 3) % 7 == 0)
@@ -139,7 +148,12 @@ def select_weekly(
     else:
         roll = np.convolve(np.nan_to_num(daily, nan=np.inf), np.ones(lag), mode="full")[: len(daily)]
         roll[np.repeat(np.isnan(weekly_values), 7)] = np.nan
-        volumes = np.array([np.min(roll[7 * w : 7 * w + 7]) for w in range(n_weeks)]) if n_weeks else roll[:0]
+        by_week = roll.reshape(n_weeks, 7)
+        if zero_windows == "drop":  # windows of no cases release nothing; a week of none stays 0
+            nonzero = np.where(by_week == 0, np.inf, by_week)
+            volumes = np.where(np.isinf(nonzero.min(axis=1)), 0.0, nonzero.min(axis=1))
+        else:
+            volumes = by_week.min(axis=1)
     policies = [choose(search, float(v), priority) for v in volumes]
     return Schedule(series.region, starts, volumes, policies)
 

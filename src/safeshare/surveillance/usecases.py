@@ -431,6 +431,7 @@ class SelectResult:
     weekly: bool
     priority: list[str]
     criterion: RiskCriterion
+    zero_windows: str = "drop"
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -444,6 +445,7 @@ class SelectResult:
             "forecasts": self.forecasts,
             "lag": self.lag,
             "weekly": self.weekly,
+            "zero_windows": self.zero_windows,
             "priority": self.priority,
             "criterion": vars(self.criterion),
             "weeks": self.frame.to_dict(orient="records"),
@@ -474,6 +476,7 @@ def select(
     sims: int = 1000,
     seed: int = 0,
     layout: str = "long",
+    zero_windows: str = "drop",
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     progress: Progress = _silent,
@@ -484,6 +487,7 @@ def select(
     vols = check_volumes(volumes)
     check_lag(lag)
     _forecast_value(forecast_value)
+    _check_zero_windows(zero_windows)
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
@@ -496,7 +500,16 @@ def select(
         check_forecasts_fit(fc, pop, str(forecasts))
     usable = [v for v in vols if v <= pop.totals[region]]
     found = search_policies(pop, [region], usable, crit, progress=_tick(progress, "searching policies"))
-    sched = select_weekly(found, series, fc, lag=lag, weekly=weekly, priority=priority, value=forecast_value)
+    sched = select_weekly(
+        found,
+        series,
+        fc,
+        lag=lag,
+        weekly=weekly,
+        priority=priority,
+        value=forecast_value,
+        zero_windows=zero_windows,
+    )
     result = SelectResult(
         space,
         region,
@@ -506,6 +519,7 @@ def select(
         weekly,
         list(priority),
         crit,
+        zero_windows,
     )
     if out is not None:
         _publish(out, result.write)
@@ -521,6 +535,11 @@ def _forecast_value(value: str) -> None:
         level = float("nan")
     if not 0 <= level <= 1:
         raise InputError(f"--forecast-value: 'point' or a quantile level in [0, 1], got {value!r}")
+
+
+def _check_zero_windows(zero_windows: str) -> None:
+    if zero_windows not in ("drop", "keep"):
+        raise InputError(f"--zero-windows: 'keep' or 'drop', got {zero_windows!r}")
 
 
 def _check_priority(space: PolicySpace, priority: Sequence[str]) -> None:
@@ -578,6 +597,7 @@ class EvaluationResult:
     priority: list[str]
     criterion: RiskCriterion
     plots: bool = True
+    zero_windows: str = "drop"
 
     @property
     def table(self) -> pd.DataFrame:
@@ -605,6 +625,7 @@ class EvaluationResult:
         return {
             "lag": self.lag,
             "weekly": self.weekly,
+            "zero_windows": self.zero_windows,
             "priority": self.priority,
             "criterion": vars(self.criterion),
             "regions": self.table.to_dict(orient="records"),
@@ -651,6 +672,7 @@ def evaluate(
     sims: int = 1000,
     seed: int = 0,
     layout: str = "long",
+    zero_windows: str = "drop",
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
@@ -661,6 +683,7 @@ def evaluate(
     crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
     vols = check_volumes(volumes)
     check_lag(lag)
+    _check_zero_windows(zero_windows)
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
@@ -675,8 +698,12 @@ def evaluate(
         series = _series_of(series_all, region, pop, cases)
         usable = [v for v in vols if v <= pop.totals[region]]
         found = search_policies(pop, [region], usable, crit)
-        dyn_sched = select_weekly(found, series, fc, lag=lag, weekly=weekly, priority=priority)
-        perf_sched = select_weekly(found, series, None, lag=lag, weekly=weekly, priority=priority)
+        dyn_sched = select_weekly(
+            found, series, fc, lag=lag, weekly=weekly, priority=priority, zero_windows=zero_windows
+        )
+        perf_sched = select_weekly(
+            found, series, None, lag=lag, weekly=weekly, priority=priority, zero_windows=zero_windows
+        )
         done.append(
             RegionEvaluation(
                 region,
@@ -691,7 +718,7 @@ def evaluate(
             )
         )
         progress("evaluating regions", i + 1, len(region_list))
-    result = EvaluationResult(space, done, lag, weekly, list(priority), crit, plots)
+    result = EvaluationResult(space, done, lag, weekly, list(priority), crit, plots, zero_windows)
     if out is not None:
         _publish(out, result.write)
     return result
