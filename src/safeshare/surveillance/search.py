@@ -52,6 +52,8 @@ from safeshare.surveillance.simulate import (
 )
 
 DO_NOT_SHARE = "do not share"
+#: The risk measures a policy can be searched for.
+RISKS = ("pk", "marketer")
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,13 @@ class RiskCriterion:
     quantile: float = 0.975
     sims: int = 1000
     seed: int = 0
+    #: ``pk`` (PK_k of the records of one window) or ``marketer`` (the amortized risk of a cumulative
+    #: release, the paper's supplement: volumes are then the records released so far)
+    risk: str = "pk"
 
     def __post_init__(self) -> None:
+        if self.risk not in RISKS:
+            raise InputError(f"--risk: one of {', '.join(RISKS)}, got {self.risk!r}")
         check_k(self.k)
         if not 0 <= self.threshold <= 1:  # NaN fails too
             raise InputError(f"--threshold: a share in [0, 1] is required, got {self.threshold}")
@@ -87,6 +94,8 @@ class VolumeResult:
     #: the first region over the threshold: the maximum over all regions for an acceptable policy, a
     #: value above the threshold (not necessarily the maximum) for the others
     upper: dict[Node, float] = field(default_factory=dict)
+    #: the regions searched at this volume: those with at least ``volume`` people (the paper's code too)
+    regions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -98,6 +107,29 @@ class PolicySearch:
     criterion: RiskCriterion
     results: list[VolumeResult]
     elapsed_s: float
+    #: volumes above the people of every region: not searched
+    unsearched: list[int] = field(default_factory=list)
+
+    def volume_notes(self, totals: dict[str, int]) -> str | None:
+        """One line on the volumes some region cannot hold (``None`` when every region holds every
+        volume): which regions each was searched without, and which volumes no region holds."""
+        parts = []
+        for res in self.results:
+            left_out = [r for r in self.regions if r not in res.regions]
+            if left_out:
+                shown = ", ".join(f"{r} ({totals[r]:,})" for r in left_out[:3])
+                more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+                parts.append(f"{res.volume:,} searched without {shown}{more}")
+        if self.unsearched:
+            parts.append(
+                f"{', '.join(f'{v:,}' for v in self.unsearched)} above every region's people: not searched"
+            )
+        if not parts:
+            return None
+        return (
+            "volumes above a region's people (each searched in the regions that can hold it): "
+            + "; ".join(parts)
+        )
 
     def acceptable_at(self, cases: float) -> list[Node]:
         """The acceptable policies for ``cases`` new cases: those of the largest volume <= cases."""
@@ -195,15 +227,18 @@ def search_policies(
     totals = population.totals
     for region in regions:
         population.region_index(region)
-        if totals[region] < vols[-1]:
-            raise InputError(
-                f"region {region!r} has {totals[region]} people, fewer than the case volume {vols[-1]}"
-            )
-    by_size = sorted(regions, key=lambda r: totals[r])  # small regions fail first: checks stop early
     budget = available_memory() // 4  # the draws kept for re-use; evicted ones are drawn again
     start = time.perf_counter()
     results = []
+    unsearched = []
     for j, v in enumerate(vols):
+        # a volume is searched in the regions that can hold it (at least v people), as the paper's code
+        by_size = sorted((r for r in regions if totals[r] >= v), key=lambda r: totals[r])
+        if not by_size:
+            unsearched.append(v)
+            if progress is not None:
+                progress(j + 1, len(vols))
+            continue
         # draws are made lazily: a region is simulated only when a check reaches it
         risks = _RegionDraws(budget)
         upper: dict[Node, float] = {}
@@ -217,15 +252,22 @@ def search_policies(
                 )
             return hit
 
-        def predicate(node: Node, v: int = v, upper: dict[Node, float] = upper) -> bool:
-            if 0 < v < crit.k:
+        def predicate(
+            node: Node, v: int = v, upper: dict[Node, float] = upper, by_size: list[str] = by_size
+        ) -> bool:
+            if crit.risk == "pk" and v < crit.k:
                 upper[node] = 1.0  # fewer records than k: every group is smaller than k, PK_k = 1
                 return crit.threshold >= 1.0
             grouping = space.grouping(node)
             worst = 0.0
             for region in by_size:
-                pk = risk_of(region).pk(grouping, crit.k, key=node)
-                worst = max(worst, upper_quantile(pk, crit.quantile))
+                risk = risk_of(region)
+                values = (
+                    risk.pk(grouping, crit.k, key=node)
+                    if crit.risk == "pk"
+                    else risk.marketer(grouping, key=node)
+                )
+                worst = max(worst, upper_quantile(values, crit.quantile))
                 if worst > crit.threshold:
                     break  # one failing region settles it
             upper[node] = worst
@@ -239,10 +281,12 @@ def search_policies(
             minimal, checked, _ = find_minimal_nodes(space.lattice, predicate)
             passing = [n for n in space.policies() if any(space.lattice.leq(m, n) for m in minimal)]
         best, _ = choose_best(minimal, space.precision_loss)
-        results.append(VolumeResult(v, sorted(minimal), sorted(passing), best, checked, upper))
+        results.append(
+            VolumeResult(v, sorted(minimal), sorted(passing), best, checked, upper, tuple(by_size))
+        )
         if progress is not None:
             progress(j + 1, len(vols))
-    return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start)
+    return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start, unsearched)
 
 
 def categorize(population: Population, edges: Sequence[int]) -> dict[str, list[str]]:

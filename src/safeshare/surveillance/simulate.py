@@ -45,7 +45,7 @@ How it is computed (vectorized across simulations; exact, not approximate):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -230,6 +230,7 @@ class VolumeRisk:
         self.sims = sims
         self._populated = np.flatnonzero(population > 0)
         colors = population[self._populated]
+        self._colors = colors
         require_memory(
             volume_bytes(colors.size, self.volume, sims),
             f"--sims {sims}: {sims:,} simulations of {self.volume:,} cases in {colors.size:,} populated bins",
@@ -339,6 +340,20 @@ class VolumeRisk:
         out: FloatArray = self.at_risk(grouping, k, key) / self.volume
         return out
 
+    def marketer(self, grouping: Grouping, key: object = None) -> FloatArray:
+        """The marketer (amortized) risk of releasing the drawn cases at once, per simulation:
+        ``(1/v) sum_g f_g / F_g`` (Dankar & El Emam 2010; the paper's supplement), from the rolled-up
+        group counts ``f_g`` and the people ``F_g`` of each group. Its expectation is exactly ``J/N``
+        (``J`` groups with people, ``N`` people) under uniform sampling; merging groups never raises it
+        (``(a+c)/(b+d) <= max(a/b, c/d)``), so it is monotone along the lattice for every draw."""
+        if self.volume == 0:
+            return np.zeros(self.sims)
+        dense, n_groups = self._dense(grouping)
+        people = np.bincount(dense, weights=self._colors, minlength=n_groups)
+        counts = self._counts(grouping, key)  # groups x sims
+        out: FloatArray = np.asarray((1.0 / people) @ counts, dtype=np.float64) / self.volume
+        return out
+
     def pk_records(self, grouping: Grouping, k: int) -> FloatArray:
         """PK_k counted record by record (each case's group size in its simulation): an independent
         path over :attr:`records`, kept to cross-check the roll-up in the tests."""
@@ -410,11 +425,24 @@ def draw_series(
 
 @dataclass(frozen=True)
 class SeriesRisk:
-    """Per simulation and period: PK_k of the lagging window and marketer risk of the cumulative release."""
+    """Per simulation and period: PK_k of the lagging window and marketer risk of the cumulative release.
+
+    ``weight`` holds, per simulation and period, ``sum 1 / F_g(r)`` over the period's records (the
+    marketer risk's numerator, period by period: a release whose periods are generalized by different
+    policies adds each period's weight under its own policy); ``pk_more`` the PK of further ``k``."""
 
     pk: FloatArray  # sims x periods
     marketer: FloatArray  # sims x periods
     window_cases: IntArray  # records in each period's lagging window
+    weight: FloatArray | None = None  # sims x periods
+    k: int = 0
+    pk_more: dict[int, FloatArray] = field(default_factory=dict)
+
+    def pk_of(self, k: int) -> FloatArray:
+        """PK_k for ``k`` (the main one or one of ``ks``)."""
+        if k == self.k or (not self.k and not self.pk_more):
+            return self.pk
+        return self.pk_more[k]
 
     def band(self, what: str = "pk") -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(mean, lower, upper)`` per period (lower/upper: the 2.5% and 97.5% quantiles)."""
@@ -434,17 +462,20 @@ def _groups_of(draw: SeriesDraw, grouping: Grouping) -> tuple[IntArray, int, Flo
     return out_dense, n_groups, people
 
 
-def series_risk(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def series_risk(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The risk of releasing the drawn cases under one policy (see the module docstring), by whichever
     of two exact computations touches fewer cells: the window loop (:func:`series_risk_windows`,
     ``sims x cases x lag``) or the dense counts (:func:`series_risk_dense`, ``sims x periods x
-    groups``, for coarse policies: measured 2-3x faster up to ~100 groups over 200 periods)."""
+    groups``, for coarse policies: measured 2-3x faster up to ~100 groups over 200 periods). ``ks``:
+    further values of k measured on the same windows (``SeriesRisk.pk_of``)."""
     _check_series_args(k, lag)
     group_of_bin = np.asarray(grouping[0], dtype=np.int64)[draw.populated]
     n_groups = np.unique(group_of_bin).size
     if draw.cases.size * n_groups <= draw.order.shape[1]:
-        return series_risk_dense(draw, grouping, k, lag)
-    return series_risk_windows(draw, grouping, k, lag)
+        return series_risk_dense(draw, grouping, k, lag, ks)
+    return series_risk_windows(draw, grouping, k, lag, ks)
 
 
 #: The longest lagging window accepted, in periods (about 27 years of days).
@@ -465,7 +496,9 @@ def _check_series_args(k: int, lag: int) -> None:
     check_lag(lag)
 
 
-def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def series_risk_windows(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The window loop: the records of period ``t``'s lagging window are one contiguous slice of every
     simulation's sequence, so each window is one ``bincount`` over ``simulations x groups`` and one
     gather (simulations in cache-sized chunks). The marketer risk needs no counts: ``sum_g f_g / F_g``
@@ -476,16 +509,18 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
     the class sizes of every window would cost the dense path's memory at fine policies); it is tested
     equal to those shared definitions (``tests/test_surveillance_simulate.py``)."""
     _check_series_args(k, lag)
+    more = _more_ks(k, ks)
     sims, periods = draw.order.shape[0], draw.cases.size
     dense, n_groups, people = _groups_of(draw, grouping)
     cum_cases = np.concatenate([[0], np.cumsum(draw.cases)])
     first = cum_cases[np.maximum(np.arange(1, periods + 1) - lag, 0)]
     window = cum_cases[1:] - first
-    pk = np.zeros((sims, periods))
+    pks = {kk: np.zeros((sims, periods)) for kk in (k, *more)}
     marketer = np.zeros((sims, periods))
+    weight = np.zeros((sims, periods))
     nonempty = np.flatnonzero(draw.cases > 0)
     if not nonempty.size:
-        return SeriesRisk(pk, marketer, window.astype(np.int64))
+        return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
     # simulations in chunks whose (chunk x groups) count array stays in cache: bincount zero-fills its
     # whole output each call, which for all simulations at fine policies cost more than the counting
     chunk = max(1, min(sims, _CACHE_CELLS // max(1, n_groups)))
@@ -501,18 +536,27 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
         for t, lo, hi in spans:
             keys = groups[:, lo:hi].ravel()
             size = np.bincount(keys, minlength=c * n_groups)
-            pk[start:stop, t] = (size[keys] < k).reshape(c, hi - lo).sum(axis=1) / (hi - lo)
+            sizes = size[keys]
+            for kk, pk in pks.items():
+                pk[start:stop, t] = (sizes < kk).reshape(c, hi - lo).sum(axis=1) / (hi - lo)
         # marketer: sum_g f_g / F_g = the sum of 1 / F_g(r) over the released records
-        per_period = np.zeros((c, periods))
+        per_period = weight[start:stop]
         weights = weight_of_bin[draw.order[start:stop]]
         per_period[:, nonempty] = np.add.reduceat(weights, cum_cases[nonempty], axis=1)
         marketer[start:stop] = np.divide(
             np.cumsum(per_period, axis=1), cumulative, out=np.zeros((c, periods)), where=cumulative > 0
         )
-    return SeriesRisk(pk, marketer, window.astype(np.int64))
+    return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
 
 
-def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def _more_ks(k: int, ks: Sequence[int]) -> list[int]:
+    """The further values of k (checked), without ``k`` itself and without repeats."""
+    return [check_k(kk) for kk in dict.fromkeys(ks) if kk != k]
+
+
+def series_risk_dense(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The risk from dense ``sims x periods x groups`` counts (chunked) and their cumulative sums,
     measured by the shared :func:`~safeshare.risk.measures.pk_share` and
     :func:`~safeshare.risk.measures.marketer_risk`; used for coarse policies, tested equal to the window
@@ -526,8 +570,11 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
     people = np.bincount(dense, weights=draw.population, minlength=n_groups)
     cum_cases = np.concatenate([[0], np.cumsum(draw.cases)])
     window = cum_cases[1:] - cum_cases[np.maximum(np.arange(1, periods + 1) - lag, 0)]
-    pk = np.zeros((sims, periods))
+    more = _more_ks(k, ks)
+    pks = {kk: np.zeros((sims, periods)) for kk in (k, *more)}
     marketer = np.zeros((sims, periods))
+    weight = np.zeros((sims, periods))
+    inverse = 1.0 / np.maximum(people, 1)
     chunk = max(1, _BLOCK // max(1, periods * n_groups))
     for start in range(0, sims, chunk):
         stop = min(sims, start + chunk)
@@ -540,9 +587,11 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
         if lag < periods:
             lagged[:, lag:] = cum[:, : periods - lag]
         # the class sizes of every window and cumulative release, measured by the shared definitions
-        pk[start:stop] = pk_share(cum - lagged, k, axis=2)
+        for kk, pk in pks.items():
+            pk[start:stop] = pk_share(cum - lagged, kk, axis=2)
         marketer[start:stop] = marketer_risk(cum, people, axis=2)
-    return SeriesRisk(pk, marketer, window.astype(np.int64))
+        weight[start:stop] = per_period @ inverse
+    return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
 
 
 def simulate_series(
