@@ -136,9 +136,10 @@ def test_simulate_compare_writes_a_band_per_policy(tmp_path: Path) -> None:
 def test_search_by_population_size_category(tmp_path: Path) -> None:
     """--categories: one search per category (the Fig. 3 table: a column per category), equal to the
     API's search over the category's regions."""
+    from safeshare.surveillance.categories import categorize
     from safeshare.surveillance.inputs import read_population
     from safeshare.surveillance.policies import default_space
-    from safeshare.surveillance.search import RiskCriterion, categorize, search_policies
+    from safeshare.surveillance.search import RiskCriterion, search_policies
 
     args = ["surveil", "search", "--population", POP, "--volumes", "11,150,500", "--categories", "5000,20000"]
     assert main([*args, "--sims", "30", "--seed", "4", "--out", str(tmp_path)]) == 0

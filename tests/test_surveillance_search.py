@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from safeshare.errors import InputError
+from safeshare.surveillance.categories import categorize
 from safeshare.surveillance.inputs import read_population
 from safeshare.surveillance.policies import default_space
-from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, categorize, search_policies
+from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, search_policies
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "surveillance"
 

@@ -68,7 +68,10 @@ def test_dynamic_policy_meets_the_threshold_far_more_often_than_static(inputs) -
     static = evaluate(pop, series, static_grouping(pop), search, lag=1)
     assert static.share_met < 0.2 < 0.8 < dynamic.share_met
     assert perfect.share_met == 1.0
-    assert list(dynamic.frame.columns) == ["period", "cases", "policy", "mean", "lower", "upper", "met"]
+    assert list(dynamic.frame.columns) == [
+        *["period", "cases", "policy", "mean", "lower", "upper", "met"],
+        *["marketer_mean", "marketer_lower", "marketer_upper"],
+    ]
 
 
 def test_static_policy_grouping(inputs) -> None:
@@ -111,3 +114,71 @@ def test_zero_windows_keep_or_drop(inputs) -> None:
     assert select_weekly(search, empty, None).volumes.tolist() == [0.0]
     with pytest.raises(InputError, match="--zero-windows"):
         select_weekly(search, series, None, zero_windows="ignore")
+
+
+def test_cumulative_selection_never_decreases_granularity(inputs) -> None:
+    """--approach cumulative (the supplement's marketer approach): the volume of each week is the count
+    of records released before it (computed here from the series), every chosen policy is acceptable at
+    it (at some searched volume <= it) and at least as fine as the week before."""
+    from safeshare.surveillance.select import select_cumulative
+
+    pop, cases, _ = inputs
+    space = pop.space
+    crit = RiskCriterion(sims=100, seed=1, threshold=0.05, risk="marketer")
+    volumes = [11, 50, 100, 200, 400, 800, 1600, 3200]
+    for region in ("99001", "99003"):
+        search = search_policies(pop, [region], [v for v in volumes if v <= pop.totals[region]], crit)
+        series = cases[region]
+        sched = select_cumulative(search, series, ["age"])
+        assert list(sched.volumes) == [int(series.cases[: 7 * w].sum()) for w in range(len(sched.volumes))]
+        previous = None
+        for volume, node in zip(sched.volumes, sched.policies, strict=True):
+            if node is None:
+                assert previous is None and not any(
+                    r.acceptable for r in search.results if r.volume <= volume
+                )
+                continue
+            assert any(node in r.acceptable for r in search.results if r.volume <= volume)
+            if previous is not None:
+                assert space.lattice.leq(node, previous), (space.format(node), space.format(previous))
+            previous = node
+        assert sched.policies[-1] is not None and sched.policies[0] is None  # nothing before any record
+    with pytest.raises(InputError, match="--approach cumulative needs the marketer risk"):
+        select_cumulative(search_policies(pop, ["99003"], [11], RiskCriterion(sims=5)), cases["99003"])
+
+
+def test_amortized_risk_band_of_a_schedule_record_by_record(inputs) -> None:
+    """The evaluation's amortized (marketer) risk: per simulation, the mean of 1 / F_g(r) over the records
+    released so far, each generalized by its own period's policy; "do not share" periods release none."""
+    from safeshare.surveillance.select import RiskCache, draw_scheduled, evaluate_policies
+
+    pop, cases, _ = inputs
+    space = pop.space
+    series = cases["99005"]
+    crit = RiskCriterion(sims=30, seed=2)
+    starts = series.dates[0:28:7]
+    scheduled = draw_scheduled(pop, series, starts, crit)
+    codes = ["****", None, "4*s*", "2Bse"]
+    per_day = [space.parse(c) if c else None for c in codes for _ in range(7)]
+    ev = evaluate_policies(RiskCache(space, scheduled.draw, 1, [11]), scheduled.dates, per_day, crit)
+    draw = scheduled.draw
+    people = pop.of("99005")
+    bins = draw.populated
+    expected = np.zeros((crit.sims, 28))
+    for s in range(crit.sims):
+        total, count = 0.0, 0
+        for day in range(28):
+            node = per_day[day]
+            lo, hi = int(draw.cases[:day].sum()), int(draw.cases[: day + 1].sum())
+            if node is not None:
+                group_of_bin = space.grouping(node)[0]
+                for b in draw.order[s, lo:hi]:
+                    group = group_of_bin[bins[b]]
+                    total += 1.0 / people[group_of_bin == group].sum()
+                    count += 1
+            expected[s, day] = total / count if count else 0.0
+    np.testing.assert_allclose(ev.frame["marketer_mean"], expected.mean(axis=0))
+    assert (ev.frame["policy"][7:14] == "do not share").all()
+    weekly = scheduled.weekly()
+    assert weekly.draw.cases.tolist() == [int(series.cases[7 * w : 7 * w + 7].sum()) for w in range(4)]
+    assert (weekly.draw.order == draw.order).all()  # the same people, in the same order

@@ -34,7 +34,6 @@ surveil_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_VOLUMES = "10,11,20,50,75,150,300,500,750"
 
 PopOpt = Annotated[
     Path, typer.Option("--population", help="Population table region,age,race,sex,ethnicity,count.")
@@ -50,7 +49,26 @@ SeedOpt = Annotated[
 ]
 ThrOpt = Annotated[float, typer.Option("--threshold", help="Largest acceptable PK_k upper quantile.")]
 QOpt = Annotated[float, typer.Option("--quantile", help="Quantile of PK_k compared with the threshold.")]
-VolOpt = Annotated[str, typer.Option("--volumes", help="Comma-separated case volumes (each >= 1) to search.")]
+VolOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--volumes",
+        help="Comma-separated case volumes (each >= 1) to search; default 10,11,20,50,75,150,300,500,750 "
+        "(cumulative counts 11 .. 50000 for the marketer risk).",
+    ),
+]
+KsOpt = Annotated[
+    str, typer.Option("--k", help="k of PK_k; several in one run, e.g. 5,11,20 (the supplement's).")
+]
+CatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--categories",
+        help="Regions by population size: 'paper' (<1,000; 1,000-50,000; 50,000-100,000; "
+        "100,000-1,000,000; >1,000,000) or edges such as 10000,100000; a policy is acceptable at a "
+        "volume when it is in every region of the category that can hold it.",
+    ),
+]
 WeeklyOpt = Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")]
 PriorityOpt = Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")]
 LayoutOpt = Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")]
@@ -71,6 +89,16 @@ ZeroOpt = Annotated[
     ),
 ]
 RegionsOpt = Annotated[str | None, typer.Option("--regions", help="Comma-separated regions (default all).")]
+
+
+def _categories(text: str | None) -> list[int] | str | None:
+    if text is None or text.strip() == "paper":
+        return text.strip() if text is not None else None
+    return _ints(text, "--categories")
+
+
+def _volumes(text: str | None) -> list[int] | None:
+    return _ints(text, "--volumes") if text is not None else None
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -163,20 +191,21 @@ def search_command(
     population: PopOpt,
     out_dir: OutOpt,
     regions: RegionsOpt = None,
-    categories: Annotated[
-        str | None,
-        typer.Option(
-            "--categories",
-            help="Population-size edges, e.g. 10000,100000: one search per category of regions "
-            "(<10000, 10000-100000, >=100000), each over the volumes its smallest region can have.",
-        ),
-    ] = None,
-    volumes: VolOpt = DEFAULT_VOLUMES,
-    k: KOpt = 11,
+    categories: CatOpt = None,
+    volumes: VolOpt = None,
+    k: KsOpt = "11",
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
+    risk: Annotated[
+        str,
+        typer.Option(
+            "--risk",
+            help="pk (PK_k of a window of cases) or marketer (the amortized risk of all the records "
+            "released so far; volumes are cumulative counts).",
+        ),
+    ] = "pk",
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
 ) -> None:
@@ -187,9 +216,10 @@ def search_command(
         result = usecases.search(
             population=population,
             regions=csv_list(regions) or None,
-            categories=_ints(categories, "--categories") if categories is not None else None,
-            volumes=_ints(volumes, "--volumes"),
-            k=k,
+            categories=_categories(categories),
+            volumes=_volumes(volumes),
+            risk=risk,
+            k=_ints(k, "--k"),
             threshold=threshold,
             quantile=quantile,
             sims=sims,
@@ -214,7 +244,7 @@ def select_command(
     forecast_value: Annotated[
         str, typer.Option("--forecast-value", help="'point' or a quantile level such as 0.5.")
     ] = "point",
-    volumes: VolOpt = DEFAULT_VOLUMES,
+    volumes: VolOpt = None,
     lag: LagOpt = 1,
     weekly: WeeklyOpt = False,
     priority: PriorityOpt = "age",
@@ -225,6 +255,16 @@ def select_command(
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
+    approach: Annotated[
+        str,
+        typer.Option(
+            "--approach",
+            help="window (PK of each lagging window, a policy per week from the forecast) or cumulative "
+            "(the supplement's marketer approach: all records released so far, granularity never "
+            "decreasing, dates exact).",
+        ),
+    ] = "window",
+    categories: CatOpt = None,
     hierarchies: HierOpt = None,
 ) -> None:
     """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
@@ -237,7 +277,9 @@ def select_command(
             cases=cases,
             forecasts=forecasts,
             forecast_value=forecast_value,
-            volumes=_ints(volumes, "--volumes"),
+            volumes=_volumes(volumes),
+            approach=approach,
+            categories=_categories(categories),
             lag=lag,
             weekly=weekly,
             priority=csv_list(priority),
@@ -262,21 +304,30 @@ def evaluate_command(
     forecasts: Annotated[Path, typer.Option("--forecasts", help="Forecast Hub file (1 wk ahead inc case).")],
     out_dir: OutOpt,
     regions: RegionsOpt = None,
-    volumes: VolOpt = DEFAULT_VOLUMES,
+    categories: CatOpt = None,
+    volumes: VolOpt = None,
     lag: LagOpt = 1,
     weekly: WeeklyOpt = False,
     priority: PriorityOpt = "age",
-    k: KOpt = 11,
+    k: KsOpt = "11",
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
     sims: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
+    case_studies: Annotated[
+        str | None,
+        typer.Option(
+            "--case-studies",
+            help="Regions drawn as case studies (Fig. 4) with --categories (without it: every region).",
+        ),
+    ] = None,
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
 ) -> None:
-    """Select a policy per week from the forecasts and evaluate it on the realized cases (Table 2)."""
+    """Select a policy per week from the forecasts and evaluate it on the realized cases (Table 2; with
+    --categories, in the paper's form: per population-size category, daily and weekly)."""
     from safeshare.surveillance import usecases
 
     with _progress() as progress:
@@ -285,11 +336,13 @@ def evaluate_command(
             cases=cases,
             forecasts=forecasts,
             regions=csv_list(regions) or None,
-            volumes=_ints(volumes, "--volumes"),
+            categories=_categories(categories),
+            case_studies=csv_list(case_studies) or None,
+            volumes=_volumes(volumes),
             lag=lag,
             weekly=weekly,
             priority=csv_list(priority),
-            k=k,
+            k=_ints(k, "--k"),
             threshold=threshold,
             quantile=quantile,
             sims=sims,

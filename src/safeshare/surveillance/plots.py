@@ -107,7 +107,9 @@ def case_study_plot(
     first = int(np.flatnonzero(series.dates == forecast.week_starts[0])[0]) if n_days else 0
     days = np.arange(n_days)
     actual = np.convolve(series.cases[first : first + n_days].astype(float), np.ones(lag))[:n_days]
-    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    fig, (top, mid, bottom, amortized) = plt.subplots(
+        4, 1, figsize=(10, 10), sharex=True, gridspec_kw={"height_ratios": [3, 2, 3, 2]}
+    )
     top.plot(days, actual, color="tab:red", lw=1, label=f"{lag}-day sum, realized")
     top.step(
         np.arange(len(forecast.volumes)) * 7,
@@ -144,11 +146,68 @@ def case_study_plot(
         bottom.plot(days[: len(f)], f["mean"], color=color, lw=1, label=f"policies from {name}")
     bottom.axhline(crit.threshold, ls="--", color="black", lw=0.8)
     bottom.set_ylabel(f"PK{crit.k}")
-    bottom.set_xlabel(f"days from {forecast.week_starts[0] if n_days else ''}")
     bottom.legend(fontsize=7)
+    for ev, color, name in ((dynamic, "tab:blue", "forecast"), (ideal, "tab:red", "realized")):
+        f = ev.frame
+        amortized.fill_between(
+            days[: len(f)], f["marketer_lower"], f["marketer_upper"], color=color, alpha=0.25
+        )
+        amortized.plot(days[: len(f)], f["marketer_mean"], color=color, lw=1, label=f"policies from {name}")
+    amortized.set_ylabel("amortized\n(marketer) risk")
+    amortized.set_xlabel(f"days from {forecast.week_starts[0] if n_days else ''}")
+    amortized.legend(fontsize=7)
     fig.suptitle(
         f"region {series.region}: dynamic policy, {lag}-day lag, {crit.sims} simulations", fontsize=10
     )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table2_plot(path: Path, table: pd.DataFrame, threshold: float) -> None:
+    """Table 2 as a figure: per category, the average share of releases meeting the threshold (marker)
+    and its 95% quantile range across the category's regions (bar), static k-anonymous vs dynamic,
+    daily and weekly; one panel per k."""
+    from safeshare.surveillance.categories import TABLE2_CELLS, category_label
+
+    plt = _pyplot()
+    ks = list(dict.fromkeys(table["k"]))
+    fig, axes = plt.subplots(len(ks), 1, figsize=(11, 3.2 * len(ks)), squeeze=False)
+    styles = {
+        ("daily", "static"): ("tab:red", "o"),
+        ("daily", "dynamic"): ("tab:blue", "o"),
+        ("weekly", "static"): ("tab:red", "s"),
+        ("weekly", "dynamic"): ("tab:blue", "s"),
+    }
+    for ax, k in zip(axes[:, 0], ks, strict=True):
+        part = table[table["k"] == k]
+        categories = list(dict.fromkeys(part["category"]))
+        for j, cell in enumerate(TABLE2_CELLS):
+            rows = part[(part["schedule"] == cell[0]) & (part["policy"] == cell[1])]
+            rows = rows.set_index("category").reindex(categories)
+            x = np.arange(len(categories)) + (j - 1.5) * 0.15
+            color, marker = styles[cell]
+            ax.errorbar(
+                x,
+                rows["mean"],
+                yerr=[rows["mean"] - rows["q025"], rows["q975"] - rows["mean"]],
+                fmt=marker,
+                color=color,
+                mfc="white" if cell[0] == "weekly" else color,
+                capsize=3,
+                label=f"{cell[0]}, {'k-anonymous' if cell[1] == 'static' else 'dynamic'} policy",
+            )
+        labels = [
+            f"{category_label(str(c))}\n(n = {int(part[part['category'] == c]['regions'].iloc[0])})"
+            for c in categories
+        ]
+        ax.set_xticks(range(len(categories)), labels, fontsize=8)
+        ax.set_xlim(-0.5, len(categories) - 0.5)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("share of releases")
+        ax.set_title(f"releases with PK{k} upper bound <= {threshold:g}: average and 95% range", fontsize=9)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    axes[-1, 0].set_xlabel("county population size")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -35,12 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.search.ola import choose_best, find_minimal_nodes
-from safeshare.surveillance.inputs import Population
+from safeshare.surveillance.inputs import MAX_COUNT, Population
 from safeshare.surveillance.simulate import (
     VolumeRisk,
     available_memory,
@@ -139,6 +137,15 @@ class PolicySearch:
                 out = res.acceptable
         return out
 
+    def acceptable_upto(self, cases: float) -> list[Node]:
+        """The policies acceptable at some searched volume <= ``cases`` (the paper's code drops a policy
+        found acceptable from the larger volumes: once acceptable, acceptable), in lattice order."""
+        out: set[Node] = set()
+        for res in self.results:
+            if res.volume <= cases:
+                out.update(res.acceptable)
+        return sorted(out)
+
     def min_volume(self) -> dict[Node, int | None]:
         """Per policy, the smallest searched volume at which it is acceptable (Fig. 3)."""
         out: dict[Node, int | None] = {n: None for n in self.space.policies()}
@@ -204,6 +211,8 @@ def check_volumes(volumes: Sequence[int]) -> list[int]:
             f"--volumes: {vols[0]} is no case volume (each is a number of cases >= 1: below the smallest "
             "volume nothing is shared, and zero cases would make every policy acceptable)"
         )
+    if vols[-1] > MAX_COUNT:
+        raise InputError(f"--volumes: {vols[-1]} is more cases than {MAX_COUNT:,} (the people on Earth)")
     return vols
 
 
@@ -287,19 +296,3 @@ def search_policies(
         if progress is not None:
             progress(j + 1, len(vols))
     return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start, unsearched)
-
-
-def categorize(population: Population, edges: Sequence[int]) -> dict[str, list[str]]:
-    """Regions by population size: ``edges = [1000, 50000]`` -> ``<1000``, ``1000-50000``, ``>=50000``."""
-    bounds = sorted(int(e) for e in edges)
-    out: dict[str, list[str]] = {}
-    for region, people in population.totals.items():
-        i = int(np.searchsorted(bounds, people, side="right"))
-        if i == 0:
-            name = f"<{bounds[0]}" if bounds else "all"
-        elif i == len(bounds):
-            name = f">={bounds[-1]}"
-        else:
-            name = f"{bounds[i - 1]}-{bounds[i]}"
-        out.setdefault(name, []).append(region)
-    return out

@@ -27,8 +27,16 @@ from typing import Any
 
 import pandas as pd
 
+from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.io import OutputDirectory
+from safeshare.surveillance.categories import (
+    categorize,
+    category_order,
+    check_edges,
+    table2,
+    table2_markdown,
+)
 from safeshare.surveillance.inputs import (
     CaseSeries,
     Population,
@@ -45,19 +53,35 @@ from safeshare.surveillance.search import (
     DO_NOT_SHARE,
     PolicySearch,
     RiskCriterion,
-    categorize,
     check_volumes,
     search_policies,
 )
-from safeshare.surveillance.select import Evaluation, Schedule, select_weekly, static_grouping
-from safeshare.surveillance.select import evaluate as evaluate_schedule
-from safeshare.surveillance.simulate import SeriesRisk, check_lag, draw_series, seeded, series_risk
+from safeshare.surveillance.select import (
+    Evaluation,
+    RiskCache,
+    Schedule,
+    draw_scheduled,
+    evaluate_policies,
+    select_cumulative,
+    select_weekly,
+    static_grouping,
+)
+from safeshare.surveillance.simulate import (
+    SeriesRisk,
+    check_k,
+    check_lag,
+    draw_series,
+    seeded,
+    series_risk,
+)
 
 #: ``progress(label, done, total)``
 Progress = Callable[[str, int, int], None]
 
 #: The case volumes searched by default (the paper's Fig. 3 columns, from 10 to 750 cases).
 DEFAULT_VOLUMES = (10, 11, 20, 50, 75, 150, 300, 500, 750)
+#: The cumulative record counts searched by default for the marketer risk (``--risk marketer``).
+DEFAULT_CUMULATIVE_VOLUMES = (11, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 
 
 def _silent(label: str, done: int, total: int) -> None:
@@ -269,31 +293,56 @@ def simulate(
 
 
 # --------------------------------------------------------------------------------------------- search
-def _category_order(name: str) -> int:
-    """Categories of :func:`categorize` from the smallest regions up (``<a``, ``a-b``, ``>=b``)."""
-    if name.startswith("<"):
-        return -1
-    return int(name.removeprefix(">=").split("-")[0]) if name != "all" else 0
+def _ks(k: int | Sequence[int]) -> list[int]:
+    """One k or several (``--k 5,11,20``: the supplement's thresholds in one run), each checked."""
+    values = [k] if isinstance(k, int) else list(k)
+    if not values:
+        raise InputError("--k: at least one k is required")
+    return [check_k(v) for v in dict.fromkeys(values)]
+
+
+def _default_volumes(volumes: Sequence[int] | None, risk: str) -> list[int]:
+    if volumes is not None:
+        return check_volumes(volumes)
+    return list(DEFAULT_CUMULATIVE_VOLUMES if risk == "marketer" else DEFAULT_VOLUMES)
+
+
+def _groups(pop: Population, region_list: list[str], edges: list[int] | None) -> dict[str, list[str]]:
+    """The listed regions by category (smallest first), or all of them as ``all``."""
+    if edges is None:
+        return {"all": region_list}
+    listed = {n: [r for r in m if r in region_list] for n, m in categorize(pop, edges).items()}
+    return {n: m for n, m in sorted(listed.items(), key=lambda i: category_order(i[0])) if m}
 
 
 @dataclass
 class SearchResult:
-    """``surveil search``: the acceptable policies per volume, per category of regions (Fig. 3)."""
+    """``surveil search``: the acceptable policies per volume, per k and category of regions (Fig. 3)."""
 
     space: PolicySpace
     regions: list[str]
     categories: dict[str, list[str]] | None  # None: one search over all the listed regions
-    criterion: RiskCriterion
-    searches: dict[str, PolicySearch]
+    criteria: list[RiskCriterion]  # one per k
+    searches: dict[tuple[int, str], PolicySearch]  # (k, category) -> search
+    totals: dict[str, int]
     plots: bool = True
 
     @property
+    def criterion(self) -> RiskCriterion:
+        return self.criteria[0]
+
+    def _column(self, k: int, name: str) -> str:
+        base = "min_volume" if self.categories is None else name
+        if len(self.criteria) == 1:
+            return base
+        return f"k{k}" if self.categories is None else f"k{k} {name}"
+
+    @property
     def table(self) -> pd.DataFrame:
-        """Fig. 3: per policy, the smallest searched volume at which it is acceptable (per category)."""
+        """Fig. 3: per policy, the smallest searched volume at which it is acceptable (per k, category)."""
         table = pd.DataFrame({"policy": [self.space.format(n) for n in self.space.policies()]})
-        for name, result in self.searches.items():
-            column = "min_volume" if self.categories is None else name
-            table[column] = pd.array(list(result.min_volume().values()), dtype="Int64")
+        for (k, name), result in self.searches.items():
+            table[self._column(k, name)] = pd.array(list(result.min_volume().values()), dtype="Int64")
         first = table.columns[1]
         return table.sort_values([first, "policy"], na_position="last", kind="stable")
 
@@ -301,31 +350,47 @@ class SearchResult:
     def files(self) -> list[str]:
         return ["search.csv", "bands.csv", "search.json"] + (["search.png"] if self.plots else [])
 
+    def _keys(self, k: int, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {} if len(self.criteria) == 1 else {"k": k}
+        return out if self.categories is None else {**out, "category": name}
+
     def bands(self) -> pd.DataFrame:
         rows = []
-        for name, result in self.searches.items():
+        for (k, name), result in self.searches.items():
             for b in result.bands():
-                extra = {} if self.categories is None else {"category": name}
-                rows.append({**extra, **b, "minimal": " ".join(b.get("minimal", []))})
+                rows.append({**self._keys(k, name), **b, "minimal": " ".join(b.get("minimal", []))})
         return pd.DataFrame(rows)
+
+    def notes(self) -> list[str]:
+        """One line per search whose volumes some region cannot hold."""
+        out = []
+        for (k, name), result in self.searches.items():
+            note = result.volume_notes(self.totals)
+            if note is not None:
+                where = " ".join(f"{key} {value}" for key, value in self._keys(k, name).items())
+                out.append(f"{where}: {note}" if where else note)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         space = self.space
+        ks = [c.k for c in self.criteria]
         return {
             "regions": self.regions,
-            "categories": {name: s.regions for name, s in self.searches.items()},
-            "criterion": vars(self.criterion),
+            "categories": {name: s.regions for (_, name), s in self.searches.items()},
+            "criterion": {**vars(self.criterion), "k": ks if len(ks) > 1 else ks[0]},
             "elapsed_s": round(sum(r.elapsed_s for r in self.searches.values()), 3),
+            "notes": self.notes(),
             "volumes": [
                 {
-                    **({} if self.categories is None else {"category": name}),
+                    **self._keys(k, name),
                     "volume": r.volume,
+                    "regions": len(r.regions),
                     "checked": r.checked,
                     "acceptable": len(r.acceptable),
                     "minimal": [space.format(n) for n in r.minimal],
                     "best": space.format(r.best) if r.best is not None else DO_NOT_SHARE,
                 }
-                for name, result in self.searches.items()
+                for (k, name), result in self.searches.items()
                 for r in result.results
             ],
         }
@@ -339,17 +404,22 @@ class SearchResult:
         _write_json(folder / "search.json", self.to_dict())
         if self.plots:
             c = self.criterion
-            title = f"smallest case volume with PK{c.k} q{c.quantile} <= {c.threshold}"
+            measure = f"PK{'/'.join(str(x.k) for x in self.criteria)}" if c.risk == "pk" else "marketer risk"
+            title = f"smallest case volume with {measure} q{c.quantile} <= {c.threshold}"
             plots.fig3_heatmap(folder / "search.png", table, title)
 
     def lines(self) -> list[str]:
         out = []
-        for name, result in self.searches.items():
+        for (k, name), result in self.searches.items():
+            head = [f"k {k}"] if len(self.criteria) > 1 else []
             if self.categories is not None:
-                out.append(f"category {name}: {', '.join(result.regions)}")
+                head.append(f"category {name}: {', '.join(result.regions)}")
+            if head:
+                out.append(", ".join(head))
             for b in result.bands():
                 upto = b["to"] if b["to"] is not None else ""
                 out.append(f"{b['from']:>7} .. {upto:<7} {b['policy']:<14} ({b['acceptable']} acceptable)")
+        out += self.notes()
         total = sum(len(r.results) for r in self.searches.values())
         elapsed = sum(r.elapsed_s for r in self.searches.values())
         out.append(f"searched {len(self.regions)} region(s), {total} category-volume(s) in {elapsed:.2f} s")
@@ -360,52 +430,53 @@ def search(
     *,
     population: Path,
     regions: Sequence[str] | None = None,
-    categories: Sequence[int] | None = None,
-    volumes: Sequence[int] = DEFAULT_VOLUMES,
-    k: int = 11,
+    categories: Sequence[int] | str | None = None,
+    volumes: Sequence[int] | None = None,
+    k: int | Sequence[int] = 11,
     threshold: float = 0.01,
     quantile: float = 0.975,
     sims: int = 1000,
     seed: int = 0,
+    risk: str = "pk",
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
     progress: Progress = _silent,
 ) -> SearchResult:
-    """The acceptable policies per case volume in every region (of each population-size category)."""
-    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
-    vols = check_volumes(volumes)
-    edges = _edges(categories)
+    """The acceptable policies per case volume in every region (of each population-size category, the
+    paper's with ``categories="paper"``), for each k; a volume is searched in the regions that hold it."""
+    ks = _ks(k)
+    criteria = [
+        RiskCriterion(k=kk, threshold=threshold, quantile=quantile, sims=sims, seed=seed, risk=risk)
+        for kk in ks
+    ]
+    vols = _default_volumes(volumes, risk)
+    edges = check_edges(categories)
     space = load_space(hierarchies)
     _preflight(out)
     pop = read_population(population, space)
     region_list = _regions(pop, regions)
-    if edges is None:
-        groups = {"all": region_list}
-    else:
-        by_size = categorize(pop, edges)
-        listed = {name: [r for r in members if r in region_list] for name, members in by_size.items()}
-        groups = {n: m for n, m in sorted(listed.items(), key=lambda i: _category_order(i[0])) if m}
-    searches: dict[str, PolicySearch] = {}
-    for name, members in groups.items():
-        usable = [v for v in vols if v <= min(pop.totals[r] for r in members)]
-        if not usable:
-            raise InputError(f"--volumes: every volume exceeds the people of category {name!r} ({members})")
-        label = f"searching policies ({name})" if edges is not None else "searching policies"
-        searches[name] = search_policies(pop, members, usable, crit, progress=_tick(progress, label))
-    result = SearchResult(space, region_list, groups if edges is not None else None, crit, searches, plots)
+    groups = _groups(pop, region_list, edges)
+    searches: dict[tuple[int, str], PolicySearch] = {}
+    for crit in criteria:
+        for name, members in groups.items():
+            label = (
+                "searching policies"
+                + (f" ({name})" if edges is not None else "")
+                + (f", k {crit.k}" if len(ks) > 1 else "")
+            )
+            searches[crit.k, name] = search_policies(
+                pop, members, vols, crit, progress=_tick(progress, label)
+            )
+    if not any(found.results for found in searches.values()):
+        most = max(pop.totals[r] for r in region_list)
+        raise InputError(f"--volumes: every volume is above the people of every region (at most {most:,})")
+    result = SearchResult(
+        space, region_list, groups if edges is not None else None, criteria, searches, pop.totals, plots
+    )
     if out is not None:
         _publish(out, result.write)
     return result
-
-
-def _edges(categories: Sequence[int] | None) -> list[int] | None:
-    if categories is None:
-        return None
-    edges = sorted({int(e) for e in categories})
-    if not edges or edges[0] < 1:
-        raise InputError(f"--categories: population sizes >= 1 are required, got {list(categories)}")
-    return edges
 
 
 # --------------------------------------------------------------------------------------------- select
@@ -419,6 +490,11 @@ def _schedule_frame(space: PolicySpace, sched: Schedule) -> pd.DataFrame:
     )
 
 
+#: The selection approaches: ``window`` (PK of each lagging window, a policy per week from the
+#: forecast volume) and ``cumulative`` (the supplement's marketer approach).
+APPROACHES = ("window", "cumulative")
+
+
 @dataclass
 class SelectResult:
     """``surveil select``: the policy of each Sunday-Saturday week of one region."""
@@ -426,12 +502,15 @@ class SelectResult:
     space: PolicySpace
     region: str
     schedule: Schedule
-    forecasts: str  # the forecast file's name, or "perfect (realized counts)"
+    forecasts: str  # the forecast file's name, "perfect (realized counts)", or the cumulative records
     lag: int
     weekly: bool
     priority: list[str]
     criterion: RiskCriterion
     zero_windows: str = "drop"
+    approach: str = "window"
+    search: PolicySearch | None = None
+    totals: dict[str, int] = field(default_factory=dict)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -439,15 +518,22 @@ class SelectResult:
 
     files = ("schedule.csv", "schedule.json")
 
+    def notes(self) -> list[str]:
+        note = self.search.volume_notes(self.totals) if self.search is not None else None
+        return [note] if note else []
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "region": self.region,
+            "approach": self.approach,
             "forecasts": self.forecasts,
             "lag": self.lag,
             "weekly": self.weekly,
             "zero_windows": self.zero_windows,
             "priority": self.priority,
             "criterion": vars(self.criterion),
+            "searched_regions": list(self.search.regions) if self.search is not None else [self.region],
+            "notes": self.notes(),
             "weeks": self.frame.to_dict(orient="records"),
         }
 
@@ -456,7 +542,7 @@ class SelectResult:
         _write_json(folder / "schedule.json", self.to_dict())
 
     def lines(self) -> list[str]:
-        return self.frame.to_string(index=False).splitlines()
+        return self.frame.to_string(index=False).splitlines() + self.notes()
 
 
 def select(
@@ -466,7 +552,7 @@ def select(
     cases: Path,
     forecasts: Path | None = None,
     forecast_value: str = "point",
-    volumes: Sequence[int] = DEFAULT_VOLUMES,
+    volumes: Sequence[int] | None = None,
     lag: int = 1,
     weekly: bool = False,
     priority: Sequence[str] = ("age",),
@@ -477,17 +563,29 @@ def select(
     seed: int = 0,
     layout: str = "long",
     zero_windows: str = "drop",
+    approach: str = "window",
+    categories: Sequence[int] | str | None = None,
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     progress: Progress = _silent,
 ) -> SelectResult:
-    """Choose the policy of each Sunday-Saturday week of one region from a forecast (or, without one,
-    from the realized counts: perfect forecasts)."""
-    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
-    vols = check_volumes(volumes)
+    """Choose the policy of each Sunday-Saturday week of one region: from a forecast (or, without one,
+    the realized counts: perfect forecasts), or with ``approach="cumulative"`` by the marketer risk of
+    everything released so far, granularity never decreasing. With ``categories``, the policies are
+    searched over every region of the region's population-size category (the paper's Fig. 3)."""
+    if approach not in APPROACHES:
+        raise InputError(f"--approach: one of {', '.join(APPROACHES)}, got {approach!r}")
+    risk = "marketer" if approach == "cumulative" else "pk"
+    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed, risk=risk)
+    vols = _default_volumes(volumes, risk)
     check_lag(lag)
     _forecast_value(forecast_value)
     _check_zero_windows(zero_windows)
+    edges = check_edges(categories)
+    if approach == "cumulative" and forecasts is not None:
+        raise InputError(
+            "--approach cumulative chooses by the records released so far: it takes no --forecasts"
+        )
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
@@ -498,28 +596,38 @@ def select(
     if forecasts is not None:
         fc = read_forecasts(forecasts)
         check_forecasts_fit(fc, pop, str(forecasts))
-    usable = [v for v in vols if v <= pop.totals[region]]
-    found = search_policies(pop, [region], usable, crit, progress=_tick(progress, "searching policies"))
-    sched = select_weekly(
-        found,
-        series,
-        fc,
-        lag=lag,
-        weekly=weekly,
-        priority=priority,
-        value=forecast_value,
-        zero_windows=zero_windows,
-    )
+    members = [region]
+    if edges is not None:
+        members = next(m for m in categorize(pop, edges).values() if region in m)
+    found = search_policies(pop, members, vols, crit, progress=_tick(progress, "searching policies"))
+    if approach == "cumulative":
+        sched = select_cumulative(found, series, priority)
+        source = "records released so far (cumulative)"
+    else:
+        sched = select_weekly(
+            found,
+            series,
+            fc,
+            lag=lag,
+            weekly=weekly,
+            priority=priority,
+            value=forecast_value,
+            zero_windows=zero_windows,
+        )
+        source = Path(forecasts).name if forecasts is not None else "perfect (realized counts)"
     result = SelectResult(
         space,
         region,
         sched,
-        Path(forecasts).name if forecasts is not None else "perfect (realized counts)",
+        source,
         lag,
         weekly,
         list(priority),
         crit,
         zero_windows,
+        approach,
+        found,
+        pop.totals,
     )
     if out is not None:
         _publish(out, result.write)
@@ -551,10 +659,13 @@ def _check_priority(space: PolicySpace, priority: Sequence[str]) -> None:
 # --------------------------------------------------------------------------------------------- evaluate
 @dataclass
 class RegionEvaluation:
-    """One region of ``surveil evaluate``: its schedules and their evaluations."""
+    """One region, k and release schedule of ``surveil evaluate``: its schedules and evaluations."""
 
     region: str
     people: int
+    category: str
+    k: int
+    schedule: str  # "daily" or "weekly"
     series: CaseSeries
     search: PolicySearch
     dynamic_schedule: Schedule
@@ -563,10 +674,13 @@ class RegionEvaluation:
     perfect: Evaluation
     static: Evaluation
 
-    def row(self) -> dict[str, Any]:
+    def row(self, keys: Sequence[str] = ()) -> dict[str, Any]:
+        extra = {key: getattr(self, key) for key in keys}
         return {
             "region": self.region,
+            **({"category": extra.pop("category")} if "category" in extra else {}),
             "people": self.people,
+            **extra,
             "releases": len(self.dynamic.frame),
             "static": round(self.static.share_met, 4),
             "dynamic": round(self.dynamic.share_met, 4),
@@ -588,7 +702,8 @@ class RegionEvaluation:
 
 @dataclass
 class EvaluationResult:
-    """``surveil evaluate``: per region, the share of releases meeting the threshold (Table 2)."""
+    """``surveil evaluate``: per region (and k, release schedule), the share of releases meeting the
+    threshold; with categories, the paper's Table 2 across each category's regions."""
 
     space: PolicySpace
     regions: list[RegionEvaluation]
@@ -598,38 +713,89 @@ class EvaluationResult:
     criterion: RiskCriterion
     plots: bool = True
     zero_windows: str = "drop"
+    ks: list[int] = field(default_factory=lambda: [11])
+    categories: dict[str, list[str]] | None = None
+    case_studies: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def _keys(self) -> list[str]:
+        keys = ["category", "k", "schedule"] if self.categories is not None else []
+        if self.categories is None and len(self.ks) > 1:
+            keys = ["k"]
+        return keys
 
     @property
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame([r.row() for r in self.regions])
+        return pd.DataFrame([r.row(self._keys) for r in self.regions])
+
+    @property
+    def table2(self) -> pd.DataFrame | None:
+        """The paper's Table 2 (with categories): per k, category, schedule and policy, the average
+        share of releases meeting the threshold and its 95% quantile range across the regions."""
+        if self.categories is None:
+            return None
+        return table2(self.table)
+
+    def _studied(self) -> list[RegionEvaluation]:
+        """The evaluations drawn as case studies (daily releases, the first k)."""
+        return [
+            r
+            for r in self.regions
+            if r.schedule == "daily"
+            and r.k == self.ks[0]
+            and (self.categories is None or r.region in self.case_studies)
+        ]
 
     @property
     def periods(self) -> pd.DataFrame:
+        chosen = (
+            self.regions
+            if self.categories is None
+            else [r for r in self.regions if r.region in self.case_studies]
+        )
         frames = [
-            ev.frame.assign(region=r.region, strategy=name)
-            for r in self.regions
+            ev.frame.assign(region=r.region, strategy=name, **{key: getattr(r, key) for key in self._keys})
+            for r in chosen
             for name, ev in (("dynamic", r.dynamic), ("perfect_forecast", r.perfect), ("static", r.static))
         ]
-        return pd.concat(frames, ignore_index=True)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     @property
     def files(self) -> list[str]:
-        labels = _region_files([r.region for r in self.regions])
+        labels = _region_files(list(dict.fromkeys(r.region for r in self.regions)))
         names = ["evaluation.csv", "periods.csv", "evaluation.json"]
-        names += [f"schedule_{labels[r.region]}.csv" for r in self.regions]
-        if self.plots and not self.weekly:
-            names += [f"case_study_{labels[r.region]}.png" for r in self.regions]
+        if self.categories is None:
+            names += [f"schedule_{labels[r]}.csv" for r in dict.fromkeys(r.region for r in self.regions)]
+        else:
+            names += ["schedules.csv", "table2.csv", "table2.md"] + (["table2.png"] if self.plots else [])
+        if self.plots:
+            names += [f"case_study_{labels[r.region]}.png" for r in self._studied()]
         return names
 
     def to_dict(self) -> dict[str, Any]:
+        t2 = self.table2
         return {
             "lag": self.lag,
-            "weekly": self.weekly,
+            "weekly": self.weekly if self.categories is None else "daily and weekly",
             "zero_windows": self.zero_windows,
             "priority": self.priority,
-            "criterion": vars(self.criterion),
+            "criterion": {**vars(self.criterion), "k": self.ks if len(self.ks) > 1 else self.ks[0]},
+            "categories": self.categories,
+            "notes": self.notes,
             "regions": self.table.to_dict(orient="records"),
+            **({"table2": t2.to_dict(orient="records")} if t2 is not None else {}),
         }
+
+    def _schedules(self) -> pd.DataFrame:
+        frames = [
+            r.schedule_frame(self.space).assign(region=r.region, k=r.k, schedule=r.schedule)
+            for r in self.regions
+        ]
+        table = pd.concat(frames, ignore_index=True)
+        return table[
+            ["region", "k", "schedule", *(c for c in table.columns if c not in ("region", "k", "schedule"))]
+        ]
 
     def write(self, folder: Path) -> None:
         from safeshare.surveillance import plots
@@ -637,10 +803,26 @@ class EvaluationResult:
         _csv(self.table, folder / "evaluation.csv")
         _csv(self.periods, folder / "periods.csv")
         _write_json(folder / "evaluation.json", self.to_dict())
-        labels = _region_files([r.region for r in self.regions])
-        for r in self.regions:
-            _csv(r.schedule_frame(self.space), folder / f"schedule_{labels[r.region]}.csv")
-            if self.plots and not self.weekly:
+        labels = _region_files(list(dict.fromkeys(r.region for r in self.regions)))
+        t2 = self.table2
+        if t2 is None:
+            for region in dict.fromkeys(r.region for r in self.regions):
+                mine = [r for r in self.regions if r.region == region]
+                frame = pd.concat(
+                    [r.schedule_frame(self.space).assign(k=r.k) for r in mine], ignore_index=True
+                )
+                if len(self.ks) == 1:
+                    frame = frame.drop(columns="k")
+                _csv(frame, folder / f"schedule_{labels[region]}.csv")
+        else:
+            _csv(self._schedules(), folder / "schedules.csv")
+            _csv(t2, folder / "table2.csv")
+            c = self.criterion
+            (folder / "table2.md").write_text(table2_markdown(t2, c.threshold, c.quantile), encoding="utf-8")
+            if self.plots:
+                plots.table2_plot(folder / "table2.png", t2, c.threshold)
+        if self.plots:
+            for r in self._studied():
                 plots.case_study_plot(
                     folder / f"case_study_{labels[r.region]}.png",
                     r.series,
@@ -653,7 +835,11 @@ class EvaluationResult:
                 )
 
     def lines(self) -> list[str]:
-        return self.table.to_string(index=False).splitlines()
+        t2 = self.table2
+        if t2 is None:
+            return self.table.to_string(index=False).splitlines() + self.notes
+        c = self.criterion
+        return table2_markdown(t2, c.threshold, c.quantile).splitlines() + self.notes
 
 
 def evaluate(
@@ -662,28 +848,40 @@ def evaluate(
     cases: Path,
     forecasts: Path,
     regions: Sequence[str] | None = None,
-    volumes: Sequence[int] = DEFAULT_VOLUMES,
+    categories: Sequence[int] | str | None = None,
+    volumes: Sequence[int] | None = None,
     lag: int = 1,
     weekly: bool = False,
     priority: Sequence[str] = ("age",),
-    k: int = 11,
+    k: int | Sequence[int] = 11,
     threshold: float = 0.01,
     quantile: float = 0.975,
     sims: int = 1000,
     seed: int = 0,
     layout: str = "long",
     zero_windows: str = "drop",
+    case_studies: Sequence[str] | None = None,
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
     progress: Progress = _silent,
 ) -> EvaluationResult:
     """Select a policy per week from the forecasts and evaluate it on the realized cases, beside the
-    perfect-forecast and the static k-anonymous policies (Table 2, per region)."""
-    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed)
-    vols = check_volumes(volumes)
+    perfect-forecast and the static k-anonymous policies (Table 2 per region). With ``categories``
+    (``"paper"``: the paper's five), the policies are searched per category and Table 2 is written in
+    the paper's form, daily and weekly releases both, from one draw per region."""
+    ks = _ks(k)
+    criteria = {
+        kk: RiskCriterion(k=kk, threshold=threshold, quantile=quantile, sims=sims, seed=seed) for kk in ks
+    }
+    vols = _default_volumes(volumes, "pk")
     check_lag(lag)
     _check_zero_windows(zero_windows)
+    edges = check_edges(categories)
+    if edges is not None and weekly:
+        raise InputError(
+            "--weekly: with --categories, daily and weekly releases are both evaluated (Table 2)"
+        )
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
@@ -692,33 +890,110 @@ def evaluate(
     fc = read_forecasts(forecasts)
     check_forecasts_fit(fc, pop, str(forecasts))
     region_list = _regions(pop, regions)
+    studies = _regions(pop, case_studies) if case_studies else []
+    groups = _groups(pop, region_list, edges)
+    category_of = {r: name for name, members in groups.items() for r in members}
+    for region in region_list:
+        _series_of(series_all, region, pop, cases)  # every region's series checked before the long work
     static = static_grouping(pop)
+    searches: dict[tuple[int, str], PolicySearch] = {}
+    if edges is not None:
+        for kk, crit in criteria.items():
+            for name, members in groups.items():
+                label = f"searching policies ({name}" + (f", k {kk})" if len(ks) > 1 else ")")
+                searches[kk, name] = search_policies(
+                    pop, members, vols, crit, progress=_tick(progress, label)
+                )
+    modes = ["daily", "weekly"] if edges is not None else ["weekly" if weekly else "daily"]
     done: list[RegionEvaluation] = []
+    notes: list[str] = []
     for i, region in enumerate(region_list):
-        series = _series_of(series_all, region, pop, cases)
-        usable = [v for v in vols if v <= pop.totals[region]]
-        found = search_policies(pop, [region], usable, crit)
-        dyn_sched = select_weekly(
-            found, series, fc, lag=lag, weekly=weekly, priority=priority, zero_windows=zero_windows
-        )
-        perf_sched = select_weekly(
-            found, series, None, lag=lag, weekly=weekly, priority=priority, zero_windows=zero_windows
-        )
-        done.append(
-            RegionEvaluation(
-                region,
-                pop.totals[region],
-                series,
-                found,
-                dyn_sched,
-                perf_sched,
-                evaluate_schedule(pop, series, dyn_sched, found, lag=lag, weekly=weekly),
-                evaluate_schedule(pop, series, perf_sched, found, lag=lag, weekly=weekly),
-                evaluate_schedule(pop, series, static, found, lag=lag, weekly=weekly),
-            )
-        )
+        series = series_all[region]
+        per_k: dict[int, PolicySearch] = {}
+        for kk, crit in criteria.items():
+            if edges is not None:
+                per_k[kk] = searches[kk, category_of[region]]
+            else:
+                per_k[kk] = search_policies(pop, [region], vols, crit)
+                note = per_k[kk].volume_notes(pop.totals)
+                if note and note not in notes:
+                    notes.append(note)
+        scheduled = None
+        for mode in modes:
+            mode_lag = 1 if mode == "weekly" else lag
+            schedules = {
+                kk: (
+                    select_weekly(
+                        per_k[kk],
+                        series,
+                        fc,
+                        lag=lag,
+                        weekly=mode == "weekly",
+                        priority=priority,
+                        zero_windows=zero_windows,
+                    ),
+                    select_weekly(
+                        per_k[kk],
+                        series,
+                        None,
+                        lag=lag,
+                        weekly=mode == "weekly",
+                        priority=priority,
+                        zero_windows=zero_windows,
+                    ),
+                )
+                for kk in ks
+            }
+            if scheduled is None:
+                scheduled = draw_scheduled(pop, series, schedules[ks[0]][0].week_starts, criteria[ks[0]])
+            drawn = scheduled.weekly() if mode == "weekly" else scheduled
+            cache = RiskCache(space, drawn.draw, mode_lag, ks)
+            for kk in ks:
+                dyn, perf = schedules[kk]
+
+                def policies(sched: Schedule, mode: str = mode) -> list[Node | None]:
+                    return (
+                        list(sched.policies)
+                        if mode == "weekly"
+                        else [p for p in sched.policies for _ in range(7)]
+                    )
+
+                done.append(
+                    RegionEvaluation(
+                        region,
+                        pop.totals[region],
+                        category_of[region],
+                        kk,
+                        mode,
+                        series,
+                        per_k[kk],
+                        dyn,
+                        perf,
+                        evaluate_policies(cache, drawn.dates, policies(dyn), criteria[kk]),
+                        evaluate_policies(cache, drawn.dates, policies(perf), criteria[kk]),
+                        evaluate_policies(cache, drawn.dates, static, criteria[kk]),
+                    )
+                )
         progress("evaluating regions", i + 1, len(region_list))
-    result = EvaluationResult(space, done, lag, weekly, list(priority), crit, plots, zero_windows)
+    if edges is not None:
+        for search_result in searches.values():
+            note = search_result.volume_notes(pop.totals)
+            if note and note not in notes:
+                notes.append(note)
+    result = EvaluationResult(
+        space,
+        done,
+        lag,
+        weekly,
+        list(priority),
+        criteria[ks[0]],
+        plots,
+        zero_windows,
+        ks,
+        groups if edges is not None else None,
+        studies,
+        notes,
+    )
     if out is not None:
         _publish(out, result.write)
     return result
