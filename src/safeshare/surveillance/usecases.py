@@ -764,7 +764,9 @@ class EvaluationResult:
     @property
     def files(self) -> list[str]:
         labels = _region_files(list(dict.fromkeys(r.region for r in self.regions)))
-        names = ["evaluation.csv", "periods.csv", "evaluation.json"]
+        names = ["evaluation.csv", "evaluation.json"]
+        if self.categories is None or self.case_studies:
+            names.append("periods.csv")
         if self.categories is None:
             names += [f"schedule_{labels[r]}.csv" for r in dict.fromkeys(r.region for r in self.regions)]
         else:
@@ -801,7 +803,8 @@ class EvaluationResult:
         from safeshare.surveillance import plots
 
         _csv(self.table, folder / "evaluation.csv")
-        _csv(self.periods, folder / "periods.csv")
+        if "periods.csv" in self.files:
+            _csv(self.periods, folder / "periods.csv")
         _write_json(folder / "evaluation.json", self.to_dict())
         labels = _region_files(list(dict.fromkeys(r.region for r in self.regions)))
         t2 = self.table2
