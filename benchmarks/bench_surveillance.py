@@ -153,8 +153,8 @@ def run() -> dict[str, float]:
 
 
 def nation() -> dict[str, float]:
-    """Table 2 for the synthetic nation: CPU seconds, and the evaluations it made (the baseline is the
-    person-by-person series figure per policy, times the policy evaluations)."""
+    """Table 2 for the synthetic nation: CPU seconds (no baseline: a person-by-person run of the same
+    would cost the series baseline per policy for each of its thousands of policy evaluations)."""
     import tempfile
 
     from safeshare.surveillance import usecases
