@@ -351,7 +351,8 @@ class VolumeRisk:
         dense, n_groups = self._dense(grouping)
         people = np.bincount(dense, weights=self._colors, minlength=n_groups)
         counts = self._counts(grouping, key)  # groups x sims
-        out: FloatArray = np.asarray((1.0 / people) @ counts, dtype=np.float64) / self.volume
+        # the shared definition of safeshare.risk.measures, along the groups of every simulation
+        out: FloatArray = np.asarray(marketer_risk(counts, people[:, None], axis=0), dtype=np.float64)
         return out
 
     def pk_records(self, grouping: Grouping, k: int) -> FloatArray:
