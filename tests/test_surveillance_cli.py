@@ -201,3 +201,31 @@ def test_zero_windows_option(tmp_path: Path, capsys) -> None:
     assert (drop["volume"] >= keep["volume"]).all() and (drop["volume"] > keep["volume"]).any()
     assert main([*args, "--zero-windows", "maybe", "--out", str(tmp_path / "x")]) == 2
     assert "--zero-windows: 'keep' or 'drop'" in capsys.readouterr().err
+
+
+def test_default_hierarchies_are_the_papers_and_issue_10s_by_name(tmp_path: Path) -> None:
+    """Issue 22: a 96-year-old is released as 90+ under 1*** with the paper's hierarchies (the default),
+    as 95-99 with --hierarchies ages-to-100, where the population bin is too small and is suppressed."""
+    records = tmp_path / "records.csv"
+    records.write_text("region,date,age,race,sex,ethnicity\n99005,2020-08-03,96,white,male,hispanic\n")
+    args = ["surveil", "release", "--population", POP, "--cases-records", str(records), "--policy", "1***"]
+    log = tmp_path / "log.json"
+    assert main([*args, "--out", str(tmp_path / "paper"), "--custodian-log", str(log)]) == 0
+    frame = pd.read_csv(tmp_path / "paper" / "release_2020-08-03.csv", dtype=str)
+    assert frame["age"].tolist() == ["90+"]
+    assert (
+        main(
+            [
+                *args,
+                "--hierarchies",
+                "ages-to-100",
+                "--out",
+                str(tmp_path / "old"),
+                "--custodian-log",
+                str(log),
+            ]
+        )
+        == 0
+    )
+    assert not list((tmp_path / "old").glob("release_*"))  # 95-99: 4 people in 99005, 90+: 16
+    assert json.loads(log.read_text())["periods"][0]["suppressed"] == 1
