@@ -29,8 +29,10 @@ release's classes are the records with identical released values
 
   i.e. each record pays ``-log2 P[value | label]`` step by step up to its own level, among
   the records generalized at least that far. At one level ``L`` for everyone it is the
-  thesis' ``-sum_r log2 P[x_r | g_L(x_r)]`` (the search's entropy of the node); suppressed
-  records continue to the top, which adds ARX's suppression term ``-sum_x c_S(x) log2(c_S(x)/S)``.
+  thesis' ``-sum_r log2 P[x_r | g_L(x_r)]`` (the search's entropy of the node). A suppressed
+  cell shows one value for everyone (``*``): its level is ``h_i + 1``, one step above the top
+  (the same as the top when the top is one label, as in ARX, where suppression writes the top
+  ``*``), which adds ARX's suppression term ``-sum_x c_S(x) log2(c_S(x)/S)``.
   Normalized by ``max_i = -sum_r log2(c(v_r) / N)`` (every record at the top); the total is
   ``sum_i H_i`` over ``sum_i max_i``.
 * **DM\\*** per record (Bayardo & Agrawal 2005; El Emam et al. 2009; ARX
@@ -110,7 +112,7 @@ def cell_loss(release: MixedRelease, weights: Mapping[str, float] | None = None)
     entropy_total, entropy_max = 0.0, 0.0
     for i, (name, h) in enumerate(zip(names, table.hierarchies, strict=True)):
         if h.height > 0:
-            p = float(np.dot(counts, levels[:, i]) / h.height / n)
+            p = float(np.dot(counts, np.minimum(levels[:, i], h.height)) / h.height / n)
             prec_per_qi[name] = p
             w = float(weights.get(name, 1.0))
             total_w += w
@@ -143,14 +145,15 @@ def cell_loss(release: MixedRelease, weights: Mapping[str, float] | None = None)
 
 
 def _record_levels(release: MixedRelease) -> npt.NDArray[np.int64]:
-    """``(M, q)`` level of every row's cells: its own where released, the top where suppressed."""
+    """``(M, q)`` level of every row's cells: its own where released, ``h_i + 1`` (the single
+    value every suppressed cell shows, above the hierarchy's top) where suppressed."""
     table = release.table
     tops = np.array([h.height for h in table.hierarchies], dtype=np.int64)
     levels = release.row_levels.astype(np.int64)
-    levels = np.where(release.released[:, None], levels, tops[None, :])
-    if (levels < 0).any() or (levels > tops[None, :]).any():
+    rows = release.released
+    if (levels[rows] < 0).any() or (levels[rows] > tops[None, :]).any():
         raise InputError("a row's level is outside its hierarchy")
-    return levels
+    return np.where(rows[:, None], levels, tops[None, :] + 1)
 
 
 def _entropy(
@@ -159,14 +162,19 @@ def _entropy(
     """``(H_i, max_i)`` of QI ``i`` for row levels ``t`` (module docstring, MIE 2016)."""
     h = table.hierarchies[i]
     leaf = table.codes[:, i].astype(np.int64)
+    root = np.zeros(len(h.leaves), dtype=np.int64)  # level h + 1: what a suppressed cell shows
+
+    def codes(level: int) -> npt.NDArray[np.int64]:
+        return root if level > h.height else h.leaf_codes(level).astype(np.int64)
+
     present = counts > 0
     loss = 0.0
     previous: int | None = None
     for level in sorted(set(t[present].tolist())):
         member = present & (t >= level)
         weight = counts * member
-        below = leaf if previous is None else h.leaf_codes(previous).astype(np.int64)[leaf]
-        above = h.leaf_codes(level).astype(np.int64)[leaf]
+        below = leaf if previous is None else codes(previous)[leaf]
+        above = codes(level)[leaf]
         c_below = np.bincount(below, weights=weight, minlength=int(below.max()) + 1)
         c_above = np.bincount(above, weights=weight, minlength=int(above.max()) + 1)
         rows = np.flatnonzero(member)

@@ -3,11 +3,13 @@
 A locally recoded release (:class:`safeshare.core.mixed.MixedRelease`) has no single node:
 its classes are the records with identical released values, and a class may join rows
 written at different nodes (a round-2 class whose labels coincide with a round-1 class).
-Merging is harmless for k-anonymity (a class only grows), but not for every model: a
-recursive (c, l)-diverse class can fail once merged, t-closeness is judged against the whole
-input's distribution (not a round's), and a node-level risk threshold depends on all the
-released classes. So the models are checked here on the merged classes, over the whole
-frequency table:
+The per-class models survive such a merge when each part passed against the *same* reference
+(k-anonymity: the class grows; l-diversity in its three variants is monotone under the union
+of classes, Machanavajjhala et al. 2007; t-closeness: the EMD to a fixed distribution is
+convex; m-concealing: every indistinguishable set grows). But a round's search judges its
+classes on its own records (t-closeness against their distribution), and a node-level model
+(the risk threshold) depends on every released class. So the models are checked here on the
+merged classes, over the whole frequency table:
 
 * per-class models whose verdict depends on a class's records only (k-anonymity,
   l-diversity, t-closeness) through :meth:`PrivacyModel.acceptable` on

@@ -25,12 +25,16 @@ Where this differs from ARX, deliberately:
 * **The classes of the release are the records with identical released values**, and every
   model is checked on them over the whole input after each round
   (:func:`safeshare.models.mixed.assess_mixed`). A round's class whose labels coincide with an
-  earlier round's class merges with it: k-anonymity still holds, but l-diversity (recursive),
-  t-closeness (against the whole input's distribution, where the round's search saw only its
-  records) or m-concealing may not. The round's records in a failing merged class go back to
-  the suppressed (the earlier part of the class is then as it was, and passed); if a node-level
-  model (the risk threshold) rejects the merged release, the round is dropped and recoding
-  stops. ARX checks each round's classes on the round's subset only.
+  earlier round's class merges with it. The per-class models keep holding under a merge
+  (k: the class grows; distinct, entropy and recursive l-diversity are monotone under the
+  union of classes, Machanavajjhala et al. 2007; t-closeness: the EMD to a fixed distribution
+  is convex; m-concealing: every indistinguishable set grows), but a round's search judged
+  t-closeness against *its records'* distribution, not the whole input's, and a node-level
+  model (the risk threshold) depends on all released classes. So: the round's records in a
+  class that fails on the whole input go back to the suppressed (the earlier part of the class
+  is then as it was, and passed), and if a node-level model rejects the merged release, the
+  round is dropped and recoding stops. ARX checks each round's classes on the round's subset
+  only.
 * A risk threshold without a population size takes the whole input as the population in every
   round (ARX projects its models on the subset).
 * ``gsFactor`` and its adaption do not exist here: the metric is the configured one (the
@@ -319,14 +323,22 @@ class LocalRecoding:
         self, engine: Engine, table: FrequencyTable | None = None, progress: Progress | None = None
     ) -> LocalRecodingResult:
         """Read the data through ``engine`` (or use ``table``), find the global optimum, recode."""
-        return self.recode(self.anonymizer.fit(engine, table, progress=progress), progress=progress)
+        start = time.process_time()
+        base = self.anonymizer.fit(engine, table, progress=progress)
+        return self.recode(base, progress=progress, seconds=time.process_time() - start)
 
     def fit_table(self, table: FrequencyTable, progress: Progress | None = None) -> LocalRecodingResult:
-        return self.recode(self.anonymizer.fit_table(table, progress=progress), progress=progress)
-
-    def recode(self, base: AnonymizationResult, progress: Progress | None = None) -> LocalRecodingResult:
-        """The rounds after the global optimum ``base`` (an :meth:`Anonymizer.fit` result of this spec)."""
+        """The global optimum on ``table``, then the rounds."""
         start = time.process_time()
+        base = self.anonymizer.fit_table(table, progress=progress)
+        return self.recode(base, progress=progress, seconds=time.process_time() - start)
+
+    def recode(
+        self, base: AnonymizationResult, progress: Progress | None = None, seconds: float = 0.0
+    ) -> LocalRecodingResult:
+        """The rounds after the global optimum ``base`` (an :meth:`Anonymizer.fit` result of this
+        spec; ``seconds``: the CPU time it took, reported as round 0's)."""
+        start = time.process_time() - seconds
         table = base.table
         space = LabelSpace.of(table.hierarchies)
         models = base.criterion.models
