@@ -30,6 +30,7 @@ BENCHMARKS = {
     "risk": "bench_risk",
     "spark": "bench_spark",
     "identifiers": "bench_identifiers",
+    "local-recoding": "bench_local_recoding",
 }
 
 
