@@ -239,3 +239,17 @@ def test_a_plan_must_be_unambiguous() -> None:
         MixedReleasePlan(["q"], ["q"], keys, pd.DataFrame({"q": ["x", "y"]}))
     with pytest.raises(ValueError, match="columns"):
         MixedReleasePlan(["q"], ["q"], pd.DataFrame({"r": ["a"]}), pd.DataFrame({"q": ["x"]}))
+
+
+def test_an_engine_without_mixed_writes_refuses_in_one_line(tmp_path: Path) -> None:
+    from safeshare.data.engines.base import Engine as Base
+    from safeshare.errors import InputError
+
+    class Plain(MemoryEngine):
+        name = "plain"
+        write_mixed_release = Base.write_mixed_release
+
+    plan = MixedReleasePlan(["q"], ["q"], pd.DataFrame({"q": ["a"]}), pd.DataFrame({"q": ["*"]}))
+    with pytest.raises(InputError, match=r"^the plain engine cannot write a locally recoded release"):
+        Plain(pd.DataFrame({"q": ["a"]})).write_mixed_release(plan, tmp_path / "x.csv")
+    assert not (tmp_path / "x.csv").exists()

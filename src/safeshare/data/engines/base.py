@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
+from safeshare.errors import InputError
+
 if TYPE_CHECKING:
     from safeshare.data.identifiers.treatment import IdentifierTreatment
 
@@ -130,8 +132,11 @@ class Engine(ABC):
 
     def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
         """Write the release of ``plan`` (labels per raw QI tuple) to ``target``; return the rows
-        written. Same row order and text as :meth:`write_release`."""
-        raise NotImplementedError(f"the {self.name} engine cannot write a locally recoded release")
+        written. Same row order and text as :meth:`write_release`. Engines that cannot refuse
+        with :class:`~safeshare.errors.InputError` (a choice of the run, not a fault)."""
+        raise InputError(
+            f"the {self.name} engine cannot write a locally recoded release; use the memory or duckdb engine"
+        )
 
     def raw_grouped_batches(
         self, columns: Sequence[str], batch_rows: int = 1_000_000
