@@ -71,33 +71,47 @@ def mdav(x: FloatArray, k: int) -> IntArray:
     _check_k(k, n)
     groups = np.full(n, -1, dtype=np.int64)
     remaining = np.arange(n)
+    points = x.copy()  # the remaining rows, compacted as groups leave
     next_group = 0
 
+    def distances(center: FloatArray) -> FloatArray:
+        d: FloatArray = ((points - center) ** 2).sum(axis=1)
+        return d
+
     def take(center: FloatArray) -> None:
-        nonlocal remaining, next_group
-        d = ((x[remaining] - center) ** 2).sum(axis=1)
-        chosen = np.argsort(d, kind="stable")[:k]
+        nonlocal remaining, points, next_group
+        chosen = _nearest(distances(center), k)
         groups[remaining[chosen]] = next_group
         next_group += 1
         keep = np.ones(remaining.shape[0], dtype=bool)
         keep[chosen] = False
-        remaining = remaining[keep]
+        remaining, points = remaining[keep], points[keep]
 
     def farthest(center: FloatArray) -> int:
-        d = ((x[remaining] - center) ** 2).sum(axis=1)
-        return int(remaining[int(np.argmax(d))])
+        return int(remaining[int(np.argmax(distances(center)))])
 
     while remaining.shape[0] >= 3 * k:
-        r = farthest(x[remaining].mean(axis=0))
+        r = farthest(points.mean(axis=0))
         take(x[r])
         s = farthest(x[r])
         take(x[s])
     if remaining.shape[0] >= 2 * k:
-        r = farthest(x[remaining].mean(axis=0))
+        r = farthest(points.mean(axis=0))
         take(x[r])
     if remaining.shape[0]:
         groups[remaining] = next_group
     return groups
+
+
+def _nearest(d: FloatArray, k: int) -> IntArray:
+    """Positions of the ``k`` smallest of ``d``, ties to the first positions: the first ``k`` of a
+    stable sort, in ``O(n)`` (a partition instead of the sort)."""
+    if d.shape[0] <= k:
+        return np.arange(d.shape[0])
+    kth = np.partition(d, k - 1)[k - 1]
+    below = np.flatnonzero(d < kth)
+    equal = np.flatnonzero(d == kth)[: k - below.shape[0]]
+    return np.concatenate([below, equal])
 
 
 def optimal_univariate(values: FloatArray, k: int) -> IntArray:
