@@ -240,3 +240,18 @@ def test_bad_input_is_refused_in_one_line() -> None:
 
 def test_partitions_helper_counts_bell_numbers() -> None:
     assert [sum(1 for _ in partitions(list(range(n)))) for n in range(6)] == [1, 1, 2, 5, 15, 52]
+
+
+def test_work_beyond_the_bounds_is_refused_with_its_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    import safeshare.data.microaggregation as micro
+
+    frame = pd.DataFrame({"a": [str(i) for i in range(100)], "b": ["1"] * 100})
+    monkeypatch.setattr(micro, "MAX_MDAV_OPERATIONS", 1000)
+    figure = r"MDAV on 100 records and 2 column\(s\) with k = 5 needs about 3.0e\+03"
+    with pytest.raises(InputError, match=figure):
+        microaggregate(frame, ["a", "b"], 5)
+    # the univariate optimum is not bound by MDAV's cost
+    assert microaggregate(frame, ["a"], 5, method="optimal").group_sizes.min() >= 5
+    monkeypatch.setattr(micro, "MAX_RECORDS", 50)
+    with pytest.raises(InputError, match="100 records refused: at most 50"):
+        microaggregate(frame, ["a"], 5, method="optimal")

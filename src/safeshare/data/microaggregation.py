@@ -61,8 +61,13 @@ IntArray = npt.NDArray[np.int64]
 
 METHODS = ("mdav", "optimal")
 
-#: The most records a run accepts (MDAV's cost grows with n^2 / k; refuse rather than run for hours).
+#: The most records a run accepts.
 MAX_RECORDS = 2_000_000
+
+#: The most distance operations MDAV may need (``3 n^2 p / 4k``): about ten minutes on a loaded
+#: 2-core machine (Adult's age and hours-per-week, 3.2e8 operations, took 8.4 s CPU). Above it the
+#: run is refused with the figure, not started.
+MAX_MDAV_OPERATIONS = 2 * 10**10
 
 
 def mdav(x: FloatArray, k: int) -> IntArray:
@@ -284,6 +289,13 @@ def microaggregate(
     if n > MAX_RECORDS:
         raise InputError(f"microaggregation of {n:,} records refused: at most {MAX_RECORDS:,}")
     _check_k(k, n)
+    operations = mdav_operations(n, len(columns), int(k))
+    if method == "mdav" and operations > MAX_MDAV_OPERATIONS:
+        raise InputError(
+            f"MDAV on {n:,} records and {len(columns)} column(s) with k = {k} needs about {operations:.1e} "
+            f"distance operations, more than {MAX_MDAV_OPERATIONS:.0e}: use a larger k, fewer records, "
+            "or method='optimal' for one column"
+        )
     raw = np.column_stack([_numbers(frame, c) for c in columns]) if n else np.zeros((0, len(columns)))
     mean = raw.mean(axis=0)
     scale = raw.std(axis=0)
@@ -303,6 +315,12 @@ def microaggregate(
     sse = float(((z - released) ** 2).sum())
     sst = float((z**2).sum())
     return Microaggregation(method, columns, int(k), groups, sizes, values, sse, sst, decimals)
+
+
+def mdav_operations(n: int, p: int, k: int) -> float:
+    """About how many squared-distance terms MDAV computes: ``3 n^2 p / (4k)`` (three passes
+    over the remaining records per pair of groups)."""
+    return 3.0 * n * n * p / (4.0 * k)
 
 
 def _numbers(frame: pd.DataFrame, column: str) -> FloatArray:
@@ -328,12 +346,14 @@ def _text(value: float) -> str:
 
 
 __all__ = [
+    "MAX_MDAV_OPERATIONS",
     "MAX_RECORDS",
     "METHODS",
     "KAnonymityCheck",
     "Microaggregation",
     "k_anonymity_check",
     "mdav",
+    "mdav_operations",
     "microaggregate",
     "optimal_univariate",
 ]
