@@ -31,6 +31,7 @@ BENCHMARKS = {
     "spark": "bench_spark",
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",
+    "local-recoding": "bench_local_recoding",
 }
 
 
