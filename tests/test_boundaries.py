@@ -43,9 +43,10 @@ from safeshare.models.t_closeness import TCloseness, parse_number
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
+from safeshare.search.context import SearchContext
 from safeshare.search.inverse_ola import InverseOLA
 from safeshare.search.ola import choose_best, find_minimal_nodes
-from safeshare.search.strategy import OLA, SearchContext
+from safeshare.search.strategy import OLA
 from tests.sensitive_helpers import table_from_frame
 
 Node = tuple[int, ...]
@@ -793,16 +794,16 @@ def test_every_strategy_has_the_one_selector_signature() -> None:
     """``run(ctx: SearchContext) -> SearchResult`` for every strategy; no ``search`` methods left."""
     import inspect
 
+    from safeshare.config.algorithms import make_strategy
     from safeshare.search import BestFirstOLA
-    from safeshare.workflows.algorithms import ALGORITHMS
 
     table = tie_table()
     ctx = SearchContext(
         table, Evaluator(table), PrivacyCriterion([KAnonymity(2)], 0.0), Prec(Evaluator(table))
     )
     classes = [OLA, ExhaustiveSearch, BestFirstOLA, InverseOLA]
-    classes += [type(ALGORITHMS[name]({})) for name in ("ola", "exhaustive")]
-    classes += [type(ALGORITHMS["inverse-ola"]({"max_loss": 0.5}))]
+    classes += [type(make_strategy(name, {})) for name in ("ola", "exhaustive")]
+    classes += [type(make_strategy("inverse-ola", {"max_loss": 0.5}))]
     for cls in classes:
         assert list(inspect.signature(cls.run).parameters) == ["self", "ctx"], cls
         assert not hasattr(cls, "search"), cls

@@ -930,6 +930,11 @@ BUILDERS: dict[str, Any] = {
 }
 
 
+def builder_keys(kind: str) -> list[str]:
+    """The configuration keys of the builder ``type: kind`` (besides ``type``)."""
+    return _known_keys(BUILDERS[kind])
+
+
 def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hierarchy") -> HierarchyBuilder:
     """The builder described by a configuration mapping with a ``type`` key.
 
