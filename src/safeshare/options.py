@@ -52,3 +52,8 @@ def optional_fraction(text: str | None, option: str) -> float | None:
 #: Help of ``--delimiter``: in every command, the field separator of the DATA (CSV) files;
 #: a hierarchy file's separator is ``--hierarchy-delimiter``.
 DATA_DELIMITER_HELP = "Field separator of the data (CSV) files."
+
+
+#: ``anonymize``: above this many lattice nodes the suppression / loss trade-off curve is computed
+#: only when asked (``--tradeoff``, ``tradeoff=True``): it repeats the search for six limits.
+TRADEOFF_AUTO_MAX = 20_000
