@@ -22,6 +22,7 @@ import typer
 
 from safeshare.cli import anonymize as anonymize_commands
 from safeshare.cli import experiments as experiment_commands
+from safeshare.cli.common import JsonOption, QuietOption, emit
 from safeshare.cli.dp import dp_app
 from safeshare.cli.risk import risk_app
 from safeshare.cli.surveil import surveil_app
@@ -54,11 +55,11 @@ class Exit(Exception):
 
 
 @app.command()
-def version() -> None:
+def version(quiet: QuietOption = False, as_json: JsonOption = False) -> None:
     """Print the version."""
     from safeshare import __version__
 
-    out.print(__version__)
+    emit({"version": __version__}, as_json, quiet, lambda: out.print(__version__))
 
 
 def _error_line(message: str) -> None:
