@@ -41,11 +41,13 @@ def test_the_docs_have_snippets() -> None:
 
 
 @pytest.mark.parametrize(("doc", "line", "code"), snippets())
-def test_snippet_runs(doc: Path, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_snippet_runs(
+    doc: Path, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     compiled = compile(code, f"{doc.relative_to(ROOT)}:{line}", "exec")
     module = types.ModuleType(f"snippet_{doc.stem}_{line}")  # a module of its own (dataclasses look it up)
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compiled, module.__dict__)  # noqa: S102 - the docs' own code
+    exec(compiled, module.__dict__)
     assert os.getcwd() == str(tmp_path)
