@@ -34,7 +34,6 @@ from safeshare.metrics.loss import Prec
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.base import PrivacyModel
 from safeshare.models.l_diversity import LDiversity
-from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
@@ -301,12 +300,12 @@ def test_l_of_one_is_accepted_and_zero_in_a_configuration_is_a_config_error() ->
     assert LDiversity(1.0, "entropy").l == 1.0
     assert LDiversity(2, "recursive", c=1e-9).c == 1e-9
     # the configuration's bounds are the model's: l = 1 and any c > 0 are accepted
-    assert l_diversity_config({"l": 1}, "privacy.l-diversity").l == 1
-    assert l_diversity_config({"l": 2, "variant": "recursive", "c": 0.5}, "privacy.l-diversity").c == 0.5
+    assert make_model("l-diversity", {"l": 1}).l == 1  # type: ignore[attr-defined]
+    assert make_model("l-diversity", {"l": 2, "variant": "recursive", "c": 0.5}).c == 0.5  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match=r"\.l: expected an integer >= 1"):
-        l_diversity_config({"l": 0}, "privacy.l-diversity")
+        make_model("l-diversity", {"l": 0})
     with pytest.raises(ConfigError, match=r"\.c: expected a number > 0"):
-        l_diversity_config({"l": 2, "variant": "recursive", "c": 0}, "privacy.l-diversity")
+        make_model("l-diversity", {"l": 2, "variant": "recursive", "c": 0})
 
 
 def test_l_diversity_relaxation_is_the_smallest_class_size_that_can_pass() -> None:

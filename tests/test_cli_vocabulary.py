@@ -59,10 +59,10 @@ def commands() -> Iterator[tuple[str, Any]]:
 
     def walk(command: Any, path: list[str]) -> Iterator[tuple[str, Any]]:
         if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
+            for name in command.list_commands(None):
                 if not path and name in NOT_YET:
                     continue
-                yield from walk(sub, [*path, name])
+                yield from walk(command.get_command(None, name), [*path, name])
             return
         yield " ".join(path), command
 
@@ -164,3 +164,19 @@ def test_help_shows_the_vocabulary(
         if option in CHOICES and (name, option) not in LISTS:
             values = typing.get_args(annotation(param))
             assert f"<{values[0]}|{values[1]}" in flat, (name, option)  # shown as <a|b|...>
+
+
+def test_help_lists_the_lazy_groups_without_importing_them() -> None:
+    """``safeshare --help`` lists risk and surveil from one line each; their modules (numpy,
+    pandas) are imported only when one of their commands runs (start-up, docs/cli.md)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom safeshare.cli import main\nmain(['--help'])\n"
+        "print(sorted(m for m in ('safeshare.cli.risk', 'safeshare.cli.surveil', 'numpy', 'pandas') "
+        "if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "risk" in out and "surveil" in out
+    assert out.strip().splitlines()[-1] == "[]", out

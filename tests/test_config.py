@@ -255,3 +255,24 @@ def test_l_diversity_may_be_limited_to_some_sensitive_columns(tmp_path: Path) ->
     (tmp_path / "c.yaml").write_text(text.replace("columns: [s]", "columns: [x]"))
     with pytest.raises(ConfigError, match="x"):
         load_config(tmp_path / "c.yaml").spec()
+
+
+def test_the_config_knows_the_roles_without_importing_the_schema() -> None:
+    from safeshare.config.file import ROLES
+
+    assert tuple(role.value for role in Role) == ROLES
+
+
+def test_validating_a_configuration_imports_no_numerical_module(tmp_path: Path) -> None:
+    """A configuration error is found before numpy, pandas or a search is imported (start-up, issue 19)."""
+    import subprocess
+    import sys
+
+    path = write(tmp_path, BASE + "metirc: prec\n")
+    code = (
+        "import sys\nfrom safeshare.config import load_config\n"
+        f"try:\n    load_config({str(path)!r})\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
+        "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'duckdb', 'numba') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["ConfigError", "[]"], out

@@ -355,7 +355,9 @@ MemorySize = Annotated[
 class Section(BaseModel):
     """A frozen section of a specification: unknown keys are errors, types are strict."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # defer_build: a model's validator is built when it first validates, not when its module is
+    # imported (a configuration whose keys are wrong is refused before any is built)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 def validation_error(

@@ -116,8 +116,10 @@ def anonymize(
     ] = False,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
-    from safeshare import api
     from safeshare.cli.common import ConsoleMonitor
+    from safeshare.workflows import (
+        anonymize as api,  # safeshare.api.anonymize; validates before importing more
+    )
 
     options: dict[str, Any] = {
         "k": k,

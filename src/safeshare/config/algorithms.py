@@ -19,50 +19,45 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError, model_validator
-
-from safeshare.config_checks import PositiveInt, Seconds, Section, UnitInterval, refuse
-from safeshare.dp.config import EpsilonSafeOptions
 from safeshare.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from safeshare.models.base import PrivacyCriterion
     from safeshare.search.strategy import SearchStrategy
 
 
-class NoOptions(Section):
-    """A strategy without options."""
+# The registry is read by the command line to list the algorithms: it imports neither pydantic
+# nor a search. An entry's options model and its strategy are imported when they are used.
+def _no_options() -> type[BaseModel]:
+    from safeshare.config.strategy_options import NoOptions
+
+    return NoOptions
 
 
-class InverseOLAOptions(Section):
-    """``inverse-ola``: the largest normalized information loss (thesis §4.4)."""
+def _inverse_ola_options() -> type[BaseModel]:
+    from safeshare.config.strategy_options import InverseOLAOptions
 
-    max_loss: UnitInterval
-
-    @model_validator(mode="before")
-    @classmethod
-    def _required(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("max_loss") is None:
-            raise refuse(
-                "algorithm 'inverse-ola' needs max_loss, the largest normalized information loss in [0, 1] "
-                "(--max-loss or max_loss: in the configuration)"
-            )
-        return data
+    return InverseOLAOptions
 
 
-class AnytimeOptions(Section):
-    """``anytime``: the search's budget (docs/anytime.md); default 60 s unless only
-    ``max_evaluations`` is given."""
+def _anytime_options() -> type[BaseModel]:
+    from safeshare.config.strategy_options import AnytimeOptions
 
-    time_limit: Seconds | None = None
-    max_evaluations: PositiveInt | None = None
+    return AnytimeOptions
 
 
-class AutoOptions(AnytimeOptions):
-    """``auto``: the largest lattice searched exactly (default 500,000 nodes), and the anytime
-    search's budget above it."""
+def _auto_options() -> type[BaseModel]:
+    from safeshare.config.strategy_options import AutoOptions
 
-    exact_max_nodes: PositiveInt | None = None
+    return AutoOptions
+
+
+def _epsilon_safe_options() -> type[BaseModel]:
+    from safeshare.dp.config import EpsilonSafeOptions
+
+    return EpsilonSafeOptions
 
 
 @dataclass(frozen=True)
@@ -72,7 +67,7 @@ class Algorithm:
     Attributes
     ----------
     make: the strategy from its validated options.
-    options: the pydantic model of its options.
+    options: the pydantic model of its options (a function returning it: imported when used).
     summary: what it finds, in one line (``safeshare anonymize --help``, docs).
     section: the configuration section holding its options (``None``: top-level keys).
     metrics: the loss metrics it supports (``None``: every metric).
@@ -81,7 +76,7 @@ class Algorithm:
     """
 
     make: Callable[[Any], SearchStrategy]
-    options: type[BaseModel] = NoOptions
+    options: Callable[[], type[BaseModel]] = _no_options
     summary: str = ""
     section: str | None = None
     metrics: tuple[str, ...] | None = None
@@ -91,38 +86,38 @@ class Algorithm:
 
 # The strategies are imported when one is built, so that naming and validating an algorithm
 # (a configuration error, ``safeshare --help``) does not load the searches.
-def _ola(options: NoOptions) -> SearchStrategy:
+def _ola(options: Any) -> SearchStrategy:
     from safeshare.search.strategy import OLA
 
     return OLA()
 
 
-def _exhaustive(options: NoOptions) -> SearchStrategy:
+def _exhaustive(options: Any) -> SearchStrategy:
     from safeshare.search.exhaustive import ExhaustiveSearch
 
     return ExhaustiveSearch()
 
 
-def _inverse_ola(options: InverseOLAOptions) -> SearchStrategy:
+def _inverse_ola(options: Any) -> SearchStrategy:
     from safeshare.search.inverse_ola import InverseOLA
 
     return InverseOLA(options.max_loss)
 
 
-def _anytime(options: AnytimeOptions) -> SearchStrategy:
+def _anytime(options: Any) -> SearchStrategy:
     from safeshare.search.anytime import make_anytime
 
     return make_anytime(options.model_dump(exclude_none=True))
 
 
-def _auto(options: AutoOptions) -> SearchStrategy:
+def _auto(options: Any) -> SearchStrategy:
     from safeshare.search.auto import make_auto
     from safeshare.search.strategy import OLA
 
     return make_auto(OLA())(options.model_dump(exclude_none=True))
 
 
-def _epsilon_safe(options: EpsilonSafeOptions) -> SearchStrategy:
+def _epsilon_safe(options: Any) -> SearchStrategy:
     from safeshare.dp.epsilon_safe import EpsilonSafeStrategy
 
     return EpsilonSafeStrategy(options.params())
@@ -140,15 +135,15 @@ ALGORITHMS: dict[str, Algorithm] = {
     "exhaustive": Algorithm(_exhaustive, summary="every node evaluated (the reference)"),
     "inverse-ola": Algorithm(
         _inverse_ola,
-        InverseOLAOptions,
+        _inverse_ola_options,
         "the largest achievable k within a loss budget (thesis 4.4)",
         needs_privacy=False,
     ),
-    "anytime": Algorithm(_anytime, AnytimeOptions, "branch and bound within a time/evaluation budget"),
-    "auto": Algorithm(_auto, AutoOptions, "ola up to exact_max_nodes, else anytime"),
+    "anytime": Algorithm(_anytime, _anytime_options, "branch and bound within a time/evaluation budget"),
+    "auto": Algorithm(_auto, _auto_options, "ola up to exact_max_nodes, else anytime"),
     "epsilon-safe": Algorithm(
         _epsilon_safe,
-        EpsilonSafeOptions,
+        _epsilon_safe_options,
         "a node drawn by the exponential mechanism from a Bernoulli sample (thesis 4.5)",
         section="dp",
         metrics=("prec",),
@@ -172,14 +167,17 @@ def algorithm(name: Any, where: str = "algorithm") -> Algorithm:
 
 def algorithm_options(name: str, options: Mapping[str, Any] | None) -> BaseModel:
     """The validated options of the algorithm ``name`` (an error names the algorithm and the option)."""
+    from pydantic import ValidationError
+
     entry = algorithm(name)
+    model = entry.options()
     given = {key: value for key, value in (options or {}).items() if value is not None}
     try:
-        return entry.options.model_validate(given)
+        return model.model_validate(given)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         if error["type"] == "extra_forbidden":
-            takes = ", ".join(entry.options.model_fields)
+            takes = ", ".join(model.model_fields)
             raise ConfigError(
                 f"algorithm {name!r} takes no option {error['loc'][-1]!r}"
                 + (f" (it takes {takes})" if takes else "")
@@ -190,6 +188,8 @@ def algorithm_options(name: str, options: Mapping[str, Any] | None) -> BaseModel
 
 def make_strategy(name: str, options: Mapping[str, Any] | BaseModel | None = None) -> SearchStrategy:
     """The strategy registered as ``name``, built with ``options`` (validated here when a mapping)."""
+    from pydantic import BaseModel
+
     validated = options if isinstance(options, BaseModel) else algorithm_options(name, options)
     return ALGORITHMS[name].make(validated)
 
@@ -198,7 +198,7 @@ def config_keys() -> dict[str, tuple[str, ...]]:
     """Top-level configuration keys that apply to some algorithms only: key -> those algorithms."""
     out: dict[str, list[str]] = {}
     for name, entry in ALGORITHMS.items():
-        keys = [entry.section] if entry.section else list(entry.options.model_fields)
+        keys = [entry.section] if entry.section else list(entry.options().model_fields)
         for key in keys:
             out.setdefault(key, []).append(name)
     return {key: tuple(names) for key, names in out.items()}
@@ -207,10 +207,6 @@ def config_keys() -> dict[str, tuple[str, ...]]:
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
-    "AnytimeOptions",
-    "AutoOptions",
-    "InverseOLAOptions",
-    "NoOptions",
     "algorithm",
     "algorithm_options",
     "config_keys",

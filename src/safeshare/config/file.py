@@ -54,7 +54,7 @@ import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path, PurePath
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import (
     BeforeValidator,
@@ -68,7 +68,6 @@ from pydantic import (
 )
 
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys
-from safeshare.config.spec import AnonymizationSpec
 from safeshare.config_checks import (
     Count,
     Flag,
@@ -88,17 +87,22 @@ from safeshare.config_checks import (
     refuse,
     validation_error,
 )
-from safeshare.data.engines.base import OutputFormat
-from safeshare.data.schema import Attribute, HierarchySpec, Role, Schema
-from safeshare.data.source import TableSource
 from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
 from safeshare.errors import ConfigError, InputError
-from safeshare.hierarchy.builders import BUILDERS, FileBuilder, builder_from_spec, builder_keys
-from safeshare.models.base import PrivacyModel
-from safeshare.models.k_anonymity import KAnonymity
-from safeshare.models.registry import ModelParams, model_params, privacy_json_schema
-from safeshare.models.risk import RiskThreshold
-from safeshare.risk.knowledge import parse_knowledge
+from safeshare.models.registry import ModelParams, model_params
+
+if TYPE_CHECKING:
+    from safeshare.config.spec import AnonymizationSpec
+    from safeshare.data.engines.base import OutputFormat
+    from safeshare.data.schema import HierarchySpec, Schema
+    from safeshare.data.source import TableSource
+    from safeshare.models.base import PrivacyModel
+
+# Validating a configuration imports no data, model or search module (a mistake is reported
+# in a fraction of a second): what builds the run's objects (the input, the schema with its
+# hierarchies, the models, the spec) imports them when it is first used.
+#: The roles of a column (data.schema.Role, without importing it; tests/test_config.py checks they agree).
+ROLES = ("identifying", "quasi", "sensitive", "insensitive", "text")
 
 ENGINES = ("memory", "duckdb", "spark")
 METRICS = ("prec", "dm_star", "entropy")
@@ -184,6 +188,8 @@ def _hierarchy_shape(value: Any, where: str) -> Any:
 
 def _builder_schema() -> dict[str, Any]:
     """JSON Schema of a hierarchy: a file, or a builder mapping (``type`` and its keys)."""
+    from safeshare.hierarchy.builders import BUILDERS, builder_keys
+
     builders = [
         {
             "type": "object",
@@ -202,10 +208,13 @@ class AttributeSection(Section):
     role: Annotated[
         str,
         checked(lambda v, w: _role(v, w)),
-        WithJsonSchema({"enum": [r.value for r in Role]}),
+        WithJsonSchema({"enum": list(ROLES)}),
     ]
     hierarchy: Annotated[
-        str | dict[str, Any] | None, checked(_hierarchy_shape), WithJsonSchema(_builder_schema())
+        str | dict[str, Any] | None,
+        checked(_hierarchy_shape),
+        # the builders' keys are added by config_json_schema (hierarchy/ is not imported here)
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}]}),
     ] = None
 
     @model_validator(mode="before")
@@ -339,6 +348,7 @@ class ConfigFile(Section):
         extra="forbid",
         strict=True,
         frozen=True,
+        defer_build=True,
         title="safeshare configuration",
         json_schema_extra={"required": ["input", "attributes"]},
     )
@@ -374,7 +384,7 @@ class ConfigFile(Section):
     dp: EpsilonSafeOptions | None = None
     knowledge: Annotated[
         dict[str, float] | None,
-        checked(parse_knowledge, allow_none=True),
+        checked(lambda v, w: _knowledge(v, w), allow_none=True),
         WithJsonSchema(
             {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}}
         ),
@@ -460,6 +470,8 @@ class ConfigFile(Section):
     @cached_property
     def source(self) -> TableSource:
         """The input, as a :class:`TableSource`."""
+        from safeshare.data.source import TableSource
+
         where = f"{self._path}: input"
         spec = self.input
         if spec.table is not None:  # a Spark SQL table (--engine spark)
@@ -487,6 +499,8 @@ class ConfigFile(Section):
     @cached_property
     def schema(self) -> Schema:  # type: ignore[override]  # (pydantic v1's deprecated schema())
         """The role of every column and the QIs' hierarchies (files are checked here, read lazily)."""
+        from safeshare.data.schema import Attribute, Role, Schema
+
         where = f"{self._path}: attributes"
         attrs = []
         for column, entry in self.attributes.items():
@@ -507,18 +521,22 @@ class ConfigFile(Section):
         return schema
 
     def _hierarchy(self, spec: Any, where: str) -> HierarchySpec:
+        from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+
         if isinstance(spec, str):
             # Read lazily: a run keeps only the file's rows for the values in its data.
             p = Path(spec)
             builder = FileBuilder(p if p.is_absolute() else self.base_dir / p)
             builder.check_readable()
             return builder
-        return cast(HierarchySpec, builder_from_spec(spec, self.base_dir, where))
+        return cast("HierarchySpec", builder_from_spec(spec, self.base_dir, where))
 
     @cached_property
     def privacy(self) -> tuple[PrivacyModel, ...]:
         """The configured privacy models (Inverse OLA without one: k-anonymity from k = 1)."""
         if self.privacy_params is None:
+            from safeshare.models.k_anonymity import KAnonymity
+
             return (KAnonymity(1),)
         out = []
         for name, params in self.privacy_params.items():
@@ -532,7 +550,7 @@ class ConfigFile(Section):
     def release_format(self) -> OutputFormat:
         """The release format: as configured, else the input's format."""
         fmt = self.output.format or ("parquet" if self.engine == "spark" else self.source.fmt)
-        return cast(OutputFormat, fmt)
+        return cast("OutputFormat", fmt)
 
     @property
     def output_delimiter(self) -> str:
@@ -555,7 +573,8 @@ class ConfigFile(Section):
     def population_size(self) -> int | None:
         """N of the report's risk section: ``population_size``, else the risk model's (they agree);
         ``None``: the input is the whole population."""
-        from_model = next((m.population_size for m in self.privacy if isinstance(m, RiskThreshold)), None)
+        risk = [m for m in self.privacy if m.name == "risk"]
+        from_model = getattr(risk[0], "population_size", None) if risk else None
         return self.population_size_key if self.population_size_key is not None else from_model
 
     def algorithm_options(self) -> dict[str, Any]:
@@ -564,11 +583,13 @@ class ConfigFile(Section):
         if entry.section == "dp":
             assert self.dp is not None
             return {"params": self.dp.params()}
-        values = {key: getattr(self, key, None) for key in entry.options.model_fields}
+        values = {key: getattr(self, key, None) for key in entry.options().model_fields}
         return {key: value for key, value in values.items() if value is not None}
 
     def spec(self) -> AnonymizationSpec:
         """The run this configuration describes, as one frozen, validated specification."""
+        from safeshare.config.spec import AnonymizationSpec
+
         try:
             return AnonymizationSpec(
                 schema=self.schema,
@@ -621,6 +642,12 @@ def _attributes(value: Any) -> Any:
     if not isinstance(value, Mapping) or not value:
         raise refuse("expected a mapping of column -> {role: ...}")
     return value
+
+
+def _knowledge(value: Any, where: str) -> dict[str, float]:
+    from safeshare.risk.knowledge import parse_knowledge
+
+    return parse_knowledge(value, where)
 
 
 def _algorithm(value: Any, where: str) -> str:
@@ -707,7 +734,7 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
     not_qi = {
         c: f"not a quasi-identifier (role {a.role.value})"
         for c, a in schema.attributes.items()
-        if a.role is not Role.QUASI
+        if a.role.value != "quasi"
     }
     check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
     _check_population_size(cfg)
@@ -717,7 +744,7 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
 
 
 def _check_population_size(cfg: ConfigFile) -> None:
-    from_model = next((m.population_size for m in cfg.privacy if isinstance(m, RiskThreshold)), None)
+    from_model = next((getattr(m, "population_size", None) for m in cfg.privacy if m.name == "risk"), None)
     given = cfg.population_size_key
     if given is not None and from_model is not None and from_model != given:
         raise ConfigError(
@@ -759,6 +786,9 @@ def config_json_schema() -> str:
         "type": "object",
         "additionalProperties": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/AttributeSection"}]},
     }
+    from safeshare.models.registry import privacy_json_schema
+
+    schema["$defs"]["AttributeSection"]["properties"]["hierarchy"] = _builder_schema()
     privacy = privacy_json_schema()
     schema["$defs"].update(privacy.pop("$defs"))
     schema["$defs"]["Privacy"] = privacy

@@ -15,7 +15,7 @@ import difflib
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError, WithJsonSchema, model_validator
 
@@ -30,16 +30,15 @@ from safeshare.config_checks import (
     validation_error,
 )
 from safeshare.errors import ConfigError, InputError
-from safeshare.models.base import PrivacyModel
-from safeshare.models.k_anonymity import KAnonymity
-from safeshare.models.l_diversity import VARIANTS, LDiversity
-from safeshare.models.m_concealing import MConcealing
-from safeshare.models.risk import DEFAULT_THRESHOLD, RiskThreshold
-from safeshare.models.small_cells import DEFAULT_MIN_SIZE, SmallCells
-from safeshare.models.t_closeness import DISTANCES, TCloseness
-from safeshare.risk.estimators import DEFAULT_ESTIMATOR
-from safeshare.risk.knowledge import parse_knowledge
-from safeshare.risk.release_risk import MEASURES
+from safeshare.models.vocabulary import DEFAULT_MIN_SIZE, DISTANCES, VARIANTS
+
+if TYPE_CHECKING:
+    from safeshare.models.base import PrivacyModel
+
+# The registry validates a configuration without loading the models, the numerical core or
+# the risk estimators: each model is imported by its build(), and what the parameters borrow
+# from the risk package (the measures' names, the default estimator and threshold, the
+# knowledge parser) when a configuration uses it.
 
 
 class ModelParams(Section):
@@ -73,6 +72,8 @@ class KAnonymityParams(ModelParams):
     k: PositiveInt
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.k_anonymity import KAnonymity
+
         return KAnonymity(self.k)
 
 
@@ -116,6 +117,8 @@ class LDiversityParams(ModelParams):
         return out
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.l_diversity import LDiversity
+
         return LDiversity(self.l, self.variant, self.c, self.columns)
 
 
@@ -161,6 +164,8 @@ class TClosenessParams(ModelParams):
     columns: Columns = None
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.t_closeness import TCloseness
+
         return TCloseness(self.t, self.distance, self.columns)
 
 
@@ -170,9 +175,15 @@ def _t(value: Any, where: str) -> float:
     return float(value)
 
 
+def _knowledge(value: Any, where: str) -> dict[str, float]:
+    from safeshare.risk.knowledge import parse_knowledge
+
+    return parse_knowledge(value, where)
+
+
 Knowledge = Annotated[
     dict[str, float],
-    checked(parse_knowledge),
+    checked(_knowledge),
     WithJsonSchema(
         {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}}
     ),
@@ -197,6 +208,8 @@ class MConcealingParams(ModelParams):
         return data
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.m_concealing import MConcealing
+
         return MConcealing(self.m, self.knowledge, self.inclusion_probability)
 
 
@@ -204,24 +217,39 @@ class RiskParams(ModelParams):
     """``risk: {measure: B|A|uniques, threshold: 0.09, estimator: NAME, population_size: N}``."""
 
     measure: Annotated[
-        str, checked(choice(*MEASURES)), WithJsonSchema({"enum": list(MEASURES), "default": "B"})
+        str, checked(lambda v, w: _measure(v, w)), WithJsonSchema({"type": "string", "default": "B"})
     ] = "B"
+    #: the largest tolerated value (default: the paper's 0.09 for B)
     threshold: Probability | None = None
-    estimator: Text = DEFAULT_ESTIMATOR
+    #: an estimator of B (default: the risk package's DEFAULT_ESTIMATOR)
+    estimator: Text | None = None
     population_size: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _threshold(self) -> RiskParams:
         if self.threshold is None and self.measure != "B":
+            from safeshare.risk.release_risk import MEASURES
+
             raise refuse(f"missing threshold (the largest tolerated {MEASURES[self.measure]})")
         return self
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.risk import RiskThreshold
+        from safeshare.risk.estimators import DEFAULT_ESTIMATOR
+        from safeshare.risk.measures import DEFAULT_THRESHOLD
+
         threshold = self.threshold if self.threshold is not None else DEFAULT_THRESHOLD
+        estimator = self.estimator if self.estimator is not None else DEFAULT_ESTIMATOR
         try:
-            return RiskThreshold(threshold, self.measure, self.estimator, self.population_size)
+            return RiskThreshold(threshold, self.measure, estimator, self.population_size)
         except InputError as exc:
             raise ConfigError(f"estimator: {exc}") from None
+
+
+def _measure(value: Any, where: str) -> str:
+    from safeshare.risk.release_risk import MEASURES
+
+    return choice(*MEASURES)(value, where)
 
 
 def _delimiter(value: Any, where: str) -> str:
@@ -247,6 +275,8 @@ class SmallCellsParams(ModelParams):
         return data
 
     def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.small_cells import SmallCells
+
         path = Path(self.population)  # relative to the configuration, like hierarchies
         return SmallCells(path if path.is_absolute() else base_dir / path, self.min_size, self.delimiter)
 
@@ -320,11 +350,14 @@ def privacy_json_schema() -> dict[str, Any]:
     """The JSON Schema of a configuration's ``privacy:`` map (one entry per registered model)."""
     defs: dict[str, Any] = {}
     properties: dict[str, Any] = {}
+    from safeshare.risk.release_risk import MEASURES
+
     for name, cls in PRIVACY_MODELS.items():
         schema = cls.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
         defs[cls.__name__] = schema
         properties[name] = {"$ref": f"#/$defs/{cls.__name__}"}
+    defs["RiskParams"]["properties"]["measure"] = {"enum": list(MEASURES), "default": "B", "title": "Measure"}
     return {
         "type": "object",
         "properties": properties,

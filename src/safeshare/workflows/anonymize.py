@@ -17,34 +17,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from safeshare.core.evaluation import Evaluator
-from safeshare.core.tabulate import build_frequency_table
-from safeshare.data.engines.base import Engine
-from safeshare.data.engines.factory import make_engine
 from safeshare.errors import ConfigError
-from safeshare.io import OutputDirectory
 from safeshare.options import TRADEOFF_AUTO_MAX
-from safeshare.search.context import Prepared
-from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer, tradeoff
-from safeshare.workflows.epsilon_safe import EpsilonSafeDryRun
-from safeshare.workflows.m_concealing import (
-    check_knowledge_columns,
-    concealment_report,
-    knowledge_columns,
-    report_knowledge,
-)
 from safeshare.workflows.monitor import SILENT, Monitor
-from safeshare.workflows.release import (
-    ReleaseContext,
-    build_release,
-    check_releasable,
-    release_name,
-    stage_release,
-    write_reports,
-)
-from safeshare.workflows.result import Release
+
+if TYPE_CHECKING:
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.data.engines.base import Engine
+    from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+    from safeshare.workflows.epsilon_safe import EpsilonSafeDryRun
+    from safeshare.workflows.release import ReleaseContext
+    from safeshare.workflows.result import Release
+
+# The configuration is validated before the engine, the core and the searches are imported,
+# so that a mistake in it is reported at once (docs/cli.md); each step imports what it uses.
 
 
 def anonymize(
@@ -75,6 +63,17 @@ def run_anonymization(
     cfg: Any, out: str | Path | None, monitor: Monitor = SILENT, tradeoff: bool | None = None
 ) -> Release:
     """:func:`anonymize` of a loaded configuration (:func:`safeshare.config.load_config`)."""
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.anonymizer import Anonymizer
+    from safeshare.workflows.m_concealing import (
+        check_knowledge_columns,
+        concealment_report,
+        knowledge_columns,
+        report_knowledge,
+    )
+    from safeshare.workflows.release import ReleaseContext, check_releasable
+
     anonymizer = Anonymizer(cfg.spec())
     sampling = anonymizer.prepares
     if tradeoff and sampling:
@@ -126,6 +125,8 @@ def run_anonymization(
 
 def tradeoff_curve(anonymizer: Anonymizer, result: AnonymizationResult) -> list[dict[str, Any]]:
     """:func:`~safeshare.workflows.anonymizer.tradeoff` (thesis Fig. 6.1)."""
+    from safeshare.workflows.anonymizer import tradeoff
+
     return tradeoff(anonymizer, result)
 
 
@@ -134,6 +135,10 @@ def _search(
 ) -> tuple[AnonymizationResult, Any]:
     """Prepare the records, build the frequency table and search; the input's own table too
     when the strategy searched a sample of it (for the risk section)."""
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.core.tabulate import build_frequency_table
+    from safeshare.search.context import Prepared
+
     prepared, input_table = Prepared(engine), None
     if anonymizer.prepares:
         t0 = time.perf_counter()
@@ -194,6 +199,9 @@ def _publish(
     monitor: Monitor,
 ) -> Release:
     """Write, verify and publish the release into ``out_dir`` (or describe it, unwritten)."""
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.release import build_release, release_name, stage_release, write_reports
+
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:
         return build_release(result, engine, fmt, delimiter, context, None, None, timings)
@@ -216,7 +224,8 @@ def anonymize_dry_run(
     import json
 
     from safeshare.config import load_config
-    from safeshare.io import atomic_write, atomic_write_text
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 
     cfg = load_config(config, **overrides)
