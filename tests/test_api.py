@@ -86,10 +86,11 @@ def test_cli_and_api_give_the_same_release_and_report(
         text = (
             configs["k"]
             .read_text()
-            .replace("k-anonymity: {k: 5}", "k-anonymity: {k: 2}\n  risk: {measure: B, threshold: 0.02}")
+            .replace("k-anonymity: {k: 5}", "k-anonymity: {k: 2}\n  risk: {measure: A, threshold: 0.05}")
         )
         path.write_text(text)
-        algorithm = "ola"
+        algorithm, options = "ola", {"_risk": True}
+    risk_model = bool(options.pop("_risk", False)) if options else False
     args = ["anonymize", str(path), "--out", str(tmp_path / "cli"), "-q", "--algorithm", algorithm]
     for key, value in options.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
@@ -108,6 +109,7 @@ def test_cli_and_api_give_the_same_release_and_report(
     )
     assert written["algorithm"] == algorithm and written["verified"] is True
     assert written["provenance"]["settings"]["algorithm"] == algorithm
+    assert ("risk" in written["privacy"]["models"]) is risk_model
 
 
 def test_json_option_prints_the_release(
