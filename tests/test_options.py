@@ -17,8 +17,8 @@ import pytest
 import typer
 
 from safeshare.cli import app
+from safeshare.config_checks import parse_fraction, parse_fractions
 from safeshare.errors import ConfigError
-from safeshare.options import parse_fraction, parse_fractions
 from tests.conftest import run_cli, write_small_adult
 
 

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from safeshare.config.spec import AnonymizationSpec
+from safeshare.config_checks import parse_fractions
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine
 from safeshare.errors import ConfigError, InputError
 from safeshare.metrics.loss import metric_name
 from safeshare.models.k_anonymity import KAnonymity, check_k
-from safeshare.options import parse_fractions
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
@@ -123,7 +123,7 @@ class SweepGrid:
         """The grid from command-line lists (``"5,25,100"``, ``"0,0.01,0.05,10%"``, ``"prec,entropy"``).
 
         Suppression limits are fractions of the records or explicit percents, as
-        ``anonymize --max-suppression`` (:func:`safeshare.options.parse_fraction`).
+        ``anonymize --max-suppression`` (:func:`safeshare.config_checks.parse_fraction`).
         """
         ks = []
         for item in _parse_list(k, "--k"):
