@@ -26,12 +26,7 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     class size, and the prosecutor re-identification risk: ``1/|E|`` for a
     record of class ``E``, its maximum and its mean over records (= classes / N).
     """
-    qis = list(quasi_identifiers)
-    if not qis:
-        raise InputError("--qi: give at least one column")
-    twice = next((q for i, q in enumerate(qis) if q in qis[:i]), None)
-    if twice is not None:
-        raise InputError(f"--qi: column {twice!r} is given twice")
+    qis = list(quasi_identifiers)  # validated by InspectOptions: at least one, none twice
     available = engine.columns()
     for q in qis:
         if q not in available:
