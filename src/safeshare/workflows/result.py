@@ -40,7 +40,8 @@ from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 
 #: Keys of report.json that are measurements of one run, not results: two runs of the same
-#: configuration differ only in these (the CLI/API agreement test ignores them).
+#: configuration differ only in these and in ``engine_settings.peak_rss_mb`` (the CLI/API
+#: agreement test, tests/test_api.py, ignores them).
 MEASUREMENT_KEYS = ("created", "elapsed_s")
 
 
