@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.mixed import MixedRelease
@@ -31,7 +32,6 @@ from safeshare.models.mixed import assess_mixed
 from safeshare.models.risk import RiskThreshold
 from safeshare.models.small_cells import SmallCells
 from safeshare.workflows.local_recoding import LocalRecoding, local_recoding
-from safeshare.workflows.spec import AnonymizationSpec
 from tests.sensitive_helpers import random_frame, table_from_frame
 
 # --------------------------------------------------------------------------- references

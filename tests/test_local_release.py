@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safeshare.config import load_config
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.data.engines import DuckDBEngine, Engine, MemoryEngine, MixedReleasePlan
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
@@ -29,7 +30,6 @@ from safeshare.models.m_concealing import MConcealing
 from safeshare.verify import expectations_any_level, verify_release
 from safeshare.workflows.local_recoding import LocalRecodingResult, local_recoding
 from safeshare.workflows.local_release import local_release_expectations, publish_local_recoding
-from safeshare.workflows.spec import AnonymizationSpec
 from tests.conftest import ADULT_DIR
 from tests.sensitive_helpers import random_frame
 from tests.test_local_recoding import repeating_hierarchy

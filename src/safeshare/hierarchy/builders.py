@@ -59,7 +59,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from safeshare.config_checks import check_keys, parse_yaml, read_yaml
+from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
@@ -80,8 +80,8 @@ __all__ = [
     "IntervalBuilder",
     "MaskingBuilder",
     "SuppressionBuilder",
+    "builder_files",
     "builder_from_spec",
-    "builder_from_text",
 ]
 
 
@@ -1068,6 +1068,11 @@ BUILDERS: dict[str, Any] = {
 }
 
 
+def builder_keys(kind: str) -> list[str]:
+    """The configuration keys of the builder ``type: kind`` (besides ``type``)."""
+    return _known_keys(BUILDERS[kind])
+
+
 def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hierarchy") -> HierarchyBuilder:
     """The builder described by a configuration mapping with a ``type`` key.
 
@@ -1096,20 +1101,8 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     return builder
 
 
-def builder_from_text(
-    text: str, base_dir: Path, where: str = "--spec"
-) -> tuple[HierarchyBuilder, list[Path]]:
-    """The builder of a YAML mapping given as text (``hierarchy build --spec``), and the files it reads.
-
-    The text is parsed by the configuration's loader
-    (:func:`~safeshare.config_checks.parse_yaml`: no aliases, no duplicate keys, at most
-    1 MiB, no integer beyond a float), then made a builder by :func:`builder_from_spec`.
-    The files are those the spec names (``type: file``'s ``path``, ``grouping``'s
-    ``file``), relative to ``base_dir``: an output must not replace them.
-    """
-    spec = parse_yaml(text, where, "hierarchy spec")
-    if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where}: expected a mapping such as '{{type: intervals, widths: [5, 10]}}'")
-    builder = builder_from_spec(spec, base_dir, where)
+def builder_files(spec: Mapping[str, Any], base_dir: Path) -> list[Path]:
+    """The files a builder spec reads (``type: file``'s ``path``, ``grouping``'s ``file``),
+    relative to ``base_dir``: an output must not replace them (``hierarchy build --out``)."""
     files = [spec[key] for key in ("path", "file") if isinstance(spec.get(key), str | Path)]
-    return builder, [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]
+    return [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]

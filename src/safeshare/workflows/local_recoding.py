@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Node
 from safeshare.core.mixed import LabelSpace, MixedRelease
@@ -81,7 +82,6 @@ from safeshare.models.risk import RiskThreshold
 from safeshare.numerics import suppression_limit
 from safeshare.search.progress import Progress
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.spec import AnonymizationSpec
 
 #: Round limit when none is given: in practice "until no record more can be released"
 #: (every round that continues releases at least one class, hence at least k records).

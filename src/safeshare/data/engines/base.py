@@ -1,4 +1,4 @@
-"""The engine boundary: the only code that touches raw rows (DESIGN.md).
+"""The engine boundary: the only code that touches raw rows (docs/architecture.md).
 
 Everything between reading and writing runs on the frequency table, whose
 size is the number of distinct quasi-identifier combinations, not the number
