@@ -43,6 +43,7 @@ app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 
 app.add_typer(risk_app, name="risk")  # re-identification risk (issue 9)
 app.add_typer(surveil_app, name="surveil")  # surveillance release policies (issue 10)
 app.add_typer(__import__("safeshare.cli.ledger", fromlist=["ledger_app"]).ledger_app, name="ledger")
+__import__("safeshare.cli.ui", fromlist=["register"]).register(app)  # the browser workbench (issue 23)
 
 T = TypeVar("T")
 

@@ -1,0 +1,260 @@
+"""The workbench's only door into safeshare's use cases.
+
+Every call the browser workbench makes into the library goes through this module, so that
+the pages and the JSON API hold no logic of their own and move onto the application layer
+(``safeshare.api``, issue 19) by editing this one file. Until that layer is merged, the
+``anonymize`` use case is composed here from the same workflow functions, in the same order,
+as ``safeshare anonymize`` (``cli/anonymize.py``): the same configuration gives the same
+node, the same verified release bytes and the same report figures.
+
+The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
+surveillance ones) run in the run's child process (:mod:`safeshare.ui.worker`), never in the
+server; the server only calls :func:`check_config`, :func:`hierarchy_preview` and the
+readers of what a run wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from safeshare.errors import InputError
+
+
+class Monitor(Protocol):
+    """What a use case reports while it runs (the application layer's ``workflows.monitor.Monitor``)."""
+
+    def phase(self, name: str) -> AbstractContextManager[None]: ...
+
+    def note(self, message: str) -> None: ...
+
+    def progress(self, what: str, total: int) -> AbstractContextManager[Callable[[int], None] | None]: ...
+
+    @property
+    def wants_estimates(self) -> bool: ...
+
+
+# --------------------------------------------------------------------------- configuration
+def check_config(path: Path) -> Any:
+    """The validated configuration at ``path`` (:class:`InputError` with the key path if not)."""
+    from safeshare.config import load_config
+
+    return load_config(path)
+
+
+def algorithms() -> list[str]:
+    """The names ``algorithm:`` accepts."""
+    from safeshare.workflows.algorithms import ALGORITHMS
+
+    return list(ALGORITHMS)
+
+
+def metrics() -> list[str]:
+    from safeshare.metrics.loss import METRICS
+
+    return list(METRICS)
+
+
+def builder_types() -> list[str]:
+    """The ``type:`` names of the hierarchy builders that build from the data (docs/hierarchies.md)."""
+    from safeshare.hierarchy.builders import BUILDERS
+
+    return [name for name in BUILDERS if name != "file"]
+
+
+# --------------------------------------------------------------------------- data
+def source(input_section: Mapping[str, Any], base_dir: Path) -> Any:
+    """The :class:`~safeshare.data.source.TableSource` of a configuration's ``input:`` section."""
+    from safeshare.data.source import TableSource
+
+    path = Path(str(input_section["path"]))
+    names = input_section.get("names")
+    return TableSource(
+        path=path if path.is_absolute() else base_dir / path,
+        delimiter=str(input_section.get("delimiter", ",")),
+        header=bool(input_section.get("header", True)),
+        names=tuple(str(n) for n in names) if names else None,
+        missing=tuple(str(m) for m in input_section.get("missing", []) or []),
+        skip_rows=int(input_section.get("skip_rows", 0)),
+    )
+
+
+def profile(input_section: Mapping[str, Any], base_dir: Path, values_limit: int) -> tuple[Any, dict[str, Any]]:
+    """The :class:`~safeshare.workflows.profile.DataProfile` of the input (read in place by DuckDB)
+    and each column's distinct values when there are at most ``values_limit`` (hierarchy previews)."""
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.workflows.profile import column_values, profile_table
+
+    src = source(input_section, base_dir)
+    engine = make_engine("duckdb", src)
+    try:
+        data = profile_table(engine, src.missing)
+        values = {c: column_values(engine, c, values_limit) for c in engine.columns()}
+    finally:
+        engine.close()
+    return data, values
+
+
+def hierarchy_preview(spec: Mapping[str, Any] | str, base_dir: Path, values: Sequence[str], name: str) -> Any:
+    """The :class:`~safeshare.hierarchy.hierarchy.Hierarchy` a configuration's ``hierarchy:`` entry
+    (a file path or a builder mapping) gives for ``values``."""
+    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+
+    if isinstance(spec, str):
+        return FileBuilder(path=base_dir / spec).build(list(values), name=name)
+    return builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy").build(list(values), name=name)
+
+
+def read_hierarchy_text(text: str, name: str) -> Any:
+    """An ARX CSV hierarchy (``;``-separated) from its text, checked (:class:`InputError` if not)."""
+    from safeshare.hierarchy.io import parse_arx_csv
+
+    delimiter = ";" if ";" in text.partition("\n")[0] else ","
+    return parse_arx_csv(text, name=name, delimiter=delimiter)
+
+
+# --------------------------------------------------------------------------- runs (child process)
+def estimate(config: Path, monitor: Monitor) -> Any:
+    """The lattice size and the search's cost (:func:`~safeshare.workflows.estimate.search_estimate`)."""
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.workflows.anonymizer import Anonymizer
+    from safeshare.workflows.estimate import search_estimate
+
+    cfg = check_config(config)
+    anonymizer = Anonymizer(cfg.spec())
+    with monitor.phase(f"reading {cfg.source.path.name}"):
+        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+    try:
+        with monitor.phase("building the frequency table"):
+            return search_estimate(anonymizer, engine)
+    finally:
+        engine.close()
+
+
+@dataclass
+class Anonymized:
+    """What :func:`anonymize` returns: report.json as written, the fitted search (for the lattice
+    view), the input's class sizes and the configured N (for the risk comparison)."""
+
+    report: dict[str, Any]
+    fit: Any
+    input_sizes: Any
+    population_size: int | None
+
+
+#: Above this many lattice nodes the trade-off curve is not computed (as ``safeshare anonymize``).
+TRADEOFF_AUTO_MAX = 20_000
+
+
+def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
+    """``safeshare anonymize CONFIG --out OUT``: search, write, verify, publish atomically.
+
+    (With the application layer: ``api.anonymize(config, out, monitor=monitor)``.)
+    """
+    import time
+
+    from safeshare.core.tabulate import build_frequency_table
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.anonymizer import Anonymizer, tradeoff
+    from safeshare.workflows.m_concealing import (
+        check_knowledge_columns,
+        concealment_report,
+        knowledge_columns,
+        report_knowledge,
+    )
+    from safeshare.workflows.release import input_class_sizes, write_release
+
+    cfg = check_config(config)
+    if cfg.algorithm == "epsilon-safe":
+        raise InputError(
+            "algorithm epsilon-safe: run it with `safeshare anonymize` until the application layer "
+            "(issue 19) makes it a strategy like the others"
+        )
+    OutputDirectory(out).preflight()
+    anonymizer = Anonymizer(cfg.spec())
+    knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
+    start = time.perf_counter()
+    with monitor.phase(f"reading {cfg.source.path.name}"):
+        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch="engine: duckdb")
+    read_s = time.perf_counter() - start
+    try:
+        check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
+        with monitor.phase("building the frequency table"):
+            table, table_s = build_frequency_table(
+                engine, anonymizer.schema, anonymizer.criterion.sensitive_columns
+            )
+        anonymizer.criterion.validate(table)
+        from safeshare.core.evaluation import Evaluator
+
+        evaluator = Evaluator(table)
+        with monitor.progress("searching", table.lattice.size) as progress:
+            result = anonymizer.fit_table(table, table_s, evaluator=evaluator, progress=progress)
+        result.timings = {"read": read_s, **result.timings}
+        extra: dict[str, Any] = {
+            "config": str(config),
+            "input": str(cfg.source.path),
+            "k": next((getattr(m, "k", None) for m in result.criterion.models if hasattr(m, "k")), None),
+            "max_suppression": cfg.max_suppression,
+        }
+        if knowledge is not None and result.found:
+            with monitor.phase("measuring m-concealing of the release"):
+                extra.update(concealment_report(result, engine, knowledge))
+        size = table.lattice.size
+        if result.found and size > TRADEOFF_AUTO_MAX:
+            extra["tradeoff_skipped"] = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
+        elif result.found:
+            with monitor.phase("suppression / loss trade-off"):
+                extra["tradeoff"] = tradeoff(anonymizer, result)
+        with monitor.phase("writing and verifying the release"):
+            published = write_release(
+                result,
+                engine,
+                out,
+                cfg.release_format,
+                cfg.output_delimiter,
+                report=extra,
+                population_size=cfg.population_size,
+            )
+    finally:
+        engine.close()
+    return Anonymized(
+        report=published.report,
+        fit=result,
+        input_sizes=input_class_sizes(result),
+        population_size=cfg.population_size,
+    )
+
+
+# --------------------------------------------------------------------------- surveillance
+def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict[str, Any]:
+    """``safeshare surveil simulate`` for a population table and a case series: the PK forecast of
+    a policy (or the search for the least coarse policy under a threshold), as one document.
+
+    ``settings``: ``population`` (CSV path), ``cases`` (CSV path), ``policy`` (YAML path) or
+    ``search`` (a search section), ``simulations``, ``seed``.
+    """
+    raise InputError(
+        "surveillance from the workbench waits for the surveillance use cases being rebuilt "
+        "(issue 19); run `safeshare surveil simulate` meanwhile"
+    )
+
+
+__all__ = [
+    "Anonymized",
+    "Monitor",
+    "algorithms",
+    "anonymize",
+    "builder_types",
+    "check_config",
+    "estimate",
+    "hierarchy_preview",
+    "metrics",
+    "profile",
+    "read_hierarchy_text",
+    "source",
+    "surveillance_simulate",
+]
