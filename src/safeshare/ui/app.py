@@ -817,6 +817,13 @@ async def _upload(request: Request, ctx: Context) -> Upload:
         raise UploadError(f"upload larger than the limit of {ctx.settings.max_upload:,} bytes", 413)
     incoming = ctx.store.root
     incoming.mkdir(parents=True, exist_ok=True)
+    if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        import secrets
+
+        form = await request.form()  # text fields only: nothing is written
+        folder = incoming / f".incoming-{secrets.token_hex(6)}"
+        folder.mkdir(mode=0o700)
+        return Upload(folder, {key: [str(v) for v in form.getlist(key)] for key in form})
     return await read_upload(request.headers.get("content-type", ""), request.stream(), incoming, ctx.settings.max_upload)
 
 
