@@ -987,6 +987,7 @@ def create_app(settings: Settings) -> Any:
     run = "/api/projects/{pid:str}/runs/{rid:str}"
     routes = [
         Route("/", home),
+        Route("/favicon.ico", lambda r: Response(status_code=204)),
         Route("/projects", create_project_page, methods=["POST"]),
         Route(f"{pid}", lambda r: RedirectResponse(f"/p/{r.path_params['pid']}/data", 303)),
         Route(f"{pid}/data", data_page),

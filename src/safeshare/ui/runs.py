@@ -68,7 +68,8 @@ class RunManager:
             raise RunError(f"unknown run kind {kind!r}; expected one of {', '.join(KINDS)}")
         with self._lock:
             for run in self._runs.values():
-                if run.directory.parent.parent == project_dir and self._alive(run):
+                ended = (run.directory / "state.json").exists()  # the child may still be exiting
+                if run.directory.parent.parent == project_dir and self._alive(run) and not ended:
                     raise RunError(f"run {run.id} ({run.kind}) of this project is still running; cancel it first")
             run_id = run_id or new_run_id()
             directory = project_dir / "runs" / run_id
@@ -109,8 +110,6 @@ class RunManager:
                     "error": last or (f"the run ended with exit status {code}" if code is not None else None),
                     "exit": code,
                 }
-        elif run is not None and state.get("status") != "running" and self._alive(run):
-            state = {**state, "status": "running"}  # state.json written, the process still exiting
         state["id"] = run_id
         state["kind"] = job.get("kind")
         state["progress"] = read_json(directory / "progress.json")

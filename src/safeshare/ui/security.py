@@ -14,7 +14,8 @@ Every request passes four checks, in this order, before any page or API code run
    ``Origin`` (or, without one, a ``Referer``) of another origin gets 403.
 4. **Headers of every answer**: a Content-Security-Policy allowing only the server's own
    scripts, styles and images (no inline script, nothing fetched elsewhere), ``nosniff``,
-   ``no-referrer``, ``no-store`` and framing by the server itself only.
+   ``Referrer-Policy: same-origin`` (with ``no-referrer`` a browser sends ``Origin: null`` on
+   its own forms), ``no-store`` and framing by the server itself only.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class Guard:
                 extra = [
                     (b"content-security-policy", (REPORT_CSP if report_page else CSP).encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    (b"referrer-policy", b"same-origin"),
                     (b"cache-control", b"no-store"),
                     (b"x-frame-options", b"SAMEORIGIN"),
                 ]
