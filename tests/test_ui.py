@@ -186,8 +186,8 @@ def test_cancel_stops_the_child_and_publishes_nothing(server, finished) -> None:
         cancelled = client.post(f"/api/projects/{project}/runs/{run}/cancel")
         assert cancelled.status_code == 202
         state = wait_run(client, project, run)
-    assert state["status"] in ("cancelled", "failed"), state
-    assert state["exit"] in (143, -15)
+    assert state["status"] == "cancelled", state
+    assert state["exit"] in (143, -15)  # -15: terminated while Python was starting, before anything ran
     directory = server.workdir / "safeshare-projects" / project / "runs" / run
     assert not (directory / "out" / "release.csv").exists()
     assert not [p for p in directory.iterdir() if p.name.startswith(".out.") and p.is_dir()]  # no staging left

@@ -61,6 +61,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     workdir = tmp_path_factory.mktemp("workdir")
+    shutil.copytree(ROOT / "examples" / "surveillance", workdir / "surveillance")
     with running_server(workdir) as srv:
         yield srv
 
@@ -122,8 +123,10 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     assert lattice.locator("[data-node]").count() == 7776
     optimum = page.get_by_test_id("optimum")
     key = optimum.get_attribute("data-node")
+    optimum.scroll_into_view_if_needed()
     optimum.dispatch_event("click")
     assert page.get_by_test_id("node-levels").inner_text() == key
+    shot(page, "4-explore")
     page.get_by_test_id("add-compare").click()
     page.locator("table[data-testid=node-list] tbody tr").nth(3).click()
     page.get_by_test_id("node-levels").filter(has_not_text=key).wait_for()
@@ -131,7 +134,8 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     page.get_by_test_id("compare").click()
     page.get_by_test_id("compare-table").wait_for()
     assert page.get_by_test_id("compare-table").locator("th code").count() == 2
-    shot(page, "4-explore")
+    page.get_by_test_id("comparison").scroll_into_view_if_needed()
+    shot(page, "4-explore-compare")
 
     page.get_by_test_id("nav-risk").click()
     page.wait_for_load_state("load")
@@ -187,7 +191,28 @@ def test_cancel_from_the_page(browser: Any, server: Any) -> None:
 
 
 @pytest.mark.slow
+def test_surveillance_bands_and_policy_table(browser: Any, server: Any) -> None:
+    page = browser.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(server.url)
+    page.get_by_test_id("pick-file").select_option("surveillance/case_records.csv")
+    page.get_by_test_id("create-project").click()
+    page.wait_for_selector("[data-testid=suggest-region]")  # one run of a project at a time: the profile's first
+    page.get_by_test_id("nav-surveillance").click()
+    page.get_by_test_id("surv-population").select_option("surveillance/population.csv")
+    page.get_by_test_id("surv-cases").select_option("surveillance/cases_long.csv")
+    page.get_by_test_id("surv-run").click()
+    page.get_by_test_id("policy-table").wait_for()
+    page.wait_for_load_state("load")
+    assert page.get_by_test_id("pk-bands").inner_html().count("<polyline") == 3  # one mean line a policy
+    assert page.get_by_test_id("policy-table").locator("tr").count() == 1 + 6
+    shot(page, "7-surveillance")
+    page.close()
+
+
+@pytest.mark.slow
 def test_a_page_without_the_token_is_forbidden(browser: Any, server: Any) -> None:
+    browser.clear_cookies()
     page = browser.new_page()
     answer = page.goto(server.base + "/")
     assert answer is not None and answer.status == 403

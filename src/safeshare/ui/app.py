@@ -760,9 +760,15 @@ async def surveillance_page(request: Request) -> Response:
     run_id = latest_run(ctx, project, "surveil-simulate")
     state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
     result = read_json(project.run_dir(run_id) / "surveillance.json") if run_id else None
+    chart = None
+    if result:
+        from safeshare.ui.charts import bands_svg
+
+        title = f"PK{result['k']}: mean and 95% range, region {result['region']}, lag {result['lag']}, {result['simulations']} simulations"
+        chart = Markup(bands_svg(result["periods"], result["bands"], title))
     return ctx.render(
         "surveillance.html",
-        **_page(request, project, "surveillance", run_id=None, state=state, result=result, files=ctx.store.data_files()),
+        **_page(request, project, "surveillance", run_id=None, state=state, result=result, chart=chart, files=ctx.store.data_files()),
     )
 
 

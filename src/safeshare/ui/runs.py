@@ -39,6 +39,8 @@ class Run:
     kind: str
     directory: Path
     process: subprocess.Popen[bytes] | None
+    #: the server sent SIGTERM (Cancel)
+    cancelled: bool = False
 
 
 def new_run_id() -> str:
@@ -105,11 +107,15 @@ class RunManager:
                 # the child ended without its state (killed), or belongs to an earlier server
                 code = run.process.poll() if run is not None and run.process is not None else None
                 last = _last_line(directory / "stderr.txt")
-                state = {
-                    "status": "failed" if run is not None else "unknown",
-                    "error": last or (f"the run ended with exit status {code}" if code is not None else None),
-                    "exit": code,
-                }
+                if run is not None and run.cancelled and code in (-signal.SIGTERM, 128 + signal.SIGTERM):
+                    # terminated before its handler was installed (while Python started): nothing ran
+                    state = {"status": "cancelled", "error": "cancelled; nothing was published", "exit": code}
+                else:
+                    state = {
+                        "status": "failed" if run is not None else "unknown",
+                        "error": last or (f"the run ended with exit status {code}" if code is not None else None),
+                        "exit": code,
+                    }
         state["id"] = run_id
         state["kind"] = job.get("kind")
         state["progress"] = read_json(directory / "progress.json")
@@ -121,6 +127,7 @@ class RunManager:
         if run is None or not self._alive(run):
             return False
         assert run.process is not None
+        run.cancelled = True
         run.process.send_signal(signal.SIGTERM)
         return True
 

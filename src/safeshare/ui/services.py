@@ -231,16 +231,86 @@ def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
 
 # --------------------------------------------------------------------------- surveillance
 def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict[str, Any]:
-    """``safeshare surveil simulate`` for a population table and a case series: the PK forecast of
-    a policy (or the search for the least coarse policy under a threshold), as one document.
+    """``safeshare surveil simulate`` and ``search`` for one region of a population table and its
+    case series (docs/surveillance.md), as one document: the PK_k band of each policy over the
+    periods (all policies on the same draws, as ``simulate --compare``), and the least coarse
+    acceptable policy for each case volume (``search``, the policy table by volume).
 
-    ``settings``: ``population`` (CSV path), ``cases`` (CSV path), ``policy`` (YAML path) or
-    ``search`` (a search section), ``simulations``, ``seed``.
+    ``settings``: ``population`` and ``cases`` (CSV paths), ``layout`` (long or jhu), ``region``
+    (default: the table's first), ``policies`` (codes), ``k``, ``lag``, ``simulations``, ``seed``,
+    ``threshold``, ``quantile``, ``volumes``. (With the application layer: its ``surveil_simulate``
+    and ``surveil_search``.)
     """
-    raise InputError(
-        "surveillance from the workbench waits for the surveillance use cases being rebuilt "
-        "(issue 19); run `safeshare surveil simulate` meanwhile"
-    )
+    from safeshare.surveillance.inputs import check_cases_fit, read_case_series, read_jhu_series, read_population
+    from safeshare.surveillance.policies import load_space
+    from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, search_policies
+    from safeshare.surveillance.simulate import draw_series, seeded, series_risk
+
+    k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
+    sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
+    if k < 2 or lag < 1 or sims < 1:
+        raise InputError(f"k >= 2, lag >= 1 and simulations >= 1 are required (k {k}, lag {lag}, simulations {sims})")
+    space = load_space(None)
+    with monitor.phase("reading the population and the cases"):
+        population = read_population(Path(settings["population"]), space)
+        layout = settings.get("layout", "long")
+        if layout not in ("long", "jhu"):
+            raise InputError(f"layout: 'long' or 'jhu', got {layout!r}")
+        read = read_case_series if layout == "long" else read_jhu_series
+        cases = read(Path(settings["cases"]))
+    region = str(settings.get("region") or "") or list(population.regions)[0]
+    population.region_index(region)
+    if region not in cases:
+        raise InputError(f"{Path(settings['cases']).name}: region {region!r} has no case series")
+    series = cases[region]
+    check_cases_fit(series, population, Path(settings["cases"]).name)
+    codes = list(settings.get("policies") or []) or ["1C*e"]
+    nodes = [space.parse(code) for code in codes]
+    with monitor.phase(f"drawing {sims:,} simulations of the cases"):
+        draw = draw_series(population.of(region), series.cases, sims, seeded(seed))
+    bands = []
+    with monitor.progress("forecasting PK per policy", len(nodes)) as update:
+        for i, node in enumerate(nodes):
+            mean, lower, upper = series_risk(draw, space.grouping(node), k, lag).band("pk")
+            bands.append({"policy": space.format(node), "mean": mean, "lower": lower, "upper": upper})
+            if update is not None:
+                update(i + 1)
+    volumes = sorted({int(v) for v in settings.get("volumes") or [] if 0 <= int(v) <= population.totals[region]})
+    policies: list[dict[str, Any]] = []
+    if volumes:
+        criterion = RiskCriterion(
+            k=k,
+            threshold=float(settings.get("threshold", 0.01)),
+            quantile=float(settings.get("quantile", 0.975)),
+            sims=sims,
+            seed=seed,
+        )
+        with monitor.progress("searching policies by volume", len(volumes)) as update:
+            search = search_policies(
+                population, [region], volumes, criterion, progress=lambda i, n: update(i) if update else None
+            )
+        for r in search.results:
+            policies.append(
+                {
+                    "volume": r.volume,
+                    "policy": space.format(r.best) if r.best is not None else DO_NOT_SHARE,
+                    "acceptable": len(r.acceptable),
+                    "checked": r.checked,
+                }
+            )
+    return {
+        "region": region,
+        "k": k,
+        "lag": lag,
+        "simulations": sims,
+        "seed": seed,
+        "periods": [str(d) for d in series.dates],
+        "cases": [int(c) for c in series.cases],
+        "bands": bands,
+        "policies": policies,
+        "threshold": float(settings.get("threshold", 0.01)),
+        "quantile": float(settings.get("quantile", 0.975)),
+    }
 
 
 __all__ = [

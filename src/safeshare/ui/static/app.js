@@ -36,6 +36,8 @@ function showState(box, state) {
   if (after) { after.hidden = state.status !== "done"; }
 }
 
+// Elements with data-poll-run follow a run; with data-reload the page reloads once the run's
+// status differs from the one it was rendered with (data-status), to show the results.
 function poll(box) {
   const run = box.dataset.pollRun;
   if (!run || !project) { return; }
@@ -43,7 +45,7 @@ function poll(box) {
     api(`/api/projects/${project}/runs/${run}`).then((r) => r.json()).then((state) => {
       showState(box, state);
       if (state.status === "running") { setTimeout(tick, 400); }
-      else if (box.dataset.reload) { window.location.reload(); }
+      else if (box.dataset.reload && box.dataset.status !== state.status) { window.location.reload(); }
     }).catch(() => setTimeout(tick, 1500));
   };
   tick();
