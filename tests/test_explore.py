@@ -163,7 +163,12 @@ def test_profile_counts_distinct_missing_and_uniqueness(tmp_path: Path) -> None:
         profile = profile_table(engine, ["?"])
         assert profile.records == 40
         ident, sex, zip_ = (profile.column(c) for c in ("id", "sex", "zip"))
-        assert (ident.distinct, ident.singletons, ident.uniqueness, ident.suggested_role) == (40, 40, 1.0, "identifying")
+        assert (ident.distinct, ident.singletons, ident.uniqueness, ident.suggested_role) == (
+            40,
+            40,
+            1.0,
+            "identifying",
+        )
         assert (sex.distinct, sex.missing, sex.suggested_role) == (2, 0, "quasi")
         assert (zip_.distinct, zip_.missing, zip_.singletons, zip_.suggested_role) == (2, 10, 1, "quasi")
         engine.close()

@@ -56,27 +56,50 @@ def test_a_foreign_host_header_is_refused(server) -> None:
     with server.client() as client:
         assert client.get("/").status_code == 200
         assert client.get(f"http://localhost:{server.port}/").status_code == 200
-        for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1:1", f"127.0.0.2:{server.port}"):
+        for host in (
+            "evil.example",
+            f"evil.example:{server.port}",
+            "127.0.0.1:1",
+            f"127.0.0.2:{server.port}",
+        ):
             assert client.get("/", headers={"Host": host}).status_code == 403, host
 
 
 def test_a_foreign_origin_cannot_change_state(server) -> None:
     with server.client() as client:
-        for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Referer": "http://evil.example/x"}):
+        for headers in (
+            {"Origin": "http://evil.example"},
+            {"Origin": "null"},
+            {"Referer": "http://evil.example/x"},
+        ):
             answer = client.post("/api/projects", headers=headers, files={"data": ("d.csv", b"a\n1\n")})
             assert answer.status_code == 403, headers
             assert "cross-site" in answer.text
         assert client.get("/api/projects", headers={"Origin": "http://evil.example"}).status_code == 200
-        same = client.post("/api/projects", headers={"Origin": server.base}, files={"data": ("d.csv", b"a\n1\n")})
+        same = client.post(
+            "/api/projects", headers={"Origin": server.base}, files={"data": ("d.csv", b"a\n1\n")}
+        )
         assert same.status_code == 201
 
 
 @pytest.mark.parametrize(
-    "name", ["../../escaped.csv", "..\\escaped.csv", "/etc/escaped.csv", ".hidden.csv", "a/../../escaped.csv", "x\x00.csv"]
+    "name",
+    [
+        "../../escaped.csv",
+        "..\\escaped.csv",
+        "/etc/escaped.csv",
+        ".hidden.csv",
+        "a/../../escaped.csv",
+        "x\x00.csv",
+    ],
 )
 def test_traversal_in_an_upload_name_is_refused(server, name: str) -> None:
     with server.client() as client:
-        before = sorted(p.name for p in (server.workdir / "safeshare-projects").glob("*")) if (server.workdir / "safeshare-projects").exists() else []
+        before = (
+            sorted(p.name for p in (server.workdir / "safeshare-projects").glob("*"))
+            if (server.workdir / "safeshare-projects").exists()
+            else []
+        )
         answer = client.post("/api/projects", files={"data": (name, b"a,b\n1,2\n")})
         assert answer.status_code == 400, answer.text
         assert "not allowed" in answer.json()["error"]
@@ -115,7 +138,19 @@ def test_answers_carry_a_strict_content_security_policy_and_escape_names(server)
 def test_the_server_binds_loopback_and_warns_for_another_address(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     process = subprocess.Popen(
-        [sys.executable, "-m", "safeshare", "ui", "--no-browser", "--port", "0", "--host", "0.0.0.0", "--workdir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "safeshare",
+            "ui",
+            "--no-browser",
+            "--port",
+            "0",
+            "--host",
+            "0.0.0.0",
+            "--workdir",
+            str(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -168,7 +203,10 @@ def test_the_lattice_and_risk_of_a_run(server, finished) -> None:
         assert [n["levels"] for n in optimum] == [report["node"]]
         key = ",".join(map(str, report["node"]))
         node = client.get(f"/api/projects/{project}/runs/{run}/nodes/{key}").json()
-        assert node["suppressed"] == report["suppressed_records"] and node["classes"] == report["equivalence_classes"]
+        assert (
+            node["suppressed"] == report["suppressed_records"]
+            and node["classes"] == report["equivalence_classes"]
+        )
         assert node["risk"]["B"] == pytest.approx(report["risk"]["release"]["B"])
         risk = client.get(f"/api/projects/{project}/runs/{run}/risk").json()
         assert risk["release"]["exact_B"] == pytest.approx(report["risk"]["release"]["B"])
@@ -190,7 +228,9 @@ def test_cancel_stops_the_child_and_publishes_nothing(server, finished) -> None:
     assert state["exit"] in (143, -15)  # -15: terminated while Python was starting, before anything ran
     directory = server.workdir / "safeshare-projects" / project / "runs" / run
     assert not (directory / "out" / "release.csv").exists()
-    assert not [p for p in directory.iterdir() if p.name.startswith(".out.") and p.is_dir()]  # no staging left
+    assert not [
+        p for p in directory.iterdir() if p.name.startswith(".out.") and p.is_dir()
+    ]  # no staging left
 
 
 def test_bad_configurations_are_refused_before_a_child_starts(server) -> None:
@@ -199,6 +239,23 @@ def test_bad_configurations_are_refused_before_a_child_starts(server) -> None:
         wait_idle(client, pid)
         answer = client.post(f"/api/projects/{pid}/runs", json={"kind": "anonymize"})
         assert answer.status_code == 400 and "error" in answer.json()
-        put = client.put(f"/api/projects/{pid}/config", content=b"input: {path: data.csv}\ninput: {path: x}\n")
+        put = client.put(
+            f"/api/projects/{pid}/config", content=b"input: {path: data.csv}\ninput: {path: x}\n"
+        )
         assert put.status_code == 400 and "duplicate" in put.json()["error"]
         assert client.get("/api/projects/nope").status_code == 404
+
+
+def test_the_command_line_does_not_import_the_web_stack() -> None:
+    """`safeshare --help` stays fast: Starlette, uvicorn and python-multipart load only in `ui`."""
+    code = (
+        "import sys, safeshare.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'python_multipart'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

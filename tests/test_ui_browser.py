@@ -48,8 +48,12 @@ def browser() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="safeshare-chromium-")
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=ARGS,
-            viewport={"width": 1400, "height": 900}, accept_downloads=True,
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1400, "height": 900},
+            accept_downloads=True,
         )
         try:
             yield context
@@ -159,7 +163,9 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     out = tmp_path / "cli"
     done = subprocess.run(
         [sys.executable, "-m", "safeshare", "anonymize", str(copy), "--out", str(out), "--quiet"],
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     assert (out / "release.csv").read_bytes() == released
@@ -179,7 +185,9 @@ def test_cancel_from_the_page(browser: Any, server: Any) -> None:
     page.goto(server.url)
     page.get_by_test_id("upload-config").set_input_files(str(ADULT_YAML))
     page.get_by_test_id("upload").set_input_files(str(ADULT_DIR / "adult.data"))
-    page.get_by_test_id("upload-hierarchies").set_input_files([str(p) for p in (ADULT_DIR / "hierarchies").glob("*.csv")])
+    page.get_by_test_id("upload-hierarchies").set_input_files(
+        [str(p) for p in (ADULT_DIR / "hierarchies").glob("*.csv")]
+    )
     page.get_by_test_id("create-project").click()
     page.wait_for_selector("[data-testid=suggest-age]")
     page.get_by_test_id("nav-run").click()
@@ -197,7 +205,9 @@ def test_surveillance_bands_and_policy_table(browser: Any, server: Any) -> None:
     page.goto(server.url)
     page.get_by_test_id("pick-file").select_option("surveillance/case_records.csv")
     page.get_by_test_id("create-project").click()
-    page.wait_for_selector("[data-testid=suggest-region]")  # one run of a project at a time: the profile's first
+    page.wait_for_selector(
+        "[data-testid=suggest-region]"
+    )  # one run of a project at a time: the profile's first
     page.get_by_test_id("nav-surveillance").click()
     page.get_by_test_id("surv-population").select_option("surveillance/population.csv")
     page.get_by_test_id("surv-cases").select_option("surveillance/cases_long.csv")

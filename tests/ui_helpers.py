@@ -39,7 +39,18 @@ class Server:
 def running_server(workdir: Path, *extra: str) -> Iterator[Server]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     process = subprocess.Popen(
-        [sys.executable, "-m", "safeshare", "ui", "--no-browser", "--port", "0", "--workdir", str(workdir), *extra],
+        [
+            sys.executable,
+            "-m",
+            "safeshare",
+            "ui",
+            "--no-browser",
+            "--port",
+            "0",
+            "--workdir",
+            str(workdir),
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -48,7 +59,10 @@ def running_server(workdir: Path, *extra: str) -> Iterator[Server]:
     try:
         assert process.stdout is not None
         line = process.stdout.readline().strip()
-        assert line.startswith("safeshare ui: http://127.0.0.1:"), (line, process.stderr.read() if process.stderr else "")
+        assert line.startswith("safeshare ui: http://127.0.0.1:"), (
+            line,
+            process.stderr.read() if process.stderr else "",
+        )
         url = line.removeprefix("safeshare ui: ")
         base, _, token = url.partition("/?token=")
         yield Server(process, url, base, token, int(base.rsplit(":", 1)[1]), workdir)
@@ -63,7 +77,10 @@ def running_server(workdir: Path, *extra: str) -> Iterator[Server]:
 
 def adult_project(client: httpx.Client) -> dict:
     """A project from the Adult demo's configuration, data and hierarchy files (the JSON API)."""
-    files = [("config", ("adult.yaml", ADULT_YAML.read_bytes())), ("data", ("adult.data", (ADULT_DIR / "adult.data").read_bytes()))]
+    files = [
+        ("config", ("adult.yaml", ADULT_YAML.read_bytes())),
+        ("data", ("adult.data", (ADULT_DIR / "adult.data").read_bytes())),
+    ]
     files += [("hierarchies", (h.name, h.read_bytes())) for h in HIERARCHIES]
     answer = client.post("/api/projects", files=files, data={"name": "adult"})
     assert answer.status_code == 201, answer.text

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -202,7 +202,9 @@ def build_project(ctx: Context, upload: Upload) -> Project:
             elif picked:
                 path = _relative_to(ctx.store.inside(picked), project.directory)
             else:
-                raise InputError("give a data file (CSV or Parquet), a file under the work directory, or a config")
+                raise InputError(
+                    "give a data file (CSV or Parquet), a file under the work directory, or a config"
+                )
             config = {
                 "input": _input_section(upload, path),
                 "privacy": {"k-anonymity": {"k": 5}},
@@ -366,7 +368,9 @@ async def save_roles(request: Request) -> Response:
             continue
         role = str(role)
         if role not in ROLES:
-            return back(f"/p/{project.id}/data", f"role {role!r} of {name!r}: expected one of {', '.join(ROLES)}")
+            return back(
+                f"/p/{project.id}/data", f"role {role!r} of {name!r}: expected one of {', '.join(ROLES)}"
+            )
         previous = attributes.get(name) if isinstance(attributes.get(name), dict) else {}
         spec: dict[str, Any] = {"role": role}
         if role in ("quasi", "sensitive") and previous and previous.get("hierarchy") is not None:
@@ -400,15 +404,19 @@ async def set_hierarchy(request: Request) -> Response:
             shutil.move(str(files[0].path), target)
             first = target.read_text(encoding="utf-8").partition("\n")[0]
             relative = f"hierarchies/{name}"
-            spec["hierarchy"] = relative if ";" in first or "," not in first else {
-                "type": "file", "path": relative, "delimiter": ","
-            }
+            spec["hierarchy"] = (
+                relative
+                if ";" in first or "," not in first
+                else {"type": "file", "path": relative, "delimiter": ","}
+            )
         else:
             from safeshare.config_checks import parse_yaml
 
             builder = parse_yaml(upload.value("builder"), f"hierarchy of {column}")
             if not isinstance(builder, Mapping) or "type" not in builder:
-                raise InputError(f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}")
+                raise InputError(
+                    f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}"
+                )
             spec["hierarchy"] = dict(builder)
         values = project.values(column)
         if values is not None:  # the hierarchy must cover the data: checked now, not at run time
@@ -428,7 +436,9 @@ async def hierarchy_page(request: Request) -> Response:
     project = project_of(request)
     column = request.path_params["column"]
     if column not in project.columns():
-        return ctx.render("message.html", 404, message=f"unknown column {column!r}", project=project, screen="data")
+        return ctx.render(
+            "message.html", 404, message=f"unknown column {column!r}", project=project, screen="data"
+        )
     spec = ((project.config().get("attributes") or {}).get(column) or {}).get("hierarchy")
     values = project.values(column)
     levels: list[dict[str, Any]] = []
@@ -447,7 +457,9 @@ async def hierarchy_page(request: Request) -> Response:
             error = str(exc)
     return ctx.render(
         "hierarchy.html",
-        **_page(request, project, "data", column=column, spec=_hierarchy_text(spec), levels=levels, run_id=None),
+        **_page(
+            request, project, "data", column=column, spec=_hierarchy_text(spec), levels=levels, run_id=None
+        ),
         preview_error=error,
     )
 
@@ -499,7 +511,9 @@ def _privacy_values(config: Mapping[str, Any]) -> dict[str, Any]:
         "l_variant": ld.get("variant", "distinct"),
         "t": tc.get("t", ""),
         "m": mc.get("m", ""),
-        "knowledge": ",".join(f"{k}={v}" for k, v in knowledge.items()) if isinstance(knowledge, dict) else "",
+        "knowledge": ",".join(f"{k}={v}" for k, v in knowledge.items())
+        if isinstance(knowledge, dict)
+        else "",
         "threshold": risk.get("threshold", ""),
         "population_size": config.get("population_size", risk.get("population_size", "")),
         "max_suppression": config.get("max_suppression", 0),
@@ -515,7 +529,9 @@ async def privacy_page(request: Request) -> Response:
     config = project.config()
     estimate_run = latest_run(ctx, project, "estimate")
     estimate_state = ctx.runs.state(project.directory / "runs" / estimate_run) if estimate_run else None
-    estimate = read_json(project.directory / "runs" / estimate_run / "estimate.json") if estimate_run else None
+    estimate = (
+        read_json(project.directory / "runs" / estimate_run / "estimate.json") if estimate_run else None
+    )
     problem = None
     try:
         services.check_config(project.config_path)
@@ -563,7 +579,10 @@ async def save_privacy(request: Request) -> Response:
         l_value = _number(form, "l", float)
         if l_value is not None:
             variant = str(form.get("l_variant", "distinct"))
-            privacy["l-diversity"] = {"l": int(l_value) if l_value == int(l_value) else l_value, "variant": variant}
+            privacy["l-diversity"] = {
+                "l": int(l_value) if l_value == int(l_value) else l_value,
+                "variant": variant,
+            }
         t = _number(form, "t", float)
         if t is not None:
             privacy["t-closeness"] = {"t": t}
@@ -616,7 +635,15 @@ async def run_page(request: Request) -> Response:
         problem = " ".join(str(exc).split())
     return ctx.render(
         "run.html",
-        **_page(request, project, "run", run_id=run_id, state=state, problem=problem, config_text=project.config_text()),
+        **_page(
+            request,
+            project,
+            "run",
+            run_id=run_id,
+            state=state,
+            problem=problem,
+            config_text=project.config_text(),
+        ),
     )
 
 
@@ -650,7 +677,13 @@ async def explore_page(request: Request) -> Response:
     project = project_of(request)
     run_id = chosen_run(request, project)
     if run_id is None:
-        return ctx.render("message.html", message="no run yet: start one on the Run screen", project=project, screen="explore", run_id=None)
+        return ctx.render(
+            "message.html",
+            message="no run yet: start one on the Run screen",
+            project=project,
+            screen="explore",
+            run_id=None,
+        )
     try:
         view = view_of(project, run_id)
     except InputError as exc:
@@ -684,7 +717,7 @@ async def node_fragment(request: Request) -> Response:
     try:
         detail = node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
     except InputError as exc:
-        return HTMLResponse(f"<p class=error>{jinja2.utils.markupsafe.escape(str(exc))}</p>", status_code=400)
+        return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     return ctx.render("node.html", node=detail, chart=Markup(_histogram_svg(detail)))
 
 
@@ -692,7 +725,14 @@ def _histogram_svg(detail: Mapping[str, Any], width: int = 380) -> str:
     from safeshare.report.svg import bar_chart
 
     bins = [b for b in detail.get("histogram", []) if b["classes"] or b["low"] <= 10]
-    return bar_chart([b["label"] for b in bins], [b["classes"] for b in bins], "released classes by size", "classes", width=width, height=200)
+    return bar_chart(
+        [b["label"] for b in bins],
+        [b["classes"] for b in bins],
+        "released classes by size",
+        "classes",
+        width=width,
+        height=200,
+    )
 
 
 async def compare_fragment(request: Request) -> Response:
@@ -705,9 +745,11 @@ async def compare_fragment(request: Request) -> Response:
         keys = [k for k in request.query_params.get("nodes", "").split(";") if k][:4]
         details = [node_detail(view, key) for key in keys]
     except InputError as exc:
-        return HTMLResponse(f"<p class=error>{jinja2.utils.markupsafe.escape(str(exc))}</p>", status_code=400)
+        return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     charts = [Markup(_histogram_svg(d, 260)) for d in details]
-    return ctx.render("compare.html", nodes=list(zip(details, charts, strict=True)), qis=view.quasi_identifiers)
+    return ctx.render(
+        "compare.html", nodes=list(zip(details, charts, strict=True)), qis=view.quasi_identifiers
+    )
 
 
 async def risk_page(request: Request) -> Response:
@@ -717,7 +759,13 @@ async def risk_page(request: Request) -> Response:
     risk = read_json(project.run_dir(run_id) / "risk.json") if run_id else None
     report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
     if risk is None:
-        return ctx.render("message.html", message="no finished run yet: start one on the Run screen", project=project, screen="risk", run_id=run_id)
+        return ctx.render(
+            "message.html",
+            message="no finished run yet: start one on the Run screen",
+            project=project,
+            screen="risk",
+            run_id=run_id,
+        )
     return ctx.render("risk.html", **_page(request, project, "risk", run_id=run_id, risk=risk, report=report))
 
 
@@ -726,12 +774,22 @@ async def release_page(request: Request) -> Response:
     project = project_of(request)
     run_id = chosen_run(request, project)
     if run_id is None:
-        return ctx.render("message.html", message="no run yet: start one on the Run screen", project=project, screen="release", run_id=None)
+        return ctx.render(
+            "message.html",
+            message="no run yet: start one on the Run screen",
+            project=project,
+            screen="release",
+            run_id=None,
+        )
     directory = project.run_dir(run_id)
     state = ctx.runs.state(directory)
     report = read_json(directory / "out" / "report.json")
     config_name = f"run-{run_id}.yaml"
-    config_text = (project.directory / config_name).read_text(encoding="utf-8") if (project.directory / config_name).is_file() else ""
+    config_text = (
+        (project.directory / config_name).read_text(encoding="utf-8")
+        if (project.directory / config_name).is_file()
+        else ""
+    )
     config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
     out_hint = f"out/{project.id}"
     files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
@@ -748,7 +806,11 @@ async def release_page(request: Request) -> Response:
             config_text=config_text,
             config_path=config_path,
             cli=f"safeshare anonymize {config_path} --out {out_hint}",
-            python=f'from safeshare import api\n\nrelease = api.anonymize("{config_path}", "{out_hint}")\nprint(release.report["levels"])',
+            python=(
+                "from safeshare import api\n\n"
+                f'release = api.anonymize("{config_path}", "{out_hint}")\n'
+                'print(release.report["levels"])'
+            ),
             reason=project.meta.get("threshold_reason", ""),
         ),
     )
@@ -764,11 +826,23 @@ async def surveillance_page(request: Request) -> Response:
     if result:
         from safeshare.ui.charts import bands_svg
 
-        title = f"PK{result['k']}: mean and 95% range, region {result['region']}, lag {result['lag']}, {result['simulations']} simulations"
+        title = (
+            f"PK{result['k']}: mean and 95% range, region {result['region']}, "
+            f"lag {result['lag']}, {result['simulations']} simulations"
+        )
         chart = Markup(bands_svg(result["periods"], result["bands"], title))
     return ctx.render(
         "surveillance.html",
-        **_page(request, project, "surveillance", run_id=None, state=state, result=result, chart=chart, files=ctx.store.data_files()),
+        **_page(
+            request,
+            project,
+            "surveillance",
+            run_id=None,
+            state=state,
+            result=result,
+            chart=chart,
+            files=ctx.store.data_files(),
+        ),
     )
 
 
@@ -809,10 +883,12 @@ async def run_file(request: Request) -> Response:
     if name == "report.html":
         return FileResponse(path, media_type="text/html; charset=utf-8")
     download = request.query_params.get("download") is not None or name.startswith("release")
-    return FileResponse(path, filename=f"{project.id}-{request.path_params['rid']}-{name}" if download else None)
+    return FileResponse(
+        path, filename=f"{project.id}-{request.path_params['rid']}-{name}" if download else None
+    )
 
 
-def PlainError(message: str, status: int) -> Response:  # noqa: N802 - a response factory
+def PlainError(message: str, status: int) -> Response:
     return Response(message + "\n", status_code=status, media_type="text/plain; charset=utf-8")
 
 
@@ -830,7 +906,9 @@ async def _upload(request: Request, ctx: Context) -> Upload:
         folder = incoming / f".incoming-{secrets.token_hex(6)}"
         folder.mkdir(mode=0o700)
         return Upload(folder, {key: [str(v) for v in form.getlist(key)] for key in form})
-    return await read_upload(request.headers.get("content-type", ""), request.stream(), incoming, ctx.settings.max_upload)
+    return await read_upload(
+        request.headers.get("content-type", ""), request.stream(), incoming, ctx.settings.max_upload
+    )
 
 
 def _project_doc(ctx: Context, project: Project) -> dict[str, Any]:
@@ -898,7 +976,9 @@ async def api_runs(request: Request) -> Response:
     except InputError as exc:
         return _error(exc, 404)
     if request.method == "GET":
-        return JSONResponse({"runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()]})
+        return JSONResponse(
+            {"runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()]}
+        )
     try:
         doc = json.loads((await request.body()) or b"{}")
         kind = doc.get("kind", "anonymize") if isinstance(doc, dict) else "anonymize"
@@ -936,7 +1016,9 @@ async def api_cancel(request: Request) -> Response:
     except InputError as exc:
         return _error(exc, 404)
     cancelled = ctx.runs.cancel(directory)
-    return JSONResponse({"cancelled": cancelled, **ctx.runs.state(directory)}, status_code=202 if cancelled else 409)
+    return JSONResponse(
+        {"cancelled": cancelled, **ctx.runs.state(directory)}, status_code=202 if cancelled else 409
+    )
 
 
 async def api_run_json(request: Request) -> Response:
@@ -965,7 +1047,9 @@ async def api_node(request: Request) -> Response:
 
     try:
         project, _ = _run_dir(request)
-        return JSONResponse(node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"]))
+        return JSONResponse(
+            node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
+        )
     except InputError as exc:
         return _error(exc, 404)
 
@@ -985,7 +1069,8 @@ async def not_found(request: Request, exc: Exception) -> Response:
 
 
 def create_app(settings: Settings) -> Any:
-    """The workbench: pages, the JSON API and the static files, behind the :class:`~safeshare.ui.security.Guard`."""
+    """The workbench: pages, the JSON API and the static files, behind the
+    :class:`~safeshare.ui.security.Guard`."""
     from safeshare.ui.security import Guard
 
     ctx = Context(settings)

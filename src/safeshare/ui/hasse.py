@@ -38,7 +38,7 @@ def hasse_svg(view: LatticeView) -> str:
     for row in rows.values():
         row.sort(key=lambda n: (n.loss if n.loss is not None else 2.0, n.suppressed or 0, n.levels))
     top_height = sum(view.heights)
-    widest = max((len(r) for r in rows.values()), default=1)
+    widest = max((len(row) for row in rows.values()), default=1)
     r = _radius(widest)
     spacing = max(2.6 * r, 8.0)
     width = int(max(640.0, widest * spacing + 2 * MARGIN))
@@ -66,7 +66,7 @@ def hasse_svg(view: LatticeView) -> str:
         parts.append("</g>")
     parts.append('<g class="nodes">')
     for node in view.nodes:
-        x, y = position[node.levels]
+        cx, cy = position[node.levels]
         loss = "" if node.loss is None else f"{node.loss:.6g}"
         suppressed = "" if node.suppressed is None else str(node.suppressed)
         cls = f"node {node.status}" + (" searched" if node.searched else "")
@@ -74,7 +74,7 @@ def hasse_svg(view: LatticeView) -> str:
         radius = r * 1.8 if node.status == "optimum" else r
         title = f"{node.key}: {node.status}, loss {loss or '?'}, suppressed {suppressed or '?'}"
         parts.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" class="{cls}" '
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{radius:.1f}" class="{cls}" '
             f'data-node="{node.key}" data-status="{node.status}" data-loss="{loss}" '
             f'data-suppressed="{suppressed}"{testid}><title>{escape(title)}</title></circle>'
         )

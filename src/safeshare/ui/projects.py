@@ -196,8 +196,10 @@ class ProjectStore:
         for top, dirs, files in os.walk(self.workdir):
             rel_top = Path(top).relative_to(self.workdir)
             dirs[:] = sorted(
-                d for d in dirs
-                if not d.startswith(".") and not (rel_top == Path(".") and d == self.root.name)
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and not (rel_top == Path(".") and d == self.root.name)
                 and len(rel_top.parts) < depth
             )
             for name in sorted(files):

@@ -61,9 +61,7 @@ class RunManager:
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
 
-    def start(
-        self, project_dir: Path, kind: str, params: dict[str, Any], run_id: str | None = None
-    ) -> str:
+    def start(self, project_dir: Path, kind: str, params: dict[str, Any], run_id: str | None = None) -> str:
         """Start a ``kind`` run of the project; its id (:class:`RunError` when one is active).
         ``run_id``: the id to use (the caller prepared files named after it)."""
         if kind not in KINDS:
@@ -72,7 +70,9 @@ class RunManager:
             for run in self._runs.values():
                 ended = (run.directory / "state.json").exists()  # the child may still be exiting
                 if run.directory.parent.parent == project_dir and self._alive(run) and not ended:
-                    raise RunError(f"run {run.id} ({run.kind}) of this project is still running; cancel it first")
+                    raise RunError(
+                        f"run {run.id} ({run.kind}) of this project is still running; cancel it first"
+                    )
             run_id = run_id or new_run_id()
             directory = project_dir / "runs" / run_id
             directory.mkdir(parents=True, mode=0o700)
@@ -98,7 +98,7 @@ class RunManager:
         """The run's state: ``status`` (running, done, failed, cancelled), ``progress``, ``error``..."""
         run_id = directory.name
         job = read_json(directory / "job.json") or {}
-        state = read_json(directory / "state.json")
+        state: dict[str, Any] | None = read_json(directory / "state.json")
         run = self._runs.get(run_id)
         if state is None:
             if run is not None and self._alive(run):
@@ -113,7 +113,8 @@ class RunManager:
                 else:
                     state = {
                         "status": "failed" if run is not None else "unknown",
-                        "error": last or (f"the run ended with exit status {code}" if code is not None else None),
+                        "error": last
+                        or (f"the run ended with exit status {code}" if code is not None else None),
                         "exit": code,
                     }
         state["id"] = run_id
@@ -165,7 +166,9 @@ def _child_env() -> dict[str, str]:
 
 def _last_line(path: Path) -> str | None:
     try:
-        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        lines = [
+            line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
     except OSError:
         return None
     return lines[-1] if lines else None

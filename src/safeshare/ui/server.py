@@ -36,7 +36,9 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
-        raise InputError(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})") from None
+        raise InputError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
     sock.listen(64)
     sock.set_inheritable(False)
     return sock

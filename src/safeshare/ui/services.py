@@ -82,7 +82,9 @@ def source(input_section: Mapping[str, Any], base_dir: Path) -> Any:
     )
 
 
-def profile(input_section: Mapping[str, Any], base_dir: Path, values_limit: int) -> tuple[Any, dict[str, Any]]:
+def profile(
+    input_section: Mapping[str, Any], base_dir: Path, values_limit: int
+) -> tuple[Any, dict[str, Any]]:
     """The :class:`~safeshare.workflows.profile.DataProfile` of the input (read in place by DuckDB)
     and each column's distinct values when there are at most ``values_limit`` (hierarchy previews)."""
     from safeshare.data.engines.factory import make_engine
@@ -105,7 +107,9 @@ def hierarchy_preview(spec: Mapping[str, Any] | str, base_dir: Path, values: Seq
 
     if isinstance(spec, str):
         return FileBuilder(path=base_dir / spec).build(list(values), name=name)
-    return builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy").build(list(values), name=name)
+    return builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy").build(
+        list(values), name=name
+    )
 
 
 def read_hierarchy_text(text: str, name: str) -> Any:
@@ -241,7 +245,12 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     ``threshold``, ``quantile``, ``volumes``. (With the application layer: its ``surveil_simulate``
     and ``surveil_search``.)
     """
-    from safeshare.surveillance.inputs import check_cases_fit, read_case_series, read_jhu_series, read_population
+    from safeshare.surveillance.inputs import (
+        check_cases_fit,
+        read_case_series,
+        read_jhu_series,
+        read_population,
+    )
     from safeshare.surveillance.policies import load_space
     from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, search_policies
     from safeshare.surveillance.simulate import draw_series, seeded, series_risk
@@ -249,7 +258,9 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
     sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
     if k < 2 or lag < 1 or sims < 1:
-        raise InputError(f"k >= 2, lag >= 1 and simulations >= 1 are required (k {k}, lag {lag}, simulations {sims})")
+        raise InputError(
+            f"k >= 2, lag >= 1 and simulations >= 1 are required (k {k}, lag {lag}, simulations {sims})"
+        )
     space = load_space(None)
     with monitor.phase("reading the population and the cases"):
         population = read_population(Path(settings["population"]), space)
@@ -258,7 +269,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
             raise InputError(f"layout: 'long' or 'jhu', got {layout!r}")
         read = read_case_series if layout == "long" else read_jhu_series
         cases = read(Path(settings["cases"]))
-    region = str(settings.get("region") or "") or list(population.regions)[0]
+    region = str(settings.get("region") or "") or next(iter(population.regions))
     population.region_index(region)
     if region not in cases:
         raise InputError(f"{Path(settings['cases']).name}: region {region!r} has no case series")
@@ -275,7 +286,9 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
             bands.append({"policy": space.format(node), "mean": mean, "lower": lower, "upper": upper})
             if update is not None:
                 update(i + 1)
-    volumes = sorted({int(v) for v in settings.get("volumes") or [] if 0 <= int(v) <= population.totals[region]})
+    volumes = sorted(
+        {int(v) for v in settings.get("volumes") or [] if 0 <= int(v) <= population.totals[region]}
+    )
     policies: list[dict[str, Any]] = []
     if volumes:
         criterion = RiskCriterion(

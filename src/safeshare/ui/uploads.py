@@ -83,7 +83,14 @@ async def read_upload(
     folder = destination / f".incoming-{secrets.token_hex(6)}"
     folder.mkdir(mode=0o700, parents=True)
     upload = Upload(folder)
-    state: dict[str, Any] = {"headers": {}, "field": b"", "value": b"", "file": None, "buf": bytearray(), "parts": 0}
+    state: dict[str, Any] = {
+        "headers": {},
+        "field": b"",
+        "value": b"",
+        "file": None,
+        "buf": bytearray(),
+        "parts": 0,
+    }
 
     def on_header_field(data: bytes, start: int, end: int) -> None:
         state["field"] += data[start:end]
@@ -131,7 +138,9 @@ async def read_upload(
         else:
             state["buf"] += chunk
             if len(state["buf"]) > MAX_FIELD_BYTES:
-                raise UploadError(f"form field {state['name']!r} is larger than {MAX_FIELD_BYTES:,} bytes", 413)
+                raise UploadError(
+                    f"form field {state['name']!r} is larger than {MAX_FIELD_BYTES:,} bytes", 413
+                )
 
     def on_part_end() -> None:
         if state["file"] is not None:

@@ -11,7 +11,8 @@ table, so they are the search's own numbers (the same evaluator, criterion and m
   ids computed once), and for each node: whether it qualifies (the criterion's
   :meth:`assess`, the search predicate), the records suppressed there, the loss under the
   configured metric and every other one (normalized to [0, 1]), the released classes (count,
-  smallest; their sizes are kept for :func:`node_detail`) and the prosecutor risks ``max 1/f`` and ``J/n``. A larger
+  smallest; their sizes are kept for :func:`node_detail`) and the prosecutor risks ``max 1/f``
+  and ``J/n``. A larger
   lattice is not walked: only the nodes the search itself evaluated (and the optimum) get
   figures, the others are ``not-checked``.
 * :func:`node_detail`: one node's figures with its risk section (the report's
@@ -130,7 +131,9 @@ class LatticeView:
     population_size: int | None
     nodes: list[NodeFigures]
     #: node -> (class sizes, number of classes of each size) of its released classes
-    class_sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    class_sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._index = {n.levels: i for i, n in enumerate(self.nodes)}
@@ -138,10 +141,14 @@ class LatticeView:
     def node(self, levels: Sequence[int] | str) -> NodeFigures:
         """The figures of a node given as levels or as ``"2,2,0,..."`` (:class:`InputError` if unknown)."""
         key = parse_node(levels, len(self.heights)) if isinstance(levels, str) else tuple(levels)
-        if len(key) != len(self.heights) or any(not 0 <= lv <= h for lv, h in zip(key, self.heights, strict=True)):
+        if len(key) != len(self.heights) or any(
+            not 0 <= lv <= h for lv, h in zip(key, self.heights, strict=True)
+        ):
             raise InputError(f"node {','.join(map(str, key))}: not in the lattice of heights {self.heights}")
         i = self._index.get(key)
-        return self.nodes[i] if i is not None else NodeFigures(levels=key, status="not-checked", searched=False)
+        return (
+            self.nodes[i] if i is not None else NodeFigures(levels=key, status="not-checked", searched=False)
+        )
 
     def counts(self) -> dict[str, int]:
         """Nodes per status (the not-checked ones included)."""
@@ -314,7 +321,8 @@ def lattice_view(
 
 
 def node_detail(view: LatticeView, levels: Sequence[int] | str) -> dict[str, Any]:
-    """One node's figures with the histogram of its released class sizes and their risk (:func:`~safeshare.risk.report_risk.side`,
+    """One node's figures with the histogram of its released class sizes and their risk
+    (:func:`~safeshare.risk.report_risk.side`,
     the report's risk section for that node: same N, exact where the input is the population)."""
     figures = view.node(levels)
     doc = figures.to_dict()
@@ -441,7 +449,7 @@ def risk_comparison(
     n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
     exact = population_size is None
     N = n_input if population_size is None else int(population_size)
-    if N < n_input:
+    if n_input > N:
         raise InputError(f"population_size {N} is smaller than the input ({n_input} records)")
     names = tuple(estimators) if estimators is not None else tuple(histogram_estimators())
     return RiskComparison(

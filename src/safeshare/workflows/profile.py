@@ -137,7 +137,9 @@ def suggest_role(
     return "insensitive", "no rule applies: confirm that it is harmless, or choose another role", False
 
 
-def profile_column(name: str, sizes: np.ndarray, missing: int, near_unique: float = NEAR_UNIQUE) -> ColumnProfile:
+def profile_column(
+    name: str, sizes: np.ndarray, missing: int, near_unique: float = NEAR_UNIQUE
+) -> ColumnProfile:
     """The profile of one column from the record counts of its distinct non-missing values."""
     sizes = np.asarray(sizes, dtype=np.int64)
     non_missing = int(sizes.sum())
