@@ -553,7 +553,7 @@ def test_cli_flatten_exit_statuses(tmp_path: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert cli.main([*args[:-1], "0", "--out", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "n_events must be a positive integer" in err
+    assert err.count("\n") == 1 and "--events: expected an integer >= 1, got 0" in err
     assert not (tmp_path / "bad.csv").exists()
 
 

@@ -482,48 +482,34 @@ class OutputDirectory:
         return OutputError(f"cannot write the outputs to {self.out_dir}: {reason}{detail}{hint}")
 
 
-# --------------------------------------------------------------------------- file-by-file publishing
-@contextmanager
-def staging_directory(out_dir: Path) -> Iterator[Path]:
-    """A private directory beside ``out_dir`` in which outputs are prepared (file-by-file publishing).
+# --------------------------------------------------------------------------- one call
+def publish_directory(
+    out_dir: Path,
+    write: Callable[[Path], None],
+    verify: Callable[[Path], None] | None = None,
+) -> Path:
+    """Publish a command's whole output folder through :class:`OutputDirectory` in one call.
 
-    Used by the commands whose outputs are added to a directory (``utility``, ``sweep``,
-    ``dp experiment``); a release is published as a whole by :class:`OutputDirectory`.
-    The lock of ``out_dir`` is held meanwhile, and the staging directory is always removed.
+    ``write(stage)`` writes every file of the new output into the private staging
+    directory; ``verify(stage)``, when given, re-checks what was written (raise to refuse:
+    nothing is published); then the stage is sealed and swapped in atomically, under the
+    lock. A foreign, locked or unwritable ``out_dir`` is refused before ``write`` runs.
+    Returns ``out_dir``. Every command that writes a directory publishes this way::
+
+        def write(stage: Path) -> None:
+            atomic_write_text(stage / "result.json", text)
+            plot(stage / "figure.png")
+
+        publish_directory(out, write)
     """
-    out_dir = Path(out_dir).absolute()
-    lock = acquire_lock(out_dir)
-    try:
-        recover(out_dir)
-        stage = make_stage(out_dir)
-        try:
-            yield stage
-        finally:
-            _remove_tree(stage)
-    finally:
-        release_lock(lock)
-
-
-def publish(stage: Path, out_dir: Path) -> list[Path]:
-    """Move every file of ``stage`` into ``out_dir``, one atomic rename each.
-
-    When ``out_dir`` is a safeshare output directory, the moved names join its marker's
-    list, so that the next release may replace them.
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    listed = _marker_files(out_dir)
-    moved = []
-    for src in sorted(stage.iterdir()):
-        dst = out_dir / src.name
-        if src.is_dir() and dst.is_dir():
-            shutil.rmtree(dst)
-        os.replace(src, dst)
-        moved.append(dst)
-    if listed is not None:
-        names = sorted({*listed, *(p.name for p in moved)})
-        atomic_write_text(out_dir / MARKER, json.dumps({"safeshare_output": 1, "files": names}) + "\n")
-    return moved
+    output = OutputDirectory(out_dir)
+    output.preflight()
+    with output as stage:
+        write(stage)
+        if verify is not None:
+            verify(stage)
+        output.publish()
+    return Path(out_dir)
 
 
 # --------------------------------------------------------------------------- digests

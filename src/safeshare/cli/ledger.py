@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from safeshare.cli.common import JsonOption, QuietOption, emit
 from safeshare.console import out
 
 ledger_app = typer.Typer(
@@ -20,14 +21,25 @@ ledger_app = typer.Typer(
 )
 
 
+@ledger_app.callback()
+def ledger_group() -> None:
+    """The release ledger: one hash-chained line per published release.
+
+    A callback keeps ``ledger`` a group: Typer runs a one-command app as that command, which
+    made ``safeshare ledger verify PATH`` read ``verify`` as the path.
+    """
+
+
 @ledger_app.command("verify")
 def verify_command(
     path: Annotated[Path, typer.Argument(help="The ledger file (JSON lines).")],
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Check the ledger's hash chain and the files it records: exit 0 if all hold, 1 otherwise."""
     from safeshare.workflows.ledger import verify_ledger
 
     result = verify_ledger(path)
-    out.print(result.summary(), soft_wrap=True)
+    emit(result.to_dict(), as_json, quiet, lambda: out.print(result.summary(), soft_wrap=True))
     if not result.ok:
         raise typer.Exit(1)

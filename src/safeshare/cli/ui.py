@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from safeshare.cli.common import JsonOption, QuietOption
+
 
 def ui(
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8765,
@@ -21,6 +23,8 @@ def ui(
     max_upload: Annotated[
         int, typer.Option("--max-upload-mb", help="Largest upload, in MiB (default 4096).")
     ] = 4096,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """A local browser workbench: data, privacy, run, explore, risk, release, surveillance."""
     from safeshare.errors import InputError
@@ -30,7 +34,7 @@ def ui(
         raise InputError(f"--port: expected 0..65535, got {port}")
     if max_upload < 1:
         raise InputError(f"--max-upload-mb: expected at least 1, got {max_upload}")
-    serve(workdir, host, port, not no_browser, max_upload << 20)
+    serve(workdir, host, port, not no_browser, max_upload << 20, quiet=quiet, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

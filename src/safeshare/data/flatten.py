@@ -42,7 +42,8 @@ unchanged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +54,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from safeshare.console import phase
 from safeshare.data.engines.memory import read_frame
 from safeshare.data.source import Format, TableSource, infer_format, text_column
 from safeshare.errors import ConfigError, DataError
@@ -694,7 +694,7 @@ def flatten_files(
     on_orphans: OrphanPolicy = "error",
     fmt: Format | None = None,
     delimiter: str = ",",
-    progress: bool = False,
+    phase: Callable[[str], AbstractContextManager[None]] | None = None,
 ) -> FlattenStats:
     """Read two tables, flatten ``events`` onto ``persons`` and write the result atomically.
 
@@ -709,9 +709,9 @@ def flatten_files(
     inputs (also through a link) is refused before anything is read
     (:func:`~safeshare.io.refuse_overwriting`); so is a flattening whose added
     columns cannot fit in memory (:func:`check_flatten_memory`, again with the
-    persons counted once they are read). ``progress`` shows each phase on stderr
-    (when it is a terminal). Returns what was done (:class:`FlattenStats`) for a
-    summary line.
+    persons counted once they are read). ``phase(name)``, when given, wraps each phase (the
+    command line shows it on stderr, when it is a terminal). Returns what was done
+    (:class:`FlattenStats`) for a summary line.
     """
     spec = EventSpec(
         key=key,
@@ -735,12 +735,13 @@ def flatten_files(
     refuse_overwriting(out, [persons.path, events.path], "the output")
     # Before reading: the added columns alone (without a single person) must fit.
     check_flatten_memory(None, spec.n_events, len(spec.columns or ()) or 1, fmt=fmt)
-    quiet = not progress
-    with phase(f"reading {Path(persons.path).name} and {Path(events.path).name}", quiet):
+    if phase is None:
+        phase = lambda name: nullcontext()  # noqa: E731
+    with phase(f"reading {Path(persons.path).name} and {Path(events.path).name}"):
         persons_frame = read_frame(persons)
         events_frame = read_frame(events)
     shape = f"{len(persons_frame):,} persons x {spec.n_events:,} events"
-    with phase(f"flattening {shape}", quiet):
+    with phase(f"flattening {shape}"):
         result, stats = flatten_frame(
             persons_frame,
             events_frame,
@@ -751,7 +752,7 @@ def flatten_files(
         )
     del persons_frame, events_frame
     writing = f"writing {out.name} ({result.shape[0]:,} rows, {result.shape[1]:,} columns)"
-    with phase(writing, quiet), atomic_path(out) as tmp:
+    with phase(writing), atomic_path(out) as tmp:
         if fmt == "parquet":
             result.to_parquet(tmp, index=False)
         else:

@@ -59,7 +59,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from safeshare.config_checks import check_keys, parse_yaml, read_yaml
+from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
@@ -80,8 +80,8 @@ __all__ = [
     "IntervalBuilder",
     "MaskingBuilder",
     "SuppressionBuilder",
+    "builder_files",
     "builder_from_spec",
-    "builder_from_text",
 ]
 
 
@@ -337,10 +337,19 @@ class IntervalBuilder(_Configurable):
     writes ``35:39``). Otherwise ``{high}`` equals ``{end}`` and the default label
     is ``"[{low}, {high})"`` (``[35, 37.5)``).
 
-    ``top_coding: 90`` puts every value ``>= 90`` in one class labelled ``90+`` at
-    every level below the top; ``bottom_coding: 10`` puts every value ``< 10`` in
-    ``<10``. Intervals that straddle a coding bound are cut at the bound and
-    labelled accordingly (``[80, 100)`` with ``top_coding: 90`` shows as ``80-89``).
+    **Top and bottom coding** (``coding: {top: 90, bottom: 18}``, either bound or both) is a
+    transformation of its own: level 1 keeps every value as it is except the tails, shown as
+    ``>=90`` and ``<18``; the interval levels follow (``widths`` may then be empty), with the
+    same tail labels, and an interval that straddles a bound is cut at it (``[80, 100)``
+    shows as ``80-89``)::
+
+        17 -> <18  -> <18   -> *          (coding: {top: 90, bottom: 18}, widths: [10])
+        37 -> 37   -> 30-39 -> *
+        93 -> >=90 -> >=90  -> *
+
+    The older keys ``top_coding: 90`` / ``bottom_coding: 10`` code the tails inside the
+    interval levels only (labels ``90+`` and ``<10``, no level of exact values); they cannot
+    be combined with ``coding``.
 
     Values are parsed from their text (``"39"``, ``"39.5"``, ``"-4"``, ``"1e3"``);
     the leaves are the exact input strings. The tokens in ``missing`` (default:
@@ -358,6 +367,7 @@ class IntervalBuilder(_Configurable):
     top_coding: Number | None = None
     missing: Sequence[str] = ()
     top: str | None = "*"
+    coding: Mapping[str, Number] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.widths, str | bytes) or not isinstance(self.widths, Sequence):
@@ -365,7 +375,10 @@ class IntervalBuilder(_Configurable):
                 f"widths must be a list of numbers such as [5, 10, 20], got {_shown(self.widths)}"
             )
         widths = tuple(_as_number(w, "widths") for w in self.widths)
-        if not widths:
+        coding = _as_coding(self.coding)
+        if coding is not None and (self.bottom_coding is not None or self.top_coding is not None):
+            raise ConfigError("coding replaces bottom_coding and top_coding: give one or the other")
+        if not widths and coding is None:
             raise ConfigError("widths must list at least one interval width, e.g. widths: [5, 10, 20]")
         for w in widths:
             if w <= 0:
@@ -394,6 +407,22 @@ class IntervalBuilder(_Configurable):
             top_coding=top_coding,
             missing=_as_tokens(self.missing, "missing"),
             top=_as_top(self.top),
+            coding=coding,
+        )
+
+    def __hash__(self) -> int:
+        coding = tuple(sorted(self.coding.items())) if self.coding is not None else None
+        return hash(
+            (
+                tuple(self.widths),
+                self.origin,
+                self.label,
+                self.bottom_coding,
+                self.top_coding,
+                tuple(self.missing),
+                self.top,
+                coding,
+            )
         )
 
     def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
@@ -412,8 +441,17 @@ class IntervalBuilder(_Configurable):
             numbers[value] = q
         widths = [_fraction(w) for w in self.widths]
         origin = _fraction(self.origin)
-        bottom = None if self.bottom_coding is None else _fraction(self.bottom_coding)
-        top_coding = None if self.top_coding is None else _fraction(self.top_coding)
+        with_coding = self.coding is not None
+        if self.coding is not None:
+            bound_b, bound_t = self.coding.get("bottom"), self.coding.get("top")
+        else:
+            bound_b, bound_t = self.bottom_coding, self.top_coding
+        bottom = None if bound_b is None else _fraction(bound_b)
+        top_coding = None if bound_t is None else _fraction(bound_t)
+        low_label = f"<{_plain(bottom)}" if bottom is not None else ""
+        high_label = ""
+        if top_coding is not None:
+            high_label = f">={_plain(top_coding)}" if with_coding else f"{_plain(top_coding)}+"
         params = [*widths, origin, *(b for b in (bottom, top_coding) if b is not None)]
         integral = all(q.denominator == 1 for q in (*numbers.values(), *params))
         pattern = self.label or ("{low}-{high}" if integral else "[{low}, {high})")
@@ -426,12 +464,17 @@ class IntervalBuilder(_Configurable):
         for value in sorted(numbers, key=lambda v: (numbers[v], v)):
             x = numbers[value]
             row = [value]
+            if with_coding:  # level 1: the value itself, its tails coded
+                tail = "bottom" if bottom is not None and x < bottom else None
+                tail = "top" if top_coding is not None and x >= top_coding else tail
+                # (a number's text never reads "<18" or ">=90": the tails cannot meet a value)
+                row.append(low_label if tail == "bottom" else high_label if tail == "top" else value)
             for level, width in enumerate(widths):
                 key: object
                 if bottom is not None and x < bottom:
-                    text, key = f"<{_plain(bottom)}", "bottom"
+                    text, key = low_label, "bottom"
                 elif top_coding is not None and x >= top_coding:
-                    text, key = f"{_plain(top_coding)}+", "top"
+                    text, key = high_label, "top"
                 else:
                     low = origin + math.floor((x - origin) / width) * width
                     end = low + width
@@ -454,11 +497,28 @@ class IntervalBuilder(_Configurable):
                     hint = "differ from the coding labels" if coded else "show {low} in full"
                     raise HierarchyError(
                         f"{name}: label {pattern!r} gives two different classes the same label "
-                        f"{text!r} at level {level + 1}; make the label {hint}"
+                        f"{text!r} at level {level + 1 + with_coding}; make the label {hint}"
                     )
                 row.append(text)
             rows.append(row)
-        return _assemble(rows, missing, len(widths), self.top, name)
+        return _assemble(rows, missing, len(widths) + with_coding, self.top, name)
+
+
+def _as_coding(value: object) -> dict[str, Number] | None:
+    """The ``coding`` parameter: ``{top: t, bottom: b}`` (one or both), ``b < t``; ``None``: none."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"coding must be a mapping such as {{top: 90, bottom: 18}}, got {_shown(value)}")
+    unknown = sorted(str(k) for k in value if k not in ("top", "bottom"))
+    if unknown:
+        raise ConfigError(f"coding: unknown key {unknown[0]!r}; expected top and/or bottom")
+    if not value:
+        raise ConfigError("coding needs top, bottom or both, e.g. coding: {top: 90, bottom: 18}")
+    out = {str(k): _as_number(v, f"coding.{k}") for k, v in value.items()}
+    if "top" in out and "bottom" in out and out["bottom"] >= out["top"]:
+        raise ConfigError(f"coding.bottom ({out['bottom']}) must be below coding.top ({out['top']})")
+    return dict(sorted(out.items()))
 
 
 #: The largest width or precision in a label pattern's format spec (``{low:>4}``): a width of
@@ -1008,6 +1068,11 @@ BUILDERS: dict[str, Any] = {
 }
 
 
+def builder_keys(kind: str) -> list[str]:
+    """The configuration keys of the builder ``type: kind`` (besides ``type``)."""
+    return _known_keys(BUILDERS[kind])
+
+
 def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hierarchy") -> HierarchyBuilder:
     """The builder described by a configuration mapping with a ``type`` key.
 
@@ -1036,20 +1101,8 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     return builder
 
 
-def builder_from_text(
-    text: str, base_dir: Path, where: str = "--spec"
-) -> tuple[HierarchyBuilder, list[Path]]:
-    """The builder of a YAML mapping given as text (``hierarchy build --spec``), and the files it reads.
-
-    The text is parsed by the configuration's loader
-    (:func:`~safeshare.config_checks.parse_yaml`: no aliases, no duplicate keys, at most
-    1 MiB, no integer beyond a float), then made a builder by :func:`builder_from_spec`.
-    The files are those the spec names (``type: file``'s ``path``, ``grouping``'s
-    ``file``), relative to ``base_dir``: an output must not replace them.
-    """
-    spec = parse_yaml(text, where, "hierarchy spec")
-    if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where}: expected a mapping such as '{{type: intervals, widths: [5, 10]}}'")
-    builder = builder_from_spec(spec, base_dir, where)
+def builder_files(spec: Mapping[str, Any], base_dir: Path) -> list[Path]:
+    """The files a builder spec reads (``type: file``'s ``path``, ``grouping``'s ``file``),
+    relative to ``base_dir``: an output must not replace them (``hierarchy build --out``)."""
     files = [spec[key] for key in ("path", "file") if isinstance(spec.get(key), str | Path)]
-    return builder, [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]
+    return [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]

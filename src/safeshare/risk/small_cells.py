@@ -69,7 +69,6 @@ class PopulationCells:
         names = list(table.qi_names)
         grouped = population.astype(str).groupby(names, sort=False).size().reset_index(name="_n")
         self.counts = grouped["_n"].to_numpy(dtype=np.int64)
-        self.size = len(population)
         self.table = table
         full_list = list(hierarchies) if hierarchies is not None else list(table.hierarchies)
         #: The hierarchies the population was generalized with (for the independent re-check).

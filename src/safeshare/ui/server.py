@@ -11,6 +11,7 @@ When the server stops (Ctrl-C, SIGTERM), the runs still going are cancelled.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import sys
 from pathlib import Path
@@ -44,8 +45,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(workdir: Path, host: str, port: int, open_browser: bool, max_upload: int) -> None:
-    """Serve the workbench until interrupted."""
+def serve(
+    workdir: Path,
+    host: str,
+    port: int,
+    open_browser: bool,
+    max_upload: int,
+    *,
+    quiet: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Serve the workbench until interrupted.
+
+    The address is printed on one line (``safeshare ui: URL``; with ``as_json`` a JSON object
+    ``{"url", "host", "port"}``, for scripts that start the server); ``quiet`` leaves the web
+    server's own warnings out (errors are still shown)."""
     import uvicorn
 
     from safeshare.ui.app import Settings, create_app
@@ -65,13 +79,22 @@ def serve(workdir: Path, host: str, port: int, open_browser: bool, max_upload: i
     app = create_app(Settings(workdir=workdir, token=token, host=host, port=port, max_upload=max_upload))
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown}:{port}/?token={token}"
-    sys.stdout.write(f"safeshare ui: {url}\n")
+    if as_json:
+        sys.stdout.write(json.dumps({"url": url, "host": host, "port": port}) + "\n")
+    else:
+        sys.stdout.write(f"safeshare ui: {url}\n")
     sys.stdout.flush()
     if open_browser:
         import webbrowser
 
         webbrowser.open(url)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+    config = uvicorn.Config(
+        app,
+        log_level="error" if quiet else "warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+    )
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

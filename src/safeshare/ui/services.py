@@ -2,10 +2,9 @@
 
 Every call the browser workbench makes into the library goes through this module, so that
 the pages and the JSON API hold no logic of their own and move onto the application layer
-(``safeshare.api``, issue 19) by editing this one file. Until that layer is merged, the
-``anonymize`` use case is composed here from the same workflow functions, in the same order,
-as ``safeshare anonymize`` (``cli/anonymize.py``): the same configuration gives the same
-node, the same verified release bytes and the same report figures.
+(``safeshare.api``, issue 19): ``anonymize`` is :func:`safeshare.api.anonymize`, the very
+function ``safeshare anonymize`` calls, so the same configuration gives the same node, the
+same verified release bytes and the same report figures.
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
 surveillance ones) run in the run's child process (:mod:`safeshare.ui.worker`), never in the
@@ -47,7 +46,7 @@ def check_config(path: Path) -> Any:
 
 def algorithms() -> list[str]:
     """The names ``algorithm:`` accepts."""
-    from safeshare.workflows.algorithms import ALGORITHMS
+    from safeshare.config.algorithms import ALGORITHMS
 
     return list(ALGORITHMS)
 
@@ -149,87 +148,19 @@ class Anonymized:
     population_size: int | None
 
 
-#: Above this many lattice nodes the trade-off curve is not computed (as ``safeshare anonymize``).
-TRADEOFF_AUTO_MAX = 20_000
-
-
 def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
-    """``safeshare anonymize CONFIG --out OUT``: search, write, verify, publish atomically.
+    """``safeshare anonymize CONFIG --out OUT``: :func:`safeshare.api.anonymize` itself (search,
+    write, verify, publish atomically), so the page's release is the command's, byte for byte."""
+    from safeshare import api
+    from safeshare.workflows.release import input_class_sizes
 
-    (With the application layer: ``api.anonymize(config, out, monitor=monitor)``.)
-    """
-    import time
-
-    from safeshare.core.tabulate import build_frequency_table
-    from safeshare.data.engines.factory import make_engine
-    from safeshare.io import OutputDirectory
-    from safeshare.workflows.anonymizer import Anonymizer, tradeoff
-    from safeshare.workflows.m_concealing import (
-        check_knowledge_columns,
-        concealment_report,
-        knowledge_columns,
-        report_knowledge,
-    )
-    from safeshare.workflows.release import input_class_sizes, write_release
-
-    cfg = check_config(config)
-    if cfg.algorithm == "epsilon-safe":
-        raise InputError(
-            "algorithm epsilon-safe: run it with `safeshare anonymize` until the application layer "
-            "(issue 19) makes it a strategy like the others"
-        )
-    OutputDirectory(out).preflight()
-    anonymizer = Anonymizer(cfg.spec())
-    knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
-    start = time.perf_counter()
-    with monitor.phase(f"reading {cfg.source.path.name}"):
-        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch="engine: duckdb")
-    read_s = time.perf_counter() - start
-    try:
-        check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
-        with monitor.phase("building the frequency table"):
-            table, table_s = build_frequency_table(
-                engine, anonymizer.schema, anonymizer.criterion.sensitive_columns
-            )
-        anonymizer.criterion.validate(table)
-        from safeshare.core.evaluation import Evaluator
-
-        evaluator = Evaluator(table)
-        with monitor.progress("searching", table.lattice.size) as progress:
-            result = anonymizer.fit_table(table, table_s, evaluator=evaluator, progress=progress)
-        result.timings = {"read": read_s, **result.timings}
-        extra: dict[str, Any] = {
-            "config": str(config),
-            "input": str(cfg.source.path),
-            "k": next((getattr(m, "k", None) for m in result.criterion.models if hasattr(m, "k")), None),
-            "max_suppression": cfg.max_suppression,
-        }
-        if knowledge is not None and result.found:
-            with monitor.phase("measuring m-concealing of the release"):
-                extra.update(concealment_report(result, engine, knowledge))
-        size = table.lattice.size
-        if result.found and size > TRADEOFF_AUTO_MAX:
-            extra["tradeoff_skipped"] = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
-        elif result.found:
-            with monitor.phase("suppression / loss trade-off"):
-                extra["tradeoff"] = tradeoff(anonymizer, result)
-        with monitor.phase("writing and verifying the release"):
-            published = write_release(
-                result,
-                engine,
-                out,
-                cfg.release_format,
-                cfg.output_delimiter,
-                report=extra,
-                population_size=cfg.population_size,
-            )
-    finally:
-        engine.close()
+    release = api.anonymize(config, out, monitor=monitor)
+    fit = release.fit
     return Anonymized(
-        report=published.report,
-        fit=result,
-        input_sizes=input_class_sizes(result),
-        population_size=cfg.population_size,
+        report=release.report,
+        fit=fit,
+        input_sizes=input_class_sizes(fit) if fit is not None and fit.found else None,
+        population_size=check_config(config).population_size,
     )
 
 

@@ -100,6 +100,8 @@ class Expectations:
     delimiter: str = ","
     #: pseudonyms and shifted dates to recompute from the key (:mod:`safeshare.verify.identifiers`)
     identifiers: IdentifierExpectations | None = None
+    #: the allowed labels are every level's (a locally recoded release: :func:`expectations_any_level`)
+    any_level: bool = False
 
 
 @dataclass
@@ -189,7 +191,8 @@ def judge_release(
     for qi in qis:
         bad = sorted(labels[qi] - expected.allowed_labels[qi])
         if bad:
-            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
+            where = "any level of its hierarchy" if expected.any_level else "its chosen level"
+            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of {where}")
     if records_out and qis and min_size < expected.k:
         failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
     return suppressed
@@ -278,6 +281,39 @@ def expectations_for(
         k=k,
         models={name: dict(p) for name, p in models.items()},
         delimiter=delimiter,
+    )
+
+
+def expectations_any_level(
+    columns: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    hierarchy_rows: Mapping[str, Sequence[Sequence[str]]],
+    records_in: int,
+    max_suppression: float,
+    models: Mapping[str, Mapping[str, Any]],
+    delimiter: str = ",",
+) -> Expectations:
+    """:class:`Expectations` of a release that mixes generalization levels per record (local
+    recoding, :mod:`safeshare.workflows.local_recoding`).
+
+    Every QI value must be a label of the QI's configured hierarchy at *some* level (the
+    labels come from the hierarchies, never from the plan that chose the levels); the classes
+    are the records with identical released values, as for any release, so k-anonymity and
+    every model of :data:`EXTRA_CHECKS` are re-checked on them by :func:`verify_release`
+    unchanged, and so is the suppression limit over the whole input.
+    """
+    allowed = {qi: {str(label) for row in hierarchy_rows[qi] for label in row} for qi in quasi_identifiers}
+    k = int(models.get("k-anonymity", {}).get("k", 1))
+    return Expectations(
+        columns=list(columns),
+        quasi_identifiers=list(quasi_identifiers),
+        allowed_labels=allowed,
+        records_in=records_in,
+        max_suppression=max_suppression,
+        k=k,
+        models={name: dict(p) for name, p in models.items()},
+        delimiter=delimiter,
+        any_level=True,
     )
 
 

@@ -1,4 +1,4 @@
-"""The engine boundary: the only code that touches raw rows (DESIGN.md).
+"""The engine boundary: the only code that touches raw rows (docs/architecture.md).
 
 Everything between reading and writing runs on the frequency table, whose
 size is the number of distinct quasi-identifier combinations, not the number
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
+
+from safeshare.errors import InputError
 
 if TYPE_CHECKING:
     from safeshare.data.identifiers.treatment import IdentifierTreatment
@@ -60,6 +62,50 @@ class ReleasePlan:
         return list(self.generalization)
 
 
+@dataclass
+class MixedReleasePlan:
+    """What to write when every raw quasi-identifier tuple has its own generalization.
+
+    Local recoding (:mod:`safeshare.workflows.local_recoding`) releases records at several
+    lattice nodes: the released labels of a record depend on its whole raw QI tuple, not on
+    each value alone, so the recipe is a mapping table joined on the raw QI values.
+
+    Attributes
+    ----------
+    columns: output columns in order.
+    quasi_identifiers: the QI columns, in the order of ``keys`` and ``labels``.
+    keys: one row per released distinct raw QI tuple: the raw text of each QI (as the
+        engine reads it), no duplicate tuple.
+    labels: aligned with ``keys``: the released label of each QI.
+    format: ``csv`` or ``parquet``.
+    delimiter: field separator of a CSV release.
+    extra: engine-independent annotations.
+
+    A record whose raw QI tuple is not in ``keys`` is **not written** (suppressed): nothing
+    is released unless the plan names it.
+    """
+
+    columns: list[str]
+    quasi_identifiers: list[str]
+    keys: pd.DataFrame
+    labels: pd.DataFrame
+    format: OutputFormat = "csv"
+    delimiter: str = ","
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        qis = list(self.quasi_identifiers)
+        if not qis:
+            raise ValueError("a mixed release plan needs at least one quasi-identifier")
+        for name, frame in (("keys", self.keys), ("labels", self.labels)):
+            if list(frame.columns) != qis:
+                raise ValueError(f"the plan's {name} must have the columns {qis}, got {list(frame.columns)}")
+        if len(self.keys) != len(self.labels):
+            raise ValueError("the plan's keys and labels differ in length")
+        if self.keys.duplicated().any():
+            raise ValueError("the plan lists a raw quasi-identifier tuple twice")
+
+
 class Engine(ABC):
     """Reads records and writes releases; see the module docstring."""
 
@@ -83,6 +129,14 @@ class Engine(ABC):
     @abstractmethod
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         """Write the release described by ``plan`` to ``target``; return the rows written."""
+
+    def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
+        """Write the release of ``plan`` (labels per raw QI tuple) to ``target``; return the rows
+        written. Same row order and text as :meth:`write_release`. Engines that cannot refuse
+        with :class:`~safeshare.errors.InputError` (a choice of the run, not a fault)."""
+        raise InputError(
+            f"the {self.name} engine cannot write a locally recoded release; use the memory or duckdb engine"
+        )
 
     def raw_grouped_batches(
         self, columns: Sequence[str], batch_rows: int = 1_000_000

@@ -123,7 +123,7 @@ import pandas as pd
 import psutil
 import pyarrow as pa
 
-from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
@@ -1202,6 +1202,91 @@ class DuckDBEngine(Engine):
         else:
             clone._scan = sampled_scan
         return clone
+
+    # ------------------------------------------------------------------ local recoding
+    def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
+        """One ``COPY`` joining every record, on its raw QI tuple, to its released labels.
+
+        A locally recoded release (:class:`MixedReleasePlan`) gives each distinct raw QI
+        tuple its own labels. The distinct key tuples of the QIs (the table kept by
+        :meth:`grouped_counts`, or one pass) are turned into text, joined (inner) to the plan's
+        ``keys`` registered as an Arrow table, giving per key tuple the labels, their sort
+        codes and CSV fields; every record then joins that small table on its QI keys (``IS
+        NOT DISTINCT FROM``; inner, so a tuple the plan does not list is not written). The
+        rest is :meth:`write_release`'s: the same row order (a QI by its label's code, numbered
+        in code point order of all its labels), the same CSV text, the same settings.
+        """
+        out_idx = [self._index(c) for c in plan.columns]
+        qis = plan.quasi_identifiers
+        qi_idx = [self._index(qi) for qi in qis]
+        uid = f"{self._uid}_{next(_counter)}"
+        name = f"__safeshare_mixed_{uid}"
+        keys = plan.keys[qis].astype(str)
+        labels = plan.labels[qis].astype(str)
+        codes = [{label: n + 1 for n, label in enumerate(sorted(set(labels[qi])))} for qi in qis]
+        columns: dict[str, pa.Array] = {}
+        for j, qi in enumerate(qis):
+            columns[f"v{j}"] = pa.array(keys[qi].tolist(), pa.string())
+            columns[f"l{j}"] = pa.array(labels[qi].tolist(), pa.string())
+            columns[f"c{j}"] = pa.array([codes[j][v] for v in labels[qi]], pa.int64())
+        self.con.register(name, pa.table(columns))
+        try:
+            groups = self._distinct_keys(qi_idx)
+            distinct = f"SELECT DISTINCT {', '.join(f'__k{i}' for i in qi_idx)} FROM {groups}"
+            text = self._text(distinct, {i: f"__k{i}" for i in qi_idx}, keep=[f"__k{i}" for i in qi_idx])
+            picks = ", ".join(
+                f"t.__k{i} AS k{j}, a.l{j}, a.c{j}, {csv_field(f'a.l{j}', plan.delimiter)} AS f{j}"
+                for j, i in enumerate(qi_idx)
+            )
+            on = " AND ".join(f"t.__v{i} = a.v{j}" for j, i in enumerate(qi_idx))
+            mapped = f"SELECT {picks} FROM ({text}) AS t JOIN {name} AS a ON {on}"
+            cond = " AND ".join(f"__src.__k{i} IS NOT DISTINCT FROM __mx.k{j}" for j, i in enumerate(qi_idx))
+            join = f"JOIN ({mapped}) AS __mx ON {cond}"
+            values = {i: f"__src.__v{i}" for i in out_idx}
+            fields = {i: csv_field(f"__src.__v{i}", plan.delimiter) for i in out_idx}
+            for j, i in enumerate(qi_idx):
+                values[i], fields[i] = f"__mx.l{j}", f"__mx.f{j}"
+            out = [values[i] for i in out_idx]
+            if plan.format == "parquet":
+                select = ", ".join(
+                    f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
+                )
+                options = "FORMAT parquet, COMPRESSION snappy"
+            else:
+                line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
+                if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
+                    line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
+                select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
+                options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
+            qi_code = {i: (f"__mx.c{j}", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
+            order = ", ".join(f"{key} ASC NULLS FIRST" for key in _sort_keys(out_idx, qi_code))
+            order_by = f" ORDER BY {order}" if order else ""
+            text_idx = {i: self._columns[i].key_sql() for i in dict.fromkeys(out_idx) if i not in qi_idx}
+            key_cols = [f"{self._columns[i].key_sql()} AS __k{i}" for i in qi_idx]
+
+            def sql(scan: str, tmp: Path) -> str:
+                keyed = f"SELECT {', '.join(['*', *key_cols])} FROM ({scan})"
+                source = self._text(keyed, text_idx, keep=[f"__k{i}" for i in qi_idx])
+                query = f"SELECT {select} FROM ({source}) AS __src {join}{order_by}"
+                return f"COPY ({query}) TO {quote_literal(str(tmp))} ({options})"
+
+            release_memory: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+            if self._default_memory:
+                limit = f"{release_memory_mb(self.n_records())}MB"
+                release_memory = self._temporarily("memory_limit", quote_literal(limit))
+            with (
+                release_memory,
+                self._joins_as_written(),
+                self._temporarily("preserve_insertion_order", "true"),
+                atomic_path(Path(target)) as tmp,
+            ):
+                copied = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of")
+                row = _single_row(copied)
+            assert row is not None
+            return int(row[0])
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(name)
 
     def close(self) -> None:
         if getattr(self, "_closed", True):

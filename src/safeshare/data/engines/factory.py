@@ -24,6 +24,7 @@ def make_engine(
     source: Any,
     spark: Any = None,
     duckdb: Mapping[str, Any] | None = None,
+    *,
     identifiers: IdentifierTreatment | None = None,
     switch: str | None = None,
 ) -> Engine:

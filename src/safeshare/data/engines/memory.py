@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
@@ -270,6 +270,37 @@ class MemoryEngine(Engine):
 
     def write_release(self, plan: ReleasePlan, target: Path) -> int:
         out = self.generalized_frame(plan)
+        with atomic_path(target) as tmp:
+            if plan.format == "parquet":
+                out.to_parquet(tmp, index=False)
+            else:
+                out.to_csv(tmp, index=False, sep=plan.delimiter)
+        return len(out)
+
+    # ------------------------------------------------------------------ local recoding
+    def mixed_frame(self, plan: MixedReleasePlan) -> pd.DataFrame:
+        """The release of a :class:`MixedReleasePlan` as a DataFrame, in release order: each
+        record's raw QI tuple looked up in the plan's keys; a tuple not listed is not written."""
+        qis = plan.quasi_identifiers
+        keys: pd.Index
+        records: pd.Index
+        if len(qis) == 1:
+            keys = pd.Index(plan.keys[qis[0]].astype(str))
+            records = pd.Index(self.frame[qis[0]])
+        else:
+            keys = pd.MultiIndex.from_frame(plan.keys[qis].astype(str))
+            records = pd.MultiIndex.from_frame(self.frame[qis])
+        position = keys.get_indexer(records)
+        keep = position >= 0
+        out = self.frame.loc[keep, plan.columns].copy()
+        at = position[keep]
+        for qi in qis:
+            if qi in out.columns:
+                out[qi] = plan.labels[qi].astype(str).to_numpy()[at]
+        return release_order(out.reset_index(drop=True))
+
+    def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
+        out = self.mixed_frame(plan)
         with atomic_path(target) as tmp:
             if plan.format == "parquet":
                 out.to_parquet(tmp, index=False)

@@ -111,36 +111,7 @@ class SparkOptions:
     driver_memory: str | None = None
 
 
-SPARK_KEYS = ("master", "app_name", "executor_memory", "shuffle_partitions", "driver_memory")
 _MASTER = re.compile(r"^(local(\[(\d+|\*)\])?|spark://[A-Za-z0-9.\-]+:\d+)$")
-
-
-def parse_spark_options(raw: Any, where: str) -> SparkOptions:
-    """The ``spark:`` mapping of a configuration as :class:`SparkOptions` (one-line errors)."""
-    from safeshare.errors import ConfigError
-
-    if raw is None:
-        return SparkOptions()
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping, e.g. spark: {{master: 'local[2]'}}")
-    unknown = [k for k in raw if k not in SPARK_KEYS]
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; expected one of {', '.join(SPARK_KEYS)}")
-    for key in ("master", "app_name", "executor_memory", "driver_memory"):
-        if key in raw and not isinstance(raw[key], str):
-            raise ConfigError(f'{where}.{key}: expected a text, got {raw[key]!r} (quote it: "...")')
-    master = raw.get("master", "local[2]")
-    check_master(master, f"{where}.master")
-    parts = raw.get("shuffle_partitions", 8)
-    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
-        raise ConfigError(f"{where}.shuffle_partitions: expected an integer >= 1, got {parts!r}")
-    for key in ("executor_memory", "driver_memory"):
-        size = raw.get(key)
-        if size is not None and not re.fullmatch(r"\d+[kmgt]?", size.lower()):
-            raise ConfigError(f"{where}.{key}: expected a size such as 2g or 512m, got {size!r}")
-    return SparkOptions(
-        master, raw.get("app_name", "safeshare"), raw.get("executor_memory"), parts, raw.get("driver_memory")
-    )
 
 
 def check_master(master: str, where: str) -> str:
@@ -699,13 +670,3 @@ def _double_text_udf() -> Any:
         return keys.map(one)
 
     return text
-
-
-@contextlib.contextmanager
-def spark_session(options: SparkOptions | None = None) -> Iterator[Any]:
-    """A SparkSession for the duration of the block (stopped afterwards)."""
-    session = build_session(options or SparkOptions())
-    try:
-        yield session
-    finally:
-        session.stop()
