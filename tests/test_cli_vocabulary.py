@@ -108,6 +108,7 @@ def test_the_commands_are_all_there() -> None:
         "surveil select",
         "surveil evaluate",
         "surveil release",
+        "ui",
         "version",
     }
 
