@@ -145,6 +145,10 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Overrides that are paths: relative to the working directory (in the file: to the file's directory).
+PATH_OVERRIDES = frozenset({"key_file", "ledger"})
+
+
 def option_name(keyword: str) -> str:
     """The command-line option of an override keyword (``max_suppression`` -> ``--max-suppression``)."""
     return "--" + keyword.replace("_", "-")
@@ -773,6 +777,8 @@ def _with_overrides(
             raise ConfigError(f"unknown option {keyword!r}{hint}")
         if value is None:
             continue
+        if keyword in PATH_OVERRIDES:  # a path given as an option is relative to where it is given
+            value = str(Path(str(value)).absolute())
         path = OVERRIDES[keyword]
         if keyword == "k":  # replaces the k-anonymity model, whatever its spelling
             privacy = raw.get("privacy")

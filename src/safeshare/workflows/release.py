@@ -91,6 +91,12 @@ class ReleaseContext:
     tradeoff_skipped: str | None = None
     m_concealing: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: the custodian's reason for the risk threshold (the headline and the evidence)
+    threshold_reason: str | None = None
+    #: the printable cover: what the release is for, who approved it, the ledger it goes to
+    purpose: str | None = None
+    approved_by: str | None = None
+    ledger: str | None = None
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -150,8 +156,12 @@ def stage_release(
     fmt: OutputFormat,
     delimiter: str,
     timings: dict[str, float],
+    expected: Expectations | None = None,
 ) -> Verification:
     """Apply the chosen node to every record of ``engine`` into ``stage`` and verify the file.
+
+    ``expected``: what the verifier must find (default: :func:`release_expectations` of the
+    configuration's roles; the anonymize use case adds the identifier checks).
 
     Raises :class:`VerificationError` when the written release fails the independent check
     (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
@@ -163,7 +173,8 @@ def stage_release(
     written = engine.write_release(plan, stage / name)
     timings["apply"] = time.perf_counter() - start
     start = time.perf_counter()
-    expected = release_expectations(result, input_columns, delimiter)
+    if expected is None:
+        expected = release_expectations(result, input_columns, delimiter)
     verification = verify_release(stage / name, fmt, expected)
     if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
         from safeshare.verify.spark import verify_release_spark
@@ -235,6 +246,16 @@ def build_release(
         fit=result,
     )
     release.warnings = report_warnings(release.report)
+    from safeshare.workflows.release_evidence import headline
+
+    release.headline = headline(release.report, context.threshold_reason)
+    release.certificate = {
+        "data_set": source,
+        "records": records,
+        "purpose": context.purpose,
+        "approved_by": context.approved_by,
+        "ledger": context.ledger,
+    }
     return release
 
 

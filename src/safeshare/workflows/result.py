@@ -21,7 +21,17 @@ A release is made of sections, each a field:
 * :attr:`Release.verification`: the independent re-check of the written file;
 * :attr:`Release.provenance`: the configuration (its file name and every validated
   setting), the version, the seeds;
-* :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}``;
+* :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}`` (among
+  them the disclosure warnings over the written release, :mod:`safeshare.verify.disclosure`);
+* :attr:`Release.headline`: the result in one sentence with its figures (the achieved risk
+  against the threshold, re-checked on the file; the prosecutor figure with its context);
+* :attr:`Release.evidence`: what a privacy officer signs (attack models, threshold and its
+  source, QIs with hierarchies and every released label, the verifier's checks, SHA-256 of
+  every file; :mod:`safeshare.workflows.evidence`), when the release was written;
+* :attr:`Release.certificate`: the cover of the printable report (data set, purpose, approver,
+  ledger);
+* :attr:`Release.ledger_entry`: the ledger line appended after publishing (not in report.json,
+  which is written before it);
 * :attr:`Release.timings`: seconds per phase (and :attr:`peak_rss_mb`): the only figures
   that differ between two runs of the same configuration (with the creation time).
 
@@ -157,6 +167,14 @@ class Release:
     sampling: Mapping[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: float | None = None
+    #: the result in one sentence with its figures (:func:`~safeshare.workflows.release_evidence.headline`)
+    headline: Mapping[str, Any] | None = None
+    #: the evidence section (``Evidence.to_dict()``), when the release was written
+    evidence: Mapping[str, Any] | None = None
+    #: the printable cover: data set, purpose, approver, ledger
+    certificate: Mapping[str, Any] | None = None
+    #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
+    ledger_entry: Mapping[str, Any] | None = field(default=None, compare=False)
     #: the search's full result (frequency table, evaluator, classes) for further analysis
     fit: AnonymizationResult | None = field(default=None, repr=False, compare=False)
 
@@ -225,6 +243,9 @@ class Release:
             "seeds": dict(self.provenance.seeds),
         }
         doc["warnings"] = [w.to_dict() for w in self.warnings]
+        doc["headline"] = dict(self.headline) if self.headline is not None else None
+        doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
+        doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
         doc["elapsed_s"] = {key: round(value, 6) for key, value in self.timings.items()}
         return doc
 
