@@ -120,7 +120,8 @@ def anonymize(
         typer.Option("--key-file", help="Key of pseudonyms and shifted dates (hex, mode 0600; never shown)."),
     ] = None,
     ledger: Annotated[
-        Path | None, typer.Option("--ledger", help="Append the published release to this ledger (JSON lines).")
+        Path | None,
+        typer.Option("--ledger", help="Append the published release to this ledger (JSON lines)."),
     ] = None,
     approved_by: Annotated[
         str | None, typer.Option("--approved-by", help="Who approved the release (report cover, ledger).")
@@ -256,7 +257,8 @@ def print_release(release: Release) -> None:
     if release.ledger_entry is not None:
         entry = release.ledger_entry
         table.add_row(
-            "ledger", f"entry {entry['seq']} appended to {entry['path']} (SHA-256 {entry['entry_sha256'][:16]}...)"
+            "ledger",
+            f"entry {entry['seq']} appended to {entry['path']} (SHA-256 {entry['entry_sha256'][:16]}...)",
         )
     table.add_row("time", ", ".join(f"{k} {v:.2f}s" for k, v in report["elapsed_s"].items()))
     if release.path is not None:

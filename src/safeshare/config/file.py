@@ -693,9 +693,13 @@ class ConfigFile(Section):
     def settings(self) -> dict[str, Any]:
         """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
         paths as written in the file, an absolute one by its name only."""
-        # the key file is named nowhere: the key is identified by its fingerprint (the evidence)
+        # the key file is named nowhere: the key is identified by its fingerprint
         doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params", "key_file"})
         doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
+        treatment = self.identifiers
+        doc["key_file"] = (
+            None if treatment is None else f"given (key fingerprint {treatment.key.fingerprint})"
+        )
         doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
         return cast(dict[str, Any], _portable(doc))
 
@@ -820,7 +824,9 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
     schema = cfg.schema
     cfg.privacy  # noqa: B018
     not_qi = {
-        c: f"not a quasi-identifier (role {a.role.value})" for c, a in schema.attributes.items() if not a.is_quasi
+        c: f"not a quasi-identifier (role {a.role.value})"
+        for c, a in schema.attributes.items()
+        if not a.is_quasi
     }
     check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
     _check_population_size(cfg)

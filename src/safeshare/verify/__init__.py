@@ -146,7 +146,9 @@ EXTRA_CHECKS: dict[str, ExtraCheck] = {
 
 #: Models whose re-check has a figure worth reporting (the achieved value, recomputed on the file):
 #: name -> f(connection, relation, QI SQL, params) -> ``{..., "value": float | None}``.
-MODEL_FIGURES: dict[str, Callable[[duckdb.DuckDBPyConnection, str, str, Mapping[str, Any]], dict[str, Any]]] = {
+MODEL_FIGURES: dict[
+    str, Callable[[duckdb.DuckDBPyConnection, str, str, Mapping[str, Any]], dict[str, Any]]
+] = {
     "risk": risk_figures,
 }
 
@@ -254,7 +256,9 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
                     continue
                 figures = MODEL_FIGURES.get(name)
                 # scalar parameters only (a model's reference data, e.g. t-closeness', stays out)
-                scalars = {k: v for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)}
+                scalars = {
+                    k: v for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)
+                }
                 record: dict[str, Any] = {"params": scalars}
                 if figures is not None:  # the re-checked figure itself (the report shows it)
                     doc = figures(con, rel, group, params)

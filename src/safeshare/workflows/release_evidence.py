@@ -84,9 +84,7 @@ def kept_columns(schema: Schema, released_columns: Sequence[str]) -> list[str]:
     are not; quasi-identifiers are the classes themselves."""
     qis = set(schema.quasi_identifiers)
     return [
-        c
-        for c in released_columns
-        if c not in qis and schema.role(c) in (Role.SENSITIVE, Role.INSENSITIVE)
+        c for c in released_columns if c not in qis and schema.role(c) in (Role.SENSITIVE, Role.INSENSITIVE)
     ]
 
 
@@ -211,7 +209,9 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             "holds": holds,
             "rechecked": bool(rechecked),
             "estimator": risk.get("estimator"),
-            "population_size": rechecked.get("params", {}).get("population_size", risk.get("population_size")),
+            "population_size": rechecked.get("params", {}).get(
+                "population_size", risk.get("population_size")
+            ),
             "source": source.source if source is not None else None,
             "reason": source.reason if source is not None else None,
             "public_release_figure": bool(source is not None and source.public_release_figure),
@@ -221,11 +221,13 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         origin = (
             "the EMA / Health Canada public-release threshold"
             if out["risk"]["public_release_figure"]
-            else (f"the custodian's threshold: {source.reason}" if source and source.reason else "the custodian's threshold")
+            else (
+                f"the custodian's threshold: {source.reason}"
+                if source and source.reason
+                else "the custodian's threshold"
+            )
         )
-        parts.append(
-            f"{measure} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}"
-        )
+        parts.append(f"{measure} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
     if isinstance(k, int) and k >= 2:
         out["prosecutor"] = {"bounded": True, "k": k, "max": 1 / k, "smallest_class": smallest}
         parts.append(
