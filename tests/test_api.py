@@ -20,8 +20,8 @@ import yaml
 
 from safeshare import api
 from safeshare.config.algorithms import ALGORITHMS, config_keys
-from safeshare.data.identifiers import write_new_key
 from safeshare.config.file import TOP_LEVEL_KEYS
+from safeshare.data.identifiers import write_new_key
 from safeshare.errors import ConfigError, InputError
 from safeshare.workflows.result import MEASUREMENT_KEYS
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
