@@ -65,7 +65,7 @@ def value_at(doc: Any, path: str) -> Any:
     """The value of report.json at a dotted key path (``risk.release.B``, ``evidence.files.0.sha256``)."""
     value = doc
     for key in path.split("."):
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):
             value = value[int(key)] if key.isdigit() and int(key) < len(value) else None
         elif isinstance(value, dict):
             value = value.get(key)
@@ -337,8 +337,19 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
         return None
     evidence = doc.get("evidence") or {}
     threshold = evidence.get("threshold") or {}
-    models = ", ".join(
-        f"{name} ({', '.join(f'{k}={v}' for k, v in params.items() if v is not None)})"
+
+    def param(name: str, key: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return value
+        return figure(doc, f"privacy.models.{name}.{key}", "count" if isinstance(value, int) else "risk")
+
+    models = Markup(", ").join(
+        Markup("{} ({})").format(
+            name,
+            Markup(", ").join(
+                Markup("{}={}").format(k, param(name, k, v)) for k, v in params.items() if v is not None
+            ),
+        )
         for name, params in doc.get("privacy", {}).get("models", {}).items()
     )
     rows: list[tuple[str, Any]] = [
