@@ -79,7 +79,8 @@ attributes:
   sex: {role: quasi, hierarchy: {type: masking}}
   age: {role: quasi, hierarchy: {type: intervals, widths: [5, 10, 20]}}
   admitted: {role: shifted_date, person: mrn, max_days: 60}
-  discharged: {role: shifted_date, person: mrn, max_days: 60, hierarchy: {type: dates, levels: [month, quarter, year]}}
+  discharged: {role: shifted_date, person: mrn, max_days: 60,
+               hierarchy: {type: dates, levels: [month, quarter, year]}}
   died: {role: sensitive}
   followup_days: {role: insensitive}
 privacy: {k-anonymity: {k: 5}}
@@ -493,7 +494,7 @@ def test_identifier_roles_need_a_private_key_file(tmp_path: Path, capsys: pytest
     plain.write_text(
         CLINICAL_YAML.replace("role: pseudonym, length: 20", "role: identifying")
         .replace("{role: shifted_date, person: mrn, max_days: 60}", "identifying")
-        .replace("{role: shifted_date, person: mrn, max_days: 60, hierarchy:", "{role: quasi, hierarchy:")
+        .replace("{role: shifted_date, person: mrn, max_days: 60,\n", "{role: quasi,\n")
     )
     (tmp_path / "release.key").chmod(0o600)
     with pytest.raises(ConfigError, match="key_file: no column has the role pseudonym or shifted_date"):
