@@ -460,7 +460,7 @@ def test_intervals_hold_for_any_cohort(
     back = dict(zip(pseudonyms(key, names, 16), names, strict=True))
     assert len(released) == len(rows)
     for pseudonym, group in released.groupby("mrn"):
-        i = int(back[pseudonym][1:])
+        i = int(back[str(pseudonym)][1:])
         raw = sorted(people[i])
         moved = sorted((dt.date.fromisoformat(d) - base).days for d in group["day"])
         shifts = {m - r for m, r in zip(moved, raw, strict=True)}
