@@ -612,3 +612,19 @@ def test_the_report_prints_as_a_certificate(clinical_runs: dict[str, Any]) -> No
     qis = report["evidence"]["quasi_identifiers"]
     for q in qis:
         assert " · ".join(q["labels"]) in unescape(html)
+
+
+def test_sweep_releases_treat_and_verify_identifiers_too(tmp_path: Path) -> None:
+    """The sweep reads the same configuration: its engine applies the key and its written
+    releases are verified with the identifier checks (before: refused as unverifiable columns)."""
+    config = clinical_dir(tmp_path, clinical(150, seed=5))
+    api.sweep(config, out=tmp_path / "sweep", k=[2, 5], max_suppression=["10%"], metric=["prec"],
+              write_releases=True, plots=False)  # fmt: skip
+    written = sorted((tmp_path / "sweep").rglob("release.csv"))
+    assert len(written) == 2
+    raw = set(pd.read_csv(tmp_path / "visits.csv", dtype=str)["mrn"])
+    for path in written:
+        released = pd.read_csv(path, dtype=str, keep_default_na=False)
+        assert not set(released["mrn"]) & raw
+        report = json.loads((path.parent / "report.json").read_text())
+        assert report["verification"]["checks"]["identifiers"]["records_checked"] == len(released)

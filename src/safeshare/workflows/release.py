@@ -25,6 +25,7 @@ import numpy as np
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
+from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import portable_paths, report_warnings
@@ -97,6 +98,10 @@ class ReleaseContext:
     purpose: str | None = None
     approved_by: str | None = None
     ledger: str | None = None
+    #: pseudonyms and shifted dates: the verifier recomputes them from the key (``None``: none)
+    identifiers: IdentifierTreatment | None = None
+    #: the input's missing-value tokens (released as they are by the identifier treatment)
+    missing: tuple[str, ...] = ()
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -348,7 +353,12 @@ def _write_into(
     out_dir: Path,
 ) -> Release:
     timings = {**context.timings, **result.timings}
-    verification = stage_release(result, engine, stage, fmt, delimiter, timings)
+    expected = None
+    if context.identifiers is not None:
+        from safeshare.workflows.release_evidence import verifier_expectations
+
+        expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
+    verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
     release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
     write_reports(release, stage, html)
     return release
