@@ -216,8 +216,14 @@ def _publish(
     with a ledger, one entry is appended for the published files.
     """
     from safeshare.io import OutputDirectory
-    from safeshare.workflows.release import build_release, release_name, stage_release, write_reports
-    from safeshare.workflows.release_evidence import release_evidence, release_warnings, verifier_expectations
+    from safeshare.workflows.release import (
+        build_release,
+        release_name,
+        stage_release,
+        verifier_expectations,
+        write_reports,
+    )
+    from safeshare.workflows.release_evidence import release_evidence, release_warnings
 
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:

@@ -37,13 +37,16 @@ from safeshare.verify import (
     allowed_release_columns,
     expectations_for,
     verify_release,
+    with_identifiers,
 )
+from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.result import (
     Provenance,
     Release,
     UtilityOutcome,
     choice_of,
+    headline,
     input_profile,
     output_of,
     privacy_of,
@@ -132,6 +135,36 @@ def release_expectations(
         models={m.name: m.verification_params(table) for m in result.criterion.models},
         delimiter=delimiter,
     )
+
+
+def verifier_expectations(
+    result: AnonymizationResult,
+    engine: Engine,
+    delimiter: str,
+    identifiers: IdentifierTreatment | None,
+    missing: Sequence[str] = (),
+) -> Expectations:
+    """What the verifier must find in the release: the configuration's roles and models
+    (:func:`~safeshare.workflows.release.release_expectations`) and, with an identifier
+    treatment, every pseudonym and shifted date recomputed from the key and the raw input
+    (:func:`~safeshare.verify.with_identifiers`)."""
+    header = engine.columns()
+    expected = release_expectations(result, header, delimiter)
+    if identifiers is None:
+        return expected
+    schema = result.schema
+    table = result.table
+    checks = IdentifierExpectations.from_schema(
+        schema,
+        identifiers.key,
+        engine.raw_grouped_batches,
+        missing,
+        {q: h.rows for q, h in zip(table.qi_names, table.hierarchies, strict=True)},
+        result.levels,
+    )
+    roles = {name: attr.role.value for name, attr in schema.attributes.items()}
+    default = schema.default_role.value if schema.default_role is not None else None
+    return with_identifiers(expected, header, roles, default, checks)
 
 
 def check_releasable(
@@ -251,8 +284,6 @@ def build_release(
         fit=result,
     )
     release.warnings = report_warnings(release.report)
-    from safeshare.workflows.release_evidence import headline
-
     release.headline = headline(release.report, context.threshold_reason)
     release.certificate = {
         "data_set": source,
@@ -355,8 +386,6 @@ def _write_into(
     timings = {**context.timings, **result.timings}
     expected = None
     if context.identifiers is not None:
-        from safeshare.workflows.release_evidence import verifier_expectations
-
         expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
     verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
     release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
