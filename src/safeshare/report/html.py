@@ -199,7 +199,9 @@ def _generalization_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             f"{label} ({count:,})"
             for label, count in zip(g["examples"], g.get("example_records", []), strict=False)
         ] or list(g["examples"])
-        more = ", …" if g["labels"] > len(g["examples"]) else ""
+        more = ""
+        if g["labels"] > len(g["examples"]):  # examples here; every label in the evidence section
+            more = ", … (every label: the evidence section)" if doc.get("evidence") else ", …"
         rows.append(
             {
                 "qi": g["qi"],
