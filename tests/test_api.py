@@ -180,6 +180,8 @@ def _base(algorithm: str) -> dict[str, Any]:
         config["dp"] = {"beta": 0.8, "epsilon_prime": 1.0, "utility": "safepub", "seed": 3}
     if algorithm == "inverse-ola":
         config["max_loss"] = 0.5
+    if algorithm == "node":
+        config["levels"] = {"age": 2, "zip": 2, "sex": 1}  # the top node: qualifies under every walk
     return config
 
 
@@ -198,6 +200,7 @@ WALK: dict[str, tuple[Any, Any]] = {
     "max_loss": (0.6, lambda r: r["max_loss"] == 0.6),
     "time_limit": (30.0, lambda r: r["provenance"]["settings"]["time_limit"] == 30.0),
     "max_evaluations": (50, lambda r: r["provenance"]["settings"]["max_evaluations"] == 50),
+    "levels": ({"age": 1, "zip": 2, "sex": 1}, lambda r: r["levels"] == {"age": 1, "zip": 2, "sex": 1}),
     "exact_max_nodes": (5, lambda r: r["exact_max_nodes"] == 5 and r["search"] == "anytime"),
     "dp": ({"beta": 0.6, "epsilon_prime": 1.0, "utility": "safepub", "seed": 3}, lambda r: r["beta"] == 0.6),
     "knowledge": ({"diagnosis": 0.5}, lambda r: r["m"] > 0 and "m_concealing" in r),
