@@ -353,7 +353,9 @@ alphabet = st.sampled_from([*'ab ,;"\n\t#?', "\u00a0", "\u3000", "é", "NA"])
 cells = st.lists(alphabet, max_size=4).map("".join)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+# derandomized: the same 12 examples in every run (CI must not depend on the draw); the one known
+# divergence such a draw found is pinned by the strict xfail below.
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(
     rows=st.integers(1, 3).flatmap(
         lambda n: st.lists(st.lists(cells, min_size=n, max_size=n), min_size=1, max_size=6)
@@ -379,6 +381,20 @@ def test_random_csv_read_and_written_identically(
         delimiter=delimiter,
     )
     assert_same_release(memory, duck, plan, tmp)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known divergence (found by the property test above): a quoted field whose text starts with "
+        "a space and an escaped quote, written by pandas as '\" \"\"a\"\"\"', is read as 'a' by pandas' C "
+        "parser with skipinitialspace (the memory engine) and as '\"a\"' by DuckDB (RFC 4180: '\"a\"')"
+    ),
+)
+def test_a_quoted_field_starting_with_a_space_and_a_quote(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    pd.DataFrame([[' "a"', "b"]], columns=["c0", "c1"]).to_csv(path, index=False)
+    assert_same_reading(TableSource(path))
 
 
 # --------------------------------------------------------------------------- the whole workflow
