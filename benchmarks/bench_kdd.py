@@ -87,6 +87,25 @@ BUILDERS: dict[str, Any] = {
     "class_of_worker": SuppressionBuilder(),
     "own_business_or_self_employed": IntervalBuilder(widths=[2]),
 }
+#: A second set (issue 24: "measured on at least two hierarchy sets ... so nothing is tuned to
+#: one"): the same columns and the same heights (so the same lattice sizes), other widths.
+ALT_BUILDERS: dict[str, Any] = {
+    "age": IntervalBuilder(widths=[3, 15, 45]),
+    "detailed_industry_recode": IntervalBuilder(widths=[10]),
+    "detailed_occupation_recode": IntervalBuilder(widths=[6]),
+    "weeks_worked_in_year": IntervalBuilder(widths=[13]),
+    "num_persons_worked_for_employer": IntervalBuilder(widths=[2]),
+    "wage_per_hour": IntervalBuilder(widths=[250, 1500]),
+    "capital_gains": IntervalBuilder(widths=[2500, 15000]),
+    "sex": SuppressionBuilder(),
+    "race": SuppressionBuilder(),
+    "marital_stat": SuppressionBuilder(),
+    "education": SuppressionBuilder(),
+    "citizenship": SuppressionBuilder(),
+    "class_of_worker": SuppressionBuilder(),
+    "own_business_or_self_employed": IntervalBuilder(widths=[2], origin=1),
+}
+HIERARCHY_SETS = {"ours": BUILDERS, "alt": ALT_BUILDERS}
 QI_ORDER = list(BUILDERS)
 #: roll-up setting measured against the leaf evaluator
 ROLLUP_RATIO = 0.25
@@ -96,14 +115,16 @@ def load(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, header=None, names=COLUMNS, skipinitialspace=True, dtype=str, usecols=QI_ORDER)
 
 
-def hierarchies_for(frame: pd.DataFrame, n_qis: int) -> dict[str, Hierarchy]:
-    """The project's builders applied to the values of the first ``n_qis`` QIs."""
-    return {q: BUILDERS[q].build(sorted(frame[q].unique()), q) for q in QI_ORDER[:n_qis]}
+def hierarchies_for(frame: pd.DataFrame, n_qis: int, builders: str = "ours") -> dict[str, Hierarchy]:
+    """The builders of set ``builders`` (:data:`HIERARCHY_SETS`) applied to the values of the
+    first ``n_qis`` QIs."""
+    chosen = HIERARCHY_SETS[builders]
+    return {q: chosen[q].build(sorted(frame[q].unique()), q) for q in QI_ORDER[:n_qis]}
 
 
-def table_for(frame: pd.DataFrame, n_qis: int) -> FrequencyTable:
+def table_for(frame: pd.DataFrame, n_qis: int, builders: str = "ours") -> FrequencyTable:
     qis = QI_ORDER[:n_qis]
-    hierarchies = list(hierarchies_for(frame, n_qis).values())
+    hierarchies = list(hierarchies_for(frame, n_qis, builders).values())
     grouped = frame.groupby(qis, sort=False).size().reset_index(name=COUNT_COLUMN)
     return FrequencyTable.from_grouped(grouped, qis, hierarchies)
 

@@ -73,6 +73,27 @@ def compose_count(
     return out, sizes
 
 
+def count_below(
+    ids: npt.NDArray[Any] | None,
+    s: int,
+    code: npt.NDArray[Any],
+    weights: npt.NDArray[Any],
+    space: int,
+    k: int,
+    scratch: npt.NDArray[Any],
+) -> tuple[IdArray, int]:
+    """``key = ids * s + code`` (``code`` alone when ``ids`` is ``None``) and the records in
+    keys of fewer than ``k`` records (``weights``: records per row, integers), in one pass
+    over the rows and one over the ``space`` keys: what
+    ``np.bincount(key, weights)`` then :func:`records_below` give, without a float array.
+    ``scratch``: integer counts, zero, at least ``space`` long (left zero)."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    below = _kernels().count_below(
+        code if ids is None else ids, 0 if ids is None else s, code, weights, scratch, space, k, out
+    )
+    return out, int(below)
+
+
 def records_below(sizes: FloatArray, k: int) -> int:
     """Sum of the class sizes smaller than ``k`` (records in classes of fewer than ``k``)."""
     return int(_kernels().below(sizes, k))
@@ -86,6 +107,37 @@ class DenseComposer:
         self.max_space = max_space
         self._bits = np.zeros(words, dtype=np.uint64)
         self._ranks = np.zeros(words, dtype=np.int32)  # ranks < M < 2**31
+
+    def count_below_dense(
+        self,
+        ids: npt.NDArray[Any] | None,
+        s: int,
+        code: npt.NDArray[Any],
+        space: int,
+        weights: npt.NDArray[Any],
+        k: int,
+        scratch: npt.NDArray[Any],
+    ) -> tuple[IdArray, int, int]:
+        """:meth:`compose_dense` of ``ids * s + code`` (``code`` alone when ``ids`` is ``None``)
+        and :func:`count_below` of the dense key, in one call (one pass over the rows fewer):
+        ``(dense key, distinct keys, records in keys of fewer than k records)``. ``scratch``:
+        zero integer counts, at least as long as the rows (left zero)."""
+        if space > self.max_space:
+            raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
+        out = np.empty(code.shape[0], dtype=np.int32)
+        n, below = _kernels().count_below_dense(
+            code if ids is None else ids,
+            0 if ids is None else s,
+            code,
+            space,
+            self._bits,
+            self._ranks,
+            weights,
+            scratch,
+            k,
+            out,
+        )
+        return out, int(n), int(below)
 
     def compose_dense(
         self, ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any], space: int
