@@ -183,7 +183,11 @@ def test_packed_sort_keys_keep_the_order_of_wide_and_unmapped_codes(tmp_path: Pa
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_grouped_and_sorted_releases_are_the_same_rows_in_the_same_order(
-    adult_plan: AnonymizationResult, big_adult: Path, fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    adult_plan: AnonymizationResult,
+    big_adult: Path,
+    fmt: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The DuckDB engine writes a release either grouped (the distinct released rows sorted,
     then each repeated for its records: records repeat in adult.data x 8) or by sorting every
