@@ -196,30 +196,6 @@ def _children_tagged(  # pragma: no cover
             out[j] = _box_tagged(tags, strides, mid, top, max_volume) == 1
 
 
-def _minimal_rows(nodes: Any, keep: Any) -> None:  # pragma: no cover
-    """``keep[i]``: no earlier kept row of ``nodes`` (sorted by increasing level sum, no
-    repeats) is componentwise at most row ``i``."""
-    n, q = nodes.shape
-    kept = np.empty(n, dtype=np.int64)
-    n_kept = 0
-    for i in range(n):
-        dominated = False
-        for j in range(n_kept):
-            row = kept[j]
-            below = True
-            for c in range(q):
-                if nodes[row, c] > nodes[i, c]:
-                    below = False
-                    break
-            if below:
-                dominated = True
-                break
-        keep[i] = not dominated
-        if not dominated:
-            kept[n_kept] = i
-            n_kept += 1
-
-
 def _offsets(shape: Any, steps: int, out: Any) -> int:  # pragma: no cover
     """The offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, in lexicographic
     order, written to the rows of ``out`` when it has room (a depth-first walk that only
@@ -262,5 +238,4 @@ count_below_dense = cast(Callable[..., tuple[int, int]], _jit(_count_below_dense
 box_tagged = cast(Callable[..., int], _box_tagged)
 children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
-minimal_rows = cast(Callable[..., None], _jit(_minimal_rows))
 offsets = cast(Callable[..., int], _jit(_offsets))

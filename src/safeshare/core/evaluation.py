@@ -643,18 +643,26 @@ class Evaluator:
         return key, sizes
 
     def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[SlotArray | None, int]:
-        if not ordered_levels:
-            return None, 1
-        hit = self._cache.get(ordered_levels)
-        if hit is not None:
-            self._cache.move_to_end(ordered_levels)
-            return hit
-        ids, n = self._prefix(ordered_levels[:-1])
-        qi = self.order[len(ordered_levels) - 1]
-        level = ordered_levels[-1]
-        result = self._compose(ids, n, self._codes[qi][level], self._sizes[qi][level], self._m)
-        self._remember(ordered_levels, result)
-        return result
+        """The ids of the prefix ``ordered_levels`` (levels of the first QIs of :attr:`order`):
+        from the longest cached prefix, composing (and caching) the QIs after it."""
+        cache = self._cache
+        end = len(ordered_levels)
+        start = end
+        hit: tuple[SlotArray | None, int] | None = None
+        while start > 0:
+            key = ordered_levels if start == end else ordered_levels[:start]
+            hit = cache.get(key)
+            if hit is not None:
+                cache.move_to_end(key)
+                break
+            start -= 1
+        ids, n = (None, 1) if hit is None else hit
+        order, codes, sizes, m = self.order, self._codes, self._sizes, self._m
+        for pos in range(start, end):
+            qi, level = order[pos], ordered_levels[pos]
+            ids, n = self._compose(ids, n, codes[qi][level], sizes[qi][level], m)
+            self._remember(ordered_levels[: pos + 1], (ids, n))
+        return ids, n
 
     def _remember(self, key: tuple[int, ...], value: tuple[SlotArray | None, int]) -> None:
         if value[0] is not None:

@@ -14,11 +14,10 @@ KDD with 12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked no
   (a rank directory, as in succinct data structures: Jacobson 1989). Each pass is one
   loop over int32 ids.
 * **OLA's bookkeeping** (:func:`box_tagged_kernel`, :func:`children_tagged`,
-  :func:`level_offsets`, :func:`minimal_rows`): whether a sub-lattice is fully tagged
+  :func:`level_offsets`): whether a sub-lattice is fully tagged
   (asked half a million times per search, mostly about boxes of 16-128 nodes; one
   compiled walk over the box, stopping at the first untagged node, and one call for all
-  the nodes at the middle height of a sub-lattice), the nodes at one height of a box, and
-  the minimal elements of the qualifying candidates.
+  the nodes at the middle height of a sub-lattice) and the nodes at one height of a box.
 
 Each returns exactly what the numpy code it replaces returned: the search's results do
 not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first
@@ -176,14 +175,6 @@ def children_tagged(
     out = np.zeros(mids.shape[0], dtype=np.bool_)
     _kernels().children_tagged(tags, strides, bottom, top, mids, max_volume, out)
     return out
-
-
-def minimal_rows(nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Which rows of ``nodes`` (``(n, q)``, sorted by increasing sum, no repeats) are
-    minimal: no other row is componentwise at most them. ``O(n * minimal * q)``, compiled."""
-    keep = np.zeros(nodes.shape[0], dtype=np.bool_)
-    _kernels().minimal_rows(np.ascontiguousarray(nodes, dtype=np.int64), keep)
-    return keep
 
 
 def level_offsets(shape: tuple[int, ...], steps: int) -> npt.NDArray[np.int64]:

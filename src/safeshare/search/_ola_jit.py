@@ -27,7 +27,7 @@ import numpy as np
 from numba import types
 from numba.typed import Dict
 
-from safeshare.core._jit import box_tagged, offsets
+from safeshare.core._jit import offsets
 
 _local = threading.local()
 _jit = numba.njit(cache=True)
@@ -152,9 +152,64 @@ def _descend(
 
 @_jit
 def _settled(tags: Any, strides: Any, bottom: Any, top: Any) -> bool:  # pragma: no cover
+    """Whether every node of the box ``[bottom, top]`` is tagged.
+
+    A walk over the box's rows along its widest side (an odometer over the other sides).
+    Tags are closed upward for 1 (a node tagged 1 has its up-set tagged 1), so once a row
+    meets a 1 the rest of it is tagged: the walk goes on with the next row. The 14-QI KDD
+    search proves 3.4 million boxes settled, 506 million nodes in all, most of them in
+    rows that start with a 1."""
     if tags[_position(bottom, strides)] == 0 or tags[_position(top, strides)] == 0:
         return False
-    return box_tagged(tags, strides, bottom, top, _NO_LIMIT) == 1
+    q = bottom.shape[0]
+    axis = 0
+    for i in range(q):
+        if top[i] - bottom[i] > top[axis] - bottom[axis]:
+            axis = i
+    step = strides[axis]
+    length = top[axis] - bottom[axis] + 1
+    idx = bottom.copy()
+    pos = _position(bottom, strides)
+    while True:
+        p = pos
+        for _ in range(length):
+            t = tags[p]
+            if t == 0:
+                return False
+            if t > 0:
+                break
+            p += step
+        i = q - 1
+        while i >= 0:
+            if i != axis and idx[i] < top[i]:
+                idx[i] += 1
+                pos += strides[i]
+                break
+            if i != axis:
+                pos -= (idx[i] - bottom[i]) * strides[i]
+                idx[i] = bottom[i]
+            i -= 1
+        if i < 0:
+            return True
+
+
+#: bits of the filter in front of the visited sub-lattices (2**20 bits: 128 kB, in cache)
+_FILTER_BITS = 20
+
+
+@_jit
+def _filter_bit(key: int) -> tuple[int, Any]:  # pragma: no cover
+    """Word and bit of ``key`` in the filter (Fibonacci hashing: Knuth, TAOCP 6.4)."""
+    h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _FILTER_BITS)
+    return np.int64(h >> np.uint64(6)), np.uint64(1) << (h & np.uint64(63))
+
+
+@_jit
+def _was_visited(visited: Any, bits: Any, key: int) -> bool:  # pragma: no cover
+    """``key in visited``, the dictionary asked only when the key's filter bit is set (a
+    Bloom filter of one hash: most sub-lattices asked about were never visited)."""
+    word, bit = _filter_bit(key)
+    return (bits[word] & bit) != 0 and key in visited
 
 
 @_jit
@@ -165,6 +220,7 @@ def _kmin(
     scores: Any,
     walked: Any,
     visited: Any,
+    bits: Any,
     size: int,
     bottom: Any,
     top: Any,
@@ -173,9 +229,11 @@ def _kmin(
 ) -> None:  # pragma: no cover
     """OLA's Kmin on ``[bottom, top]`` (heights ``low .. high``, ``high - low >= 2``)."""
     key = _position(bottom, strides) * size + _position(top, strides)
-    if key in visited:
+    if _was_visited(visited, bits, key):
         return
     visited[key] = np.uint8(1)
+    word, bit = _filter_bit(key)
+    bits[word] |= bit
     half = (high - low) // 2
     mid = low + half
     q = bottom.shape[0]
@@ -208,7 +266,9 @@ def _kmin(
             continue  # its only minimal node is its bottom, already tagged
         if child_high - child_low == 1:
             _check(tags, strides, heights, child_bottom)  # two nodes: bottom if it qualifies, else top
-        elif _position(child_bottom, strides) * size + _position(child_top, strides) in visited:
+        elif _was_visited(
+            visited, bits, _position(child_bottom, strides) * size + _position(child_top, strides)
+        ):
             continue
         elif child_high - child_low == 2 or not _settled(tags, strides, child_bottom, child_top):
             _kmin(
@@ -218,6 +278,7 @@ def _kmin(
                 scores,
                 walked,
                 visited,
+                bits,
                 size,
                 child_bottom,
                 child_top,
@@ -253,6 +314,7 @@ def kmin(
             np.ascontiguousarray(scores, dtype=np.float64).reshape(-1),
             walked,
             visited,
+            np.zeros(1 << (_FILTER_BITS - 6), dtype=np.uint64),
             flat.shape[0],
             np.zeros_like(top),
             top,
