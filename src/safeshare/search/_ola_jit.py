@@ -198,7 +198,7 @@ _FILTER_BITS = 20
 
 
 @_jit
-def _filter_bit(key: int) -> tuple[int, Any]:  # pragma: no cover
+def _filter_bit(key: int) -> tuple[Any, Any]:  # pragma: no cover
     """Word and bit of ``key`` in the filter (Fibonacci hashing: Knuth, TAOCP 6.4)."""
     h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _FILTER_BITS)
     return np.int64(h >> np.uint64(6)), np.uint64(1) << (h & np.uint64(63))
