@@ -196,40 +196,6 @@ def _children_tagged(  # pragma: no cover
             out[j] = _box_tagged(tags, strides, mid, top, max_volume) == 1
 
 
-def _offsets(shape: Any, steps: int, out: Any) -> int:  # pragma: no cover
-    """The offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, in lexicographic
-    order, written to the rows of ``out`` when it has room (a depth-first walk that only
-    takes values from which ``steps`` is still reachable); returns how many there are."""
-    q = shape.shape[0]
-    rest = np.zeros(q + 1, dtype=np.int64)
-    for i in range(q - 1, -1, -1):
-        rest[i] = rest[i + 1] + shape[i]
-    if steps < 0 or steps > rest[0]:
-        return 0
-    o = np.zeros(q, dtype=np.int64)
-    sums = np.zeros(q + 1, dtype=np.int64)
-    n = 0
-    room = out.shape[0]
-    i = 0
-    o[0] = max(0, steps - rest[1])
-    while i >= 0:
-        if o[i] > min(shape[i], steps - sums[i]):
-            i -= 1
-            if i >= 0:
-                o[i] += 1
-            continue
-        if i == q - 1:
-            if n < room:
-                out[n, :] = o
-            n += 1
-            o[i] += 1
-            continue
-        sums[i + 1] = sums[i] + o[i]
-        i += 1
-        o[i] = max(0, steps - sums[i] - rest[i + 1])
-    return n
-
-
 compose = cast(Callable[..., None], _jit(_compose))
 compose_count = cast(Callable[..., None], _jit(_compose_count))
 below = cast(Callable[..., int], _jit(_below))
@@ -238,4 +204,3 @@ count_below_dense = cast(Callable[..., tuple[int, int]], _jit(_count_below_dense
 box_tagged = cast(Callable[..., int], _box_tagged)
 children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
-offsets = cast(Callable[..., int], _jit(_offsets))

@@ -13,11 +13,12 @@ KDD with 12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked no
   the rank of its 64-bit word plus the population count of the bits below it in the word
   (a rank directory, as in succinct data structures: Jacobson 1989). Each pass is one
   loop over int32 ids.
-* **OLA's bookkeeping** (:func:`box_tagged_kernel`, :func:`children_tagged`,
-  :func:`level_offsets`): whether a sub-lattice is fully tagged
-  (asked half a million times per search, mostly about boxes of 16-128 nodes; one
+* **Predictive tagging** (:func:`box_tagged_kernel`, :func:`children_tagged`, for
+  :class:`~safeshare.core.lattice.TagStore`): whether a sub-lattice is fully tagged (asked
+  half a million times per Python OLA search, mostly about boxes of 16-128 nodes; one
   compiled walk over the box, stopping at the first untagged node, and one call for all
-  the nodes at the middle height of a sub-lattice) and the nodes at one height of a box.
+  the nodes at the middle height of a sub-lattice). The compiled OLA recursion has its own
+  loops (:mod:`safeshare.search._ola_jit`).
 
 Each returns exactly what the numpy code it replaces returned: the search's results do
 not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first
@@ -174,17 +175,4 @@ def children_tagged(
     entries. One call for all the nodes OLA visits at one height of a sub-lattice."""
     out = np.zeros(mids.shape[0], dtype=np.bool_)
     _kernels().children_tagged(tags, strides, bottom, top, mids, max_volume, out)
-    return out
-
-
-def level_offsets(shape: tuple[int, ...], steps: int) -> npt.NDArray[np.int64]:
-    """``(n, q)`` array of the offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``,
-    in lexicographic order (the nodes ``steps`` above the bottom of a box of that shape)."""
-    if not shape:
-        return np.zeros((1 if steps == 0 else 0, 0), dtype=np.int64)
-    dims = np.asarray(shape, dtype=np.int64)
-    kernel = _kernels().offsets
-    count = int(kernel(dims, steps, np.zeros((0, len(shape)), dtype=np.int64)))
-    out = np.empty((count, len(shape)), dtype=np.int64)
-    kernel(dims, steps, out)
     return out

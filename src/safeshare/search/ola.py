@@ -44,7 +44,6 @@ from operator import add, sub
 
 import numpy as np
 
-from safeshare.core.kernels import level_offsets as box_level_offsets
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
@@ -328,7 +327,12 @@ def level_offsets(
     ``steps``: never the whole box, which for a lattice of a million nodes is seconds of
     Python. ``compiled``: by a compiled depth-first walk (big lattices; same offsets).
     """
-    prefixes = box_level_offsets(shape, steps) if compiled else _offsets_numpy(shape, steps)
+    if compiled:
+        from safeshare.search._ola_jit import level_offsets as compiled_offsets
+
+        prefixes = compiled_offsets(shape, steps)
+    else:
+        prefixes = _offsets_numpy(shape, steps)
     rows: list[Node] = list(map(tuple, prefixes.tolist()))
     if len(rows) <= 16:
         return rows, None
