@@ -204,3 +204,7 @@ count_below_dense = cast(Callable[..., tuple[int, int]], _jit(_count_below_dense
 box_tagged = cast(Callable[..., int], _box_tagged)
 children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
+
+#: what an evaluation runs (:mod:`safeshare.core.evaluation`), loaded before a search by
+#: :func:`safeshare.core.jit_cache.preload`; the tag walks above serve the Python OLA only
+EVALUATION = (compose, compose_count, compose_dense, count_below, count_below_dense, below)

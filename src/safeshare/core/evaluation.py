@@ -34,6 +34,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from safeshare.core import jit_cache
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.kernels import DenseComposer, compose, compose_count, count_below, records_below
 from safeshare.core.lattice import Lattice, Node
@@ -289,7 +290,8 @@ class Evaluator:
         when that table has at most ``rollup_ratio * M`` classes (and only such
         tables are kept); ``0`` disables roll-up, ``1`` uses any descendant.
     compiled: use the compiled loops of :mod:`safeshare.core.kernels` (same results);
-        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows.
+        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows, and for every
+        table once they are loaded (:func:`safeshare.core.jit_cache.loaded`).
     """
 
     def __init__(
@@ -310,9 +312,11 @@ class Evaluator:
         # Dense codes per (QI, level), over the values present in the data.
         self._codes: list[list[SlotArray]] = []
         self._sizes: list[list[int]] = []
-        #: the compiled loops (by default from COMPILED_FROM_ROWS rows: below, numpy is as fast
-        #: and a run need not import numba nor load its cache, about 0.7 s)
-        self.compiled = self._m >= COMPILED_FROM_ROWS if compiled is None else bool(compiled)
+        #: the compiled loops: by default from COMPILED_FROM_ROWS rows, and on every table once
+        #: they were loaded from numba's cache (jit_cache.preload, when the search path is
+        #: imported); otherwise numpy, so that a run need not import numba nor compile
+        default = self._m >= COMPILED_FROM_ROWS or jit_cache.loaded()
+        self.compiled = default if compiled is None else bool(compiled)
         for per_level in table.present_level_codes:
             # int32 for the compiled loops: memory traffic is most of a pass's cost
             self._codes.append(

@@ -54,11 +54,24 @@ def _kernels() -> ModuleType:
     return _jit
 
 
+def _input(array: npt.NDArray[Any]) -> IdArray:
+    """``array`` as a read-only int32 view (a copy if it is of another integer type): numba
+    compiles a loop once per combination of argument types, read-only flags included, and
+    :func:`safeshare.core.jit_cache.preload` loads the ones in its cache; with one type per
+    argument a search never meets a combination the cache lacks (which it would compile)."""
+    if array.dtype != np.int32:
+        array = array.astype(np.int32)
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
 def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
     """``ids * s + code`` in one pass (numpy's ``ids * s`` then ``+= code`` makes two),
     for a space ``n * s`` below ``2**31``."""
     out = np.empty(code.shape[0], dtype=np.int32)
-    _kernels().compose(ids, s, code, out)
+    _kernels().compose(_input(ids), s, _input(code), out)
     return out
 
 
@@ -69,7 +82,10 @@ def compose_count(
     ``np.bincount(key, weights, minlength=space)``, in one pass."""
     out = np.empty(code.shape[0], dtype=np.int32)
     sizes = np.zeros(space, dtype=np.float64)
-    _kernels().compose_count(code if ids is None else ids, 0 if ids is None else s, code, weights, out, sizes)
+    code = _input(code)
+    _kernels().compose_count(
+        code if ids is None else _input(ids), 0 if ids is None else s, code, weights, out, sizes
+    )
     return out, sizes
 
 
@@ -88,8 +104,9 @@ def count_below(
     ``np.bincount(key, weights)`` then :func:`records_below` give, without a float array.
     ``scratch``: integer counts, zero, at least ``space`` long (left zero)."""
     out = np.empty(code.shape[0], dtype=np.int32)
+    code = _input(code)
     below = _kernels().count_below(
-        code if ids is None else ids, 0 if ids is None else s, code, weights, scratch, space, k, out
+        code if ids is None else _input(ids), 0 if ids is None else s, code, weights, scratch, space, k, out
     )
     return out, int(below)
 
@@ -125,8 +142,9 @@ class DenseComposer:
         if space > self.max_space:
             raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
         out = np.empty(code.shape[0], dtype=np.int32)
+        code = _input(code)
         n, below = _kernels().count_below_dense(
-            code if ids is None else ids,
+            code if ids is None else _input(ids),
             0 if ids is None else s,
             code,
             space,
@@ -149,7 +167,7 @@ class DenseComposer:
         if space > self.max_space:
             raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
         out = np.empty(code.shape[0], dtype=np.int32)
-        n = _kernels().compose_dense(ids, s, code, space, self._bits, self._ranks, out)
+        n = _kernels().compose_dense(_input(ids), s, _input(code), space, self._bits, self._ranks, out)
         return out, int(n)
 
 

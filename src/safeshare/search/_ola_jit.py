@@ -383,6 +383,8 @@ def kmin(
     per checked node, in the order of the Python recursion)."""
     flat = tags.reshape(-1)
     strides = np.asarray([s // tags.itemsize for s in tags.strides], dtype=np.int64)
+    guide = np.ascontiguousarray(scores, dtype=np.float64).reshape(-1).view()
+    guide.flags.writeable = False  # one argument type whatever the guide's flags (jit_cache)
     top = np.asarray(heights, dtype=np.int64)
     walked = np.zeros(flat.shape[0], dtype=np.uint8)
     stack = getattr(_local, "stack", None)
@@ -394,7 +396,7 @@ def kmin(
             flat,
             strides,
             top,
-            np.ascontiguousarray(scores, dtype=np.float64).reshape(-1),
+            guide,
             walked,
             np.full(1 << 12, _EMPTY, dtype=np.int64),
             np.zeros(1, dtype=np.int64),

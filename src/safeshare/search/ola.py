@@ -44,6 +44,7 @@ from operator import add, sub
 
 import numpy as np
 
+from safeshare.core import jit_cache
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
@@ -127,7 +128,9 @@ def find_minimal_nodes(
         nodes (and the ones their tags settle) are not evaluated again.
     compiled: run the recursion compiled (:mod:`safeshare.search._ola_jit`: the same checks
         in the same order, without the interpreter); by default on lattices of at least
-        :attr:`~safeshare.core.lattice.TagStore.walk_from` nodes, where numba is loaded anyway.
+        :attr:`~safeshare.core.lattice.TagStore.walk_from` nodes, where numba is loaded anyway,
+        and on every lattice once the compiled loops were loaded from numba's cache
+        (:func:`safeshare.core.jit_cache.preload`, when this module is imported).
 
     Returns ``(nodes, checked, any_qualifies)``.
 
@@ -166,7 +169,7 @@ def find_minimal_nodes(
         return sorted(dual(n) for n in nodes), checked, found_any
 
     walk = lattice.size >= TagStore.walk_from
-    run_compiled = walk if compiled is None else compiled
+    run_compiled = (walk or jit_cache.loaded()) if compiled is None else compiled
     # the compiled recursion walks the tag array itself: no bit sets to keep
     tags = TagStore(lattice, monotone=True, bit_sets=False if run_compiled else None)
     state = tags.array
@@ -417,3 +420,16 @@ def ola_search(
         lattice_size=lattice.size,
         elapsed_s=time.perf_counter() - start,
     )
+
+
+def _load_compiled_loops() -> bool:
+    """Numba and the compiled loops' machine code, loaded when the search path is imported
+    if numba's on-disk cache holds them (:mod:`safeshare.core.jit_cache`): the first search of
+    a process then pays no first-call cost."""
+    from safeshare.core import _jit
+    from safeshare.search import _ola_jit
+
+    return jit_cache.preload([*_jit.EVALUATION, *jit_cache.dispatchers(_ola_jit)])
+
+
+_load_compiled_loops()
