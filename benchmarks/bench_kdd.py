@@ -28,7 +28,11 @@ search with its setup (a fresh evaluator), without reading the data or building 
 frequency table. The JVM is not warmed: JIT warm-up is a small part of searches of tens
 of seconds::
 
-    python benchmarks/bench_kdd.py [--qis 11,12,13] [--compare] [--no-arx] [--arx-timeout 300]
+    python benchmarks/bench_kdd.py [--qis 11,12,13] [--hierarchies ours,alt] [--compare] [--no-arx]
+                                   [--arx-timeout 300]
+
+``--hierarchies alt``: the second set (:data:`ALT_BUILDERS`, the same columns and heights at
+other widths).
 """
 
 from __future__ import annotations
@@ -152,12 +156,18 @@ def show(label: str, r: dict[str, Any]) -> None:
 
 
 def arx_search(
-    arx: Arx, frame: pd.DataFrame, n_qis: int, timeout: float, k: int = 5, limit: float = 0.05
+    arx: Arx,
+    frame: pd.DataFrame,
+    n_qis: int,
+    timeout: float,
+    k: int = 5,
+    limit: float = 0.05,
+    builders: str = "ours",
 ) -> dict[str, Any]:
     """ARX's FLASH on the same records and the same (exported) hierarchies; ``timed_out`` past ``timeout``."""
     qis = QI_ORDER[:n_qis]
     with tempfile.TemporaryDirectory(prefix="bench-kdd-arx-") as tmp:
-        hier_dir = export_hierarchies(hierarchies_for(frame, n_qis), Path(tmp) / "hierarchies")
+        hier_dir = export_hierarchies(hierarchies_for(frame, n_qis, builders), Path(tmp) / "hierarchies")
         csv = write_data_csv(frame, qis, Path(tmp) / "kdd.csv")
         wall = time.perf_counter()
         with ArxServer(arx, csv, hier_dir, qis) as server:
@@ -191,6 +201,11 @@ def main() -> int:
     parser.add_argument("--compare", action="store_true", help="also run with roll-up evaluation")
     parser.add_argument("--no-arx", action="store_true", help="leave ARX out even when it is built")
     parser.add_argument("--arx-timeout", type=float, default=300.0, help="seconds allowed to ARX's search")
+    parser.add_argument(
+        "--hierarchies",
+        default="ours",
+        help=f"hierarchy sets to run, comma-separated, of: {', '.join(HIERARCHY_SETS)} (issue 24)",
+    )
     args, _ = parser.parse_known_args()
     if not args.data.exists():
         print(f"Census-Income (KDD) not found at {args.data}: skipped")
@@ -203,11 +218,16 @@ def main() -> int:
     search(table_for(frame.head(2000), 11), rollup=False, compiled=True)
     print(f"warm-up (compiled loops: compile or load from cache): cpu {time.process_time() - start:.1f} s")
     same = True
-    for n_qis in (int(x) for x in args.qis.split(",")):
-        table = table_for(frame, n_qis)
-        print(f"{n_qis} QIs: {table.lattice.size:,} nodes, M = {table.n_rows:,} distinct tuples", flush=True)
+    runs = [(n, h) for h in args.hierarchies.split(",") for n in (int(x) for x in args.qis.split(","))]
+    for n_qis, builders in runs:
+        table = table_for(frame, n_qis, builders)
+        print(
+            f"{n_qis} QIs, hierarchies {builders!r}: {table.lattice.size:,} nodes, "
+            f"M = {table.n_rows:,} distinct tuples",
+            flush=True,
+        )
         if arx is not None:
-            a = arx_search(arx, frame, n_qis, args.arx_timeout)
+            a = arx_search(arx, frame, n_qis, args.arx_timeout, builders=builders)
             show_arx(a)
         leaf = search(table, rollup=False)
         show("default", leaf)
