@@ -31,7 +31,7 @@ from safeshare.core.evaluation import Evaluator
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.metrics.loss import make_metric
 from safeshare.search.context import SearchContext
-from safeshare.search.strategy import make_strategy
+from safeshare.config.algorithms import make_strategy
 table = warmup.synthetic_table(seed=7)
 ev = Evaluator(table)
 ctx = SearchContext(table, ev, PrivacyCriterion([KAnonymity(4)], 0.1), make_metric("prec", ev))

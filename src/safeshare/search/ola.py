@@ -424,12 +424,16 @@ def ola_search(
 
 def _load_compiled_loops() -> bool:
     """Numba and the compiled loops' machine code, loaded when the search path is imported
-    if numba's on-disk cache holds them (:mod:`safeshare.core.jit_cache`): the first search of
-    a process then pays no first-call cost."""
+    if numba's on-disk cache holds them (:mod:`safeshare.core.jit_cache`), and the compiled
+    recursion's call of the predicate compiled (:func:`safeshare.search._ola_jit.warm`): the
+    first search of a process then pays no first-call cost."""
     from safeshare.core import _jit
     from safeshare.search import _ola_jit
 
-    return jit_cache.preload([*_jit.EVALUATION, *jit_cache.dispatchers(_ola_jit)])
+    loaded = jit_cache.preload([*_jit.EVALUATION, *jit_cache.dispatchers(_ola_jit)])
+    if loaded:
+        _ola_jit.warm()  # the predicate's way out of the compiled code, which numba cannot cache
+    return loaded
 
 
 _load_compiled_loops()
