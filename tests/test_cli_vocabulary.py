@@ -97,6 +97,8 @@ def test_the_commands_are_all_there() -> None:
         "sweep",
         "dp params",
         "dp experiment",
+        "ledger verify",
+        "ui",
         "version",
     }
 
