@@ -125,15 +125,19 @@ def test_rollup_is_used_and_exact_on_adult(adult_table: FrequencyTable) -> None:
     assert rolled.rolled_up > 0
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("budget", ["none", "exactly one prefix", "large"])
-def test_prefix_cache_stays_within_its_budget_and_is_read_only(budget: str) -> None:
+def test_prefix_cache_stays_within_its_budget_and_is_read_only(budget: str, compiled: bool) -> None:
     """The prefix cache's byte count is the sum of what it holds, within ``cache_bytes``; the
-    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it."""
+    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it.
+    Both loops, explicitly: which one a small table gets by default depends on whether the
+    process loaded the compiled ones (safeshare.core.jit_cache)."""
     table = random_table(np.random.default_rng(5), 4, 60)
-    one = table.n_rows * np.dtype(np.intp).itemsize  # a prefix has one id per frequency-table row
+    # a prefix has one id per frequency-table row: int32 in the compiled loops, intp in numpy's
+    one = table.n_rows * np.dtype(np.int32 if compiled else np.intp).itemsize
     cache_bytes = {"none": 0, "exactly one prefix": one, "large": 1 << 20}[budget]
-    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0)
-    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0)
+    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0, compiled=compiled)
+    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0, compiled=False)
     for node in table.lattice.nodes():
         assert ev.classes(node).dm_star == fresh.classes(node).dm_star
         held = [ids for ids, _ in ev._cache.values() if ids is not None]
