@@ -302,8 +302,10 @@ def test_rollup_counts_each_rolled_up_node_and_takes_a_table_at_the_limit() -> N
     assert full.rolled_up == 2
 
 
-def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
-    """With room for one prefix, the newest stays: a (8 values, then 4 groups) comes first."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_prefix_cache_evicts_the_least_recently_used_prefix(compiled: bool) -> None:
+    """With room for one prefix, the newest stays: a (8 values, then 4 groups) comes first.
+    Both loops, explicitly (int32 prefixes in the compiled ones, intp in numpy's)."""
     a = [f"a{i}" for i in range(8)]
     grouped = pd.DataFrame({"a": a * 2, "b": ["x"] * 8 + ["y"] * 8, COUNT_COLUMN: [1] * 16})
     hierarchies = [
@@ -311,7 +313,8 @@ def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
         Hierarchy([("x", "*"), ("y", "*")], "b"),
     ]
     table = FrequencyTable.from_grouped(grouped, ["a", "b"], hierarchies)
-    ev = Evaluator(table, cache_bytes=table.n_rows * np.dtype(np.intp).itemsize, leaf_cache=0)
+    one = table.n_rows * np.dtype(np.int32 if compiled else np.intp).itemsize
+    ev = Evaluator(table, cache_bytes=one, leaf_cache=0, compiled=compiled)
     assert ev.order == (0, 1)
     ev.classes((0, 0))
     assert list(ev._cache) == [(0,)]
