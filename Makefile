@@ -11,8 +11,11 @@ $(RUN):
 	$(RUN) -m pip install --quiet --upgrade pip
 
 # Runtime install (used by `make demo`).
+# The compiled loops are compiled once into numba's on-disk cache (about 10 s), so that every
+# later run loads them when it imports the search (safeshare.core.jit_cache; docs/benchmarks.md).
 $(VENV)/.installed: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e .
+	$(RUN) -m safeshare.search.warmup
 	@touch $@
 
 # Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs) and pyspark (the spark engine's tests;
@@ -22,6 +25,7 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e ".[test,spark]"
 	$(RUN) -m pip install --quiet --no-deps "pycanon==1.3.6"
+	$(RUN) -m safeshare.search.warmup
 	@touch $@ $(VENV)/.installed
 
 ## demo: anonymize the bundled UCI Adult data (k=5, 5% suppression, Prec) into out/demo/

@@ -21,6 +21,7 @@ BENCHMARKS = {
     "startup": "bench_startup",
     "ola": "bench_ola",
     "arx": "bench_arx",
+    "cli": "bench_cli",
     "scale": "bench_scale",
     "sweep": "bench_sweep",
     "inverse-ola": "inverse_ola",

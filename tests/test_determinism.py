@@ -179,3 +179,82 @@ def test_packed_sort_keys_keep_the_order_of_wide_and_unmapped_codes(tmp_path: Pa
         outputs[engine.name] = tmp_path / f"{engine.name}.csv"
         assert engine.write_release(plan, outputs[engine.name]) == n
     assert outputs["memory"].read_bytes() == outputs["duckdb"].read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_grouped_and_sorted_releases_are_the_same_rows_in_the_same_order(
+    adult_plan: AnonymizationResult,
+    big_adult: Path,
+    fmt: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The DuckDB engine writes a release either grouped (the distinct released rows sorted,
+    then each repeated for its records: records repeat in adult.data x 8) or by sorting every
+    record (mostly distinct records); it chooses from the first records. Both give the memory
+    engine's rows in its order, CSV byte for byte; and the choice is the grouped one here."""
+    plan = plan_for(adult_plan, fmt)
+    paths, counts = {}, set()
+    for path_taken in ("grouped", "sorted", "chosen"):
+        if path_taken != "chosen":
+            monkeypatch.setattr(DuckDBEngine, "_few_distinct", lambda self, *a, g=path_taken: g == "grouped")
+        else:
+            monkeypatch.undo()
+        paths[path_taken] = tmp_path / f"{path_taken}.{fmt}"
+        counts.add(adult_engine("duckdb", big_adult).write_release(plan, paths[path_taken]))
+    memory = tmp_path / f"memory.{fmt}"
+    counts.add(adult_engine("memory", big_adult).write_release(plan, memory))
+    assert len(counts) == 1
+    if fmt == "csv":
+        assert paths["grouped"].read_bytes() == paths["sorted"].read_bytes() == memory.read_bytes()
+    else:
+        want = pq.read_table(memory).to_pandas().astype(object)
+        for path in paths.values():
+            pd.testing.assert_frame_equal(pq.read_table(path).to_pandas().astype(object), want)
+    assert sha256(paths["chosen"]) == sha256(paths["grouped"])
+
+
+def test_mostly_distinct_records_are_sorted_and_repeated_ones_grouped(tmp_path: Path) -> None:
+    """The choice (from the first records: distinct released rows at most half of them)."""
+    rng = np.random.default_rng(3)
+    n = 3_000
+    frame = pd.DataFrame({"q": rng.choice(["a", "b", "c"], n), "id": [f"r{i}" for i in range(n)]})
+    frame["few"] = rng.choice(["x", "y"], n)
+    source = tmp_path / "rows.csv"
+    frame.to_csv(source, index=False)
+    engine = DuckDBEngine(TableSource(source))
+
+    def few(*names: str) -> bool:
+        keys = [f"{engine._columns[engine._index(c)].key_sql()} AS __k{j}" for j, c in enumerate(names)]
+        return engine._few_distinct(keys, [f"__k{j}" for j in range(len(names))])
+
+    with engine._temporarily("preserve_insertion_order", "true"):
+        assert not few("q", "id")  # 3,000 distinct
+        assert few("q", "few")  # 6 distinct
+        assert few()  # no released column: one row, repeated
+    engine.close()
+    identity = {v: v for v in "abc"}
+    for columns in (["q", "id"], ["q", "few"]):
+        plan = ReleasePlan(columns, {"q": identity} if "q" in columns else {}, pd.DataFrame({}))
+        out = {}
+        for eng in (MemoryEngine(TableSource(source)), DuckDBEngine(TableSource(source))):
+            out[eng.name] = tmp_path / f"{eng.name}-{len(columns)}-{'id' in columns}.csv"
+            assert eng.write_release(plan, out[eng.name]) == n
+        assert out["memory"].read_bytes() == out["duckdb"].read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_grouped_release_bytes_do_not_depend_on_the_thread_count(
+    adult_plan: AnonymizationResult, big_adult: Path, fmt: str, tmp_path: Path
+) -> None:
+    """The grouped release (records repeat in adult.data x 8) is written by one thread, so its
+    bytes are the same whatever DuckDB's thread count (the machine's CPUs by default); with two
+    threads keeping the order the Parquet row groups came out otherwise (issue 24)."""
+    plan = plan_for(adult_plan, fmt)
+    digests = set()
+    for threads in (1, 2, 4):
+        source = TableSource(big_adult, header=False, names=tuple(ADULT_COLUMNS), missing=("?",))
+        target = tmp_path / f"threads{threads}.{fmt}"
+        DuckDBEngine(source, threads=threads).write_release(plan, target)
+        digests.add(sha256(target))
+    assert len(digests) == 1

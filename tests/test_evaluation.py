@@ -125,15 +125,19 @@ def test_rollup_is_used_and_exact_on_adult(adult_table: FrequencyTable) -> None:
     assert rolled.rolled_up > 0
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("budget", ["none", "exactly one prefix", "large"])
-def test_prefix_cache_stays_within_its_budget_and_is_read_only(budget: str) -> None:
+def test_prefix_cache_stays_within_its_budget_and_is_read_only(budget: str, compiled: bool) -> None:
     """The prefix cache's byte count is the sum of what it holds, within ``cache_bytes``; the
-    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it."""
+    cached prefix ids are shared by many nodes, so they are read-only; results never depend on it.
+    Both loops, explicitly: which one a small table gets by default depends on whether the
+    process loaded the compiled ones (safeshare.core.jit_cache)."""
     table = random_table(np.random.default_rng(5), 4, 60)
-    one = table.n_rows * np.dtype(np.intp).itemsize  # a prefix has one id per frequency-table row
+    # a prefix has one id per frequency-table row: int32 in the compiled loops, intp in numpy's
+    one = table.n_rows * np.dtype(np.int32 if compiled else np.intp).itemsize
     cache_bytes = {"none": 0, "exactly one prefix": one, "large": 1 << 20}[budget]
-    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0)
-    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0)
+    ev = Evaluator(table, cache_bytes=cache_bytes, leaf_cache=0, compiled=compiled)
+    fresh = Evaluator(table, cache_bytes=0, leaf_cache=0, compiled=False)
     for node in table.lattice.nodes():
         assert ev.classes(node).dm_star == fresh.classes(node).dm_star
         held = [ids for ids, _ in ev._cache.values() if ids is not None]
@@ -298,8 +302,10 @@ def test_rollup_counts_each_rolled_up_node_and_takes_a_table_at_the_limit() -> N
     assert full.rolled_up == 2
 
 
-def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
-    """With room for one prefix, the newest stays: a (8 values, then 4 groups) comes first."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_prefix_cache_evicts_the_least_recently_used_prefix(compiled: bool) -> None:
+    """With room for one prefix, the newest stays: a (8 values, then 4 groups) comes first.
+    Both loops, explicitly (int32 prefixes in the compiled ones, intp in numpy's)."""
     a = [f"a{i}" for i in range(8)]
     grouped = pd.DataFrame({"a": a * 2, "b": ["x"] * 8 + ["y"] * 8, COUNT_COLUMN: [1] * 16})
     hierarchies = [
@@ -307,7 +313,8 @@ def test_prefix_cache_evicts_the_least_recently_used_prefix() -> None:
         Hierarchy([("x", "*"), ("y", "*")], "b"),
     ]
     table = FrequencyTable.from_grouped(grouped, ["a", "b"], hierarchies)
-    ev = Evaluator(table, cache_bytes=table.n_rows * np.dtype(np.intp).itemsize, leaf_cache=0)
+    one = table.n_rows * np.dtype(np.int32 if compiled else np.intp).itemsize
+    ev = Evaluator(table, cache_bytes=one, leaf_cache=0, compiled=compiled)
     assert ev.order == (0, 1)
     ev.classes((0, 0))
     assert list(ev._cache) == [(0,)]
@@ -333,3 +340,81 @@ def test_compiled_fallback_tells_apart_ids_that_a_division_would_merge() -> None
 def test_densify_of_no_ids() -> None:
     ids, n = densify(np.zeros(0, dtype=np.intp), 0)
     assert (ids.tolist(), n) == ([], 0)
+
+
+# ------------------------------------------------------------ the predicate's count (issue 24)
+def _walks(lattice_nodes: list[tuple[int, ...]], rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
+    """Random nodes, each followed by a walk down one QI at a time (OLA's descents: what the
+    refinement of :meth:`Evaluator.records_below` serves) and some repeats."""
+    out: list[tuple[int, ...]] = []
+    for i in rng.integers(0, len(lattice_nodes), size=n):
+        node = list(lattice_nodes[int(i)])
+        out.append(tuple(node))
+        for _ in range(int(rng.integers(0, 4))):
+            down = [j for j, level in enumerate(node) if level > 0]
+            if not down:
+                break
+            node[int(rng.choice(down))] -= 1
+            out.append(tuple(node))
+        if out and rng.random() < 0.2:
+            out.append(out[int(rng.integers(0, len(out)))])
+    return out
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 5),
+    st.integers(1, 150),
+    st.integers(1, 40),
+    st.sampled_from([1, 2, 3, 5, 10]),
+    st.booleans(),
+    st.booleans(),
+)
+@settings(max_examples=80, deadline=None)
+def test_records_below_equals_the_class_table_count(
+    seed: int, n_qis: int, n_rows: int, n_walks: int, k: int, compiled: bool, small_cache: bool
+) -> None:
+    """The predicate's count (prefix composition or refinement of a recent node's classes,
+    whichever it takes) is the count of the class table, for random tables, hierarchies,
+    walks down the lattice, k, both loops and a prefix cache that holds nothing."""
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, n_qis, n_rows, max_values=9, max_height=4)
+    ev = Evaluator(table, cache_bytes=0 if small_cache else 1 << 20, leaf_cache=0, compiled=compiled)
+    reference = Evaluator(table, leaf_cache=0, compiled=not compiled)
+    for node in _walks(list(table.lattice.nodes()), rng, n_walks):
+        want = reference.classes(node).records_in_classes_smaller_than(k)
+        assert ev.records_below(node, k) == want == sum(s for s in direct_sizes(table, node) if s < k)
+    assert ev.evaluations >= n_walks
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_records_below_refines_descents_on_adult(adult_table: FrequencyTable, compiled: bool) -> None:
+    """A walk down from the top of Adult's lattice: every step after the first refines the
+    node just counted (one pass), and every count equals the class table's."""
+    ev = Evaluator(adult_table, leaf_cache=0, compiled=compiled)
+    reference = Evaluator(adult_table, compiled=not compiled)
+    node = list(adult_table.lattice.top)
+    steps = 0
+    while any(node):
+        for k in (2, 5, 100):
+            assert ev.records_below(tuple(node), k) == reference.classes(
+                tuple(node)
+            ).records_in_classes_smaller_than(k)
+        node[max(range(len(node)), key=lambda i: (node[i], -i))] -= 1
+        steps += 1
+    assert ev.refined >= 3 * (steps - 1)
+
+
+def test_records_below_wide_spaces_and_the_child_ranks() -> None:
+    """Wide id spaces (re-densified, or sorted past the compiled scratch) count right, and the
+    rank of a label among its parent's children numbers them 0 .. fanout - 1."""
+    for shape in ((100, 100), (400, 300)):
+        table = wide_table(*shape, seed=4)
+        for compiled in (False, True):
+            ev = Evaluator(table, leaf_cache=0, compiled=compiled)
+            for node in [(0, 0), (1, 0), (0, 1), (0, 0)]:
+                for k in (1, 2, 4):
+                    want = sum(s for s in direct_sizes(table, node) if s < k)
+                    assert ev.records_below(node, k) == want
+            rank, fanout = ev._child_ranks(1, 0)
+            assert fanout == shape[1] and sorted(set(rank.tolist())) == list(range(shape[1]))

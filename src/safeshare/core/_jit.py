@@ -52,6 +52,49 @@ def _compose_dense(  # pragma: no cover
     return count
 
 
+def _count_below_dense(  # pragma: no cover
+    ids: Any,
+    s: int,
+    code: Any,
+    space: int,
+    bits: Any,
+    ranks: Any,
+    weights: Any,
+    counts: Any,
+    k: int,
+    out: Any,
+) -> Any:
+    """:func:`_compose_dense` and :func:`_count_below` in one: ``out`` = the dense rank of
+    ``ids * s + code`` (``code`` when ``s`` is 0) among the distinct keys, the records in keys
+    of fewer than ``k``; returns ``(distinct keys, records below k)``. ``bits``, ``counts``
+    zero on entry, left zero."""
+    m = code.shape[0]
+    one = np.uint64(1)
+    for r in range(m):
+        v = ids[r] * s + code[r] if s else code[r]
+        out[r] = v
+        bits[v >> 6] |= one << np.uint64(v & 63)
+    n_words = (space + 63) >> 6
+    count = 0
+    for w in range(n_words):
+        ranks[w] = count
+        count += _popcount(bits[w])
+    for r in range(m):
+        v = out[r]
+        w = v >> 6
+        d = ranks[w] + _popcount(bits[w] & ((one << np.uint64(v & 63)) - one))
+        out[r] = d
+        counts[d] += weights[r]
+    for w in range(n_words):
+        bits[w] = 0
+    total = 0
+    for v in range(count):
+        c = counts[v]
+        total += np.int64(c) * (c < k)
+        counts[v] = 0
+    return count, total
+
+
 def _compose(ids: Any, s: int, code: Any, out: Any) -> None:  # pragma: no cover
     """``out = ids * s + code`` in one pass."""
     for r in range(code.shape[0]):
@@ -67,6 +110,25 @@ def _compose_count(  # pragma: no cover
         v = ids[r] * s + code[r] if s else code[r]
         out[r] = v
         sizes[v] += weights[r]
+
+
+def _count_below(  # pragma: no cover
+    ids: Any, s: int, code: Any, weights: Any, counts: Any, space: int, k: int, out: Any
+) -> int:
+    """``out = ids * s + code`` (``code`` when ``s`` is 0), the records of every key
+    (``counts[v] = sum of weights[r] with out[r] == v``, ``counts`` zero on entry and left
+    zero) and the records in keys of fewer than ``k``: ``sum_v counts[v] * (counts[v] < k)``
+    over ``v < space``. Integer weights and counts; summed branch-free as in :func:`_below`."""
+    for r in range(code.shape[0]):
+        v = ids[r] * s + code[r] if s else code[r]
+        out[r] = v
+        counts[v] += weights[r]
+    total = 0
+    for v in range(space):
+        c = counts[v]
+        total += np.int64(c) * (c < k)
+        counts[v] = 0
+    return total
 
 
 def _below(sizes: Any, k: int) -> int:  # pragma: no cover
@@ -134,69 +196,15 @@ def _children_tagged(  # pragma: no cover
             out[j] = _box_tagged(tags, strides, mid, top, max_volume) == 1
 
 
-def _minimal_rows(nodes: Any, keep: Any) -> None:  # pragma: no cover
-    """``keep[i]``: no earlier kept row of ``nodes`` (sorted by increasing level sum, no
-    repeats) is componentwise at most row ``i``."""
-    n, q = nodes.shape
-    kept = np.empty(n, dtype=np.int64)
-    n_kept = 0
-    for i in range(n):
-        dominated = False
-        for j in range(n_kept):
-            row = kept[j]
-            below = True
-            for c in range(q):
-                if nodes[row, c] > nodes[i, c]:
-                    below = False
-                    break
-            if below:
-                dominated = True
-                break
-        keep[i] = not dominated
-        if not dominated:
-            kept[n_kept] = i
-            n_kept += 1
-
-
-def _offsets(shape: Any, steps: int, out: Any) -> int:  # pragma: no cover
-    """The offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``, in lexicographic
-    order, written to the rows of ``out`` when it has room (a depth-first walk that only
-    takes values from which ``steps`` is still reachable); returns how many there are."""
-    q = shape.shape[0]
-    rest = np.zeros(q + 1, dtype=np.int64)
-    for i in range(q - 1, -1, -1):
-        rest[i] = rest[i + 1] + shape[i]
-    if steps < 0 or steps > rest[0]:
-        return 0
-    o = np.zeros(q, dtype=np.int64)
-    sums = np.zeros(q + 1, dtype=np.int64)
-    n = 0
-    room = out.shape[0]
-    i = 0
-    o[0] = max(0, steps - rest[1])
-    while i >= 0:
-        if o[i] > min(shape[i], steps - sums[i]):
-            i -= 1
-            if i >= 0:
-                o[i] += 1
-            continue
-        if i == q - 1:
-            if n < room:
-                out[n, :] = o
-            n += 1
-            o[i] += 1
-            continue
-        sums[i + 1] = sums[i] + o[i]
-        i += 1
-        o[i] = max(0, steps - sums[i] - rest[i + 1])
-    return n
-
-
 compose = cast(Callable[..., None], _jit(_compose))
 compose_count = cast(Callable[..., None], _jit(_compose_count))
 below = cast(Callable[..., int], _jit(_below))
+count_below = cast(Callable[..., int], _jit(_count_below))
+count_below_dense = cast(Callable[..., tuple[int, int]], _jit(_count_below_dense))
 box_tagged = cast(Callable[..., int], _box_tagged)
 children_tagged = cast(Callable[..., None], _jit(_children_tagged))
 compose_dense = cast(Callable[..., int], _jit(_compose_dense))
-minimal_rows = cast(Callable[..., None], _jit(_minimal_rows))
-offsets = cast(Callable[..., int], _jit(_offsets))
+
+#: what an evaluation runs (:mod:`safeshare.core.evaluation`), loaded before a search by
+#: :func:`safeshare.core.jit_cache.preload`; the tag walks above serve the Python OLA only
+EVALUATION = (compose, compose_count, compose_dense, count_below, count_below_dense, below)

@@ -34,8 +34,9 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from safeshare.core import jit_cache
 from safeshare.core.frequency import FrequencyTable
-from safeshare.core.kernels import DenseComposer, compose, compose_count, records_below
+from safeshare.core.kernels import DenseComposer, compose, compose_count, count_below, records_below
 from safeshare.core.lattice import Lattice, Node
 
 #: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
@@ -47,6 +48,9 @@ SlotArray = npt.NDArray[np.signedinteger[Any]]
 #: Frequency tables of at least this many rows are evaluated with the compiled loops.
 COMPILED_FROM_ROWS = 1 << 16
 _DEFAULT_CACHE_BYTES = 256 * 2**20
+#: class keys of recently counted nodes kept for refinement (:meth:`Evaluator.records_below`)
+_REFINE_NODES = 16
+_REFINE_BYTES = 64 * 2**20
 _DEFAULT_TABLE_CACHE_BYTES = 128 * 2**20
 #: Off by default: measured on OLA's own evaluation order it does not pay (issue 11, see
 #: docs/benchmarks.md "Roll-up evaluation"): OLA mostly probes *below* what it evaluated (look
@@ -286,7 +290,8 @@ class Evaluator:
         when that table has at most ``rollup_ratio * M`` classes (and only such
         tables are kept); ``0`` disables roll-up, ``1`` uses any descendant.
     compiled: use the compiled loops of :mod:`safeshare.core.kernels` (same results);
-        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows.
+        by default for tables of at least :data:`COMPILED_FROM_ROWS` rows, and for every
+        table once they are loaded (:func:`safeshare.core.jit_cache.loaded`).
     """
 
     def __init__(
@@ -307,9 +312,11 @@ class Evaluator:
         # Dense codes per (QI, level), over the values present in the data.
         self._codes: list[list[SlotArray]] = []
         self._sizes: list[list[int]] = []
-        #: the compiled loops (by default from COMPILED_FROM_ROWS rows: below, numpy is as fast
-        #: and a run need not import numba nor load its cache, about 0.7 s)
-        self.compiled = self._m >= COMPILED_FROM_ROWS if compiled is None else bool(compiled)
+        #: the compiled loops: by default from COMPILED_FROM_ROWS rows, and on every table once
+        #: they were loaded from numba's cache (jit_cache.preload, when the search path is
+        #: imported); otherwise numpy, so that a run need not import numba nor compile
+        default = self._m >= COMPILED_FROM_ROWS or jit_cache.loaded()
+        self.compiled = default if compiled is None else bool(compiled)
         for per_level in table.present_level_codes:
             # int32 for the compiled loops: memory traffic is most of a pass's cost
             self._codes.append(
@@ -329,6 +336,20 @@ class Evaluator:
         #: for M = 10**5); larger ones (rare) are sorted by :func:`densify`
         self._composer = DenseComposer(max(256 * self._m, 1 << 16) if self.compiled else 0)
         self._table_limit = int(rollup_ratio * self._m)
+        #: the predicate's path (:meth:`records_below`): class keys of recently counted nodes,
+        #: the child rank of every row's label under its parent label per (QI, level), and
+        #: for the compiled count, integer weights and a zeroed scratch of counts
+        self._recent: OrderedDict[Node, tuple[SlotArray, int]] = OrderedDict()
+        self._recent_capacity = max(0, min(_REFINE_NODES, _REFINE_BYTES // max(1, 4 * self._m)))
+        self._children: dict[tuple[int, int], tuple[SlotArray, int]] = {}
+        self._count_space = max(2 * self._m, 1 << 12)
+        #: refine only within the id spaces re-densified without a sort (see :func:`densify`)
+        self._refine_limit = self._composer.max_space if self.compiled else max(64 * self._m, 1 << 16)
+        big = self.table.n_records >= 2**31
+        self._int_weights = table.counts.astype(np.int64 if big else np.int32)
+        self._count_scratch: npt.NDArray[Any] | None = None
+        #: nodes counted by refining a recent node's classes (one pass) instead of from the prefixes
+        self.refined = 0
 
     # ----------------------------------------------------------------- public
     def classes(self, node: Node) -> Classes:
@@ -350,6 +371,128 @@ class Evaluator:
                     self._tables.add(node, _ClassTable(key, sizes, n_classes, dense=False))
         self._remember_leaf(result)
         return result
+
+    def records_below(self, node: Node, k: int) -> int:
+        """Records in the classes of fewer than ``k`` records at ``node``: exactly
+        ``self.classes(node).records_in_classes_smaller_than(k)``, all that k-anonymity's
+        predicate needs, counted without building the class table (no float sizes, no
+        :class:`Classes`; integer counts in a reused scratch on the compiled path).
+
+        Two ways, the cheaper first:
+
+        * *refinement* of a recently counted node ``n`` one level above ``node`` in a single QI
+          ``i`` (``node = n - e_i``: OLA's descents and most of its look-below probes). The
+          classes of ``node`` are those of ``n`` split by QI ``i``'s finer label; since the
+          coarser label is part of ``n``'s class, the finer label's rank among the labels
+          sharing its parent (``r < f``, ``f`` the largest number of such children) identifies
+          it, so the key ``key_n * f + r`` numbers the classes of ``node``: one pass over the rows
+          instead of one per QI not in a cached prefix;
+        * otherwise the prefix composition of :meth:`classes`, counted as above.
+
+        The classes, hence the multiset of their sizes, are the same either way; only their
+        numbering differs, which a count does not see.
+        """
+        self.evaluations += 1
+        hit = self._leaves.get(node)
+        if hit is not None:
+            self._leaves.move_to_end(node)
+            return hit.records_in_classes_smaller_than(k)
+        source = self._refinable(node)
+        if source is not None:
+            qi, (key, space) = source
+            self.refined += 1
+            rank, fanout = self._child_ranks(qi, node[qi])
+            key, space, below = self._count(key, fanout, rank, space * fanout, k)
+        else:
+            ordered = tuple(node[i] for i in self.order)
+            ids, n = self._prefix(ordered[:-1])
+            last = self.order[-1]
+            level = ordered[-1]
+            s = self._sizes[last][level]
+            code = self._codes[last][level]
+            if ids is None:
+                key, space, below = self._count(None, s, code, s, k)
+            elif s == 1:
+                key, space, below = self._count(None, n, ids, n, k)
+            else:
+                key, space, below = self._count(ids, s, code, n * s, k)
+        if self._recent_capacity > 0:
+            self._recent[node] = (key, space)
+            if len(self._recent) > self._recent_capacity:
+                self._recent.popitem(last=False)
+        return below
+
+    def _refinable(self, node: Node) -> tuple[int, tuple[SlotArray, int]] | None:
+        """``(i, (key, space))`` of a recently counted node ``node + e_i`` whose refinement has
+        the smallest id space, within the space re-densified without sorting; else ``None``."""
+        recent = self._recent
+        if not recent:
+            return None
+        best: tuple[int, tuple[SlotArray, int]] | None = None
+        best_space = self._refine_limit + 1
+        heights = self.lattice.heights
+        above = list(node)
+        for i, level in enumerate(node):
+            if level < heights[i]:
+                above[i] = level + 1
+                hit = recent.get(tuple(above))
+                above[i] = level
+                if hit is not None:
+                    space = hit[1] * self._child_ranks(i, level)[1]
+                    if space < best_space:
+                        best, best_space = (i, hit), space
+        return best
+
+    def _child_ranks(self, qi: int, level: int) -> tuple[SlotArray, int]:
+        """Per row, the rank of its QI ``qi`` label at ``level`` among the labels with the same
+        parent label (at ``level + 1``), in label order; and the largest number of such children."""
+        hit = self._children.get((qi, level))
+        if hit is None:
+            low = self._codes[qi][level]
+            n_low = self._sizes[qi][level]
+            parent = np.empty(n_low, dtype=np.intp)
+            parent[low] = self._codes[qi][level + 1]
+            by_parent = np.lexsort((np.arange(n_low), parent))
+            grouped = parent[by_parent]
+            starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if n_low else grouped
+            first = np.repeat(starts, np.diff(np.r_[starts, n_low]))
+            rank = np.empty(n_low, dtype=np.intp)
+            rank[by_parent] = np.arange(n_low) - first
+            codes = rank[low]
+            hit = (
+                _read_only(codes.astype(np.int32) if self.compiled else codes),
+                int(rank.max(initial=0)) + 1,
+            )
+            self._children[(qi, level)] = hit
+        return hit
+
+    def _count(
+        self, ids: SlotArray | None, s: int, code: SlotArray, space: int, k: int
+    ) -> tuple[SlotArray, int, int]:
+        """``(key, its space, records in keys of fewer than k records)`` for ``key = ids * s +
+        code`` (``code`` when ``ids`` is ``None``) in a space of ``space`` ids, re-densified first
+        when the space outgrows the count array."""
+        if not self.compiled:
+            if space > self._count_space:
+                key, space = densify(code if ids is None else ids * s + code, space)
+            else:
+                key = code if ids is None else ids * s + code
+            sizes = np.bincount(key, weights=self._weights, minlength=space)
+            return key, space, int((sizes * (sizes < k)).sum())
+        scratch = self._count_scratch
+        if scratch is None:
+            scratch = self._count_scratch = np.zeros(self._count_space, dtype=self._int_weights.dtype)
+        if space > self._count_space:
+            if space <= self._composer.max_space:
+                dense, space, below = self._composer.count_below_dense(
+                    ids, s, code, space, self._int_weights, k, scratch
+                )
+                return dense, space, below
+            wide = code.astype(np.int64) if ids is None else ids.astype(np.int64) * s + code
+            key, space = densify(wide, space)
+            ids, s, code = None, space, key
+        counted, below = count_below(ids, s, code, self._int_weights, space, k, scratch)
+        return counted, space, below
 
     def _from_leaves(self, node: Node) -> tuple[SlotArray, FloatArray]:
         """``(class slot per row, records per slot)`` composed from the frequency table."""
@@ -430,6 +573,7 @@ class Evaluator:
         self._cache_used = 0
         self._leaves.clear()
         self._tables.clear()
+        self._recent.clear()
 
     # --------------------------------------------------------------- internal
     def _compose(
@@ -503,18 +647,26 @@ class Evaluator:
         return key, sizes
 
     def _prefix(self, ordered_levels: tuple[int, ...]) -> tuple[SlotArray | None, int]:
-        if not ordered_levels:
-            return None, 1
-        hit = self._cache.get(ordered_levels)
-        if hit is not None:
-            self._cache.move_to_end(ordered_levels)
-            return hit
-        ids, n = self._prefix(ordered_levels[:-1])
-        qi = self.order[len(ordered_levels) - 1]
-        level = ordered_levels[-1]
-        result = self._compose(ids, n, self._codes[qi][level], self._sizes[qi][level], self._m)
-        self._remember(ordered_levels, result)
-        return result
+        """The ids of the prefix ``ordered_levels`` (levels of the first QIs of :attr:`order`):
+        from the longest cached prefix, composing (and caching) the QIs after it."""
+        cache = self._cache
+        end = len(ordered_levels)
+        start = end
+        hit: tuple[SlotArray | None, int] | None = None
+        while start > 0:
+            key = ordered_levels if start == end else ordered_levels[:start]
+            hit = cache.get(key)
+            if hit is not None:
+                cache.move_to_end(key)
+                break
+            start -= 1
+        ids, n = (None, 1) if hit is None else hit
+        order, codes, sizes, m = self.order, self._codes, self._sizes, self._m
+        for pos in range(start, end):
+            qi, level = order[pos], ordered_levels[pos]
+            ids, n = self._compose(ids, n, codes[qi][level], sizes[qi][level], m)
+            self._remember(ordered_levels[: pos + 1], (ids, n))
+        return ids, n
 
     def _remember(self, key: tuple[int, ...], value: tuple[SlotArray | None, int]) -> None:
         if value[0] is not None:

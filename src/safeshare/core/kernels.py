@@ -13,12 +13,12 @@ KDD with 12-14 QIs, ``M`` ~ 115,000 distinct QI tuples, 15,000-60,000 checked no
   the rank of its 64-bit word plus the population count of the bits below it in the word
   (a rank directory, as in succinct data structures: Jacobson 1989). Each pass is one
   loop over int32 ids.
-* **OLA's bookkeeping** (:func:`box_tagged_kernel`, :func:`children_tagged`,
-  :func:`level_offsets`, :func:`minimal_rows`): whether a sub-lattice is fully tagged
-  (asked half a million times per search, mostly about boxes of 16-128 nodes; one
+* **Predictive tagging** (:func:`box_tagged_kernel`, :func:`children_tagged`, for
+  :class:`~safeshare.core.lattice.TagStore`): whether a sub-lattice is fully tagged (asked
+  half a million times per Python OLA search, mostly about boxes of 16-128 nodes; one
   compiled walk over the box, stopping at the first untagged node, and one call for all
-  the nodes at the middle height of a sub-lattice), the nodes at one height of a box, and
-  the minimal elements of the qualifying candidates.
+  the nodes at the middle height of a sub-lattice). The compiled OLA recursion has its own
+  loops (:mod:`safeshare.search._ola_jit`).
 
 Each returns exactly what the numpy code it replaces returned: the search's results do
 not change. The loops are in :mod:`safeshare.core._jit`, imported (numba with it) on first
@@ -54,11 +54,24 @@ def _kernels() -> ModuleType:
     return _jit
 
 
+def _input(array: npt.NDArray[Any]) -> IdArray:
+    """``array`` as a read-only int32 view (a copy if it is of another integer type): numba
+    compiles a loop once per combination of argument types, read-only flags included, and
+    :func:`safeshare.core.jit_cache.preload` loads the ones in its cache; with one type per
+    argument a search never meets a combination the cache lacks (which it would compile)."""
+    if array.dtype != np.int32:
+        array = array.astype(np.int32)
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
 def compose(ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any]) -> IdArray:
     """``ids * s + code`` in one pass (numpy's ``ids * s`` then ``+= code`` makes two),
     for a space ``n * s`` below ``2**31``."""
     out = np.empty(code.shape[0], dtype=np.int32)
-    _kernels().compose(ids, s, code, out)
+    _kernels().compose(_input(ids), s, _input(code), out)
     return out
 
 
@@ -69,8 +82,33 @@ def compose_count(
     ``np.bincount(key, weights, minlength=space)``, in one pass."""
     out = np.empty(code.shape[0], dtype=np.int32)
     sizes = np.zeros(space, dtype=np.float64)
-    _kernels().compose_count(code if ids is None else ids, 0 if ids is None else s, code, weights, out, sizes)
+    code = _input(code)
+    _kernels().compose_count(
+        code if ids is None else _input(ids), 0 if ids is None else s, code, weights, out, sizes
+    )
     return out, sizes
+
+
+def count_below(
+    ids: npt.NDArray[Any] | None,
+    s: int,
+    code: npt.NDArray[Any],
+    weights: npt.NDArray[Any],
+    space: int,
+    k: int,
+    scratch: npt.NDArray[Any],
+) -> tuple[IdArray, int]:
+    """``key = ids * s + code`` (``code`` alone when ``ids`` is ``None``) and the records in
+    keys of fewer than ``k`` records (``weights``: records per row, integers), in one pass
+    over the rows and one over the ``space`` keys: what
+    ``np.bincount(key, weights)`` then :func:`records_below` give, without a float array.
+    ``scratch``: integer counts, zero, at least ``space`` long (left zero)."""
+    out = np.empty(code.shape[0], dtype=np.int32)
+    code = _input(code)
+    below = _kernels().count_below(
+        code if ids is None else _input(ids), 0 if ids is None else s, code, weights, scratch, space, k, out
+    )
+    return out, int(below)
 
 
 def records_below(sizes: FloatArray, k: int) -> int:
@@ -87,6 +125,38 @@ class DenseComposer:
         self._bits = np.zeros(words, dtype=np.uint64)
         self._ranks = np.zeros(words, dtype=np.int32)  # ranks < M < 2**31
 
+    def count_below_dense(
+        self,
+        ids: npt.NDArray[Any] | None,
+        s: int,
+        code: npt.NDArray[Any],
+        space: int,
+        weights: npt.NDArray[Any],
+        k: int,
+        scratch: npt.NDArray[Any],
+    ) -> tuple[IdArray, int, int]:
+        """:meth:`compose_dense` of ``ids * s + code`` (``code`` alone when ``ids`` is ``None``)
+        and :func:`count_below` of the dense key, in one call (one pass over the rows fewer):
+        ``(dense key, distinct keys, records in keys of fewer than k records)``. ``scratch``:
+        zero integer counts, at least as long as the rows (left zero)."""
+        if space > self.max_space:
+            raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
+        out = np.empty(code.shape[0], dtype=np.int32)
+        code = _input(code)
+        n, below = _kernels().count_below_dense(
+            code if ids is None else _input(ids),
+            0 if ids is None else s,
+            code,
+            space,
+            self._bits,
+            self._ranks,
+            weights,
+            scratch,
+            k,
+            out,
+        )
+        return out, int(n), int(below)
+
     def compose_dense(
         self, ids: npt.NDArray[Any], s: int, code: npt.NDArray[Any], space: int
     ) -> tuple[IdArray, int]:
@@ -97,7 +167,7 @@ class DenseComposer:
         if space > self.max_space:
             raise ValueError(f"id space {space} exceeds the scratch space {self.max_space}")
         out = np.empty(code.shape[0], dtype=np.int32)
-        n = _kernels().compose_dense(ids, s, code, space, self._bits, self._ranks, out)
+        n = _kernels().compose_dense(_input(ids), s, _input(code), space, self._bits, self._ranks, out)
         return out, int(n)
 
 
@@ -123,25 +193,4 @@ def children_tagged(
     entries. One call for all the nodes OLA visits at one height of a sub-lattice."""
     out = np.zeros(mids.shape[0], dtype=np.bool_)
     _kernels().children_tagged(tags, strides, bottom, top, mids, max_volume, out)
-    return out
-
-
-def minimal_rows(nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Which rows of ``nodes`` (``(n, q)``, sorted by increasing sum, no repeats) are
-    minimal: no other row is componentwise at most them. ``O(n * minimal * q)``, compiled."""
-    keep = np.zeros(nodes.shape[0], dtype=np.bool_)
-    _kernels().minimal_rows(np.ascontiguousarray(nodes, dtype=np.int64), keep)
-    return keep
-
-
-def level_offsets(shape: tuple[int, ...], steps: int) -> npt.NDArray[np.int64]:
-    """``(n, q)`` array of the offsets ``o`` with ``0 <= o_i <= shape_i`` and ``sum(o) == steps``,
-    in lexicographic order (the nodes ``steps`` above the bottom of a box of that shape)."""
-    if not shape:
-        return np.zeros((1 if steps == 0 else 0, 0), dtype=np.int64)
-    dims = np.asarray(shape, dtype=np.int64)
-    kernel = _kernels().offsets
-    count = int(kernel(dims, steps, np.zeros((0, len(shape)), dtype=np.int64)))
-    out = np.empty((count, len(shape)), dtype=np.int64)
-    kernel(dims, steps, out)
     return out

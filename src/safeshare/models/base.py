@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from safeshare.core.evaluation import Classes
+from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
+from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.numerics import suppression_limit
 
@@ -53,6 +54,12 @@ class PrivacyModel(ABC):
     @abstractmethod
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
         """Boolean per class slot of ``classes.sizes``: whether the class may be released."""
+
+    def class_size_floor(self) -> int | None:
+        """``t`` when the model rejects exactly the classes of fewer than ``t`` records (``k`` for
+        k-anonymity): its failing records are then :meth:`Evaluator.records_below`'s count,
+        which needs no class table. ``None`` (the default) for any other rule."""
+        return None
 
     def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
         """Records in the classes this model rejects."""
@@ -136,6 +143,8 @@ class PrivacyCriterion:
         # Cheap models (no sensitive columns) first, so that holds() can stop early.
         self._check_order = tuple(sorted(self.models, key=lambda m: bool(m.sensitive_columns)))
         self._node_models = tuple(m for m in self.models if isinstance(m, NodePrivacyModel))
+        #: a single class-size floor (k-anonymity alone): the predicate is a count
+        self._floor = self.models[0].class_size_floor() if len(self.models) == 1 else None
 
     @property
     def monotone(self) -> bool:
@@ -180,6 +189,22 @@ class PrivacyCriterion:
         if not all(m.node_acceptable(classes, table, ok) for m in self._node_models):
             return classes.n_records + 1
         return int((classes.sizes * ~ok).sum())
+
+    def failing_at(self, evaluator: Evaluator, node: Node) -> int:
+        """:meth:`failing_count` of the node's classes, for k-anonymity alone counted by
+        :meth:`Evaluator.records_below` without building the class table (the same integer)."""
+        if self._floor is not None:
+            return evaluator.records_below(node, self._floor)
+        return self.failing_count(evaluator.classes(node), evaluator.table)
+
+    def holds_at(self, evaluator: Evaluator, node: Node) -> bool:
+        """:meth:`holds` at ``node`` (the search predicate), for k-anonymity alone from
+        :meth:`Evaluator.records_below`'s count without building the class table."""
+        if self._floor is not None:
+            return evaluator.records_below(node, self._floor) <= self.suppression_limit(
+                evaluator.table.n_records
+            )
+        return self.holds(evaluator.classes(node), evaluator.table)
 
     def holds(self, classes: Classes, table: FrequencyTable) -> bool:
         """Whether the node of ``classes`` qualifies (the search predicate)."""

@@ -50,6 +50,9 @@ class KAnonymity(PrivacyModel):
     def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
         return classes.records_in_classes_smaller_than(self.k)
 
+    def class_size_floor(self) -> int:
+        return self.k
+
     def validate(self, table: FrequencyTable) -> None:
         if self.k > table.n_records:
             raise InputError(f"k = {self.k} exceeds the number of records ({table.n_records})")

@@ -19,7 +19,6 @@ from safeshare.core.lattice import Lattice
 from safeshare.data.engines.base import Engine
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
-from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.progress import Progress, Ticker
 
 
@@ -49,12 +48,9 @@ class SearchContext:
         return NonUniformEntropy(self.evaluator).node_array()
 
     def holds(self, node: tuple[int, ...]) -> bool:
-        """The privacy criterion at ``node`` (remembered by a :class:`MemoizedCriterion`)."""
-        if isinstance(self.criterion, MemoizedCriterion):
-            known = self.criterion.known(node, self.table.n_records)
-            if known is not None:
-                return known
-        return self.criterion.holds(self.evaluator.classes(node), self.table)
+        """The privacy criterion at ``node`` (remembered by a :class:`MemoizedCriterion`; for
+        k-anonymity alone a count, :meth:`PrivacyCriterion.holds_at`)."""
+        return self.criterion.holds_at(self.evaluator, node)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from safeshare.core.evaluation import Classes
+from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Node
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
@@ -39,6 +39,12 @@ class MemoizedCriterion(PrivacyCriterion):
             count = self.failing_count(classes, table)
             self.failing[classes.node] = count
         return count <= self.suppression_limit(classes.n_records)
+
+    def holds_at(self, evaluator: Evaluator, node: Node) -> bool:
+        count = self.failing.get(node)
+        if count is None:
+            count = self.failing[node] = self.failing_at(evaluator, node)
+        return count <= self.suppression_limit(evaluator.table.n_records)
 
     def facts(self, n_records: int) -> list[tuple[Node, bool]]:
         """``(node, qualifies)`` for every remembered node, at this criterion's limit."""
