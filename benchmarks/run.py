@@ -34,6 +34,7 @@ BENCHMARKS = {
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",
     "local-recoding": "bench_local_recoding",
+    "ui-scale": "bench_ui_scale",
 }
 
 
