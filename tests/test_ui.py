@@ -303,3 +303,51 @@ def test_the_command_line_does_not_import_the_web_stack() -> None:
         text=True,
     )
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_workbench_surveillance_is_the_commands(tmp_path: Path) -> None:
+    """The Surveillance screen calls surveil_simulate/search themselves: volume 0 (which once
+    unlocked the finest policy) is refused with the command's message, and the policy table equals
+    ``safeshare.api.surveil_search``'s."""
+    from contextlib import nullcontext
+
+    from safeshare import api
+    from safeshare.errors import InputError
+    from safeshare.ui import services
+
+    class Quiet:
+        wants_estimates = False
+
+        def phase(self, name: str) -> object:
+            return nullcontext()
+
+        def note(self, message: str) -> None:
+            pass
+
+        def progress(self, what: str, total: int) -> object:
+            return nullcontext(None)
+
+    folder = ROOT / "examples" / "surveillance"
+    settings = {
+        "population": str(folder / "population.csv"),
+        "cases": str(folder / "cases_long.csv"),
+        "simulations": 30,
+        "seed": 4,
+        "policies": ["1C*e", "0Ase"],
+    }
+    with pytest.raises(InputError, match="0 is no case volume"):
+        services.surveillance_simulate({**settings, "volumes": [0, 11]}, Quiet())  # type: ignore[arg-type]
+    doc = services.surveillance_simulate({**settings, "volumes": [11, 300]}, Quiet())  # type: ignore[arg-type]
+    assert [b["policy"] for b in doc["bands"]] == ["1C*e", "0Ase"]
+    assert len(doc["bands"][0]["mean"]) == len(doc["periods"]) == len(doc["cases"])
+    search = api.surveil_search(
+        population_table=folder / "population.csv",
+        regions=[doc["region"]],
+        volumes=[11, 300],
+        simulations=30,
+        seed=4,
+        plots=False,
+    )
+    assert [(p["volume"], p["policy"]) for p in doc["policies"]] == [
+        (v["volume"], v["best"]) for v in search.to_dict()["volumes"]
+    ]

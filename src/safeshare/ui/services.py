@@ -166,82 +166,81 @@ def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
 
 # --------------------------------------------------------------------------- surveillance
 def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict[str, Any]:
-    """``safeshare surveil simulate`` and ``search`` for one region of a population table and its
-    case series (docs/surveillance.md), as one document: the PK_k band of each policy over the
-    periods (all policies on the same draws, as ``simulate --compare``), and the least coarse
-    acceptable policy for each case volume (``search``, the policy table by volume).
+    """``safeshare surveil simulate --compare`` and ``surveil search`` for one region of a population
+    table and its case series (docs/surveillance.md), as one document: the PK_k band of each policy
+    over the periods (all policies on the same draws), and the least coarse acceptable policy for
+    each case volume. Both are :func:`safeshare.api.surveil_simulate` and
+    :func:`safeshare.api.surveil_search` themselves, with the same validation (a volume of 0, a
+    volume no region can hold, a bad k or lag: the command's one-line error).
 
     ``settings``: ``population`` and ``cases`` (CSV paths), ``layout`` (long or jhu), ``region``
     (default: the table's first), ``policies`` (codes), ``k``, ``lag``, ``simulations``, ``seed``,
-    ``threshold``, ``quantile``, ``volumes``. (With the application layer: its ``surveil_simulate``
-    and ``surveil_search``.)
+    ``threshold``, ``quantile``, ``volumes``.
     """
-    from safeshare.surveillance.inputs import (
-        check_cases_fit,
-        read_case_series,
-        read_jhu_series,
-        read_population,
-    )
+    from safeshare import api
+    from safeshare.surveillance.inputs import read_case_series, read_jhu_series, read_population
     from safeshare.surveillance.policies import load_space
-    from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, search_policies
-    from safeshare.surveillance.simulate import draw_series, seeded, series_risk
 
     k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
     sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
-    if k < 2 or lag < 1 or sims < 1:
-        raise InputError(
-            f"k >= 2, lag >= 1 and simulations >= 1 are required (k {k}, lag {lag}, simulations {sims})"
-        )
-    space = load_space(None)
-    with monitor.phase("reading the population and the cases"):
-        population = read_population(Path(settings["population"]), space)
-        layout = settings.get("layout", "long")
-        if layout not in ("long", "jhu"):
-            raise InputError(f"layout: 'long' or 'jhu', got {layout!r}")
-        read = read_case_series if layout == "long" else read_jhu_series
-        cases = read(Path(settings["cases"]))
-    region = str(settings.get("region") or "") or next(iter(population.regions))
-    population.region_index(region)
-    if region not in cases:
-        raise InputError(f"{Path(settings['cases']).name}: region {region!r} has no case series")
-    series = cases[region]
-    check_cases_fit(series, population, Path(settings["cases"]).name)
+    threshold = float(settings.get("threshold", 0.01))
+    quantile = float(settings.get("quantile", 0.975))
+    layout = settings.get("layout", "long")
+    if layout not in ("long", "jhu"):
+        raise InputError(f"layout: 'long' or 'jhu', got {layout!r}")
+    population, cases = Path(settings["population"]), Path(settings["cases"])
+    region = str(settings.get("region") or "")
+    if not region:  # the table's first region
+        region = next(iter(read_population(population, load_space(None)).regions))
     codes = list(settings.get("policies") or []) or ["1C*e"]
-    nodes = [space.parse(code) for code in codes]
-    with monitor.phase(f"drawing {sims:,} simulations of the cases"):
-        draw = draw_series(population.of(region), series.cases, sims, seeded(seed))
-    bands = []
-    with monitor.progress("forecasting PK per policy", len(nodes)) as update:
-        for i, node in enumerate(nodes):
-            mean, lower, upper = series_risk(draw, space.grouping(node), k, lag).band("pk")
-            bands.append({"policy": space.format(node), "mean": mean, "lower": lower, "upper": upper})
-            if update is not None:
-                update(i + 1)
-    volumes = sorted(
-        {int(v) for v in settings.get("volumes") or [] if 0 <= int(v) <= population.totals[region]}
-    )
-    policies: list[dict[str, Any]] = []
-    if volumes:
-        criterion = RiskCriterion(
+    with monitor.phase(f"forecasting PK{k} for {len(codes)} policies ({sims:,} simulations)"):
+        simulation = api.surveil_simulate(
+            population_table=population,
+            region=region,
+            cases=cases,
+            policy=codes[0],
             k=k,
-            threshold=float(settings.get("threshold", 0.01)),
-            quantile=float(settings.get("quantile", 0.975)),
+            lag=lag,
             simulations=sims,
             seed=seed,
+            layout=layout,
+            compare=codes[1:],
+            plots=False,
         )
-        with monitor.progress("searching policies by volume", len(volumes)) as update:
-            search = search_policies(
-                population, [region], volumes, criterion, progress=lambda i, n: update(i) if update else None
+    frame = (
+        simulation.bands if simulation.bands is not None else simulation.pk.assign(policy=simulation.policy)
+    )
+    bands = [
+        {
+            "policy": policy,
+            "mean": [float(v) for v in group["mean"]],
+            "lower": [float(v) for v in group["lower"]],
+            "upper": [float(v) for v in group["upper"]],
+        }
+        for policy, group in frame.groupby("policy", sort=False)
+    ]
+    volumes = [int(v) for v in settings.get("volumes") or []]
+    policies: list[dict[str, Any]] = []
+    if volumes:
+        with monitor.phase(f"searching policies for {len(volumes)} volumes"):
+            search = api.surveil_search(
+                population_table=population,
+                regions=[region],
+                volumes=volumes,
+                k=k,
+                threshold=threshold,
+                quantile=quantile,
+                simulations=sims,
+                seed=seed,
+                plots=False,
             )
-        for r in search.results:
-            policies.append(
-                {
-                    "volume": r.volume,
-                    "policy": space.format(r.best) if r.best is not None else DO_NOT_SHARE,
-                    "acceptable": len(r.acceptable),
-                    "checked": r.checked,
-                }
-            )
+        policies = [
+            {key: row[key] for key in ("volume", "best", "acceptable", "checked")}
+            for row in search.to_dict()["volumes"]
+        ]
+        for row in policies:
+            row["policy"] = row.pop("best")
+    series = (read_case_series if layout == "long" else read_jhu_series)(cases)[region]
     return {
         "region": region,
         "k": k,
@@ -252,8 +251,8 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
         "cases": [int(c) for c in series.cases],
         "bands": bands,
         "policies": policies,
-        "threshold": float(settings.get("threshold", 0.01)),
-        "quantile": float(settings.get("quantile", 0.975)),
+        "threshold": threshold,
+        "quantile": quantile,
     }
 
 
