@@ -14,14 +14,21 @@ classes of sizes ``f_1..f_J`` is taken as a sample of a population of ``N`` peop
 Only estimators that work on a class-size histogram are accepted (``requires_table =
 False``): a release's classes are generalized values, and the copula and entropy estimators
 would need the released table re-coded at every node of the search. An empty release has
-risk 0. An estimator without a solution (e.g. Pitman's fit failing) gives ``nan``, which no
-threshold accepts: a doubtful estimate never publishes.
+risk 0.
+
+:func:`release_risk_estimate` returns a :class:`RiskValue` that follows the estimators'
+contract (:mod:`safeshare.risk.estimators.base`): the value (``B`` always in ``[1/N, 1]``),
+or ``None`` with the reason -- a doubtful estimate, which no threshold accepts, so it never
+publishes -- and the 95 % interval when asked for (``interval=True``: the ``use: upper`` of
+the risk privacy model, whose bound is the interval's upper end). :func:`release_risk` is the
+same as a float (``nan`` for no estimate).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +62,67 @@ def check_estimator(name: str) -> str:
     return name
 
 
+#: What a threshold bounds: the estimate itself, or the upper end of its 95 % interval.
+USES: dict[str, str] = {
+    "estimate": "the estimate",
+    "upper": "the upper end of the estimate's 95 % interval",
+}
+
+
+@dataclass(frozen=True)
+class RiskValue:
+    """A release's risk measure: ``value`` (``None``: no estimate, ``reason`` says why) and, for
+    ``B`` asked with ``interval=True``, its 95 % ``interval``."""
+
+    value: float | None
+    reason: str | None = None
+    interval: tuple[float, float] | None = None
+
+    def bound(self, use: str = "estimate") -> float | None:
+        """The number a threshold is compared with: the value, or the interval's upper end
+        (``None`` when there is none: such a release does not qualify)."""
+        if use == "upper":
+            return None if self.value is None or self.interval is None else self.interval[1]
+        return self.value
+
+
+def release_risk_estimate(
+    class_sizes: Sequence[int] | np.ndarray,
+    population_size: int,
+    measure: str = "B",
+    estimator: str = DEFAULT_ESTIMATOR,
+    params: Mapping[str, Any] | None = None,
+    interval: bool = False,
+) -> RiskValue:
+    """``measure`` of released classes of ``class_sizes`` drawn from ``population_size`` people.
+
+    ``class_sizes`` may contain zeros (empty class slots), which are ignored. Without
+    ``interval`` the estimator skips its bootstrap (``n_bootstrap=0``, unless ``params`` says
+    otherwise): the search only needs the value.
+    """
+    sizes = np.asarray(class_sizes, dtype=np.float64)
+    sizes = sizes[sizes > 0]
+    if measure not in MEASURES:
+        raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+    if sizes.size == 0:
+        return RiskValue(0.0, None, (0.0, 0.0))
+    if measure == "A":
+        a = float(sizes.size / population_size)
+        return RiskValue(a, None, (a, a))
+    hist = ClassSizeHistogram.from_sizes(sizes.astype(np.int64))
+    given = dict(params or {})
+    if not interval:
+        given.setdefault("n_bootstrap", 0)
+    fitted = make_estimator(check_estimator(estimator), **given).fit(hist, int(population_size))
+    if measure == "B":
+        return RiskValue(fitted.B_, fitted.B_reason_, fitted.B_interval_ if interval else None)
+    share = fitted.population_uniqueness_
+    if share is None or not math.isfinite(share):
+        why = fitted.B_reason_ or f"the {estimator} model gives no estimate of the population uniques"
+        return RiskValue(None, why)
+    return RiskValue(float(share))
+
+
 def release_risk(
     class_sizes: Sequence[int] | np.ndarray,
     population_size: int,
@@ -62,23 +130,6 @@ def release_risk(
     estimator: str = DEFAULT_ESTIMATOR,
     params: Mapping[str, Any] | None = None,
 ) -> float:
-    """``measure`` of released classes of ``class_sizes`` drawn from ``population_size`` people.
-
-    ``class_sizes`` may contain zeros (empty class slots), which are ignored.
-    """
-    sizes = np.asarray(class_sizes, dtype=np.float64)
-    sizes = sizes[sizes > 0]
-    if measure not in MEASURES:
-        raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
-    if sizes.size == 0:
-        return 0.0
-    if measure == "A":
-        return float(sizes.size / population_size)
-    hist = ClassSizeHistogram.from_sizes(sizes.astype(np.int64))
-    fitted = make_estimator(check_estimator(estimator), **dict(params or {})).fit(hist, int(population_size))
-    if measure == "B":
-        value = float(fitted.B_)
-    else:
-        share = fitted.population_uniqueness_
-        value = float("nan") if share is None else float(share)
-    return value if math.isfinite(value) else float("nan")
+    """:func:`release_risk_estimate`'s value as a float, ``nan`` when there is no estimate."""
+    value = release_risk_estimate(class_sizes, population_size, measure, estimator, params).value
+    return float("nan") if value is None else float(value)
