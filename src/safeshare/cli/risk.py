@@ -16,14 +16,10 @@ evaluate DATA ...`` (the §2.8 simulation, :mod:`safeshare.risk.evaluation`).
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 from safeshare.cli.common import (
@@ -37,7 +33,8 @@ from safeshare.cli.common import (
 )
 from safeshare.errors import InputError
 
-out = Console(highlight=False)
+# Module-level imports stay light (typer, pathlib, typing, safeshare.errors, safeshare.cli.common):
+# `safeshare --help` imports this module; numpy, pandas, rich and the library load in the commands.
 
 DEFAULT_COMMAND = "estimate"
 
@@ -64,16 +61,12 @@ risk_app = typer.Typer(
 )
 
 
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 @risk_app.command(DEFAULT_COMMAND)
 def risk_command(
     data: Annotated[Path, typer.Argument(help="The sample (CSV or Parquet).")],
     qi: Annotated[str, typer.Option("--qi", help="Quasi-identifiers, comma separated.")],
     population_size: Annotated[int, typer.Option("--population-size", help="N, people in the population.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output directory for risk.json.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory for risk.json and risk.html.")],
     estimator: Annotated[
         str,
         typer.Option(
@@ -87,9 +80,24 @@ def risk_command(
     population: Annotated[
         Path | None, typer.Option("--population", help="The population file (B exact).")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic populations.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the synthetic populations and bootstraps.")
+    ] = 0,
     repetitions: Annotated[int, typer.Option("--repetitions", help="Synthetic populations per copula.")] = 1,
     correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
+    bootstrap: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap", help="Class resamples of the class-size estimators' intervals (default 50)."
+        ),
+    ] = None,
+    max_synthetic_records: Annotated[
+        int | None,
+        typer.Option(
+            "--max-synthetic-records",
+            help="Most synthetic records (N x repetitions) a copula may draw (default 50,000,000).",
+        ),
+    ] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
     delimiter: DelimiterOption = ",",
     header: HeaderOption = True,
@@ -99,107 +107,50 @@ def risk_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Exact risk measures and the estimated sample-to-population risk B (Jiang et al. 2022)."""
-    from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.source import TableSource
-    from safeshare.io import atomic_write_text
-    from safeshare.risk.classes import SampleTable
-    from safeshare.risk.estimators import DEFAULT_ESTIMATOR, estimator_names, make_estimator
-    from safeshare.risk.html import render_risk_html, risk_distribution, risk_drivers
-    from safeshare.risk.measures import class_sizes, risk_measures
+    from rich.table import Table
 
-    if data_is_population and population is not None:
-        raise InputError("--data-is-population and --population exclude each other")
-    if seed < 0:
-        raise InputError(f"--seed: expected a non-negative integer, got {seed}")
-    if estimator == "default":
-        estimator = DEFAULT_ESTIMATOR
-    wanted = estimator_names() if estimator == "all" else csv_list(estimator)
-    if not wanted:
-        raise InputError("--estimator: expected a name or all")
-    for name in wanted:
-        if name not in estimator_names():
-            raise InputError(
-                f"--estimator: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
-            )
-    columns = csv_list(qi)
+    from safeshare.console import err, out
+    from safeshare.io import OutputDirectory
+    from safeshare.risk.assess import DEFAULT_MAX_SYNTHETIC_RECORDS, assess_risk, publish_assessment, rows
 
-    def source(path: Path) -> TableSource:
+    # A foreign, locked or unwritable --out (or one holding an input) is refused before any data is read.
+    OutputDirectory(out_dir).preflight()
+
+    def source(path: Path) -> Any:
         return data_source(path, delimiter, header, names, missing, skip_rows)
 
-    frame = MemoryEngine(source(data)).frame
-    table = SampleTable.from_frame(frame, columns)
-    n = table.n
-    if population_size < n:
-        raise InputError(f"--population-size {population_size} is smaller than the data ({n} records)")
-    pop_frame = None
-    if population is not None:
-        pop_frame = MemoryEngine(source(population)).frame
-        if len(pop_frame) != population_size:
-            raise InputError(
-                f"--population-size {population_size} differs from {population}'s {len(pop_frame)} records"
-            )
-    if data_is_population and population_size != n:
-        raise InputError(
-            f"--data-is-population: --population-size {population_size} differs from {n} records"
-        )
-    f, F = class_sizes(frame, columns, pop_frame)
-    measures = risk_measures(f, F, population_size=population_size, threshold=threshold)
-
-    estimates: dict[str, float | None] = {}
-    details: dict[str, Any] = {}
-    params = {"random_state": seed, "repetitions": repetitions, "correlation": correlation}
-    for name in wanted:
-        est = make_estimator(name, **params).fit(table, population_size)
-        estimates[name] = _finite(est.B_)
-        details[name] = {
-            "B": _finite(est.B_),
-            "population_uniques": _finite(est.population_uniques_),
-            "population_uniqueness": _finite(est.population_uniqueness_),
-            "params": est.get_params(),
-        }
-        if hasattr(est, "chosen_"):
-            details[name]["chosen"] = est.chosen_
-    doc = {
-        "data": str(data),
-        "quasi_identifiers": columns,
-        "n": n,
-        "population_size": population_size,
-        "sampling_fraction": n / population_size,
+    kwargs: dict[str, Any] = {
+        "estimators": estimator,
+        "population": None if population is None else source(population),
+        "data_is_population": data_is_population,
         "seed": seed,
-        "A": measures.A,
-        "B_estimates": estimates,
-        "default_estimator": DEFAULT_ESTIMATOR,
-        "B": estimates.get(DEFAULT_ESTIMATOR),
-        "B_exact": measures.B,
-        "estimators": details,
-        "measures": measures.to_dict(),
+        "repetitions": repetitions,
+        "correlation": correlation,
+        "bootstrap": bootstrap,
+        "threshold": threshold,
+        "max_synthetic_records": max_synthetic_records or DEFAULT_MAX_SYNTHETIC_RECORDS,
     }
-    if measures.B is None:
-        del doc["B_exact"]
-    if DEFAULT_ESTIMATOR not in estimates:
-        del doc["B"]
-    known_F = F if F is not None else (f if population_size == n else None)
-    doc["risk_distribution"] = risk_distribution(f)
-    doc["risk_drivers"] = risk_drivers(f, known_F)
-    html = render_risk_html(doc)  # rendered before anything is written: both files or neither
-    atomic_write_text(Path(out_dir) / "risk.json", json.dumps(doc, indent=2) + "\n")
-    atomic_write_text(Path(out_dir) / "risk.html", html)
+    if quiet or not err.is_terminal:
+        assessment = assess_risk(source(data), csv_list(qi), population_size, **kwargs)
+    else:
+        with err.status("reading the data", spinner="dots") as status:
+
+            def progress(name: str, index: int, total: int) -> None:
+                status.update(f"estimating B with {name} ({index + 1} of {total})")
+
+            assessment = assess_risk(source(data), csv_list(qi), population_size, progress=progress, **kwargs)
+    published = publish_assessment(assessment, out_dir)
     if quiet:
         return
-    table_out = Table(title=f"re-identification risk of {data.name} on {', '.join(columns)}")
+    table_out = Table(
+        title=f"re-identification risk of {assessment.data} on {', '.join(assessment.quasi_identifiers)}"
+    )
     table_out.add_column("measure")
     table_out.add_column("value", justify="right")
-    table_out.add_row("records n / population N", f"{n:,} / {population_size:,}")
-    table_out.add_row("A = J/N (population-to-sample)", f"{measures.A:.4g}")
-    if measures.B is not None:
-        table_out.add_row("B exact (sample-to-population)", f"{measures.B:.4g}")
-    table_out.add_row(
-        "prosecutor max / mean", f"{measures.prosecutor_max:.3g} / {measures.prosecutor_mean:.4g}"
-    )
-    for name, value in estimates.items():
-        table_out.add_row(f"B estimated: {name}", "-" if value is None else f"{value:.4g}")
+    for label, value in rows(assessment):
+        table_out.add_row(label, value)
     out.print(table_out)
-    out.print(f"wrote {Path(out_dir) / 'risk.json'} and risk.html")
+    out.print(f"wrote {published / 'risk.json'} and risk.html")
 
 
 SHORT_NAMES = {
@@ -256,15 +207,21 @@ def evaluate_command(
 
     Writes errors.csv, summary.csv, sensitivity.csv, sensitivity_summary.csv, timings.csv,
     evaluation.json (seed, settings, checks) and box plots (SVG, PNG) into --out."""
+    import json
     import os
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from safeshare.console import err, out
     from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.io import atomic_write_text
+    from safeshare.io import OutputDirectory
     from safeshare.risk import evaluation as ev
     from safeshare.risk.estimators import estimator_names
+
+    # A foreign, locked or unwritable --out is refused before the (long) evaluation starts.
+    output = OutputDirectory(Path(out_dir))
+    output.preflight()
 
     wanted = tuple(estimator_names()) if estimators == "all" else tuple(csv_list(estimators))
     settings = ev.EvaluationSettings(
@@ -282,7 +239,6 @@ def evaluate_command(
     population = ev.Population.from_frame(frame, csv_list(qi_pool))
     N = population.size
 
-    err = Console(stderr=True, highlight=False)
     start = time.perf_counter()
     if quiet or not err.is_terminal:
         results = ev.run_points(population, settings, jobs)
@@ -293,71 +249,74 @@ def evaluate_command(
             results = ev.run_points(population, settings, jobs, progress=lambda: bar.advance(task))
     wall = time.perf_counter() - start
 
-    out_dir = Path(out_dir)
     errors = ev.errors_frame(results, wanted)
     summary = ev.summarize(errors)
     sens = (
         ev.sensitivity_frame(results, sensitivity_estimator, N) if settings.population_size_errors else None
     )
-    atomic_write_text(out_dir / "errors.csv", errors.to_csv(index=False))
-    atomic_write_text(out_dir / "summary.csv", summary.to_csv(index=False))
     timing_rows = [(r.point, name, s) for r in results for name, s in sorted(r.seconds.items())]
-    atomic_write_text(
-        out_dir / "timings.csv",
-        "point,estimator,cpu_seconds\n" + "".join(f"{p},{n},{s:.4f}\n" for p, n, s in timing_rows),
-    )
-    if sens is not None:
-        atomic_write_text(out_dir / "sensitivity.csv", sens.to_csv(index=False))
-        atomic_write_text(
-            out_dir / "sensitivity_summary.csv", ev.sensitivity_summary(sens).to_csv(index=False)
-        )
-
-    figures = (
-        _figures(
-            out_dir,
-            errors,
-            sens,
-            wanted,
-            data.name,
-            N,
-            points,
-            seed,
-            sensitivity_estimator,
-            population_size_error,
-        )
-        if plots
-        else []
-    )
-
     cpu: dict[str, float] = {}
     for _p, name, s in timing_rows:
         cpu[name] = cpu.get(name, 0.0) + s
     failures = {f"{r.point}:{name}": msg for r in results for name, msg in r.failures.items()}
     ranking = ev.rank_estimators(summary)
-    doc = {
-        "data": str(data),
-        "population_size": N,
-        "qi_pool": list(population.columns),
-        "points": points,
-        "seed": seed,
-        "seeding": "point p draws everything from numpy SeedSequence([seed, p]); estimators get one seed "
-        "drawn after the design (dvine_copula that seed + 1, as inside average)",
-        "estimators": list(wanted),
-        "correlation": correlation,
-        "sampling_fraction_range": [settings.min_fraction, settings.max_fraction],
-        "population_size_errors": list(settings.population_size_errors),
-        "sensitivity_estimator": sensitivity_estimator if sens is not None else None,
-        "jobs": jobs,
-        "wall_seconds": round(wall, 1),
-        "cpu_seconds_by_estimator": {k: round(v, 1) for k, v in cpu.items()},
-        "failures": failures,
-        "acceptance": ev.acceptance(summary),
-        "paper_directions": ev.qualitative_checks(summary),
-        "ranking": ranking,
-        "figures": [p.name for p in figures],
-        "cpu_count": os.cpu_count(),
-    }
-    atomic_write_text(out_dir / "evaluation.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
+    # Every file is written into a private stage and the folder is published as one unit: an
+    # interrupted or repeated run never leaves a mix of old and new files (nor old plots).
+    with output as stage:
+        stage.joinpath("errors.csv").write_text(errors.to_csv(index=False), encoding="utf-8")
+        stage.joinpath("summary.csv").write_text(summary.to_csv(index=False), encoding="utf-8")
+        stage.joinpath("timings.csv").write_text(
+            "point,estimator,cpu_seconds\n" + "".join(f"{p},{n},{s:.4f}\n" for p, n, s in timing_rows),
+            encoding="utf-8",
+        )
+        if sens is not None:
+            stage.joinpath("sensitivity.csv").write_text(sens.to_csv(index=False), encoding="utf-8")
+            stage.joinpath("sensitivity_summary.csv").write_text(
+                ev.sensitivity_summary(sens).to_csv(index=False), encoding="utf-8"
+            )
+        figures = (
+            _figures(
+                stage,
+                errors,
+                sens,
+                wanted,
+                data.name,
+                N,
+                points,
+                seed,
+                sensitivity_estimator,
+                population_size_error,
+            )
+            if plots
+            else []
+        )
+        doc = {
+            "data": data.name,  # the file's name: no local path in a published file
+            "population_size": N,
+            "qi_pool": list(population.columns),
+            "points": points,
+            "seed": seed,
+            "seeding": "point p draws everything from numpy SeedSequence([seed, p]); estimators get one "
+            "seed drawn after the design (dvine_copula that seed + 1, as inside average)",
+            "estimators": list(wanted),
+            "correlation": correlation,
+            "sampling_fraction_range": [settings.min_fraction, settings.max_fraction],
+            "population_size_errors": list(settings.population_size_errors),
+            "sensitivity_estimator": sensitivity_estimator if sens is not None else None,
+            "jobs": jobs,
+            "wall_seconds": round(wall, 1),
+            "cpu_seconds_by_estimator": {k: round(v, 1) for k, v in cpu.items()},
+            "failures": failures,
+            "acceptance": ev.acceptance(summary),
+            "paper_directions": ev.qualitative_checks(summary),
+            "ranking": ranking,
+            "figures": [p.name for p in figures],
+            "cpu_count": os.cpu_count(),
+        }
+        stage.joinpath("evaluation.json").write_text(
+            json.dumps(doc, indent=2, default=_json_default) + "\n", encoding="utf-8"
+        )
+        output.publish()
     if quiet:
         return
     _print_summary(summary, wanted, f"{data.name}, N = {N:,}, {points} study points, seed {seed}")
@@ -365,7 +324,7 @@ def evaluate_command(
         f"best on this evaluation: {ranking[0]} (ranked by share within ±0.05, worst bin, median |error|)"
     )
     out.print(
-        f"wrote {out_dir}/errors.csv, summary.csv, evaluation.json and {len(figures)} figures "
+        f"wrote {output.out_dir}/errors.csv, summary.csv, evaluation.json and {len(figures)} figures "
         f"({wall:.0f} s wall)"
     )
 
@@ -406,6 +365,8 @@ def _figures(
 
 
 def _json_default(value: object) -> Any:
+    import math
+
     if isinstance(value, float) and not math.isfinite(value):
         return None
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
@@ -413,6 +374,13 @@ def _json_default(value: object) -> Any:
 
 def _print_summary(summary: Any, estimators: tuple[str, ...], title: str) -> None:
     """Three tables, every estimator side by side, rows = all / true-risk bins / sampling-fraction bands."""
+    import math
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from safeshare.console import out
+
     rows = list(dict.fromkeys(zip(summary["group"], summary["bin"], strict=True)))
     bands = {"<0.1": "0", "0.1-0.5": "1", ">0.5": "2"}
     rows.sort(

@@ -6,25 +6,30 @@ population size ``F``. With ``c_f`` sample classes of size ``f``:
 
     B^ = (1/n) sum_f c_f f E[1/F | f].
 
-**Interval** (95 %, ``B_interval_``). ``B`` is a sum over the sample's classes of
-``f_j / F_j``; its error has two parts, taken as independent and added in variance:
+**Interval** (95 %, ``B_interval_``). Two sources of error, taken as independent and
+added in variance on the log scale (where the parameters act about linearly -- Pitman's B
+scales like ``N^(alpha - 1)`` -- which keeps the interval inside ``(0, 1]`` and right-skewed
+for a small B):
 
 * *prediction*: given the model, the classes' ``F_j`` are independent draws from their
   posteriors, so ``Var(B | f) = (1/n^2) sum_f c_f f^2 Var(1/F | f)``, with
   ``Var(1/F | f) = E[1/F^2 | f] - E[1/F | f]^2`` from the same posterior;
-* *parameters*: the bootstrap over the sample's classes (``n_bootstrap`` resamples of the
-  ``J`` classes with replacement, the histogram's class counts drawn from a multinomial): the
-  model is refitted on each resample and ``B`` recomputed *for the original classes* with the
-  refitted parameters; their variance is the parameters' share. Models without fitted
-  parameters (Benedetti-Franconi's ``p = n/N``) have none.
+* *sampling*: the nonparametric bootstrap over the sample's classes (``n_bootstrap``
+  resamples of the ``J`` classes with replacement: the histogram's class counts drawn from a
+  multinomial), the estimator refitted and ``B^*`` recomputed on each resample: how much the
+  estimate would move with another sample. Models without fitted parameters
+  (Benedetti-Franconi's ``p = n/N``) have only the first part.
 
-Both are added on the log scale, where the parameters act about linearly (Pitman's B
-scales like ``N^(alpha - 1)``), which keeps the interval inside ``(0, 1]`` and right-skewed
-for a small B: ``s^2 = Var_prediction / B^2 + Var(ln B*)``, interval ``B^ exp(±1.96 s)``,
-clipped to ``[1/N, 1]``. The bootstrap
-is seeded (``random_state``, default 0) so that one histogram always gets one interval: the
-risk privacy model's search and its verifier must agree (``use: upper``). Coverage measured
-on Adult is in docs/risk.md ("Intervals").
+``s^2 = Var_prediction / B^2 + Var(ln B^*)``; interval ``B^ exp(±1.96 s)``, clipped to
+``[1/N, 1]``. The bootstrap is seeded (``random_state``, default 0) so that one histogram
+always gets one interval: the risk privacy model's search and its verifier must agree
+(``use: upper``).
+
+What it does not contain is the model's own bias on data that are not drawn from it. Measured
+by coverage (docs/risk.md, "Intervals"): on populations drawn from the model it covers B at
+the stated rate; on Adult it covers Pitman's error at sampling fractions of 0.3 and more, but
+less often below (Pitman overestimates there by about 10 % of B, more than the interval's
+half-width).
 
 At ``N = n`` (the sample is the population) every such model's posterior is ``F = f``: B is
 exact, ``J/n``, and so is its interval.
@@ -128,15 +133,16 @@ class ClassSizeEstimator(RiskEstimator):
             draws = self._bootstrap(hist, N, model)
             if len(draws) >= max(2, self.n_bootstrap // 2):
                 var_log += float(np.var(np.log(draws), ddof=1))
-                method = f"model prediction + parameters by a {len(draws)}-resample class bootstrap"
+                method = f"model prediction + a {len(draws)}-resample bootstrap over the sample's classes"
             else:
-                method = "model prediction (the parameter bootstrap failed on most resamples)"
+                method = "model prediction (the bootstrap failed on most resamples)"
         spread = math.exp(Z95 * math.sqrt(var_log))
         self.B_interval_ = (B / spread, B * spread)
         self.interval_method_ = method
 
     def _bootstrap(self, hist: ClassSizeHistogram, N: int, fitted: Any) -> list[float]:
-        """B of the original classes under the model refitted on each resample of the classes."""
+        """B^* of each resample of the classes, the estimator refitted on it (a resample whose fit
+        fails or warns is dropped)."""
         numeric = numeric_warning_types()
         rng = np.random.default_rng(self.random_state)
         J = hist.n_classes
@@ -146,11 +152,12 @@ class ClassSizeEstimator(RiskEstimator):
             counts = rng.multinomial(J, p)
             keep = counts > 0
             resample = ClassSizeHistogram(hist.sizes[keep], counts[keep])
+            M = max(N, resample.n)
             with warnings.catch_warnings(record=True) as caught:  # a resample's warning drops it only
                 warnings.simplefilter("always")
                 try:
-                    model = self._fit_model(resample, max(N, resample.n), fitted)
-                    B, _, _ = self._point(model, hist, N)
+                    model = self._fit_model(resample, M, fitted)
+                    B, _, _ = self._point(model, resample, M)
                 except (NoEstimate, ArithmeticError):
                     continue
             if math.isfinite(B) and B > 0 and not any(issubclass(w.category, numeric) for w in caught):
