@@ -1,6 +1,6 @@
 """Re-identification risk as a privacy model: "the release's risk is at most a threshold".
 
-A thin adapter over :func:`safeshare.risk.release_risk.release_risk` (the measure; issue 9,
+A thin adapter over :mod:`safeshare.risk.release_risk` (the measure; issue 9,
 Jiang et al. 2022 §4.3): at a node, the classes the per-class models release (all of them
 when ``risk`` is the only model) are taken as a sample of ``population_size`` people, and
 the node qualifies iff the measure is at most ``threshold``:
@@ -26,25 +26,33 @@ Monotonicity (what the search may assume):
   not monotone.
 
 So the OLA strategy runs the exact best-first search (:mod:`safeshare.search.best_first`)
-for these criteria. No monotone relaxation is offered: the only provable one (for ``A``:
-``J(n) <= threshold * N + L``, since at most ``L`` suppressed records remove at most ``L``
-classes) is a node-level bound the relaxation interface (per-class models) cannot express;
-the best-first search then checks nodes in loss order until the first that qualifies. The
-written release is re-checked by :mod:`safeshare.verify.risk`.
+for these criteria: nodes in loss order until the first that qualifies. No monotone relaxation
+is offered: the only provable one (for ``A``: ``J(n) <= threshold * N + L``, since at most ``L``
+suppressed records remove at most ``L`` classes) is a node-level bound the relaxation interface
+(per-class models) cannot express.
+
+What a checked node costs (:class:`~safeshare.risk.release_risk.ReleaseRisk`, one per ``N``):
+a provable lower bound on the estimate first (:mod:`safeshare.risk.bounds`; for Pitman, the
+default, the infimum of its B over its parameter space, from the class sizes alone), which
+rejects the node without a fit when it exceeds the threshold; otherwise the estimate, cached
+by class-size histogram (the chosen node's estimate is reused for the report). The bound only
+rejects, and only nodes the estimate would reject, so the search returns the node an
+exhaustive evaluation with the same estimator returns (``tests/test_risk_model_search.py``).
+:meth:`RiskThreshold.estimate_counts` keeps the counts the search reports
+(``risk_estimates`` in report.json). The written release is re-checked by
+:mod:`safeshare.verify.risk`, which re-estimates without bound or cache.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.models.base import BoolArray, NodePrivacyModel
-from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
-from safeshare.risk.release_risk import MEASURES, check_estimator, release_risk
+from safeshare.risk.release_risk import MEASURES, ReleaseRisk, check_estimator
 
 #: The paper's §4.3 threshold on B.
 DEFAULT_THRESHOLD = 0.09
@@ -85,10 +93,28 @@ class RiskThreshold(NodePrivacyModel):
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
         self.population_size = population_size
         self.monotone_without_suppression = measure == "A"
+        self._risks: dict[int, ReleaseRisk] = {}
 
     def population(self, table: FrequencyTable) -> int:
         """``N``: the configured population size, or the input's record count."""
         return table.n_records if self.population_size is None else self.population_size
+
+    def risk(self, table: FrequencyTable) -> ReleaseRisk:
+        """The measure for ``table``'s population, with its estimate cache and counters."""
+        N = self.population(table)
+        found = self._risks.get(N)
+        if found is None:
+            found = self._risks[N] = ReleaseRisk(self.measure, self.estimator, N)
+        return found
+
+    def estimate_counts(self) -> dict[str, int]:
+        """Estimates fitted, answered from the cache, and rejections by the bound, so far
+        (the search reports the difference over its run)."""
+        out = {"estimates": 0, "cached": 0, "bound_rejections": 0}
+        for risk in self._risks.values():
+            for key, value in risk.counts.items():
+                out[key] += value
+        return out
 
     def validate(self, table: FrequencyTable) -> None:
         if self.population(table) < table.n_records:
@@ -97,18 +123,15 @@ class RiskThreshold(NodePrivacyModel):
                 f"({table.n_records} records)"
             )
 
-    def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float:
-        """The measure of the released classes (``nan`` when the estimator has no solution)."""
-        sizes = classes.sizes[released]
-        return release_risk(sizes, self.population(table), self.measure, self.estimator)
+    def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float | None:
+        """The measure of the released classes (``None`` when the estimator gives no estimate)."""
+        return self.risk(table).value(classes.sizes[released])
 
     def node_acceptable(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> bool:
-        value = self.value(classes, table, released)
-        return not math.isnan(value) and value <= self.threshold + TOLERANCE
+        return self.risk(table).at_most(classes.sizes[released], self.threshold)
 
     def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
-        value = self.value(classes, table, released)
-        return {self.measure: None if math.isnan(value) else value, "population_size": self.population(table)}
+        return {self.measure: self.value(classes, table, released), "population_size": self.population(table)}
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"measure": self.measure, "threshold": self.threshold}
