@@ -131,6 +131,8 @@ class ReleaseRisk:
         estimator: str,
         population_size: int,
         params: Mapping[str, Any] | None = None,
+        bound: bool = True,
+        cache_bytes: int | None = None,
     ) -> None:
         if measure not in MEASURES:
             raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
@@ -138,7 +140,9 @@ class ReleaseRisk:
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
         self.population_size = int(population_size)
         self.params = dict(params or {})
-        self._bound = lower_bound(self.estimator) if measure == "B" else None
+        self.bound = bound
+        self.cache_bytes = CACHE_BYTES if cache_bytes is None else cache_bytes
+        self._bound = lower_bound(self.estimator) if measure == "B" and bound else None
         self._cache: OrderedDict[bytes, float | None] = OrderedDict()
         self._cache_bytes = 0
         self.counts = {"estimates": 0, "cached": 0, "bound_rejections": 0}
@@ -159,9 +163,11 @@ class ReleaseRisk:
         fitted = make_estimator(self.estimator, **self.params).fit(hist, self.population_size)
         value = _estimate(fitted, self.measure)
         self.counts["estimates"] += 1
+        if len(key) > self.cache_bytes:
+            return value
         self._cache[key] = value
         self._cache_bytes += len(key)
-        while self._cache_bytes > CACHE_BYTES and len(self._cache) > 1:
+        while self._cache_bytes > self.cache_bytes:
             old, _ = self._cache.popitem(last=False)
             self._cache_bytes -= len(old)
         return value
