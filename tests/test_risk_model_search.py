@@ -159,6 +159,17 @@ def test_cache_is_by_histogram_not_by_order() -> None:
     assert risk.counts["estimates"] == 2
 
 
+def test_savings_can_be_switched_off() -> None:
+    """The benchmark's baseline: no bound, no cache; the same decisions."""
+    plain = ReleaseRisk("B", "pitman", 5_000, bound=False, cache_bytes=0)
+    full = ReleaseRisk("B", "pitman", 5_000)
+    singletons = [1] * 400
+    assert not plain.at_most(singletons, 0.09) and not full.at_most(singletons, 0.09)
+    assert full.counts == {"estimates": 0, "cached": 0, "bound_rejections": 1}
+    assert plain.value(singletons) == plain.value(singletons)
+    assert plain.counts == {"estimates": 3, "cached": 0, "bound_rejections": 0}
+
+
 def test_cache_forgets_the_oldest_estimates(monkeypatch: pytest.MonkeyPatch) -> None:
     from safeshare.risk import release_risk as module
 
