@@ -10,6 +10,7 @@ from :func:`release_risk`, no bound, no cache).
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ from safeshare.models.base import PrivacyModel
 from safeshare.models.risk import RiskThreshold
 from safeshare.numerics import TOLERANCE
 from safeshare.risk import bounds
-from safeshare.risk.bounds import PitmanBound, beta_binomial_inverse_floor, lower_bound
+from safeshare.risk.bounds import PitmanBound, beta_binomial_inverse_floor, beta_inverse_floor, lower_bound
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import make_estimator
 from safeshare.risk.release_risk import ReleaseRisk, release_risk
@@ -44,15 +45,19 @@ class_sizes = st.lists(
 )
 
 
-@given(sizes=class_sizes, factor=st.floats(1.0, 40.0), extra=st.integers(0, 5))
+@given(sizes=class_sizes, factor=st.floats(1.0, 40.0), extra=st.integers(0, 5), riemann=st.booleans())
 @settings(max_examples=60, deadline=None)
-def test_pitman_bound_is_below_the_estimate(sizes: list[int], factor: float, extra: int) -> None:
-    """``L <= B_`` for whatever (theta, alpha) the fit returns (N - n up to a million)."""
+def test_pitman_bound_is_below_the_estimate(
+    sizes: list[int], factor: float, extra: int, riemann: bool
+) -> None:
+    """``L <= B_`` for whatever (theta, alpha) the fit returns (N - n up to a million), with the
+    tables from the beta-binomial sums or (``riemann``, as for a large N / n) the Beta integral."""
     f = np.asarray(sizes, dtype=np.int64)
     n = int(f.sum())
     N = max(n, int(n * factor)) + extra
     fitted = make_estimator("pitman").fit(ClassSizeHistogram.from_sizes(f), N)
-    bound = PitmanBound()(f, N)
+    with patch.object(bounds, "MAX_TERMS", 0 if riemann else bounds.MAX_TERMS):
+        bound = PitmanBound()(f, N)
     assert 0.0 < bound <= 1.0
     if math.isfinite(fitted.B_):
         assert bound <= fitted.B_
@@ -107,6 +112,17 @@ def test_truncated_sum_is_below_the_full_sum() -> None:
         y = np.arange(N - n + 1)
         full = float((stats.betabinom.pmf(y, N - n, f, n - f) / (f + y)).sum())
         assert beta_binomial_inverse_floor(f, n, N) <= full * (1 + 1e-12)
+        # the Beta-integral bound (long sums): below, and within 20 % at these sizes
+        assert 0.8 * full <= beta_inverse_floor(f, n, N) <= full * (1 + 1e-12)
+        assert beta_binomial_inverse_floor(f, n, N, max_terms=0) == beta_inverse_floor(f, n, N)
+
+
+def test_bound_tables_stay_cheap_for_a_huge_population() -> None:
+    """N = 10^9 from 1,000 records: the sums would take 3.5e7 terms per size; the Beta-integral
+    bound takes 4,000 points, and the table stays far above Jensen's n/(N f)."""
+    table = PitmanBound().table(1000, 10**9)
+    assert table[1] > 5 * 1000 / 10**9
+    assert bool(np.all(table[1:] > 0))
 
 
 def test_only_the_contract_bound_for_other_estimators() -> None:

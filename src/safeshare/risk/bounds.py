@@ -31,7 +31,9 @@ number that depends on ``f``, ``n`` and ``N`` only. Moreover
    stochastically larger ``Beta(f, n - f)``), so a table of ``l`` computed at any ``n' <= n``
    bounds a release of ``n`` records (tables are kept on a grid of ``n'``, at most 1/128
    below ``n``);
-5. a partial sum of the positive terms ``P(Y* = y)/(f + y)`` is below ``l``;
+5. a partial sum of the positive terms ``P(Y* = y)/(f + y)`` is below ``l`` (when the sum
+   would be long, i.e. ``N / n`` large, a lower Riemann sum of ``E[1/(f + (N - n) p)]``,
+   ``p ~ Beta(f, n - f)``, instead: :func:`beta_inverse_floor`);
 6. for large classes (``f > SMALL``, and ``f >= n'``) Jensen's inequality instead:
    ``E[1/(f + Y)] >= 1/(f + E Y)`` with ``E Y = (N - n)(f - alpha)/(theta + n) <= (N - n) f / n``
    (as ``theta >= -alpha >= -n alpha / f``), i.e. ``>= n / (N f)``: ``1/N`` per class in B.
@@ -63,6 +65,10 @@ SMALL = 64
 #: Relative slack for rounding, in the bound's sums and in the estimate's (a bound must never
 #: exceed the estimate: Pitman's B_ of one class of f records from N = 10 f is 1/N - 5e-16).
 SLACK = 1e-9
+#: Most terms of the beta-binomial sum per size; beyond, the Beta-integral bound (large N / n).
+MAX_TERMS = 200_000
+#: Grid points of the Beta-integral bound.
+RIEMANN_POINTS = 4_000
 #: ``l`` tables are computed at ``n' = floor(n / step) * step`` with ``step ~ n / 128``.
 GRID = 128
 
@@ -76,21 +82,43 @@ def _grid_floor(n: int) -> int:
     return (n // step) * step
 
 
-def beta_binomial_inverse_floor(f: int, n: int, N: int) -> float:
+def beta_binomial_inverse_floor(f: int, n: int, N: int, max_terms: int | None = None) -> float:
     """A lower bound on ``l_n(f) = E[1/(f + Y)]``, ``Y ~ BetaBinomial(N - n, f, n - f)``, ``f < n``.
 
     The terms ``P(Y = y)/(f + y)`` are summed over the ``y`` that carry all but ``1e-15`` of
     ``Beta(f, n - f)``'s mass, times ``N - n``, plus a margin; dropping the tail only lowers
-    the sum (item 5 of the module docstring).
+    the sum (item 5 of the module docstring). When that takes more than ``max_terms`` terms
+    (default :data:`MAX_TERMS`; a large ``N / n``), :func:`beta_inverse_floor` instead.
     """
     M = N - n
     if M <= 0:
         return 1.0 / f
     p_hi = float(stats.beta.isf(1e-15, f, n - f))
     hi = min(M, math.ceil(M * p_hi) + 200)
+    if hi > (MAX_TERMS if max_terms is None else max_terms):
+        return beta_inverse_floor(f, n, N)
     y = np.arange(hi + 1, dtype=np.float64)
     pmf = stats.betabinom.pmf(y, M, f, n - f)
     value = float(np.sum(pmf / (f + y)))
+    return value if math.isfinite(value) else 0.0
+
+
+def beta_inverse_floor(f: int, n: int, N: int) -> float:
+    """A lower bound on ``l_n(f)`` in ``O(RIEMANN_POINTS)``, whatever ``N``.
+
+    Given ``p``, ``Y ~ Binomial(N - n, p)`` and ``1/(f + y)`` is convex, so (Jensen)
+    ``E[1/(f + Y) | p] >= g(p) = 1/(f + (N - n) p)``; ``g`` decreases, so on a grid
+    ``0 = p_0 < ... < p_K = 1`` the lower Riemann sum ``sum_i g(p_(i+1)) P(p_i < p <= p_(i+1))``,
+    ``p ~ Beta(f, n - f)``, is below ``E g(p)``. The grid is geometric (``RIEMANN_POINTS``
+    points from far below ``f / (N - n)`` to 1), so ``g`` changes by under 1 % within a cell.
+    """
+    M = N - n
+    if M <= 0:
+        return 1.0 / f
+    low = min(f / M, f / n) * 1e-9
+    grid = np.concatenate(([0.0], np.geomspace(low, 1.0, RIEMANN_POINTS)))
+    mass = np.diff(stats.beta.cdf(grid, f, n - f))
+    value = float(np.sum(np.clip(mass, 0.0, None) / (f + M * grid[1:])))
     return value if math.isfinite(value) else 0.0
 
 
