@@ -6,7 +6,8 @@ bound ``L(f, N) <= B_`` that holds for every fit the estimator can return lets t
 reject a release whose bound exceeds ``t`` without fitting: the node fails whatever the fit
 gives, and a release without an estimate (``B_ is None``) fails too, so the decision is the
 one the estimator would have made. A bound never accepts a release (the estimate may be
-"no estimate"); the node that qualifies is always fitted.
+"no estimate"); the node that qualifies is always fitted. A model that compares a value at
+least ``B_`` with the threshold (an interval's upper end) may use the same bound.
 
 Every estimator (the estimate contract): ``1/N <= B_ <= 1``.
 
