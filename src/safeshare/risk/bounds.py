@@ -44,8 +44,8 @@ Hence
     B_  >=  (1/n) [ sum_{f_j <= SMALL} f_j l_n'(f_j) ]  +  #{j : f_j > SMALL} / N.
 
 Up to items 4-6 it is the infimum of Pitman's B over the whole parameter space (every term is
-smallest at the same corner, ``alpha -> 0``, ``theta -> 0``): no bound from the class sizes
-alone does better. It is loose where the fit is far from that corner, and bites where many
+smallest at the same corner, ``alpha -> 0``, ``theta -> 0``): no bound that holds for every
+fit does better. It is loose where the fit is far from that corner, and bites where many
 classes are small:
 at Adult's 9 QIs (n = 32,561, N = 400,000) ``l(1) = 0.222`` against the Jensen value
 ``n/N = 0.081``, and the bound rejects 250 of the 7,776 nodes under ``B <= 0.09`` (0.134 at
