@@ -855,6 +855,8 @@ def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solut
 
     class NoEstimate:  # an estimator without a solution (today's nan; None in the contract)
         B_ = float("nan")
+        B_reason_ = "no fit"
+        B_interval_ = None
         population_uniqueness_ = None
 
         def fit(self, hist: object, population_size: int) -> NoEstimate:

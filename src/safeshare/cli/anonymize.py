@@ -407,9 +407,7 @@ def hierarchy_check(
 
         if not column:
             raise InputError("--column is required with --data")
-        eng = MemoryEngine(
-            data_source(data, delimiter, header, names)
-        )
+        eng = MemoryEngine(data_source(data, delimiter, header, names))
         if column not in eng.columns():
             raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
         missing = h.missing_values(eng.frame[column].unique())
@@ -445,9 +443,7 @@ def hierarchy_build(
         raise InputError(f"--spec: not valid YAML: {spec!r}") from None
     if not isinstance(parsed, dict):
         raise InputError("--spec: expected a mapping such as '{type: intervals, widths: [5, 10]}'")
-    eng = MemoryEngine(
-        data_source(data, delimiter, header, names)
-    )
+    eng = MemoryEngine(data_source(data, delimiter, header, names))
     if column not in eng.columns():
         raise InputError(f"unknown column {column!r}: {data} has columns {', '.join(eng.columns())}")
     builder = builder_from_spec(parsed, Path.cwd(), "--spec")

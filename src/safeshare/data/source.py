@@ -284,7 +284,6 @@ def parquet_names(source: TableSource) -> list[str]:
         raise DataError(f"cannot read {source.path}: {first}") from None
 
 
-
 def text_column(series: pd.Series) -> pd.Series:
     """Render a column as text the way the DuckDB engine does (``CAST(x AS VARCHAR)``).
 

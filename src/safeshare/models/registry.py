@@ -22,7 +22,7 @@ from safeshare.models.small_cells import DEFAULT_MIN_SIZE, SmallCells
 from safeshare.models.t_closeness import from_config as _t_closeness
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.knowledge import is_number, parse_knowledge
-from safeshare.risk.release_risk import MEASURES
+from safeshare.risk.release_risk import MEASURES, USES
 
 ModelFactory = Callable[[Mapping[str, Any], str], PrivacyModel]
 
@@ -51,7 +51,7 @@ def _m_concealing(params: Mapping[str, Any], where: str) -> PrivacyModel:
 
 
 def _risk(params: Mapping[str, Any], where: str) -> PrivacyModel:
-    check_keys(params, {"measure", "threshold", "estimator", "population_size"}, where)
+    check_keys(params, {"measure", "threshold", "estimator", "population_size", "use"}, where)
     measure = params.get("measure", "B")
     if measure not in MEASURES:
         raise ConfigError(f"{where}.measure: expected one of {', '.join(MEASURES)}, got {measure!r}")
@@ -68,8 +68,13 @@ def _risk(params: Mapping[str, Any], where: str) -> PrivacyModel:
         isinstance(population, bool) or not isinstance(population, int) or population < 1
     ):
         raise ConfigError(f"{where}.population_size: expected a positive integer, got {population!r}")
+    use = params.get("use", "estimate")
+    if use not in USES:
+        raise ConfigError(f"{where}.use: expected one of {', '.join(USES)}, got {use!r}")
+    if use == "upper" and measure == "uniques":
+        raise ConfigError(f"{where}.use: upper needs an interval, which measure uniques does not have")
     try:
-        return RiskThreshold(float(threshold), str(measure), estimator, population)
+        return RiskThreshold(float(threshold), str(measure), estimator, population, str(use))
     except InputError as exc:
         raise ConfigError(f"{where}.estimator: {exc}") from None
 

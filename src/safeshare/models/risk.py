@@ -25,6 +25,15 @@ Monotonicity (what the search may assume):
   suppression: ``(f1+f2)/(F1+F2) <= f1/F1 + f2/F2``; its estimates need not be). Declared
   not monotone.
 
+A node whose estimator has **no estimate** (a failed fit, a numerical warning, a value outside
+``[1/N, 1]``: the estimators' contract, :mod:`safeshare.risk.estimators.base`) does not
+qualify. ``B`` and ``A`` are at least ``1/N`` for any non-empty release, so a threshold below
+``1/N`` is refused up front (:meth:`RiskThreshold.validate`): nothing could meet it.
+
+``use: upper`` (``B`` only): the node qualifies when the upper end of the estimate's 95 %
+interval is at most the threshold, so that "B <= threshold" holds with that confidence
+under the estimator's model (docs/risk.md, "Intervals", for what the interval covers).
+
 So the OLA strategy runs the exact best-first search (:mod:`safeshare.search.best_first`)
 for these criteria: nodes in loss order until the first that qualifies. No monotone relaxation
 is offered: the only provable one (for ``A``: ``J(n) <= threshold * N + L``, since at most ``L``
@@ -51,8 +60,9 @@ from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.models.base import BoolArray, NodePrivacyModel
+from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
-from safeshare.risk.release_risk import MEASURES, ReleaseRisk, check_estimator
+from safeshare.risk.release_risk import MEASURES, USES, ReleaseRisk, RiskValue, check_estimator
 
 #: The paper's §4.3 threshold on B.
 DEFAULT_THRESHOLD = 0.09
@@ -67,6 +77,7 @@ class RiskThreshold(NodePrivacyModel):
     measure: ``"B"``, ``"A"`` or ``"uniques"`` (see the module docstring).
     estimator: a class-size estimator of :mod:`safeshare.risk.estimators` (``B``, ``uniques``).
     population_size: ``N``; ``None``: the input's record count (the data is the population).
+    use: ``"estimate"`` (default) or ``"upper"``: compare the upper end of the 95 % interval.
     """
 
     name = "risk"
@@ -79,6 +90,7 @@ class RiskThreshold(NodePrivacyModel):
         measure: str = "B",
         estimator: str = DEFAULT_ESTIMATOR,
         population_size: int | None = None,
+        use: str = "estimate",
     ) -> None:
         if measure not in MEASURES:
             raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
@@ -88,6 +100,11 @@ class RiskThreshold(NodePrivacyModel):
             isinstance(population_size, bool) or not isinstance(population_size, int) or population_size < 1
         ):
             raise InputError(f"risk population_size: expected a positive integer, got {population_size!r}")
+        if use not in USES:
+            raise InputError(f"risk use: expected one of {', '.join(USES)}, got {use!r}")
+        if use == "upper" and measure == "uniques":
+            raise InputError("risk use: upper needs an interval, which the uniques measure does not have")
+        self.use = use
         self.threshold = float(threshold)
         self.measure = measure
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
@@ -104,7 +121,7 @@ class RiskThreshold(NodePrivacyModel):
         N = self.population(table)
         found = self._risks.get(N)
         if found is None:
-            found = self._risks[N] = ReleaseRisk(self.measure, self.estimator, N)
+            found = self._risks[N] = ReleaseRisk(self.measure, self.estimator, N, use=self.use)
         return found
 
     def estimate_counts(self) -> dict[str, int]:
@@ -117,27 +134,48 @@ class RiskThreshold(NodePrivacyModel):
         return out
 
     def validate(self, table: FrequencyTable) -> None:
-        if self.population(table) < table.n_records:
+        N = self.population(table)
+        if table.n_records > N:
             raise InputError(
                 f"risk population_size {self.population_size} is smaller than the input "
                 f"({table.n_records} records)"
             )
+        if self.measure in ("B", "A") and self.threshold < 1.0 / N * (1 - TOLERANCE):
+            raise InputError(
+                f"risk threshold {self.threshold:g} is below 1/N = {1.0 / N:.3g} (N = {N:,}): "
+                f"no release can meet it, since {self.measure} >= 1/N"
+            )
 
-    def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float | None:
-        """The measure of the released classes (``None`` when the estimator gives no estimate)."""
-        return self.risk(table).value(classes.sizes[released])
+    def estimate(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> RiskValue:
+        """The measure of the released classes, with its interval when ``use`` is ``upper``
+        (cached by class-size histogram: the search's estimate of the chosen node is reused)."""
+        return self.risk(table).estimate(classes.sizes[released])
+
+    def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float:
+        """The number compared with the threshold (``nan`` when there is no estimate)."""
+        bound = self.estimate(classes, table, released).bound(self.use)
+        return float("nan") if bound is None else float(bound)
 
     def node_acceptable(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> bool:
         return self.risk(table).at_most(classes.sizes[released], self.threshold)
 
     def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
-        return {self.measure: self.value(classes, table, released), "population_size": self.population(table)}
+        est = self.estimate(classes, table, released)
+        out: dict[str, Any] = {self.measure: est.value, "population_size": self.population(table)}
+        if est.value is None:
+            out["no_estimate"] = est.reason
+        if self.use == "upper":
+            out["interval"] = None if est.interval is None else list(est.interval)
+            out["use"] = self.use
+        return out
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"measure": self.measure, "threshold": self.threshold}
         if self.measure != "A":
             out["estimator"] = self.estimator
         out["population_size"] = self.population_size
+        if self.use != "estimate":
+            out["use"] = self.use
         return out
 
     def verification_params(self, table: FrequencyTable) -> dict[str, Any]:

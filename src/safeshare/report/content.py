@@ -210,6 +210,8 @@ def portable_paths(doc: dict[str, Any]) -> None:
 def _risk_value(value: Any) -> str:
     if value is None:
         return "n/a"
+    if isinstance(value, list | tuple):  # an interval
+        return " – ".join(_risk_value(v) for v in value)
     if isinstance(value, int):
         return f"{value:,}"
     return f"{float(value):.4g}"
@@ -244,8 +246,19 @@ def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         ("A = J / N (population-to-sample match rate)", ("A",)),
         ("B (sample-to-population match rate)", ("B",)),
         (f"B estimated by {estimator}", ("B_estimate", estimator)),
+        (f"95 % interval of the {estimator} estimate", ("B_interval", estimator)),
     ]
     rows = [(label, *(_risk_value(get(s, *path)) for s in sides)) for label, path in spec]
+    for s in sides:  # an estimator without an estimate says why (B_estimate is null then)
+        reason = get(s, "B_no_estimate", estimator)
+        if reason:
+            rows.append(
+                (
+                    f"no estimate by {estimator}",
+                    *(str(get(x, "B_no_estimate", estimator) or "") for x in sides),
+                )
+            )
+            break
     return {
         "population_size": _risk_value(risk.get("population_size")),
         "population": risk.get("population"),

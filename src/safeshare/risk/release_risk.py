@@ -14,12 +14,17 @@ classes of sizes ``f_1..f_J`` is taken as a sample of a population of ``N`` peop
 Only estimators that work on a class-size histogram are accepted (``requires_table =
 False``): a release's classes are generalized values, and the copula and entropy estimators
 would need the released table re-coded at every node of the search. An empty release has
-risk 0. An estimator without a solution (e.g. Pitman's fit failing; ``B_ = None`` in the
-estimate contract) gives ``nan`` here and ``None`` from :class:`ReleaseRisk`, which no threshold
-accepts: a doubtful estimate never publishes.
+risk 0.
 
-:func:`release_risk` computes one value (the verifier's path); :class:`ReleaseRisk` answers the
-search's "at most t?" at many nodes, with a provable lower bound first and a cache by histogram.
+:func:`release_risk_estimate` returns a :class:`RiskValue` that follows the estimators'
+contract (:mod:`safeshare.risk.estimators.base`): the value (``B`` always in ``[1/N, 1]``),
+or ``None`` with the reason -- a doubtful estimate, which no threshold accepts, so it never
+publishes -- and the 95 % interval when asked for (``interval=True``: the ``use: upper`` of
+the risk privacy model, whose bound is the interval's upper end). :func:`release_risk` is the
+same as a float (``nan`` for no estimate).
+
+:class:`ReleaseRisk` answers the search's "at most t?" at many nodes: a provable lower bound
+first (:mod:`safeshare.risk.bounds`), then the estimate, cached by class-size histogram.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,23 +68,70 @@ def check_estimator(name: str) -> str:
     return name
 
 
-def _estimate(fitted: Any, measure: str) -> float | None:
-    """The fitted estimator's ``measure`` (``B`` or ``uniques``), ``None`` for "no estimate".
-
-    The estimate contract: ``B_`` is a float or ``None``; a value that is not a finite number
-    (``nan`` from an estimator that predates the contract, or an infinity) is no estimate
-    either, which no threshold accepts (``-inf`` would pass every one).
-    """
-    raw = fitted.B_ if measure == "B" else fitted.population_uniqueness_
-    if raw is None:
-        return None
-    value = float(raw)
-    return value if math.isfinite(value) else None
-
-
 def _sizes(class_sizes: Sequence[int] | np.ndarray) -> np.ndarray:
     sizes = np.asarray(class_sizes, dtype=np.int64)
     return sizes[sizes > 0]
+
+
+#: What a threshold bounds: the estimate itself, or the upper end of its 95 % interval.
+USES: dict[str, str] = {
+    "estimate": "the estimate",
+    "upper": "the upper end of the estimate's 95 % interval",
+}
+
+
+@dataclass(frozen=True)
+class RiskValue:
+    """A release's risk measure: ``value`` (``None``: no estimate, ``reason`` says why) and, for
+    ``B`` asked with ``interval=True``, its 95 % ``interval``."""
+
+    value: float | None
+    reason: str | None = None
+    interval: tuple[float, float] | None = None
+
+    def bound(self, use: str = "estimate") -> float | None:
+        """The number a threshold is compared with: the value, or the interval's upper end
+        (``None`` when there is none: such a release does not qualify)."""
+        if use == "upper":
+            return None if self.value is None or self.interval is None else self.interval[1]
+        return self.value
+
+
+def release_risk_estimate(
+    class_sizes: Sequence[int] | np.ndarray,
+    population_size: int,
+    measure: str = "B",
+    estimator: str = DEFAULT_ESTIMATOR,
+    params: Mapping[str, Any] | None = None,
+    interval: bool = False,
+) -> RiskValue:
+    """``measure`` of released classes of ``class_sizes`` drawn from ``population_size`` people.
+
+    ``class_sizes`` may contain zeros (empty class slots), which are ignored. Without
+    ``interval`` the estimator skips its bootstrap (``n_bootstrap=0``, unless ``params`` says
+    otherwise): the search only needs the value.
+    """
+    sizes = np.asarray(class_sizes, dtype=np.float64)
+    sizes = sizes[sizes > 0]
+    if measure not in MEASURES:
+        raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+    if sizes.size == 0:
+        return RiskValue(0.0, None, (0.0, 0.0))
+    if measure == "A":
+        a = float(sizes.size / population_size)
+        return RiskValue(a, None, (a, a))
+    hist = ClassSizeHistogram.from_sizes(sizes.astype(np.int64))
+    given = dict(params or {})
+    if not interval:
+        given.setdefault("n_bootstrap", 0)
+    fitted = make_estimator(check_estimator(estimator), **given).fit(hist, int(population_size))
+    if measure == "B":
+        return RiskValue(fitted.B_, fitted.B_reason_, fitted.B_interval_ if interval else None)
+    share = fitted.population_uniqueness_
+    if share is None or not math.isfinite(share):
+        why = fitted.B_reason_ or f"the {estimator} model gives no estimate of the population uniques"
+        return RiskValue(None, why)
+    return RiskValue(float(share))
 
 
 def release_risk(
@@ -88,22 +141,9 @@ def release_risk(
     estimator: str = DEFAULT_ESTIMATOR,
     params: Mapping[str, Any] | None = None,
 ) -> float:
-    """``measure`` of released classes of ``class_sizes`` drawn from ``population_size`` people.
-
-    ``class_sizes`` may contain zeros (empty class slots), which are ignored. ``nan`` when the
-    estimator gives no estimate.
-    """
-    if measure not in MEASURES:
-        raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
-    sizes = _sizes(class_sizes)
-    if sizes.size == 0:
-        return 0.0
-    if measure == "A":
-        return float(sizes.size / population_size)
-    hist = ClassSizeHistogram.from_sizes(sizes)
-    fitted = make_estimator(check_estimator(estimator), **dict(params or {})).fit(hist, int(population_size))
-    value = _estimate(fitted, measure)
-    return float("nan") if value is None else value
+    """:func:`release_risk_estimate`'s value as a float, ``nan`` when there is no estimate."""
+    value = release_risk_estimate(class_sizes, population_size, measure, estimator, params).value
+    return float("nan") if value is None else float(value)
 
 
 #: Bytes of histogram keys :class:`ReleaseRisk` keeps before it forgets the oldest estimates.
@@ -113,16 +153,18 @@ CACHE_BYTES = 64 * 1024**2
 class ReleaseRisk:
     """The measure at many releases of one population: the risk model's search calls it per node.
 
-    Same values as :func:`release_risk`, with three savings that never change a decision:
+    Same values as :func:`release_risk_estimate`, with three savings that never change a decision:
 
     * estimates are cached by class-size histogram (an estimator sees only the histogram and
       ``N``; nodes, or repeated evaluations of one node, with the same histogram share a fit);
     * :meth:`at_most` first compares a provable lower bound on the estimate with the threshold
-      (:mod:`safeshare.risk.bounds`) and rejects without a fit when the bound exceeds it;
+      (:mod:`safeshare.risk.bounds`) and rejects without a fit when the bound exceeds it (with
+      ``use="upper"`` too: the interval's upper end is at least the estimate);
     * ``A = J/N`` needs no estimator.
 
     ``counts`` says what was done: ``estimates`` (fits run), ``cached`` (answered from the
-    cache), ``bound_rejections`` (rejected by the bound without a fit).
+    cache), ``bound_rejections`` (rejected by the bound without a fit). ``bound=False`` and
+    ``cache_bytes=0`` switch the savings off (the benchmark's baseline; tests).
     """
 
     def __init__(
@@ -131,49 +173,63 @@ class ReleaseRisk:
         estimator: str,
         population_size: int,
         params: Mapping[str, Any] | None = None,
+        use: str = "estimate",
         bound: bool = True,
         cache_bytes: int | None = None,
     ) -> None:
         if measure not in MEASURES:
             raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+        if use not in USES:
+            raise InputError(f"risk use: expected one of {', '.join(USES)}, got {use!r}")
         self.measure = measure
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
         self.population_size = int(population_size)
         self.params = dict(params or {})
+        self.use = use
         self.bound = bound
         self.cache_bytes = CACHE_BYTES if cache_bytes is None else cache_bytes
         self._bound = lower_bound(self.estimator) if measure == "B" and bound else None
-        self._cache: OrderedDict[bytes, float | None] = OrderedDict()
+        self._cache: OrderedDict[bytes, RiskValue] = OrderedDict()
         self._cache_bytes = 0
         self.counts = {"estimates": 0, "cached": 0, "bound_rejections": 0}
 
-    def value(self, class_sizes: Sequence[int] | np.ndarray) -> float | None:
-        """The measure of the released classes, ``None`` when the estimator gives no estimate."""
+    def estimate(self, class_sizes: Sequence[int] | np.ndarray) -> RiskValue:
+        """The measure of the released classes (with its interval when ``use`` is ``upper``)."""
         sizes = _sizes(class_sizes)
-        if sizes.size == 0:
-            return 0.0
-        if self.measure == "A":
-            return float(sizes.size / self.population_size)
+        if sizes.size == 0 or self.measure == "A":
+            return release_risk_estimate(sizes, self.population_size, self.measure, self.estimator)
         hist = ClassSizeHistogram.from_sizes(sizes)
         key = hist.sizes.tobytes() + b"|" + hist.classes.tobytes()
-        if key in self._cache:
+        found = self._cache.get(key)
+        if found is not None:
             self._cache.move_to_end(key)
             self.counts["cached"] += 1
-            return self._cache[key]
-        fitted = make_estimator(self.estimator, **self.params).fit(hist, self.population_size)
-        value = _estimate(fitted, self.measure)
+            return found
+        value = release_risk_estimate(
+            sizes,
+            self.population_size,
+            self.measure,
+            self.estimator,
+            self.params,
+            interval=self.use == "upper",
+        )
         self.counts["estimates"] += 1
-        if len(key) > self.cache_bytes:
-            return value
-        self._cache[key] = value
-        self._cache_bytes += len(key)
-        while self._cache_bytes > self.cache_bytes:
-            old, _ = self._cache.popitem(last=False)
-            self._cache_bytes -= len(old)
+        if len(key) <= self.cache_bytes:
+            self._cache[key] = value
+            self._cache_bytes += len(key)
+            while self._cache_bytes > self.cache_bytes:
+                old, _ = self._cache.popitem(last=False)
+                self._cache_bytes -= len(old)
         return value
 
+    def value(self, class_sizes: Sequence[int] | np.ndarray) -> float | None:
+        """The number compared with the threshold (the estimate, or with ``use="upper"`` its
+        interval's upper end); ``None`` when there is no estimate."""
+        value = self.estimate(class_sizes).bound(self.use)
+        return value if value is not None and math.isfinite(value) else None
+
     def at_most(self, class_sizes: Sequence[int] | np.ndarray, threshold: float) -> bool:
-        """Whether the measure of the released classes is at most ``threshold`` (``+ TOLERANCE``).
+        """Whether :meth:`value` of the released classes is at most ``threshold`` (``+ TOLERANCE``).
 
         "No estimate" is not at most any threshold. The lower bound decides first when it can
         (a rejection it makes is one the estimate would make).

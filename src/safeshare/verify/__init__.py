@@ -264,4 +264,3 @@ def expectations_for(
         models={name: dict(p) for name, p in models.items()},
         delimiter=delimiter,
     )
-

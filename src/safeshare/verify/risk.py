@@ -6,7 +6,8 @@ frequency table, evaluator or suppression bookkeeping; ``A = J / N`` is computed
 and ``uniques`` are re-estimated from those sizes with the named estimator (the estimator is
 the measure's definition, shared on purpose; what the check guards is the path from the data
 to the class sizes: generalization, suppression, the written file). The release passes when
-the value is at most ``threshold + 1e-9``; an estimate without a solution fails.
+the value -- with ``use: upper``, the upper end of its 95 % interval, recomputed with the
+estimator's seeded bootstrap -- is at most ``threshold + 1e-9``; no estimate fails.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.numerics import TOLERANCE
-from safeshare.risk.release_risk import release_risk
+from safeshare.risk.release_risk import USES, release_risk_estimate
 
 
 def check_risk(
@@ -32,19 +33,25 @@ def check_risk(
         threshold = float(params["threshold"])
         population = int(params["population_size"])
         estimator = str(params.get("estimator", ""))
+        use = str(params.get("use", "estimate"))
     except (KeyError, TypeError, ValueError):
+        return [f"risk: malformed parameters {dict(params)!r}"]
+    if use not in USES:
         return [f"risk: malformed parameters {dict(params)!r}"]
     rows = con.execute(f"SELECT COUNT(*) FROM {relation} GROUP BY {group}").fetchall()
     sizes = np.array([int(r[0]) for r in rows], dtype=np.int64)
     try:
         if measure == "A":
-            value = len(sizes) / population
+            value: float | None = len(sizes) / population
+            reason = None
         else:
-            value = release_risk(sizes, population, measure, estimator)
+            est = release_risk_estimate(sizes, population, measure, estimator, interval=use == "upper")
+            value, reason = est.bound(use), est.reason
     except InputError as exc:
         return [f"risk: {exc}"]
-    if math.isnan(value):
-        return [f"risk: the {estimator} estimator has no solution for the release's class sizes"]
+    if value is None or math.isnan(value):
+        return [f"risk: the {estimator} estimator has no estimate for the release's class sizes ({reason})"]
+    what = measure if use == "estimate" else f"the upper end of the 95 % interval of {measure}"
     if value > threshold + TOLERANCE:
-        return [f"risk: {measure} = {value:.6g} on the release, above the threshold {threshold:g}"]
+        return [f"risk: {what} = {value:.6g} on the release, above the threshold {threshold:g}"]
     return []

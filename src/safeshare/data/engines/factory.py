@@ -12,9 +12,7 @@ from typing import Any
 from safeshare.data.engines.base import Engine
 
 
-def make_engine(
-    name: str, source: Any, spark: Any = None, duckdb: Mapping[str, Any] | None = None
-) -> Engine:
+def make_engine(name: str, source: Any, spark: Any = None, duckdb: Mapping[str, Any] | None = None) -> Engine:
     """The engine called ``name`` reading ``source``; ``spark``: the spark engine's SparkOptions;
     ``duckdb``: the DuckDB engine's ``memory_limit`` and ``threads`` (machine defaults otherwise)."""
     if name == "spark":
