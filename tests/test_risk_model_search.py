@@ -157,18 +157,19 @@ def test_release_risk_decides_as_the_estimator(
         assert value == expected
     counts = risk.counts
     if measure == "A":
-        assert counts == {"estimates": 0, "cached": 0, "bound_rejections": 0}
+        assert counts == {"nodes": 0, "estimates": 0, "cached": 0, "bound_rejections": 0}
     else:
         # one fit at most: the second evaluation of the same histogram comes from the cache
         assert counts["estimates"] == 1
         assert counts["cached"] + counts["bound_rejections"] == 1
+        assert counts["nodes"] == 1 - counts["bound_rejections"]
 
 
 def test_cache_is_by_histogram_not_by_order() -> None:
     risk = ReleaseRisk("B", "pitman", 5_000)
     first = risk.value([3, 1, 1, 2, 1])
     assert risk.value([1, 2, 0, 1, 3, 1]) == first
-    assert risk.counts == {"estimates": 1, "cached": 1, "bound_rejections": 0}
+    assert risk.counts == {"nodes": 0, "estimates": 1, "cached": 1, "bound_rejections": 0}
     assert risk.value([1, 2, 1, 3, 2]) != first
     assert risk.counts["estimates"] == 2
 
@@ -179,9 +180,9 @@ def test_savings_can_be_switched_off() -> None:
     full = ReleaseRisk("B", "pitman", 5_000)
     singletons = [1] * 400
     assert not plain.at_most(singletons, 0.09) and not full.at_most(singletons, 0.09)
-    assert full.counts == {"estimates": 0, "cached": 0, "bound_rejections": 1}
+    assert full.counts == {"nodes": 0, "estimates": 0, "cached": 0, "bound_rejections": 1}
     assert plain.value(singletons) == plain.value(singletons)
-    assert plain.counts == {"estimates": 3, "cached": 0, "bound_rejections": 0}
+    assert plain.counts == {"nodes": 1, "estimates": 3, "cached": 0, "bound_rejections": 0}
 
 
 def test_cache_forgets_the_oldest_estimates(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -121,8 +121,9 @@ class ReleaseRisk:
       (:mod:`safeshare.risk.bounds`) and rejects without a fit when the bound exceeds it;
     * ``A = J/N`` needs no estimator.
 
-    ``counts`` says what was done: ``estimates`` (fits run), ``cached`` (answered from the
-    cache), ``bound_rejections`` (rejected by the bound without a fit).
+    ``counts`` says what was done: ``nodes`` (decisions of :meth:`at_most` that needed an
+    estimate), ``estimates`` (fits run), ``cached`` (estimates answered from the cache),
+    ``bound_rejections`` (decisions the bound made without a fit).
     """
 
     def __init__(
@@ -145,7 +146,7 @@ class ReleaseRisk:
         self._bound = lower_bound(self.estimator) if measure == "B" and bound else None
         self._cache: OrderedDict[bytes, float | None] = OrderedDict()
         self._cache_bytes = 0
-        self.counts = {"estimates": 0, "cached": 0, "bound_rejections": 0}
+        self.counts = {"nodes": 0, "estimates": 0, "cached": 0, "bound_rejections": 0}
 
     def value(self, class_sizes: Sequence[int] | np.ndarray) -> float | None:
         """The measure of the released classes, ``None`` when the estimator gives no estimate."""
@@ -183,5 +184,7 @@ class ReleaseRisk:
         if bound is not None and sizes.size and bound(sizes, self.population_size) > threshold + TOLERANCE:
             self.counts["bound_rejections"] += 1
             return False
+        if self.measure != "A" and sizes.size:  # A = J/N and an empty release need no estimate
+            self.counts["nodes"] += 1
         value = self.value(sizes)
         return value is not None and value <= threshold + TOLERANCE
