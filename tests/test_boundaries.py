@@ -853,8 +853,8 @@ def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solut
     assert expected != pytest.approx(release_risk(sizes, 100, "B", "pitman"))
     nan = RiskThreshold(1.0, "B")
 
-    class NoEstimate:  # an estimator without a solution (today's nan; None in the contract)
-        B_ = float("nan")
+    class NoEstimate:  # an estimator without a solution: None, with its reason (the contract)
+        B_ = None
         B_reason_ = "no fit"
         B_interval_ = None
         population_uniqueness_ = None
@@ -864,7 +864,8 @@ def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solut
 
     monkeypatch.setattr(release_risk_module, "make_estimator", lambda name, **params: NoEstimate())
     assert not nan.node_acceptable(classes, table, released)
-    assert nan.achieved(classes, table, released) == {"B": None, "population_size": 10}
+    expected_report = {"B": None, "population_size": 10, "no_estimate": "no fit"}
+    assert nan.achieved(classes, table, released) == expected_report
 
 
 def test_risk_threshold_parameters_at_their_bounds() -> None:

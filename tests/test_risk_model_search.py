@@ -32,7 +32,7 @@ from safeshare.risk import bounds
 from safeshare.risk.bounds import PitmanBound, beta_binomial_inverse_floor, beta_inverse_floor, lower_bound
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import make_estimator
-from safeshare.risk.release_risk import ReleaseRisk, release_risk
+from safeshare.risk.release_risk import ReleaseRisk, release_risk, release_risk_estimate
 from safeshare.search.strategy import SearchContext, make_strategy
 from tests.conftest import generalized_frame
 from tests.test_ola import BruteForce
@@ -153,18 +153,19 @@ def test_release_risk_decides_as_the_estimator(
         assert value == expected
     counts = risk.counts
     if measure == "A":
-        assert counts == {"estimates": 0, "cached": 0, "bound_rejections": 0}
+        assert counts == {"nodes": 0, "estimates": 0, "intervals": 0, "cached": 0, "bound_rejections": 0}
     else:
         # one fit at most: the second evaluation of the same histogram comes from the cache
         assert counts["estimates"] == 1
         assert counts["cached"] + counts["bound_rejections"] == 1
+        assert counts["nodes"] == 1 - counts["bound_rejections"]
 
 
 def test_cache_is_by_histogram_not_by_order() -> None:
     risk = ReleaseRisk("B", "pitman", 5_000)
     first = risk.value([3, 1, 1, 2, 1])
     assert risk.value([1, 2, 0, 1, 3, 1]) == first
-    assert risk.counts == {"estimates": 1, "cached": 1, "bound_rejections": 0}
+    assert risk.counts == {"nodes": 0, "estimates": 1, "intervals": 0, "cached": 1, "bound_rejections": 0}
     assert risk.value([1, 2, 1, 3, 2]) != first
     assert risk.counts["estimates"] == 2
 
@@ -175,9 +176,9 @@ def test_savings_can_be_switched_off() -> None:
     full = ReleaseRisk("B", "pitman", 5_000)
     singletons = [1] * 400
     assert not plain.at_most(singletons, 0.09) and not full.at_most(singletons, 0.09)
-    assert full.counts == {"estimates": 0, "cached": 0, "bound_rejections": 1}
+    assert full.counts == {"nodes": 0, "estimates": 0, "intervals": 0, "cached": 0, "bound_rejections": 1}
     assert plain.value(singletons) == plain.value(singletons)
-    assert plain.counts == {"estimates": 3, "cached": 0, "bound_rejections": 0}
+    assert plain.counts == {"nodes": 1, "estimates": 3, "intervals": 0, "cached": 0, "bound_rejections": 0}
 
 
 def test_cache_forgets_the_oldest_estimates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,8 +243,10 @@ def exhaustive_optimum(
     limit: float,
     N: int,
     metric: str,
+    use: str = "estimate",
 ) -> tuple[int, ...] | None:
-    """The least (loss, height, node) among nodes whose released classes have an estimate <= 0.09."""
+    """The least (loss, height, node) among nodes whose released classes have an estimate (with
+    ``use="upper"``: the upper end of its interval) <= 0.09."""
     cap = math.floor(limit * table.n_records + 1e-9)
     brute = BruteForce(table, (1,))
     best: tuple[float, int, tuple[int, ...]] | None = None
@@ -251,9 +254,10 @@ def exhaustive_optimum(
         if int(s[s < k].sum()) > cap:
             continue
         released = np.sort(s[s >= k])
-        key = (released.tobytes(), N)
+        key = (released.tobytes() + use.encode(), N)
         if key not in values:
-            values[key] = release_risk(released, N, "B", "pitman")
+            bound = release_risk_estimate(released, N, "B", "pitman", interval=use == "upper").bound(use)
+            values[key] = math.nan if bound is None else bound
         value = values[key]
         if math.isnan(value) or value > 0.09 + 1e-9:
             continue
@@ -306,6 +310,68 @@ def test_search_equals_exhaustive_on_an_adult_subset(
     if k == 1:
         # the risk model alone suppresses nothing: every checked node is estimated or bound-rejected
         assert report["nodes_estimated"] + report["bound_rejections"] == result.extra["exact_checks"]
+
+
+@pytest.mark.slow  # the reference bootstraps every node's interval: 90 s
+@pytest.mark.parametrize(("metric", "k", "limit"), [("prec", 1, 0.0), ("entropy", 1, 0.0), ("prec", 2, 0.05)])
+def test_search_with_the_upper_end_equals_exhaustive_on_an_adult_subset(
+    subset: tuple[FrequencyTable, Sizes], metric: str, k: int, limit: float
+) -> None:
+    """``use: upper``: the bound and the estimate before the interval reject; the node is the one
+    an exhaustive evaluation of every node's interval gives; few nodes needed the interval."""
+    table, sizes = subset
+    N = 12_000
+    expected = exhaustive_optimum(table, sizes, _VALUES, k, limit, N, metric, use="upper")
+    model = RiskThreshold(0.09, "B", "pitman", N, use="upper")
+    models: list[PrivacyModel] = [model] if k == 1 else [KAnonymity(k), model]
+    ev = Evaluator(table)
+    ctx = SearchContext(table, ev, PrivacyCriterion(models, limit), make_metric(metric, ev))
+    result = make_strategy("ola").run(ctx)
+    assert result.node == expected
+    report = result.extra["risk_estimates"]
+    assert report["intervals"] <= report["nodes_estimated"]
+    if k == 1:
+        assert report["intervals"] < report["nodes_estimated"] + report["bound_rejections"]
+
+
+@given(
+    sizes=class_sizes,
+    factor=st.sampled_from([2, 12, 50]),
+    estimator=st.sampled_from(["pitman", "zayatz", "snb", "benedetti_franconi", "dankar"]),
+)
+@settings(max_examples=25, deadline=None)
+def test_the_estimate_is_the_same_with_or_without_its_interval(
+    sizes: list[int], factor: int, estimator: str
+) -> None:
+    """What the estimate-before-the-interval stage relies on: the bootstrap changes the interval,
+    never the estimate (nor whether there is one), and the estimate lies in its interval."""
+    f = np.asarray(sizes, dtype=np.int64)
+    N = int(f.sum()) * factor
+    point = release_risk_estimate(f, N, "B", estimator)
+    full = release_risk_estimate(f, N, "B", estimator, interval=True)
+    assert point.value == full.value
+    if full.value is not None and full.interval is not None:
+        assert full.interval[0] <= full.value <= full.interval[1]
+
+
+@given(
+    sizes=class_sizes,
+    factor=st.sampled_from([2, 12, 50]),
+    threshold=st.sampled_from([0.01, 0.05, 0.09, 0.3]),
+)
+@settings(max_examples=20, deadline=None)
+def test_upper_end_decides_as_its_interval(sizes: list[int], factor: int, threshold: float) -> None:
+    """``use: upper``: :meth:`ReleaseRisk.at_most` (bound, then the estimate, then the interval)
+    decides as the interval's upper end does, and fits an interval only below the threshold."""
+    f = np.asarray(sizes, dtype=np.int64)
+    N = int(f.sum()) * factor
+    upper = release_risk_estimate(f, N, "B", "pitman", interval=True).bound("upper")
+    risk = ReleaseRisk("B", "pitman", N, use="upper")
+    assert risk.at_most(f, threshold) == (upper is not None and upper <= threshold + TOLERANCE)
+    point = release_risk_estimate(f, N, "B", "pitman").value
+    if point is None or point > threshold + TOLERANCE:
+        assert risk.counts["intervals"] == 0
+    assert risk.value(f) == upper  # from the cache when the interval was fitted
 
 
 def test_bound_spares_fits_on_the_adult_subset(subset: tuple[FrequencyTable, Sizes]) -> None:

@@ -125,12 +125,12 @@ class RiskThreshold(NodePrivacyModel):
         return found
 
     def estimate_counts(self) -> dict[str, int]:
-        """Estimates fitted, answered from the cache, and rejections by the bound, so far
-        (the search reports the difference over its run)."""
-        out = {"estimates": 0, "cached": 0, "bound_rejections": 0}
+        """:attr:`ReleaseRisk.counts` summed over the populations seen, so far (the search
+        reports the difference over its run)."""
+        out: dict[str, int] = {}
         for risk in self._risks.values():
             for key, value in risk.counts.items():
-                out[key] += value
+                out[key] = out.get(key, 0) + value
         return out
 
     def validate(self, table: FrequencyTable) -> None:

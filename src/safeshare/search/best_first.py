@@ -139,16 +139,19 @@ def estimate_counts(criterion: PrivacyCriterion) -> dict[str, int] | None:
 
 def estimate_report(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int]:
     """What a search spent on risk estimates: ``nodes_estimated`` (checked nodes whose decision
-    needed an estimate: ``fitted`` plus ``cached``, the ones whose class-size histogram had been
-    fitted before) and ``bound_rejections`` (rejected by a lower bound without an estimate)."""
+    needed an estimate), ``fitted`` (estimates computed), ``cached`` (estimates answered from the
+    cache: the node's class-size histogram had been fitted before), ``bound_rejections``
+    (nodes rejected by a lower bound without an estimate) and, with ``use: upper``,
+    ``intervals`` (estimates computed with their bootstrap interval)."""
     if before is None or after is None:
         return {}
     diff = {key: after[key] - before.get(key, 0) for key in after}
     return {
-        "nodes_estimated": diff.get("estimates", 0) + diff.get("cached", 0),
+        "nodes_estimated": diff.get("nodes", 0),
         "fitted": diff.get("estimates", 0),
         "cached": diff.get("cached", 0),
         "bound_rejections": diff.get("bound_rejections", 0),
+        **({"intervals": diff["intervals"]} if "intervals" in diff else {}),
     }
 
 
