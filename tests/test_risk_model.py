@@ -345,6 +345,15 @@ def test_cli_risk_model_release_is_verified(tmp_path: Path, capsys: pytest.Captu
         "estimator": "pitman",
         "population_size": 8000,
     }
+    # how many nodes needed an estimate: report.json, report.html and the terminal say it alike
+    estimates = doc["risk_estimates"]
+    assert estimates["nodes_estimated"] == estimates["fitted"] + estimates["cached"] >= 1
+    assert estimates["nodes_estimated"] + estimates["bound_rejections"] == doc["exact_checks"]
+    sentence = f"{estimates['nodes_estimated']:,} needed a risk estimate"
+    assert sentence in (tmp_path / "out" / "report.html").read_text()
+    code, out, err = run_cli(["anonymize", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o2")], capsys)
+    assert code == 0, err
+    assert "needed a risk estimate" in " ".join(out.split())
 
 
 def test_config_population_sizes_must_agree(tmp_path: Path) -> None:

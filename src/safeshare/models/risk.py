@@ -1,6 +1,6 @@
 """Re-identification risk as a privacy model: "the release's risk is at most a threshold".
 
-A thin adapter over :func:`safeshare.risk.release_risk.release_risk` (the measure; issue 9,
+A thin adapter over :mod:`safeshare.risk.release_risk` (the measure; issue 9,
 Jiang et al. 2022 §4.3): at a node, the classes the per-class models release (all of them
 when ``risk`` is the only model) are taken as a sample of ``population_size`` people, and
 the node qualifies iff the measure is at most ``threshold``:
@@ -35,16 +35,25 @@ interval is at most the threshold, so that "B <= threshold" holds with that conf
 under the estimator's model (docs/risk.md, "Intervals", for what the interval covers).
 
 So the OLA strategy runs the exact best-first search (:mod:`safeshare.search.best_first`)
-for these criteria. No monotone relaxation is offered: the only provable one (for ``A``:
-``J(n) <= threshold * N + L``, since at most ``L`` suppressed records remove at most ``L``
-classes) is a node-level bound the relaxation interface (per-class models) cannot express;
-the best-first search then checks nodes in loss order until the first that qualifies. The
-written release is re-checked by :mod:`safeshare.verify.risk`.
+for these criteria: nodes in loss order until the first that qualifies. No monotone relaxation
+is offered: the only provable one (for ``A``: ``J(n) <= threshold * N + L``, since at most ``L``
+suppressed records remove at most ``L`` classes) is a node-level bound the relaxation interface
+(per-class models) cannot express.
+
+What a checked node costs (:class:`~safeshare.risk.release_risk.ReleaseRisk`, one per ``N``):
+a provable lower bound on the estimate first (:mod:`safeshare.risk.bounds`; for Pitman, the
+default, the infimum of its B over its parameter space, from the class sizes alone), which
+rejects the node without a fit when it exceeds the threshold; otherwise the estimate, cached
+by class-size histogram (the chosen node's estimate is reused for the report). The bound only
+rejects, and only nodes the estimate would reject, so the search returns the node an
+exhaustive evaluation with the same estimator returns (``tests/test_risk_model_search.py``).
+:meth:`RiskThreshold.estimate_counts` keeps the counts the search reports
+(``risk_estimates`` in report.json). The written release is re-checked by
+:mod:`safeshare.verify.risk`, which re-estimates without bound or cache.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from safeshare.core.evaluation import Classes
@@ -53,7 +62,7 @@ from safeshare.errors import InputError
 from safeshare.models.base import BoolArray, NodePrivacyModel
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
-from safeshare.risk.release_risk import MEASURES, USES, RiskValue, check_estimator, release_risk_estimate
+from safeshare.risk.release_risk import MEASURES, USES, ReleaseRisk, RiskValue, check_estimator
 
 #: The paper's §4.3 threshold on B.
 DEFAULT_THRESHOLD = 0.09
@@ -101,10 +110,28 @@ class RiskThreshold(NodePrivacyModel):
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
         self.population_size = population_size
         self.monotone_without_suppression = measure == "A"
+        self._risks: dict[int, ReleaseRisk] = {}
 
     def population(self, table: FrequencyTable) -> int:
         """``N``: the configured population size, or the input's record count."""
         return table.n_records if self.population_size is None else self.population_size
+
+    def risk(self, table: FrequencyTable) -> ReleaseRisk:
+        """The measure for ``table``'s population, with its estimate cache and counters."""
+        N = self.population(table)
+        found = self._risks.get(N)
+        if found is None:
+            found = self._risks[N] = ReleaseRisk(self.measure, self.estimator, N, use=self.use)
+        return found
+
+    def estimate_counts(self) -> dict[str, int]:
+        """:attr:`ReleaseRisk.counts` summed over the populations seen, so far (the search
+        reports the difference over its run)."""
+        out: dict[str, int] = {}
+        for risk in self._risks.values():
+            for key, value in risk.counts.items():
+                out[key] = out.get(key, 0) + value
+        return out
 
     def validate(self, table: FrequencyTable) -> None:
         N = self.population(table)
@@ -120,11 +147,9 @@ class RiskThreshold(NodePrivacyModel):
             )
 
     def estimate(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> RiskValue:
-        """The measure of the released classes, with its interval when ``use`` is ``upper``."""
-        sizes = classes.sizes[released]
-        return release_risk_estimate(
-            sizes, self.population(table), self.measure, self.estimator, interval=self.use == "upper"
-        )
+        """The measure of the released classes, with its interval when ``use`` is ``upper``
+        (cached by class-size histogram: the search's estimate of the chosen node is reused)."""
+        return self.risk(table).estimate(classes.sizes[released])
 
     def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float:
         """The number compared with the threshold (``nan`` when there is no estimate)."""
@@ -132,8 +157,7 @@ class RiskThreshold(NodePrivacyModel):
         return float("nan") if bound is None else float(bound)
 
     def node_acceptable(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> bool:
-        bound = self.estimate(classes, table, released).bound(self.use)
-        return bound is not None and math.isfinite(bound) and bound <= self.threshold + TOLERANCE
+        return self.risk(table).at_most(classes.sizes[released], self.threshold)
 
     def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
         est = self.estimate(classes, table, released)

@@ -160,6 +160,15 @@ def _describe_one(doc: Mapping[str, Any], algorithm: Any) -> str:
             details.append(f"{doc['relaxation_checks']:,} for the monotone relaxation")
         if doc.get("pruned_below_failures"):
             details.append(f"{doc['pruned_below_failures']:,} pruned below failing nodes")
+        estimates = doc.get("risk_estimates")
+        if isinstance(estimates, Mapping) and estimates:
+            intervals = estimates.get("intervals")
+            details.append(
+                f"{estimates.get('nodes_estimated', 0):,} needed a risk estimate "
+                f"({estimates.get('cached', 0):,} of them from the cache"
+                + (f", {intervals:,} its interval" if intervals else "")
+                + f"), {estimates.get('bound_rejections', 0):,} rejected by the risk bound without one"
+            )
         return f"{algorithm} (best-first search, privacy models not monotone with suppression): " + ", ".join(
             details
         )
