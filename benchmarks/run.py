@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 #: name -> module in benchmarks/ with ``main() -> int`` (0 = all targets met)
 BENCHMARKS = {
+    "startup": "bench_startup",
     "ola": "bench_ola",
     "arx": "bench_arx",
     "scale": "bench_scale",
@@ -30,6 +31,9 @@ BENCHMARKS = {
     "risk": "bench_risk",
     "risk-model": "bench_risk_model",
     "spark": "bench_spark",
+    "identifiers": "bench_identifiers",
+    "flatten": "bench_flatten",
+    "local-recoding": "bench_local_recoding",
 }
 
 

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.memory import MemoryEngine
@@ -33,7 +34,7 @@ from safeshare.risk.bounds import PitmanBound, beta_binomial_inverse_floor, beta
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import make_estimator
 from safeshare.risk.release_risk import ReleaseRisk, release_risk, release_risk_estimate
-from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.search.context import SearchContext
 from tests.conftest import generalized_frame
 from tests.test_ola import BruteForce
 
