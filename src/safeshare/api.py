@@ -25,9 +25,11 @@ utility               :func:`utility`                            :class:`Utility
 sweep                 :func:`sweep`                              :class:`SweepResult`
 dp params             :func:`dp_params`                          :class:`DPParams`
 dp experiment         :func:`dp_experiment`                      :class:`DPExperiment`
+risk (estimate)       :func:`risk`                               :class:`RiskAssessment`
+risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
 ====================  =========================================  ==============================
 
-(``safeshare risk`` and ``safeshare surveil`` move onto this layer in a later step.)
+(``safeshare surveil`` moves onto this layer in a later step.)
 Every result has ``to_dict()`` (what ``--json`` prints); a :class:`Release` has
 ``report`` (report.json). Bad input raises :class:`~safeshare.errors.InputError` (a
 :class:`~safeshare.errors.ConfigError` for a configuration or an option) with a one-line
@@ -44,6 +46,8 @@ from safeshare.workflows.hierarchy_build import BuiltHierarchy, hierarchy_build
 from safeshare.workflows.hierarchy_check import HierarchyCheck, hierarchy_check
 from safeshare.workflows.inspection import Inspection, inspect
 from safeshare.workflows.result import Release, ReportWarning
+from safeshare.workflows.risk import Estimate, RiskAssessment, risk
+from safeshare.workflows.risk_evaluation import RiskEvaluation, risk_evaluate
 from safeshare.workflows.sweep import SweepResult, sweep
 from safeshare.workflows.utility import UtilityResult, utility
 
@@ -51,11 +55,14 @@ __all__ = [
     "BuiltHierarchy",
     "DPExperiment",
     "DPParams",
+    "Estimate",
     "Flattened",
     "HierarchyCheck",
     "Inspection",
     "Release",
     "ReportWarning",
+    "RiskAssessment",
+    "RiskEvaluation",
     "SweepResult",
     "UtilityResult",
     "anonymize",
@@ -66,6 +73,8 @@ __all__ = [
     "hierarchy_build",
     "hierarchy_check",
     "inspect",
+    "risk",
+    "risk_evaluate",
     "sweep",
     "utility",
 ]

@@ -748,8 +748,7 @@ def _check_population_size(cfg: ConfigFile) -> None:
     given = cfg.population_size_key
     if given is not None and from_model is not None and from_model != given:
         raise ConfigError(
-            f"{cfg.path}: population_size: {given} differs from "
-            f"privacy.risk.population_size {from_model}"
+            f"{cfg.path}: population_size: {given} differs from privacy.risk.population_size {from_model}"
         )
 
 

@@ -1,13 +1,17 @@
-"""``safeshare risk estimate`` as a library call: one :class:`RiskAssessment` from which the
-terminal, ``risk.json`` and ``risk.html`` are all rendered (so they cannot disagree).
+"""The ``risk`` use case (``safeshare risk estimate``, the default of ``safeshare risk``): a
+sample in, one :class:`RiskAssessment` out, from which the terminal, ``--json``, ``risk.json``
+and ``risk.html`` are all rendered (so they cannot disagree).
 
-:func:`assess_risk` reads the sample (and the population, when it is given), checks it the way
-``anonymize`` does (a quasi-identifier empty in most records is refused: the mark of a wrong
-delimiter), computes the exact measures and fits every requested estimator of B, each under the
-estimators' contract (:mod:`safeshare.risk.estimators.base`: B in ``[1/N, 1]`` or *no
-estimate* with the reason, and a 95 % interval where the model gives one).
+:func:`risk` validates the options once (:class:`~safeshare.config.commands.RiskOptions`),
+refuses a foreign, locked or unwritable ``out`` before any data is read, reads the sample (and
+the population, when it is given), checks it the way ``anonymize`` does (a quasi-identifier
+empty in most records is refused: the mark of a wrong delimiter), computes the exact measures
+(Jiang et al. 2022, §2.1: ``A = J/N``; ``B = (1/n) sum_j f_j / F_j`` when the population is
+known) and fits every requested estimator of B, each under the estimators' contract
+(:mod:`safeshare.risk.estimators.base`: B in ``[1/N, 1]`` or *no estimate* with the reason,
+and a 95 % interval where the model gives one).
 
-Bounded work: a synthetic-population estimator (the copulas) draws ``N x repetitions``
+Bounded work: a synthetic-population estimator (the copulas) draws ``N x simulations``
 records; :func:`synthesis_cost` estimates its CPU time and memory *before* anything is
 allocated. Above ``max_synthetic_records`` (or the memory available) an estimator named
 explicitly is refused with the figures (:class:`~safeshare.errors.InputError`, exit 2), and
@@ -16,16 +20,17 @@ run. The class-size estimators cost O(distinct class sizes) whatever ``N``
 (benchmarks/bench_risk.py).
 
 :func:`publish_assessment` writes ``risk.json`` and ``risk.html`` as one unit through
-:class:`~safeshare.io.OutputDirectory` (staged, locked, atomic; a foreign ``OUT`` refused).
-Nothing in them names a local path (the data's file name only) or a quasi-identifier value.
+:class:`~safeshare.io.OutputDirectory` (staged, locked, atomic; a foreign ``out`` refused).
+Nothing in them names a local path (the data's file name only) or a quasi-identifier value
+(the risk drivers name columns; the distribution counts records by risk band).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +39,17 @@ import pandas as pd
 
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.schema import Attribute, Role, Schema
+from safeshare.data.schema import check_not_empty
 from safeshare.data.source import TableSource
 from safeshare.errors import InputError
-from safeshare.hierarchy.builders import SuppressionBuilder
+from safeshare.resources import available_memory
 from safeshare.risk.classes import SampleTable
-from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, estimator_names, make_estimator
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
 from safeshare.risk.estimators.base import RiskEstimator
-from safeshare.risk.measures import DEFAULT_THRESHOLD, RiskMeasures, class_sizes, risk_measures
+from safeshare.risk.measures import RiskMeasures, class_sizes, risk_measures
+from safeshare.workflows.monitor import SILENT, Monitor
 
-#: Synthetic records (N x repetitions) an estimator may draw unless told otherwise: about a
+#: Synthetic records (N x simulations) an estimator may draw unless told otherwise: about a
 #: minute of CPU for 5 quasi-identifiers (the paper's Ontario case, N = 13.4 million, fits).
 DEFAULT_MAX_SYNTHETIC_RECORDS = 50_000_000
 #: CPU seconds per synthetic record and quasi-identifier (measured: the Gaussian copula draws
@@ -52,8 +58,8 @@ SECONDS_PER_RECORD_QI = 2.1e-7
 #: Bytes per distinct synthetic class kept while merging chunks (key, count, np.unique's copies).
 BYTES_PER_CLASS = 48
 
-Progress = Callable[[str, int, int], None]
-"""``progress(estimator, index, total)``: called before each estimator is fitted."""
+#: The advice when a quasi-identifier is mostly empty (the options of ``safeshare risk``).
+RISK_EMPTY_HINT = "check --delimiter, or declare a missing-value token (e.g. --missing '?')"
 
 
 @dataclass(frozen=True)
@@ -93,11 +99,11 @@ def _init_params(cls: type[RiskEstimator]) -> set[str]:
     return set(inspect.signature(cls.__init__).parameters) - {"self"}
 
 
-def synthesis_cost(name: str, table: SampleTable, population_size: int, repetitions: int) -> SynthesisCost:
-    """The cost of ``name``'s synthesis: ``N x repetitions`` records (twice for ``average``, which
+def synthesis_cost(name: str, table: SampleTable, population_size: int, simulations: int) -> SynthesisCost:
+    """The cost of ``name``'s synthesis: ``N x simulations`` records (twice for ``average``, which
     draws from both copulas), at most ``min(N, the QIs' combinations)`` distinct classes held."""
     copies = 2 if name == "average" else 1
-    records = population_size * repetitions * copies
+    records = population_size * simulations * copies
     space = 1.0
     for k in table.cardinalities:
         space *= max(k, 1)
@@ -108,12 +114,6 @@ def synthesis_cost(name: str, table: SampleTable, population_size: int, repetiti
         cpu_seconds=records * m * SECONDS_PER_RECORD_QI,
         memory_bytes=int(classes * BYTES_PER_CLASS + 1_000_000 * m * 8 * 3),
     )
-
-
-def available_memory() -> int:
-    import psutil
-
-    return int(psutil.virtual_memory().available)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,8 @@ class RiskAssessment:
     risk_distribution: list[dict[str, Any]]
     risk_drivers: list[dict[str, Any]]
     default_estimator: str = DEFAULT_ESTIMATOR
-    notes: list[str] = field(default_factory=list)
+    #: where risk.json and risk.html were published (``None``: not written); never in them
+    out: Path | None = None
 
     @property
     def sampling_fraction(self) -> float:
@@ -215,11 +216,23 @@ class RiskAssessment:
         doc["measures"] = m.to_dict()
         doc["risk_distribution"] = self.risk_distribution
         doc["risk_drivers"] = self.risk_drivers
-        doc["notes"] = self.notes
         return doc
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=_json_default) + "\n"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The terminal's table: (measure, value) rows, from the same result as risk.json."""
+        m = self.measures
+        out = [("records n / population N", f"{self.n:,} / {self.population_size:,}")]
+        out.append(("A = J/N (population-to-sample)", f"{m.A:.4g}" if m.A is not None else "n/a"))
+        if m.B is not None:
+            out.append(("B exact (sample-to-population)", f"{m.B:.4g}"))
+        out.append(("prosecutor max / mean", f"{m.prosecutor_max:.3g} / {m.prosecutor_mean:.4g}"))
+        for name, e in self.estimates.items():
+            label = f"B estimated: {name}" + (f" (chose {e.chosen})" if e.chosen else "")
+            out.append((label, describe_estimate(e)))
+        return out
 
     def to_html(self) -> str:
         from safeshare.risk.html import render_risk_html
@@ -243,125 +256,102 @@ def _frame(data: TableSource | pd.DataFrame) -> tuple[pd.DataFrame, str, MemoryE
 
 def check_quasi_identifiers(engine: MemoryEngine, qi: Sequence[str], label: str) -> None:
     """``anonymize``'s checks of the input's QIs: known columns, and none empty in most records
-    (:meth:`~safeshare.data.schema.Schema.check_not_empty`, the same function)."""
+    (:func:`~safeshare.data.schema.check_not_empty`, the same function)."""
     missing = [c for c in qi if c not in engine.columns()]
     if missing:
         known = ", ".join(engine.columns())
         raise InputError(f"unknown quasi-identifier {missing[0]!r}: {label} has columns {known}")
-    schema = Schema.from_attributes([Attribute(q, Role.QUASI, SuppressionBuilder()) for q in qi])
-    schema.check_not_empty(engine.grouped_counts(list(qi)), COUNT_COLUMN, label)
+    check_not_empty(engine.grouped_counts(list(qi)), list(qi), COUNT_COLUMN, label, RISK_EMPTY_HINT)
 
 
-def resolve_estimators(spec: str | Sequence[str]) -> list[str]:
-    """``"default"``, ``"all"``, a comma-separated list or a sequence of names -> names."""
-    if isinstance(spec, str):
-        if spec == "default":
-            return [DEFAULT_ESTIMATOR]
-        if spec == "all":
-            return estimator_names()
-        spec = [s.strip() for s in spec.split(",") if s.strip()]
-    names = list(dict.fromkeys(spec))
-    if not names:
-        raise InputError("--estimator: expected a name or all")
-    for name in names:
-        if name not in ESTIMATORS:
-            raise InputError(
-                f"--estimator: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
-            )
-    return names
-
-
-def assess_risk(
-    data: TableSource | pd.DataFrame,
-    qi: Sequence[str],
-    population_size: int,
+def risk(
+    data: str | Path | pd.DataFrame,
+    out: str | Path | None = None,
     *,
-    estimators: str | Sequence[str] = "default",
-    population: TableSource | pd.DataFrame | None = None,
-    data_is_population: bool = False,
-    seed: int = 0,
-    repetitions: int = 1,
-    correlation: str = "mi",
-    bootstrap: int | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    max_synthetic_records: int = DEFAULT_MAX_SYNTHETIC_RECORDS,
-    progress: Progress | None = None,
+    monitor: Monitor = SILENT,
+    **options: Any,
 ) -> RiskAssessment:
-    """The exact measures of ``data`` on ``qi`` and the requested estimates of B (see the module doc).
+    """``safeshare risk DATA --qi A,B --population-size N --out OUT``: the exact measures of
+    ``data`` and the requested estimates of B (see the module doc).
 
-    ``bootstrap``: resamples of the class-size estimators' interval (``None``: their default).
+    ``out``: the folder that receives ``risk.json`` and ``risk.html``, published as one unit
+    (``None``: nothing is written). Keywords are the command's options: ``qi`` (columns, a
+    list or a comma text), ``population_size`` (N), ``estimator`` (``"default"``, ``"all"``,
+    a name or a list of names), ``population`` (the population file: B exact),
+    ``data_is_population``, ``seed``, ``simulations`` (synthetic populations per copula
+    estimate), ``correlation`` (``mi`` | ``rank``), ``bootstrap`` (class resamples of the
+    class-size estimators' intervals), ``threshold`` (of the exact measures' shares),
+    ``max_synthetic_records``, and the data-reading options ``delimiter``, ``header``,
+    ``names``, ``missing``, ``skip_rows`` (of both files).
     """
+    from safeshare.config.commands import RiskOptions
+    from safeshare.config.commands import options as validated
+    from safeshare.io import OutputDirectory
     from safeshare.risk.html import risk_distribution, risk_drivers
 
-    if data_is_population and population is not None:
-        raise InputError("--data-is-population and --population exclude each other")
-    for value, flag in ((seed, "--seed"), (bootstrap, "--bootstrap")):
-        if value is not None and (isinstance(value, bool) or value < 0):
-            raise InputError(f"{flag}: expected a non-negative integer, got {value}")
-    for value, flag in ((repetitions, "--repetitions"), (max_synthetic_records, "--max-synthetic-records")):
-        if isinstance(value, bool) or value < 1:
-            raise InputError(f"{flag}: expected a positive integer, got {value}")
-    if isinstance(population_size, bool) or population_size < 1:
-        raise InputError(f"--population-size: expected a positive integer, got {population_size}")
-    wanted = resolve_estimators(estimators)
-    columns = list(qi)
-    if not columns:
-        raise InputError("--qi: at least one quasi-identifier is required")
-    frame, name, engine = _frame(data)
-    check_quasi_identifiers(engine, columns, name)
-    table = SampleTable.from_frame(frame, columns)
-    n = table.n
-    if population_size < n:
-        raise InputError(f"--population-size {population_size} is smaller than the data ({n} records)")
-    pop_frame = None
-    if population is not None:
-        pop_frame, pop_name, pop_engine = _frame(population)
-        check_quasi_identifiers(pop_engine, columns, pop_name)
-        if len(pop_frame) != population_size:
-            raise InputError(
-                f"--population-size {population_size} differs from {pop_name}'s {len(pop_frame)} records"
-            )
-    if data_is_population and population_size != n:
-        raise InputError(
-            f"--data-is-population: --population-size {population_size} differs from {n} records"
-        )
-    f, F = class_sizes(frame, columns, pop_frame)
-    measures = risk_measures(f, F, population_size=population_size, threshold=threshold)
+    opts = validated(RiskOptions, options)
+    if out is not None:  # a foreign, locked or unwritable folder is refused before any data is read
+        OutputDirectory(Path(out)).preflight()
+    N = opts.population_size
+    columns = list(opts.qi)
+    with monitor.phase("reading the data"):
+        frame, name, engine = _frame(data if isinstance(data, pd.DataFrame) else opts.source(data))
+        check_quasi_identifiers(engine, columns, name)
+        table = SampleTable.from_frame(frame, columns)
+        n = table.n
+        if n > N:
+            raise InputError(f"--population-size {N} is smaller than the data ({n} records)")
+        pop_frame = None
+        if opts.population is not None:
+            pop_frame, pop_name, pop_engine = _frame(opts.source(opts.population))
+            check_quasi_identifiers(pop_engine, columns, pop_name)
+            if len(pop_frame) != opts.population_size:
+                raise InputError(f"--population-size {N} differs from {pop_name}'s {len(pop_frame)} records")
+        if opts.data_is_population and n != N:
+            raise InputError(f"--data-is-population: --population-size {N} differs from {n} records")
+        f, F = class_sizes(frame, columns, pop_frame)
+        measures = risk_measures(f, F, population_size=N, threshold=opts.threshold)
 
-    explicit = not (isinstance(estimators, str) and estimators == "all")
-    params: dict[str, Any] = {"random_state": seed, "repetitions": repetitions, "correlation": correlation}
-    if bootstrap is not None:
-        params["n_bootstrap"] = bootstrap
-    budget = _Budget(max_synthetic_records)
+    params: dict[str, Any] = {
+        "random_state": opts.seed,
+        "repetitions": opts.simulations,
+        "correlation": opts.correlation,
+    }
+    if opts.bootstrap is not None:
+        params["n_bootstrap"] = opts.bootstrap
+    budget = _Budget(opts.max_synthetic_records or DEFAULT_MAX_SYNTHETIC_RECORDS)
+    wanted = opts.estimator
     for name_ in wanted:  # refuse an explicitly named estimator beyond its budget before any fit
-        if explicit and is_synthetic(name_):
-            reason = budget.refusal(name_, table, population_size, repetitions)
+        if not opts.every_estimator and is_synthetic(name_):
+            reason = budget.refusal(name_, table, N, opts.simulations)
             if reason is not None:
                 raise InputError(f"--estimator {name_}: {reason}")
     estimates: dict[str, Estimate] = {}
     for i, name_ in enumerate(wanted):
-        if progress is not None:
-            progress(name_, i, len(wanted))
         est = make_estimator(name_, **params)
-        reason = budget.refusal(name_, table, population_size, repetitions) if is_synthetic(name_) else None
+        reason = budget.refusal(name_, table, N, opts.simulations) if is_synthetic(name_) else None
         if reason is not None:
             estimates[name_] = Estimate.skipped(name_, reason, est.get_params())
             continue
-        start = time.process_time()
-        est.fit(table, population_size)
-        estimates[name_] = Estimate.of(est, time.process_time() - start)
-    known_F = F if F is not None else (f if population_size == n else None)
-    return RiskAssessment(
+        with monitor.phase(f"estimating B with {name_} ({i + 1} of {len(wanted)})"):
+            start = time.process_time()
+            est.fit(table, N)
+            estimates[name_] = Estimate.of(est, time.process_time() - start)
+    known_F = F if F is not None else (f if n == N else None)
+    assessment = RiskAssessment(
         data=name,
         quasi_identifiers=columns,
         n=n,
-        population_size=population_size,
-        seed=seed,
+        population_size=N,
+        seed=opts.seed,
         measures=measures,
         estimates=estimates,
         risk_distribution=risk_distribution(f),
         risk_drivers=risk_drivers(f, known_F),
     )
+    if out is None:
+        return assessment
+    return replace(assessment, out=publish_assessment(assessment, Path(out)))
 
 
 class _Budget:
@@ -369,13 +359,13 @@ class _Budget:
         self.max_records = max_records
         self._memory: int | None = None
 
-    def refusal(self, name: str, table: SampleTable, N: int, repetitions: int) -> str | None:
+    def refusal(self, name: str, table: SampleTable, N: int, simulations: int) -> str | None:
         """Why ``name``'s synthesis is not run (``None``: it fits the budget)."""
-        cost = synthesis_cost(name, table, N, repetitions)
+        cost = synthesis_cost(name, table, N, simulations)
         if cost.records > self.max_records:
             return (
-                f"not run: its synthesis would take {cost.describe()} (N = {N:,} x {repetitions} "
-                f"repetition{'s' if repetitions > 1 else ''}), above --max-synthetic-records "
+                f"not run: its synthesis would take {cost.describe()} (N = {N:,} x {simulations} "
+                f"simulation{'s' if simulations > 1 else ''}), above --max-synthetic-records "
                 f"{self.max_records:,}"
             )
         if self._memory is None:
@@ -409,17 +399,3 @@ def describe_estimate(e: Estimate) -> str:
     if e.interval is not None:
         text += f" (95 % {e.interval[0]:.4g}–{e.interval[1]:.4g})"
     return text
-
-
-def rows(assessment: RiskAssessment) -> list[tuple[str, str]]:
-    """The terminal's table: (measure, value) rows, from the same result as risk.json."""
-    m = assessment.measures
-    out = [("records n / population N", f"{assessment.n:,} / {assessment.population_size:,}")]
-    out.append(("A = J/N (population-to-sample)", f"{m.A:.4g}" if m.A is not None else "n/a"))
-    if m.B is not None:
-        out.append(("B exact (sample-to-population)", f"{m.B:.4g}"))
-    out.append(("prosecutor max / mean", f"{m.prosecutor_max:.3g} / {m.prosecutor_mean:.4g}"))
-    for name, e in assessment.estimates.items():
-        label = f"B estimated: {name}" + (f" (chose {e.chosen})" if e.chosen else "")
-        out.append((label, describe_estimate(e)))
-    return out
