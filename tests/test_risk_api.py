@@ -143,3 +143,19 @@ def test_no_value_of_a_record_in_what_is_published(
     for text in texts:
         leaked = sorted(w for w in words if w in text)
         assert leaked == [], leaked
+
+
+def test_the_risk_commands_start_without_the_numerical_stack() -> None:
+    """cli/risk.py imports only typer and the CLI's vocabulary: ``safeshare risk ... --help`` loads
+    neither numpy, pandas, scipy nor the use case (lightweight start-up, issue 19)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom safeshare.cli import main\n"
+        "for args in (['risk', '--help'], ['risk', 'estimate', '--help'], ['risk', 'evaluate', '--help']):\n"
+        "    main(args)\n"
+        "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'safeshare.workflows.risk') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]", out
