@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_ola import adult_table  # noqa: E402
 from safeshare.adult import ADULT_QUASI_IDENTIFIERS  # noqa: E402
+from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
@@ -44,7 +45,7 @@ from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.models.base import PrivacyModel  # noqa: E402
 from safeshare.models.risk import RiskThreshold  # noqa: E402
 from safeshare.risk.release_risk import ReleaseRisk  # noqa: E402
-from safeshare.search.strategy import SearchContext, make_strategy  # noqa: E402
+from safeshare.search.context import SearchContext  # noqa: E402
 
 N = 400_000
 THRESHOLD = 0.09
