@@ -98,9 +98,10 @@ def test_the_commands_are_all_there() -> None:
         "sweep",
         "dp params",
         "dp experiment",
-        "ledger",
+        "ledger verify",
         "risk estimate",
         "risk evaluate",
+        "ui",
         "version",
     }
 

@@ -260,7 +260,11 @@ def test_l_diversity_may_be_limited_to_some_sensitive_columns(tmp_path: Path) ->
 def test_the_config_knows_the_roles_without_importing_the_schema() -> None:
     from safeshare.config.file import ROLES
 
-    assert tuple(role.value for role in Role) == ROLES
+    # pseudonym and shifted_date (issue 20) are roles of the library (data/identifiers) that the
+    # configuration does not take yet: a YAML naming them is refused by the schema until the
+    # key file and the shift bounds are read from the configuration.
+    not_yet = {Role.PSEUDONYM, Role.SHIFTED_DATE}
+    assert tuple(role.value for role in Role if role not in not_yet) == ROLES
 
 
 def test_validating_a_configuration_imports_no_numerical_module(tmp_path: Path) -> None:

@@ -63,14 +63,14 @@ BOMB = "{type: suppression, top: &a [x, x, x, x, x, x, x, x, x], missing: &b [*a
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("{type: intervals, widths: [5, 10], widths: [3]}", "--spec line 1: widths: duplicate key"),
-        ('{type: masking, char: &c "#", top: *c}', "--spec line 1: YAML aliases (*name) are not allowed"),
-        (BOMB, "--spec line 1: YAML aliases (*name) are not allowed"),
+        ("{type: intervals, widths: [5, 10], widths: [3]}", "--spec: line 1: widths: duplicate key"),
+        ('{type: masking, char: &c "#", top: *c}', "--spec: line 1: YAML aliases (*name) are not allowed"),
+        (BOMB, "--spec: line 1: YAML aliases (*name) are not allowed"),
         (
             f"{{type: intervals, widths: [5, {10**400}]}}",
-            "--spec line 1: an integer this large is not accepted",
+            "--spec: line 1: an integer this large is not accepted",
         ),
-        (f"{{type: intervals, widths: [5, {NINES}]}}", "--spec line 1: an integer this large"),
+        (f"{{type: intervals, widths: [5, {NINES}]}}", "--spec: line 1: an integer this large"),
         ("[intervals, 5]", "--spec: expected a mapping"),
     ],
     ids=["duplicate key", "alias", "alias bomb", "huge integer", "5000 digits", "not a mapping"],

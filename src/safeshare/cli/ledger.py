@@ -21,6 +21,15 @@ ledger_app = typer.Typer(
 )
 
 
+@ledger_app.callback()
+def ledger_group() -> None:
+    """The release ledger: one hash-chained line per published release.
+
+    A callback keeps ``ledger`` a group: Typer runs a one-command app as that command, which
+    made ``safeshare ledger verify PATH`` read ``verify`` as the path.
+    """
+
+
 @ledger_app.command("verify")
 def verify_command(
     path: Annotated[Path, typer.Argument(help="The ledger file (JSON lines).")],

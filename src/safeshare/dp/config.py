@@ -35,7 +35,6 @@ from pydantic import WithJsonSchema, model_validator
 
 from safeshare.config_checks import (
     Flag,
-    PositiveInt,
     PositiveNumber,
     Section,
     checked,
@@ -83,6 +82,23 @@ def _penalty(value: Any, where: str) -> float:
     return float(value)
 
 
+def _reference_size(value: Any, where: str) -> int:
+    """``N_ref`` of the suppression penalty: an integer from 1 to 2**53 (exact as a float)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**53:
+        shown = (
+            f"an integer of {len(str(value))} digits"
+            if isinstance(value, int) and value > 10**20
+            else repr(value)
+        )
+        raise ConfigError(f"{where}: expected an integer from 1 to 2**53, got {shown}")
+    return value
+
+
+ReferenceSize = Annotated[
+    int, checked(_reference_size), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 2**53})
+]
+
+
 class EpsilonSafeOptions(Section):
     """Epsilon-safe lattice anonymization's parameters (thesis §4.5.4; see the module docstring)."""
 
@@ -103,7 +119,7 @@ class EpsilonSafeOptions(Section):
     sensitivity: Annotated[
         str, checked(choice(*SENSITIVITIES)), WithJsonSchema({"enum": list(SENSITIVITIES)})
     ] = "exact"
-    reference_size: PositiveInt | None = None
+    reference_size: ReferenceSize | None = None
     seed: Annotated[
         int | None, checked(_seed, allow_none=True), WithJsonSchema({"type": "integer", "minimum": 0})
     ] = None
