@@ -155,7 +155,8 @@ def test_the_risk_commands_start_without_the_numerical_stack() -> None:
         "import sys\nfrom safeshare.cli import main\n"
         "for args in (['risk', '--help'], ['risk', 'estimate', '--help'], ['risk', 'evaluate', '--help']):\n"
         "    main(args)\n"
-        "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'safeshare.workflows.risk') if m in sys.modules))\n"
+        "heavy = ('numpy', 'pandas', 'scipy', 'safeshare.workflows.risk')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out
