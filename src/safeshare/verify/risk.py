@@ -24,10 +24,12 @@ from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import USES, release_risk_estimate
 
 
-def check_risk(
+def risk_figures(
     con: duckdb.DuckDBPyConnection, relation: str, group: str, params: Mapping[str, Any]
-) -> list[str]:
-    """Failures of the risk threshold on the release (empty when it holds)."""
+) -> dict[str, Any]:
+    """The risk threshold re-checked on the release: ``{measure, threshold, value, estimator,
+    population_size, failures}`` (``value`` ``None`` when it cannot be computed). Recorded in
+    the verification's ``checks["risk"]`` (what the report says was re-checked, with the figure)."""
     try:
         measure = str(params.get("measure", "B"))
         threshold = float(params["threshold"])
@@ -35,9 +37,18 @@ def check_risk(
         estimator = str(params.get("estimator", ""))
         use = str(params.get("use", "estimate"))
     except (KeyError, TypeError, ValueError):
-        return [f"risk: malformed parameters {dict(params)!r}"]
+        return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
     if use not in USES:
-        return [f"risk: malformed parameters {dict(params)!r}"]
+        return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
+    doc: dict[str, Any] = {
+        "measure": measure,
+        "threshold": threshold,
+        "estimator": estimator or None,
+        "population_size": population,
+        "use": use,
+        "value": None,
+        "failures": [],
+    }
     rows = con.execute(f"SELECT COUNT(*) FROM {relation} GROUP BY {group}").fetchall()
     sizes = np.array([int(r[0]) for r in rows], dtype=np.int64)
     try:
@@ -48,10 +59,22 @@ def check_risk(
             est = release_risk_estimate(sizes, population, measure, estimator, interval=use == "upper")
             value, reason = est.bound(use), est.reason
     except InputError as exc:
-        return [f"risk: {exc}"]
+        doc["failures"] = [f"risk: {exc}"]
+        return doc
     if value is None or math.isnan(value):
-        return [f"risk: the {estimator} estimator has no estimate for the release's class sizes ({reason})"]
+        doc["failures"] = [
+            f"risk: the {estimator} estimator has no estimate for the release's class sizes ({reason})"
+        ]
+        return doc
+    doc["value"] = float(value)
     what = measure if use == "estimate" else f"the upper end of the 95 % interval of {measure}"
     if value > threshold + TOLERANCE:
-        return [f"risk: {what} = {value:.6g} on the release, above the threshold {threshold:g}"]
-    return []
+        doc["failures"] = [f"risk: {what} = {value:.6g} on the release, above the threshold {threshold:g}"]
+    return doc
+
+
+def check_risk(
+    con: duckdb.DuckDBPyConnection, relation: str, group: str, params: Mapping[str, Any]
+) -> list[str]:
+    """Failures of the risk threshold on the release (empty when it holds)."""
+    return list(risk_figures(con, relation, group, params)["failures"])
