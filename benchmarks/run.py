@@ -30,6 +30,7 @@ BENCHMARKS = {
     "sensitive": "bench_sensitive",
     "surveillance": "bench_surveillance",
     "risk": "bench_risk",
+    "risk-model": "bench_risk_model",
     "spark": "bench_spark",
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",

@@ -40,6 +40,7 @@ from safeshare.models.risk import RiskThreshold
 from safeshare.models.sensitive import ClassValueCounts
 from safeshare.models.t_closeness import TCloseness, parse_number
 from safeshare.numerics import TOLERANCE
+from safeshare.risk import release_risk as release_risk_module
 from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
 from safeshare.search.context import SearchContext
@@ -838,7 +839,9 @@ def test_risk_threshold_passes_exactly_at_the_threshold_on_the_released_classes(
     }
 
 
-def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solution() -> None:
+def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     table = risk_table()
     classes = bottom(table)
     released = classes.sizes > 0
@@ -849,9 +852,20 @@ def test_risk_threshold_uses_its_estimator_and_refuses_an_estimate_without_solut
     assert zayatz.value(classes, table, released) == pytest.approx(expected)
     assert expected != pytest.approx(release_risk(sizes, 100, "B", "pitman"))
     nan = RiskThreshold(1.0, "B")
-    nan.value = lambda *args: float("nan")  # type: ignore[method-assign]
+
+    class NoEstimate:  # an estimator without a solution: None, with its reason (the contract)
+        B_ = None
+        B_reason_ = "no fit"
+        B_interval_ = None
+        population_uniqueness_ = None
+
+        def fit(self, hist: object, population_size: int) -> NoEstimate:
+            return self
+
+    monkeypatch.setattr(release_risk_module, "make_estimator", lambda name, **params: NoEstimate())
     assert not nan.node_acceptable(classes, table, released)
-    assert nan.achieved(classes, table, released) == {"B": None, "population_size": 10}
+    expected_report = {"B": None, "population_size": 10, "no_estimate": "no fit"}
+    assert nan.achieved(classes, table, released) == expected_report
 
 
 def test_risk_threshold_parameters_at_their_bounds() -> None:

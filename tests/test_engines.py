@@ -387,7 +387,7 @@ def test_random_csv_read_and_written_identically(
     strict=True,
     reason=(
         "known divergence (found by the property test above): a quoted field whose text starts with "
-        "a space and an escaped quote, written by pandas as '\" \"\"a\"\"\"', is read as 'a' by pandas' C "
+        'a space and an escaped quote, written by pandas as \'" ""a"""\', is read as \'a\' by pandas\' C '
         "parser with skipinitialspace (the memory engine) and as '\"a\"' by DuckDB (RFC 4180: '\"a\"')"
     ),
 )

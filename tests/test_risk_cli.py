@@ -125,7 +125,7 @@ def test_risk_help_lists_both_commands() -> None:
     for sub in ("estimate", "evaluate"):
         res = _run(sub, "--help")
         assert res.returncode == 0, res.stderr
-        assert "--population-size" in res.stdout or "--qi-pool" in res.stdout
+        assert "--population-size" in res.stdout or "--qi" in res.stdout
 
 
 def test_risk_without_arguments_shows_help() -> None:

@@ -111,7 +111,7 @@ def test_settings_refuse_bad_values() -> None:
         ev.EvaluationSettings(
             points=3, seed=0, estimators=("entropy",), population_size_errors=(1.5,)
         ).validate()
-    with pytest.raises(InputError, match="--qi-pool"):
+    with pytest.raises(InputError, match="--qi"):
         ev.Population.from_frame(_population_frame(), ["age", "zip9"])
 
 
@@ -124,9 +124,9 @@ def _evaluate(data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess
             "risk",
             "evaluate",
             str(data),
-            "--qi-pool",
+            "--qi",
             "age,sex,zip,race",
-            "--points",
+            "--simulations",
             "5",
             "--seed",
             "11",
@@ -184,7 +184,7 @@ def test_evaluate_reruns_are_byte_identical_and_plots_are_written(tmp_path: Path
         for fmt in ("svg", "png"):
             assert (one / f"{stem}.{fmt}").stat().st_size > 1000
     res = _evaluate(
-        data, tmp_path / "s2", "--seed", "12", "--estimators", "entropy", "--population-size-error", ""
+        data, tmp_path / "s2", "--seed", "12", "--estimator", "entropy", "--population-size-error", ""
     )
     assert res.returncode == 0, res.stderr
     assert not (tmp_path / "s2" / "sensitivity.csv").exists()
@@ -196,6 +196,6 @@ def test_evaluate_reruns_are_byte_identical_and_plots_are_written(tmp_path: Path
 def test_evaluate_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     data = tmp_path / "pop.csv"
     _population_frame(50).to_csv(data, index=False)
-    res = _evaluate(data, tmp_path / "o", "--estimators", "entropy,magic")
+    res = _evaluate(data, tmp_path / "o", "--estimator", "entropy,magic")
     assert res.returncode == 2 and "unknown estimator" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -31,6 +31,7 @@ from safeshare.models.risk import RiskThreshold
 from safeshare.risk import release_risk as release_risk_module
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import ESTIMATORS, make_estimator
+from safeshare.risk.estimators.base import RiskEstimator
 from safeshare.risk.release_risk import check_estimator, histogram_estimators, release_risk
 from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
@@ -165,23 +166,28 @@ def test_only_class_size_estimators_are_offered_for_a_release() -> None:
 
 
 @pytest.mark.parametrize("measure", ["B", "uniques"])
-@pytest.mark.parametrize("estimate", [-math.inf, math.inf, math.nan])
-def test_release_risk_without_a_finite_estimate_is_nan(
+@pytest.mark.parametrize("estimate", [-math.inf, math.inf, math.nan, -8.282e-07, 1.5, 1e-12])
+def test_release_risk_without_a_valid_estimate_is_nan(
     monkeypatch: pytest.MonkeyPatch, measure: str, estimate: float
 ) -> None:
-    """An estimate that is not a finite number is ``nan``, which no threshold accepts (``-inf``
-    would pass every one)."""
+    """An estimator whose model gives a value that is not a possible B (not finite, negative,
+    above 1, below 1/N) has no estimate: ``nan``, which no threshold accepts (``-inf`` or a
+    negative B would pass every one). The check is the estimators' base class, so it holds
+    for any estimator."""
 
-    class Fitted:
-        B_ = estimate
-        population_uniqueness_ = estimate
+    class Broken(RiskEstimator):
+        name = "broken"
 
-    class Estimator:
-        def fit(self, hist: ClassSizeHistogram, population_size: int) -> Fitted:
-            return Fitted()
+        def _fit(self, sample: object, hist: ClassSizeHistogram, N: int) -> None:
+            self.B_ = estimate
+            self.population_uniques_ = estimate * N
 
-    monkeypatch.setattr(release_risk_module, "make_estimator", lambda name, **params: Estimator())
+    if measure == "uniques" and 0 <= estimate <= 1:
+        return  # a share of population uniques may be that small (only B has the floor 1/N)
+    monkeypatch.setattr(release_risk_module, "make_estimator", lambda name, **params: Broken())
     assert math.isnan(release_risk([1, 2], 100, measure))
+    value = release_risk_module.release_risk_estimate([1, 2], 100, measure)
+    assert value.value is None and value.reason
 
 
 def test_config_shape_is_validated() -> None:
@@ -340,6 +346,15 @@ def test_cli_risk_model_release_is_verified(tmp_path: Path, capsys: pytest.Captu
         "estimator": "pitman",
         "population_size": 8000,
     }
+    # how many nodes needed an estimate: report.json, report.html and the terminal say it alike
+    estimates = doc["risk_estimates"]
+    assert estimates["nodes_estimated"] == estimates["fitted"] + estimates["cached"] >= 1
+    assert estimates["nodes_estimated"] + estimates["bound_rejections"] == doc["exact_checks"]
+    sentence = f"{estimates['nodes_estimated']:,} needed a risk estimate"
+    assert sentence in (tmp_path / "out" / "report.html").read_text()
+    code, out, err = run_cli(["anonymize", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o2")], capsys)
+    assert code == 0, err
+    assert "needed a risk estimate" in " ".join(out.split())
 
 
 def test_config_population_sizes_must_agree(tmp_path: Path) -> None:

@@ -30,9 +30,11 @@ surveil search        :func:`surveil_search`                     :class:`Surveil
 surveil select        :func:`surveil_select`                     :class:`SurveilSelection`
 surveil evaluate      :func:`surveil_evaluate`                   :class:`SurveilEvaluation`
 surveil release       :func:`surveil_release`                    :class:`SurveillanceRelease`
+risk (estimate)       :func:`risk`                               :class:`RiskAssessment`
+risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
 ====================  =========================================  ==============================
 
-(``safeshare risk`` moves onto this layer in a later step.) The surveillance use cases take
+The surveillance use cases take
 the population table as ``population_table`` (``--population-table``) and the count of Monte
 Carlo runs as ``simulations``; a surveillance release's ``to_dict()`` is its release.json.
 Every result has ``to_dict()`` (what ``--json`` prints); a :class:`Release` has
@@ -52,6 +54,8 @@ from safeshare.workflows.hierarchy_build import BuiltHierarchy, hierarchy_build
 from safeshare.workflows.hierarchy_check import HierarchyCheck, hierarchy_check
 from safeshare.workflows.inspection import Inspection, inspect
 from safeshare.workflows.result import Release, ReportWarning
+from safeshare.workflows.risk import Estimate, RiskAssessment, risk
+from safeshare.workflows.risk_evaluation import RiskEvaluation, risk_evaluate
 from safeshare.workflows.surveil import (
     SurveilEvaluation,
     SurveilSearch,
@@ -70,11 +74,14 @@ __all__ = [
     "BuiltHierarchy",
     "DPExperiment",
     "DPParams",
+    "Estimate",
     "Flattened",
     "HierarchyCheck",
     "Inspection",
     "Release",
     "ReportWarning",
+    "RiskAssessment",
+    "RiskEvaluation",
     "SurveilEvaluation",
     "SurveilSearch",
     "SurveilSelection",
@@ -90,6 +97,8 @@ __all__ = [
     "hierarchy_build",
     "hierarchy_check",
     "inspect",
+    "risk",
+    "risk_evaluate",
     "surveil_evaluate",
     "surveil_release",
     "surveil_search",

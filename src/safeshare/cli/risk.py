@@ -5,8 +5,13 @@ Stable interface for scripts (issue 9)::
     safeshare risk DATA --qi a,b,c --population-size N [--estimator NAME|all] --out DIR
                    [--data-is-population | --population FILE] [--seed S]
 
-writes ``DIR/risk.json`` atomically with at least ``A``, ``B_estimates``
-(estimator name -> value) and, when the population is known, ``B_exact``.
+publishes ``DIR/risk.json`` and ``DIR/risk.html`` as one unit with at least ``A``,
+``B_estimates`` (estimator name -> value or ``null``: no estimate, ``no_estimate`` says why),
+``B_intervals`` and, when the population is known, ``B_exact``.
+
+The module only parses and prints: each command calls its use case in :mod:`safeshare.api`
+(:func:`~safeshare.workflows.risk.risk`, :func:`~safeshare.workflows.risk_evaluation.risk_evaluate`)
+with the same keywords and shows the result it returns (``--json``: the result's document).
 
 ``risk`` is a command group (``estimate``, ``evaluate``) whose default command
 is ``estimate``: ``safeshare risk DATA ...`` is ``safeshare risk estimate DATA
@@ -16,28 +21,26 @@ evaluate DATA ...`` (the §2.8 simulation, :mod:`safeshare.risk.evaluation`).
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 from safeshare.cli.common import (
     DelimiterOption,
     HeaderOption,
+    JsonOption,
     MissingOption,
     NamesOption,
+    QuietOption,
     SkipRowsOption,
-    csv_list,
-    data_source,
+    data_options,
+    emit,
 )
-from safeshare.errors import InputError
 
-out = Console(highlight=False)
+# Module-level imports stay light (typer, pathlib, typing, safeshare.cli.common):
+# `safeshare --help` imports this module; numpy, pandas, rich and the library load in the commands.
 
 DEFAULT_COMMAND = "estimate"
 
@@ -64,8 +67,10 @@ risk_app = typer.Typer(
 )
 
 
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
+Correlation = Literal["mi", "rank"]
+CorrelationOption = Annotated[
+    Correlation, typer.Option("--correlation", help="Gaussian copula fit: mutual information or rank.")
+]
 
 
 @risk_app.command(DEFAULT_COMMAND)
@@ -73,7 +78,7 @@ def risk_command(
     data: Annotated[Path, typer.Argument(help="The sample (CSV or Parquet).")],
     qi: Annotated[str, typer.Option("--qi", help="Quasi-identifiers, comma separated.")],
     population_size: Annotated[int, typer.Option("--population-size", help="N, people in the population.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output directory for risk.json.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory for risk.json and risk.html.")],
     estimator: Annotated[
         str,
         typer.Option(
@@ -87,119 +92,73 @@ def risk_command(
     population: Annotated[
         Path | None, typer.Option("--population", help="The population file (B exact).")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic populations.")] = 0,
-    repetitions: Annotated[int, typer.Option("--repetitions", help="Synthetic populations per copula.")] = 1,
-    correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
+    seed: Annotated[
+        int, typer.Option("--seed", help="Integer seed of the synthetic populations and bootstraps.")
+    ] = 0,
+    simulations: Annotated[
+        int, typer.Option("--simulations", help="Synthetic populations per copula estimate.")
+    ] = 1,
+    correlation: CorrelationOption = "mi",
+    bootstrap: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap", help="Class resamples of the class-size estimators' intervals (default 50)."
+        ),
+    ] = None,
+    max_synthetic_records: Annotated[
+        int | None,
+        typer.Option(
+            "--max-synthetic-records",
+            help="Most synthetic records (N x simulations) a copula may draw (default 50,000,000).",
+        ),
+    ] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
     delimiter: DelimiterOption = ",",
     header: HeaderOption = True,
     names: NamesOption = None,
     missing: MissingOption = None,
     skip_rows: SkipRowsOption = 0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Exact risk measures and the estimated sample-to-population risk B (Jiang et al. 2022)."""
-    from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.source import TableSource
-    from safeshare.io import atomic_write_text
-    from safeshare.risk.classes import SampleTable
-    from safeshare.risk.estimators import DEFAULT_ESTIMATOR, estimator_names, make_estimator
-    from safeshare.risk.html import render_risk_html, risk_distribution, risk_drivers
-    from safeshare.risk.measures import class_sizes, risk_measures
+    from safeshare import api
+    from safeshare.cli.common import ConsoleMonitor
 
-    if data_is_population and population is not None:
-        raise InputError("--data-is-population and --population exclude each other")
-    if seed < 0:
-        raise InputError(f"--seed: expected a non-negative integer, got {seed}")
-    if estimator == "default":
-        estimator = DEFAULT_ESTIMATOR
-    wanted = estimator_names() if estimator == "all" else csv_list(estimator)
-    if not wanted:
-        raise InputError("--estimator: expected a name or all")
-    for name in wanted:
-        if name not in estimator_names():
-            raise InputError(
-                f"--estimator: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
-            )
-    columns = csv_list(qi)
-
-    def source(path: Path) -> TableSource:
-        return data_source(path, delimiter, header, names, missing, skip_rows)
-
-    frame = MemoryEngine(source(data)).frame
-    table = SampleTable.from_frame(frame, columns)
-    n = table.n
-    if population_size < n:
-        raise InputError(f"--population-size {population_size} is smaller than the data ({n} records)")
-    pop_frame = None
-    if population is not None:
-        pop_frame = MemoryEngine(source(population)).frame
-        if len(pop_frame) != population_size:
-            raise InputError(
-                f"--population-size {population_size} differs from {population}'s {len(pop_frame)} records"
-            )
-    if data_is_population and population_size != n:
-        raise InputError(
-            f"--data-is-population: --population-size {population_size} differs from {n} records"
-        )
-    f, F = class_sizes(frame, columns, pop_frame)
-    measures = risk_measures(f, F, population_size=population_size, threshold=threshold)
-
-    estimates: dict[str, float | None] = {}
-    details: dict[str, Any] = {}
-    params = {"random_state": seed, "repetitions": repetitions, "correlation": correlation}
-    for name in wanted:
-        est = make_estimator(name, **params).fit(table, population_size)
-        estimates[name] = _finite(est.B_)
-        details[name] = {
-            "B": _finite(est.B_),
-            "population_uniques": _finite(est.population_uniques_),
-            "population_uniqueness": _finite(est.population_uniqueness_),
-            "params": est.get_params(),
-        }
-        if hasattr(est, "chosen_"):
-            details[name]["chosen"] = est.chosen_
-    doc = {
-        "data": str(data),
-        "quasi_identifiers": columns,
-        "n": n,
-        "population_size": population_size,
-        "sampling_fraction": n / population_size,
-        "seed": seed,
-        "A": measures.A,
-        "B_estimates": estimates,
-        "default_estimator": DEFAULT_ESTIMATOR,
-        "B": estimates.get(DEFAULT_ESTIMATOR),
-        "B_exact": measures.B,
-        "estimators": details,
-        "measures": measures.to_dict(),
-    }
-    if measures.B is None:
-        del doc["B_exact"]
-    if DEFAULT_ESTIMATOR not in estimates:
-        del doc["B"]
-    known_F = F if F is not None else (f if population_size == n else None)
-    doc["risk_distribution"] = risk_distribution(f)
-    doc["risk_drivers"] = risk_drivers(f, known_F)
-    html = render_risk_html(doc)  # rendered before anything is written: both files or neither
-    atomic_write_text(Path(out_dir) / "risk.json", json.dumps(doc, indent=2) + "\n")
-    atomic_write_text(Path(out_dir) / "risk.html", html)
-    if quiet:
-        return
-    table_out = Table(title=f"re-identification risk of {data.name} on {', '.join(columns)}")
-    table_out.add_column("measure")
-    table_out.add_column("value", justify="right")
-    table_out.add_row("records n / population N", f"{n:,} / {population_size:,}")
-    table_out.add_row("A = J/N (population-to-sample)", f"{measures.A:.4g}")
-    if measures.B is not None:
-        table_out.add_row("B exact (sample-to-population)", f"{measures.B:.4g}")
-    table_out.add_row(
-        "prosecutor max / mean", f"{measures.prosecutor_max:.3g} / {measures.prosecutor_mean:.4g}"
+    result = api.risk(
+        data,
+        out_dir,
+        monitor=ConsoleMonitor(quiet or as_json),
+        qi=qi,
+        population_size=population_size,
+        estimator=estimator,
+        population=population,
+        data_is_population=data_is_population,
+        seed=seed,
+        simulations=simulations,
+        correlation=correlation,
+        bootstrap=bootstrap,
+        max_synthetic_records=max_synthetic_records,
+        threshold=threshold,
+        **data_options(delimiter, header, names, missing, skip_rows),
     )
-    for name, value in estimates.items():
-        table_out.add_row(f"B estimated: {name}", "-" if value is None else f"{value:.4g}")
-    out.print(table_out)
-    out.print(f"wrote {Path(out_dir) / 'risk.json'} and risk.html")
+
+    def show() -> None:
+        from rich.table import Table
+
+        from safeshare.console import out
+
+        table = Table(
+            title=f"re-identification risk of {result.data} on {', '.join(result.quasi_identifiers)}"
+        )
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        for label, value in result.rows():
+            table.add_row(label, value)
+        out.print(table)
+        out.print(f"wrote {result.out}/risk.json and risk.html")
+
+    emit(result.to_dict(), as_json, quiet, show)
 
 
 SHORT_NAMES = {
@@ -210,28 +169,18 @@ SHORT_NAMES = {
 }
 
 
-def _float_list(value: str, flag: str) -> tuple[float, ...]:
-    out = []
-    for part in csv_list(value):
-        try:
-            out.append(float(part))
-        except ValueError:
-            raise InputError(f"{flag}: expected comma-separated numbers, got {part!r}") from None
-    return tuple(out)
-
-
 @risk_app.command("evaluate")
 def evaluate_command(
     data: Annotated[Path, typer.Argument(help="The dataset taken as the whole population (CSV or Parquet).")],
-    qi_pool: Annotated[
-        str, typer.Option("--qi-pool", help="Quasi-identifiers to draw from, comma separated.")
+    qi: Annotated[
+        str, typer.Option("--qi", help="Quasi-identifiers each study point draws from, comma separated.")
     ],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")],
-    points: Annotated[int, typer.Option("--points", help="Study points R.")] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the whole simulation.")] = 0,
+    simulations: Annotated[int, typer.Option("--simulations", help="Study points R.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Integer seed of the whole simulation.")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes running study points.")] = 1,
-    estimators: Annotated[
-        str, typer.Option("--estimators", "--estimator", help="Estimator names, comma separated, or all.")
+    estimator: Annotated[
+        str, typer.Option("--estimator", help="Estimator names, comma separated, or all.")
     ] = "all",
     population_size_error: Annotated[
         str,
@@ -242,177 +191,65 @@ def evaluate_command(
     sensitivity_estimator: Annotated[
         str, typer.Option("--sensitivity-estimator", help="Estimator of the sensitivity analysis.")
     ] = "average",
-    correlation: Annotated[str, typer.Option("--correlation", help="Gaussian copula fit: mi | rank.")] = "mi",
+    correlation: CorrelationOption = "mi",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the box plots.")] = True,
     delimiter: DelimiterOption = ",",
     header: HeaderOption = True,
     names: NamesOption = None,
     missing: MissingOption = None,
     skip_rows: SkipRowsOption = 0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The estimators' evaluation (Jiang et al. 2022, §2.8): DATA is the population; each study point
     draws QIs and a sampling fraction, and compares every estimate of B with the exact B.
 
     Writes errors.csv, summary.csv, sensitivity.csv, sensitivity_summary.csv, timings.csv,
     evaluation.json (seed, settings, checks) and box plots (SVG, PNG) into --out."""
-    import os
-    import time
+    from safeshare import api
+    from safeshare.cli.common import ConsoleMonitor
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.io import atomic_write_text
-    from safeshare.risk import evaluation as ev
-    from safeshare.risk.estimators import estimator_names
-
-    wanted = tuple(estimator_names()) if estimators == "all" else tuple(csv_list(estimators))
-    settings = ev.EvaluationSettings(
-        points=points,
+    result = api.risk_evaluate(
+        data,
+        out_dir,
+        monitor=ConsoleMonitor(quiet or as_json),
+        qi=qi,
+        simulations=simulations,
         seed=seed,
-        estimators=wanted,
-        population_size_errors=_float_list(population_size_error, "--population-size-error"),
+        jobs=jobs,
+        estimator=estimator,
+        population_size_error=population_size_error,
         sensitivity_estimator=sensitivity_estimator,
         correlation=correlation,
+        plots=plots,
+        **data_options(delimiter, header, names, missing, skip_rows),
     )
-    settings.validate()
-    if jobs < 1:
-        raise InputError(f"--jobs: expected a positive integer, got {jobs}")
-    frame = MemoryEngine(data_source(data, delimiter, header, names, missing, skip_rows)).frame
-    population = ev.Population.from_frame(frame, csv_list(qi_pool))
-    N = population.size
 
-    err = Console(stderr=True, highlight=False)
-    start = time.perf_counter()
-    if quiet or not err.is_terminal:
-        results = ev.run_points(population, settings, jobs)
-    else:
-        columns = (TextColumn("study points"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
-            task = bar.add_task("points", total=points)
-            results = ev.run_points(population, settings, jobs, progress=lambda: bar.advance(task))
-    wall = time.perf_counter() - start
+    def show() -> None:
+        from safeshare.console import out
 
-    out_dir = Path(out_dir)
-    errors = ev.errors_frame(results, wanted)
-    summary = ev.summarize(errors)
-    sens = (
-        ev.sensitivity_frame(results, sensitivity_estimator, N) if settings.population_size_errors else None
-    )
-    atomic_write_text(out_dir / "errors.csv", errors.to_csv(index=False))
-    atomic_write_text(out_dir / "summary.csv", summary.to_csv(index=False))
-    timing_rows = [(r.point, name, s) for r in results for name, s in sorted(r.seconds.items())]
-    atomic_write_text(
-        out_dir / "timings.csv",
-        "point,estimator,cpu_seconds\n" + "".join(f"{p},{n},{s:.4f}\n" for p, n, s in timing_rows),
-    )
-    if sens is not None:
-        atomic_write_text(out_dir / "sensitivity.csv", sens.to_csv(index=False))
-        atomic_write_text(
-            out_dir / "sensitivity_summary.csv", ev.sensitivity_summary(sens).to_csv(index=False)
+        _print_summary(result.summary, result.estimators, result.title)
+        out.print(
+            f"best on this evaluation: {result.ranking[0]} "
+            "(ranked by share within ±0.05, worst bin, median |error|)"
+        )
+        out.print(
+            f"wrote {result.out}/errors.csv, summary.csv, evaluation.json and {len(result.figures)} figures "
+            f"({result.wall_seconds:.0f} s wall)"
         )
 
-    figures = (
-        _figures(
-            out_dir,
-            errors,
-            sens,
-            wanted,
-            data.name,
-            N,
-            points,
-            seed,
-            sensitivity_estimator,
-            population_size_error,
-        )
-        if plots
-        else []
-    )
-
-    cpu: dict[str, float] = {}
-    for _p, name, s in timing_rows:
-        cpu[name] = cpu.get(name, 0.0) + s
-    failures = {f"{r.point}:{name}": msg for r in results for name, msg in r.failures.items()}
-    ranking = ev.rank_estimators(summary)
-    doc = {
-        "data": str(data),
-        "population_size": N,
-        "qi_pool": list(population.columns),
-        "points": points,
-        "seed": seed,
-        "seeding": "point p draws everything from numpy SeedSequence([seed, p]); estimators get one seed "
-        "drawn after the design (dvine_copula that seed + 1, as inside average)",
-        "estimators": list(wanted),
-        "correlation": correlation,
-        "sampling_fraction_range": [settings.min_fraction, settings.max_fraction],
-        "population_size_errors": list(settings.population_size_errors),
-        "sensitivity_estimator": sensitivity_estimator if sens is not None else None,
-        "jobs": jobs,
-        "wall_seconds": round(wall, 1),
-        "cpu_seconds_by_estimator": {k: round(v, 1) for k, v in cpu.items()},
-        "failures": failures,
-        "acceptance": ev.acceptance(summary),
-        "paper_directions": ev.qualitative_checks(summary),
-        "ranking": ranking,
-        "figures": [p.name for p in figures],
-        "cpu_count": os.cpu_count(),
-    }
-    atomic_write_text(out_dir / "evaluation.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
-    if quiet:
-        return
-    _print_summary(summary, wanted, f"{data.name}, N = {N:,}, {points} study points, seed {seed}")
-    out.print(
-        f"best on this evaluation: {ranking[0]} (ranked by share within ±0.05, worst bin, median |error|)"
-    )
-    out.print(
-        f"wrote {out_dir}/errors.csv, summary.csv, evaluation.json and {len(figures)} figures "
-        f"({wall:.0f} s wall)"
-    )
-
-
-def _figures(
-    out_dir: Path,
-    errors: Any,
-    sens: Any,
-    wanted: tuple[str, ...],
-    data_name: str,
-    N: int,
-    points: int,
-    seed: int,
-    sensitivity_estimator: str,
-    population_size_error: str,
-) -> list[Path]:
-    """The box plots: all points, one figure per sampling-fraction band (Figs. 1-6), the sensitivity."""
-    from safeshare.risk import evaluation as ev
-    from safeshare.risk import plots
-
-    title = f"{data_name}, N = {N:,}, {points} study points, seed {seed}"
-    figures = plots.error_figure(errors, wanted, f"error of B: {title}", out_dir / "errors_by_true_risk")
-    errors_band = errors.assign(band=ev.fraction_band(errors["sampling_fraction"]))
-    for band in ev.FRACTION_BANDS:
-        part = errors_band[errors_band["band"] == band]
-        if len(part):
-            slug = {"<0.1": "lt_0.1", "0.1-0.5": "0.1_to_0.5", ">0.5": "gt_0.5"}[band]
-            figures += plots.error_figure(
-                part, wanted, f"sampling fraction {band}: {title}", out_dir / f"errors_by_true_risk_f_{slug}"
-            )
-    if sens is not None:
-        figures += plots.sensitivity_figure(
-            sens,
-            f"{sensitivity_estimator} with N off by ±{population_size_error}: {title}",
-            out_dir / "sensitivity",
-        )
-    return figures
-
-
-def _json_default(value: object) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    emit(result.to_dict(), as_json, quiet, show)
 
 
 def _print_summary(summary: Any, estimators: tuple[str, ...], title: str) -> None:
     """Three tables, every estimator side by side, rows = all / true-risk bins / sampling-fraction bands."""
+    import math
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from safeshare.console import out
+
     rows = list(dict.fromkeys(zip(summary["group"], summary["bin"], strict=True)))
     bands = {"<0.1": "0", "0.1-0.5": "1", ">0.5": "2"}
     rows.sort(

@@ -19,6 +19,7 @@ from safeshare.config_checks import (
     Count,
     Flag,
     PositiveInt,
+    Probability,
     Section,
     Text,
     TextList,
@@ -286,3 +287,90 @@ class DPParamsOptions(Section):
         if not self.grid and self.n is None:
             raise refuse("the number of records of the input is required", key="n")
         return self
+
+
+def _estimators(value: Any, where: str) -> list[str]:
+    """``default``, ``all``, or estimator names (a comma text or a list), none unknown."""
+    from safeshare.risk.estimators import DEFAULT_ESTIMATOR, estimator_names
+
+    known = estimator_names()
+    if value in ("default", ["default"]):
+        return [DEFAULT_ESTIMATOR]
+    if value in ("all", ["all"]):
+        return known
+    items = comma_list(value)
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) and v for v in items):
+        raise ConfigError(f"{where}: expected an estimator's name, a comma list of names, or all")
+    for name in items:
+        if name not in known:
+            raise ConfigError(f"{where}: unknown estimator {name!r} (one of {', '.join(known)})")
+    return list(dict.fromkeys(items))
+
+
+Estimators = Annotated[list[str], checked(_estimators)]
+Correlation = Annotated[str, checked(choice("mi", "rank"))]
+
+
+class RiskOptions(DataOptions):
+    """``safeshare risk``: the exact measures and the estimates of B of a sample (Jiang et al. 2022)."""
+
+    qi: Columns
+    population_size: PositiveInt
+    estimator: Estimators = Field(default_factory=lambda: ["default"])
+    #: whether ``estimator`` was ``all`` (an unaffordable copula is then "no estimate", not refused)
+    every_estimator: Flag = False
+    population: Path | None = None
+    data_is_population: Flag = False
+    seed: Seed = 0
+    #: synthetic populations per copula estimate (Monte Carlo runs)
+    simulations: PositiveInt = 1
+    correlation: Correlation = "mi"
+    #: class resamples of the class-size estimators' intervals (None: their default)
+    bootstrap: Count | None = None
+    threshold: Probability = 0.09
+    max_synthetic_records: PositiveInt | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _all(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("estimator") in ("all", ["all"]):
+            return {**data, "every_estimator": True}
+        return data
+
+    @model_validator(mode="after")
+    def _population(self) -> RiskOptions:
+        if self.data_is_population and self.population is not None:
+            raise refuse("excludes --population", key="data_is_population")
+        return self
+
+
+class RiskEvaluateOptions(DataOptions):
+    """``safeshare risk evaluate``: the estimators' evaluation on a population (§2.8)."""
+
+    qi: Columns
+    out: Path
+    #: study points (each a Monte Carlo draw of QIs, a sampling fraction and a sample)
+    simulations: PositiveInt = 300
+    seed: Seed = 0
+    jobs: PositiveInt = 1
+    estimator: Estimators = Field(default_factory=lambda: ["all"])
+    population_size_error: Annotated[list[float], checked(lambda v, w: _fractions(v, w))] = Field(
+        default_factory=lambda: [0.1, 0.2, 0.3]
+    )
+    sensitivity_estimator: Text = "average"
+    correlation: Correlation = "mi"
+    plots: Flag = True
+
+
+def _fractions(value: Any, where: str) -> list[float]:
+    """``--population-size-error``: numbers (a comma text or a list; empty: none)."""
+    items = comma_list(value)
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: expected comma-separated numbers, got {value!r}")
+    out = []
+    for item in items:
+        try:
+            out.append(float(item))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: expected comma-separated numbers, got {item!r}") from None
+    return out

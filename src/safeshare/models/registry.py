@@ -214,7 +214,8 @@ class MConcealingParams(ModelParams):
 
 
 class RiskParams(ModelParams):
-    """``risk: {measure: B|A|uniques, threshold: 0.09, estimator: NAME, population_size: N}``."""
+    """``risk: {measure: B|A|uniques, threshold: 0.09, estimator: NAME, population_size: N,
+    use: estimate|upper}``."""
 
     measure: Annotated[
         str, checked(lambda v, w: _measure(v, w)), WithJsonSchema({"type": "string", "default": "B"})
@@ -224,6 +225,10 @@ class RiskParams(ModelParams):
     #: an estimator of B (default: the risk package's DEFAULT_ESTIMATOR)
     estimator: Text | None = None
     population_size: PositiveInt | None = None
+    #: what the threshold bounds: the estimate, or the upper end of its 95 % interval
+    use: Annotated[
+        str, checked(lambda v, w: _use(v, w)), WithJsonSchema({"type": "string", "default": "estimate"})
+    ] = "estimate"
 
     @model_validator(mode="after")
     def _threshold(self) -> RiskParams:
@@ -231,6 +236,8 @@ class RiskParams(ModelParams):
             from safeshare.risk.release_risk import MEASURES
 
             raise refuse(f"missing threshold (the largest tolerated {MEASURES[self.measure]})")
+        if self.use == "upper" and self.measure == "uniques":
+            raise refuse("upper needs an interval, which measure uniques does not have", key="use")
         return self
 
     def build(self, base_dir: Path) -> PrivacyModel:
@@ -241,7 +248,7 @@ class RiskParams(ModelParams):
         threshold = self.threshold if self.threshold is not None else DEFAULT_THRESHOLD
         estimator = self.estimator if self.estimator is not None else DEFAULT_ESTIMATOR
         try:
-            return RiskThreshold(threshold, self.measure, estimator, self.population_size)
+            return RiskThreshold(threshold, self.measure, estimator, self.population_size, self.use)
         except InputError as exc:
             raise ConfigError(f"estimator: {exc}") from None
 
@@ -250,6 +257,12 @@ def _measure(value: Any, where: str) -> str:
     from safeshare.risk.release_risk import MEASURES
 
     return choice(*MEASURES)(value, where)
+
+
+def _use(value: Any, where: str) -> str:
+    from safeshare.risk.release_risk import USES
+
+    return choice(*USES)(value, where)
 
 
 def _delimiter(value: Any, where: str) -> str:
@@ -350,7 +363,7 @@ def privacy_json_schema() -> dict[str, Any]:
     """The JSON Schema of a configuration's ``privacy:`` map (one entry per registered model)."""
     defs: dict[str, Any] = {}
     properties: dict[str, Any] = {}
-    from safeshare.risk.release_risk import MEASURES
+    from safeshare.risk.release_risk import MEASURES, USES
 
     for name, cls in PRIVACY_MODELS.items():
         schema = cls.model_json_schema(ref_template="#/$defs/{model}")
@@ -358,6 +371,7 @@ def privacy_json_schema() -> dict[str, Any]:
         defs[cls.__name__] = schema
         properties[name] = {"$ref": f"#/$defs/{cls.__name__}"}
     defs["RiskParams"]["properties"]["measure"] = {"enum": list(MEASURES), "default": "B", "title": "Measure"}
+    defs["RiskParams"]["properties"]["use"] = {"enum": list(USES), "default": "estimate", "title": "Use"}
     return {
         "type": "object",
         "properties": properties,

@@ -1,6 +1,6 @@
 """Re-identification risk as a privacy model: "the release's risk is at most a threshold".
 
-A thin adapter over :func:`safeshare.risk.release_risk.release_risk` (the measure; issue 9,
+A thin adapter over :mod:`safeshare.risk.release_risk` (the measure; issue 9,
 Jiang et al. 2022 §4.3): at a node, the classes the per-class models release (all of them
 when ``risk`` is the only model) are taken as a sample of ``population_size`` people, and
 the node qualifies iff the measure is at most ``threshold``:
@@ -25,17 +25,35 @@ Monotonicity (what the search may assume):
   suppression: ``(f1+f2)/(F1+F2) <= f1/F1 + f2/F2``; its estimates need not be). Declared
   not monotone.
 
+A node whose estimator has **no estimate** (a failed fit, a numerical warning, a value outside
+``[1/N, 1]``: the estimators' contract, :mod:`safeshare.risk.estimators.base`) does not
+qualify. ``B`` and ``A`` are at least ``1/N`` for any non-empty release, so a threshold below
+``1/N`` is refused up front (:meth:`RiskThreshold.validate`): nothing could meet it.
+
+``use: upper`` (``B`` only): the node qualifies when the upper end of the estimate's 95 %
+interval is at most the threshold, so that "B <= threshold" holds with that confidence
+under the estimator's model (docs/risk.md, "Intervals", for what the interval covers).
+
 So the OLA strategy runs the exact best-first search (:mod:`safeshare.search.best_first`)
-for these criteria. No monotone relaxation is offered: the only provable one (for ``A``:
-``J(n) <= threshold * N + L``, since at most ``L`` suppressed records remove at most ``L``
-classes) is a node-level bound the relaxation interface (per-class models) cannot express;
-the best-first search then checks nodes in loss order until the first that qualifies. The
-written release is re-checked by :mod:`safeshare.verify.risk`.
+for these criteria: nodes in loss order until the first that qualifies. No monotone relaxation
+is offered: the only provable one (for ``A``: ``J(n) <= threshold * N + L``, since at most ``L``
+suppressed records remove at most ``L`` classes) is a node-level bound the relaxation interface
+(per-class models) cannot express.
+
+What a checked node costs (:class:`~safeshare.risk.release_risk.ReleaseRisk`, one per ``N``):
+a provable lower bound on the estimate first (:mod:`safeshare.risk.bounds`; for Pitman, the
+default, the infimum of its B over its parameter space, from the class sizes alone), which
+rejects the node without a fit when it exceeds the threshold; otherwise the estimate, cached
+by class-size histogram (the chosen node's estimate is reused for the report). The bound only
+rejects, and only nodes the estimate would reject, so the search returns the node an
+exhaustive evaluation with the same estimator returns (``tests/test_risk_model_search.py``).
+:meth:`RiskThreshold.estimate_counts` keeps the counts the search reports
+(``risk_estimates`` in report.json). The written release is re-checked by
+:mod:`safeshare.verify.risk`, which re-estimates without bound or cache.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from safeshare.core.evaluation import Classes
@@ -45,7 +63,7 @@ from safeshare.models.base import BoolArray, NodePrivacyModel
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD
-from safeshare.risk.release_risk import MEASURES, check_estimator, release_risk
+from safeshare.risk.release_risk import MEASURES, USES, ReleaseRisk, RiskValue, check_estimator
 
 
 class RiskThreshold(NodePrivacyModel):
@@ -57,6 +75,7 @@ class RiskThreshold(NodePrivacyModel):
     measure: ``"B"``, ``"A"`` or ``"uniques"`` (see the module docstring).
     estimator: a class-size estimator of :mod:`safeshare.risk.estimators` (``B``, ``uniques``).
     population_size: ``N``; ``None``: the input's record count (the data is the population).
+    use: ``"estimate"`` (default) or ``"upper"``: compare the upper end of the 95 % interval.
     """
 
     name = "risk"
@@ -69,6 +88,7 @@ class RiskThreshold(NodePrivacyModel):
         measure: str = "B",
         estimator: str = DEFAULT_ESTIMATOR,
         population_size: int | None = None,
+        use: str = "estimate",
     ) -> None:
         if measure not in MEASURES:
             raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
@@ -78,41 +98,82 @@ class RiskThreshold(NodePrivacyModel):
             isinstance(population_size, bool) or not isinstance(population_size, int) or population_size < 1
         ):
             raise InputError(f"risk population_size: expected a positive integer, got {population_size!r}")
+        if use not in USES:
+            raise InputError(f"risk use: expected one of {', '.join(USES)}, got {use!r}")
+        if use == "upper" and measure == "uniques":
+            raise InputError("risk use: upper needs an interval, which the uniques measure does not have")
+        self.use = use
         self.threshold = float(threshold)
         self.measure = measure
         self.estimator = check_estimator(estimator) if measure != "A" else estimator
         self.population_size = population_size
         self.monotone_without_suppression = measure == "A"
+        self._risks: dict[int, ReleaseRisk] = {}
 
     def population(self, table: FrequencyTable) -> int:
         """``N``: the configured population size, or the input's record count."""
         return table.n_records if self.population_size is None else self.population_size
 
+    def risk(self, table: FrequencyTable) -> ReleaseRisk:
+        """The measure for ``table``'s population, with its estimate cache and counters."""
+        N = self.population(table)
+        found = self._risks.get(N)
+        if found is None:
+            found = self._risks[N] = ReleaseRisk(self.measure, self.estimator, N, use=self.use)
+        return found
+
+    def estimate_counts(self) -> dict[str, int]:
+        """:attr:`ReleaseRisk.counts` summed over the populations seen, so far (the search
+        reports the difference over its run)."""
+        out: dict[str, int] = {}
+        for risk in self._risks.values():
+            for key, value in risk.counts.items():
+                out[key] = out.get(key, 0) + value
+        return out
+
     def validate(self, table: FrequencyTable) -> None:
-        if self.population(table) < table.n_records:
+        N = self.population(table)
+        if table.n_records > N:
             raise InputError(
                 f"risk population_size {self.population_size} is smaller than the input "
                 f"({table.n_records} records)"
             )
+        if self.measure in ("B", "A") and self.threshold < 1.0 / N * (1 - TOLERANCE):
+            raise InputError(
+                f"risk threshold {self.threshold:g} is below 1/N = {1.0 / N:.3g} (N = {N:,}): "
+                f"no release can meet it, since {self.measure} >= 1/N"
+            )
+
+    def estimate(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> RiskValue:
+        """The measure of the released classes, with its interval when ``use`` is ``upper``
+        (cached by class-size histogram: the search's estimate of the chosen node is reused)."""
+        return self.risk(table).estimate(classes.sizes[released])
 
     def value(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> float:
-        """The measure of the released classes (``nan`` when the estimator has no solution)."""
-        sizes = classes.sizes[released]
-        return release_risk(sizes, self.population(table), self.measure, self.estimator)
+        """The number compared with the threshold (``nan`` when there is no estimate)."""
+        bound = self.estimate(classes, table, released).bound(self.use)
+        return float("nan") if bound is None else float(bound)
 
     def node_acceptable(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> bool:
-        value = self.value(classes, table, released)
-        return not math.isnan(value) and value <= self.threshold + TOLERANCE
+        return self.risk(table).at_most(classes.sizes[released], self.threshold)
 
     def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
-        value = self.value(classes, table, released)
-        return {self.measure: None if math.isnan(value) else value, "population_size": self.population(table)}
+        est = self.estimate(classes, table, released)
+        out: dict[str, Any] = {self.measure: est.value, "population_size": self.population(table)}
+        if est.value is None:
+            out["no_estimate"] = est.reason
+        if self.use == "upper":
+            out["interval"] = None if est.interval is None else list(est.interval)
+            out["use"] = self.use
+        return out
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"measure": self.measure, "threshold": self.threshold}
         if self.measure != "A":
             out["estimator"] = self.estimator
         out["population_size"] = self.population_size
+        if self.use != "estimate":
+            out["use"] = self.use
         return out
 
     def verification_params(self, table: FrequencyTable) -> dict[str, Any]:

@@ -201,6 +201,15 @@ def _describe_one(doc: Mapping[str, Any], algorithm: Any) -> str:
             details.append(f"{doc['relaxation_checks']:,} for the monotone relaxation")
         if doc.get("pruned_below_failures"):
             details.append(f"{doc['pruned_below_failures']:,} pruned below failing nodes")
+        estimates = doc.get("risk_estimates")
+        if isinstance(estimates, Mapping) and estimates:
+            intervals = estimates.get("intervals")
+            details.append(
+                f"{estimates.get('nodes_estimated', 0):,} needed a risk estimate "
+                f"({estimates.get('cached', 0):,} of them from the cache"
+                + (f", {intervals:,} its interval" if intervals else "")
+                + f"), {estimates.get('bound_rejections', 0):,} rejected by the risk bound without one"
+            )
         return f"{algorithm} (best-first search, privacy models not monotone with suppression): " + ", ".join(
             details
         )
@@ -269,6 +278,12 @@ def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         ("A = J / N (population-to-sample match rate)", "risk", "A"),
         ("B (sample-to-population match rate)", "risk", "B"),
         (f"B estimated by {estimator}", "risk", f"B_estimate.{estimator}"),
+        (f"95 % interval of the {estimator} estimate, low", "risk", f"B_interval.{estimator}.0"),
+        (f"95 % interval of the {estimator} estimate, high", "risk", f"B_interval.{estimator}.1"),
     ]
+    sides = [risk.get("input") or {}, risk.get("release") or {}]
+    if any(isinstance(side, Mapping) and (side.get("B_no_estimate") or {}).get(estimator) for side in sides):
+        # an estimator without an estimate says why (its B_estimate is null then)
+        spec.append((f"no estimate by {estimator}", "text", f"B_no_estimate.{estimator}"))
     rows = [(label, kind, f"risk.input.{path}", f"risk.release.{path}") for label, kind, path in spec]
     return {"population": risk.get("population"), "rows": rows}

@@ -93,13 +93,13 @@ class Population:
     def from_frame(cls, frame: pd.DataFrame, pool: Sequence[str]) -> Population:
         pool = list(pool)
         if not pool:
-            raise InputError("--qi-pool: at least one quasi-identifier is required")
+            raise InputError("--qi: at least one quasi-identifier is required")
         missing = [c for c in pool if c not in frame.columns]
         if missing:
             known = ", ".join(map(str, frame.columns))
-            raise InputError(f"--qi-pool: unknown column {missing[0]!r}: the data has columns {known}")
+            raise InputError(f"--qi: unknown column {missing[0]!r}: the data has columns {known}")
         if len(set(pool)) != len(pool):
-            raise InputError("--qi-pool: a quasi-identifier is listed twice")
+            raise InputError("--qi: a quasi-identifier is listed twice")
         if len(frame) < 2:
             raise DataError(f"the population has {len(frame)} record(s); the simulation needs at least 2")
         codes = np.empty((len(frame), len(pool)), dtype=np.int64)
@@ -127,18 +127,18 @@ class EvaluationSettings:
 
     def validate(self) -> None:
         if self.points < 1:
-            raise InputError(f"--points: expected a positive integer, got {self.points}")
+            raise InputError(f"--simulations: expected a positive integer, got {self.points}")
         if self.seed < 0:
             raise InputError(f"--seed: expected a non-negative integer, got {self.seed}")
         if not self.estimators:
-            raise InputError("--estimators: expected at least one estimator name or all")
+            raise InputError("--estimator: expected at least one estimator name or all")
         for name in (*self.estimators, self.sensitivity_estimator):
             if name not in ESTIMATORS:
                 raise InputError(
-                    f"--estimators: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
+                    f"--estimator: unknown estimator {name!r} (one of {', '.join(estimator_names())})"
                 )
         if len(set(self.estimators)) != len(self.estimators):
-            raise InputError("--estimators: an estimator is listed twice")
+            raise InputError("--estimator: an estimator is listed twice")
         for e in self.population_size_errors:
             if not 0 < e < 1:
                 raise InputError(f"--population-size-error: expected fractions in (0, 1), got {e}")

@@ -16,11 +16,14 @@ Population:
 * ``population_size: N`` configured: the data are a sample of N people; the journalist and
   marketer risks (ARX's definition: both have mean B) are the estimator's B, flagged
   ``estimated``.
+
+Every estimate follows the estimators' contract (:mod:`safeshare.risk.estimators.base`):
+``B_estimate: {name: B or null}``, ``B_interval: {name: [low, high] or null}`` (95 %) and,
+when there is no estimate, ``B_no_estimate: {name: reason}``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,15 +31,12 @@ import numpy as np
 
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
+from safeshare.risk.estimators.base import RiskEstimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 
 
-def _estimate(sizes: np.ndarray, N: int, estimator: str) -> float | None:
-    try:
-        value = make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), N).B_
-    except (ValueError, ArithmeticError):
-        return None
-    return float(value) if math.isfinite(value) else None
+def _estimate(sizes: np.ndarray, N: int, estimator: str) -> RiskEstimator:
+    return make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), N)
 
 
 def side(
@@ -51,7 +51,8 @@ def side(
     f = f[f > 0]
     if f.size == 0:
         return None
-    estimate = _estimate(f, population_size, estimator)
+    fitted = _estimate(f, population_size, estimator)
+    estimate = fitted.B_
     if exact_population:
         doc = risk_measures(f, f, population_size, threshold).to_dict()
         doc["estimated"] = False
@@ -62,6 +63,9 @@ def side(
         doc["marketer"] = estimate
         doc["estimated"] = True
     doc["B_estimate"] = {estimator: estimate}
+    doc["B_interval"] = {estimator: None if fitted.B_interval_ is None else list(fitted.B_interval_)}
+    if estimate is None:
+        doc["B_no_estimate"] = {estimator: fitted.B_reason_}
     return doc
 
 

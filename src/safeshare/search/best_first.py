@@ -47,7 +47,13 @@ Algorithm (best-first on the loss).
 
 Cost: OLA on ``R``, one evaluation per node visited in step 2, and, for
 metrics that need the classes (DM*), one depth-first pass to compute the loss
-of every node.
+of every node. A node-level model decides inside that evaluation, as cheaply as
+it can: the re-identification risk threshold (:mod:`safeshare.models.risk`)
+rejects a node by a provable lower bound on its estimate before it fits one, and
+caches estimates by class-size histogram; its running counts
+(``estimate_counts()``) are reported as ``risk_estimates``: ``nodes_estimated``
+(checked nodes whose decision needed an estimate), ``fitted``, ``cached`` and
+``bound_rejections``.
 """
 
 from __future__ import annotations
@@ -118,6 +124,37 @@ def surely_failing_rows(criterion: PrivacyCriterion, classes: Classes, table: Fr
     return rows
 
 
+def estimate_counts(criterion: PrivacyCriterion) -> dict[str, int] | None:
+    """The node-level models' running counts of risk estimates (``estimate_counts()``), summed;
+    ``None`` when no model keeps them."""
+    out: dict[str, int] | None = None
+    for model in criterion.models:
+        counts = getattr(model, "estimate_counts", None)
+        if callable(counts):
+            out = out or {}
+            for key, value in counts().items():
+                out[key] = out.get(key, 0) + int(value)
+    return out
+
+
+def estimate_report(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int]:
+    """What a search spent on risk estimates: ``nodes_estimated`` (checked nodes whose decision
+    needed an estimate), ``fitted`` (estimates computed), ``cached`` (estimates answered from the
+    cache: the node's class-size histogram had been fitted before), ``bound_rejections``
+    (nodes rejected by a lower bound without an estimate) and, with ``use: upper``,
+    ``intervals`` (estimates computed with their bootstrap interval)."""
+    if before is None or after is None:
+        return {}
+    diff = {key: after[key] - before.get(key, 0) for key in after}
+    return {
+        "nodes_estimated": diff.get("nodes", 0),
+        "fitted": diff.get("estimates", 0),
+        "cached": diff.get("cached", 0),
+        "bound_rejections": diff.get("bound_rejections", 0),
+        **({"intervals": diff["intervals"]} if "intervals" in diff else {}),
+    }
+
+
 def up_set_array(lattice: Lattice, nodes: list[Node]) -> BoolArray:
     """Boolean array indexed by node: at or above one of ``nodes``."""
     out = np.zeros(tuple(h + 1 for h in lattice.heights), dtype=bool)
@@ -135,6 +172,7 @@ class BestFirstOLA:
         start = time.perf_counter()
         lattice, table, criterion, metric = ctx.lattice, ctx.table, ctx.criterion, ctx.metric
         limit = criterion.suppression_limit(table.n_records)
+        counts_before = estimate_counts(criterion)
         relaxed = monotone_relaxation(criterion)
         relaxation_checks = 0
         if relaxed is not None:
@@ -178,6 +216,7 @@ class BestFirstOLA:
                 rows = surely_failing_rows(criterion, classes, table)
                 if int(table.counts[rows].sum()) > limit:
                     failed[tuple(slice(0, v + 1) for v in node)] = True
+        estimates = estimate_report(counts_before, estimate_counts(criterion))
         return SearchResult(
             algorithm=self.name,
             node=best[2] if best else None,
@@ -195,5 +234,6 @@ class BestFirstOLA:
                 "relaxation_checks": relaxation_checks,
                 "relaxation_qualifying_nodes": int(candidates.sum()),
                 "pruned_below_failures": pruned,
+                **({"risk_estimates": estimates} if estimates else {}),
             },
         )

@@ -6,7 +6,8 @@ frequency table, evaluator or suppression bookkeeping; ``A = J / N`` is computed
 and ``uniques`` are re-estimated from those sizes with the named estimator (the estimator is
 the measure's definition, shared on purpose; what the check guards is the path from the data
 to the class sizes: generalization, suppression, the written file). The release passes when
-the value is at most ``threshold + 1e-9``; an estimate without a solution fails.
+the value -- with ``use: upper``, the upper end of its 95 % interval, recomputed with the
+estimator's seeded bootstrap -- is at most ``threshold + 1e-9``; no estimate fails.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.numerics import TOLERANCE
-from safeshare.risk.release_risk import release_risk
+from safeshare.risk.release_risk import USES, release_risk_estimate
 
 
 def risk_figures(
@@ -34,13 +35,17 @@ def risk_figures(
         threshold = float(params["threshold"])
         population = int(params["population_size"])
         estimator = str(params.get("estimator", ""))
+        use = str(params.get("use", "estimate"))
     except (KeyError, TypeError, ValueError):
+        return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
+    if use not in USES:
         return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
     doc: dict[str, Any] = {
         "measure": measure,
         "threshold": threshold,
         "estimator": estimator or None,
         "population_size": population,
+        "use": use,
         "value": None,
         "failures": [],
     }
@@ -48,18 +53,23 @@ def risk_figures(
     sizes = np.array([int(r[0]) for r in rows], dtype=np.int64)
     try:
         if measure == "A":
-            value = len(sizes) / population
+            value: float | None = len(sizes) / population
+            reason = None
         else:
-            value = release_risk(sizes, population, measure, estimator)
+            est = release_risk_estimate(sizes, population, measure, estimator, interval=use == "upper")
+            value, reason = est.bound(use), est.reason
     except InputError as exc:
         doc["failures"] = [f"risk: {exc}"]
         return doc
-    if math.isnan(value):
-        doc["failures"] = [f"risk: the {estimator} estimator has no solution for the release's class sizes"]
+    if value is None or math.isnan(value):
+        doc["failures"] = [
+            f"risk: the {estimator} estimator has no estimate for the release's class sizes ({reason})"
+        ]
         return doc
     doc["value"] = float(value)
+    what = measure if use == "estimate" else f"the upper end of the 95 % interval of {measure}"
     if value > threshold + TOLERANCE:
-        doc["failures"] = [f"risk: {measure} = {value:.6g} on the release, above the threshold {threshold:g}"]
+        doc["failures"] = [f"risk: {what} = {value:.6g} on the release, above the threshold {threshold:g}"]
     return doc
 
 

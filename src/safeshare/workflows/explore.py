@@ -29,7 +29,6 @@ counted, never described): sizes and counts only, as in the report (docs/securit
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -386,12 +385,13 @@ class RiskComparison:
 
 
 def estimate_B(sizes: np.ndarray, population_size: int, estimator: str) -> float | None:
-    """``B`` by ``estimator`` from class sizes; ``None`` when it has no (finite) solution."""
+    """``B`` by ``estimator`` from class sizes; ``None`` when it has no estimate (the estimators'
+    contract: ``B_`` is in ``[1/N, 1]`` or ``None`` with ``B_reason_``)."""
     try:
         value = make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), population_size).B_
     except (ValueError, ArithmeticError, InputError):
         return None
-    return float(value) if math.isfinite(value) else None
+    return None if value is None else float(value)
 
 
 def risk_drivers(sizes: np.ndarray, exact: bool) -> list[dict[str, Any]]:

@@ -361,8 +361,10 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         threshold = float(risk["threshold"])
         source = threshold_of(risk, int(k or 1), threshold_reason)
         holds = value is not None and value <= threshold + 1e-9
+        use = str(rechecked.get("use", risk.get("use", "estimate")))  # upper: the value is the 95 % upper end
         out["risk"] = {
             "measure": measure,
+            "use": use,
             "achieved": value,
             "threshold": threshold,
             "holds": holds,
@@ -386,7 +388,8 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
                 else "the custodian's threshold"
             )
         )
-        parts.append(f"{measure} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
+        label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
+        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
     if isinstance(k, int) and k >= 2:
         out["prosecutor"] = {"bounded": True, "k": k, "max": 1 / k, "smallest_class": smallest}
         parts.append(

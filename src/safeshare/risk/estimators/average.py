@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import register
-from safeshare.risk.estimators.base import RiskEstimator, Sample
+from safeshare.risk.estimators.base import NoEstimate, RiskEstimator, Sample
 from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator
 from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
 from safeshare.risk.synthesis import DEFAULT_CHUNK
@@ -36,7 +36,11 @@ class AverageCopulaEstimator(RiskEstimator):
         ).fit(sample, N)
         seed = None if self.random_state is None else self.random_state + 1
         self.dvine_ = DVineCopulaEstimator(self.repetitions, self.chunk_size, seed).fit(sample, N)
-        self.B_ = (self.gaussian_.B_ + self.dvine_.B_) / 2
+        gb, db = self.gaussian_.B_, self.dvine_.B_
+        if gb is None or db is None:  # the estimate contract (base.py): no estimate, with the reason
+            failed = self.gaussian_ if gb is None else self.dvine_
+            raise NoEstimate(f"{failed.name} has no estimate: {failed.B_reason_}")
+        self.B_ = (gb + db) / 2
         gu, du = self.gaussian_.population_uniques_, self.dvine_.population_uniques_
         self.population_uniques_ = None if gu is None or du is None else (gu + du) / 2
 

@@ -2,12 +2,22 @@
 
 sklearn-style: parameters are plain ``__init__`` arguments stored unchanged and
 validated in :meth:`RiskEstimator.fit`; ``fit(sample, population_size)`` sets
-fitted attributes with a trailing underscore and returns the estimator:
+fitted attributes with a trailing underscore and returns the estimator.
 
-* ``B_``: the estimated ``B = (1/n) sum_k 1/F_k`` (Jiang et al. 2022, Eq. 2);
-* ``population_uniques_``: the estimated number of population-unique people
-  (``None`` when the model does not give one); ``population_uniqueness_`` is
-  that number divided by ``N``;
+**The estimate contract** (what every consumer may rely on after ``fit``):
+
+* ``B_``: the estimated ``B = (1/n) sum_k 1/F_k`` (Jiang et al. 2022, Eq. 2), always in
+  ``[1/N, 1]`` -- or ``None``, meaning *no estimate*: a failed or non-converged fit, a
+  numerical warning (SciPy's ``IntegrationWarning``, an overflow), a value outside
+  ``[1/N, 1]``. Checked here, once, after the subclass's ``_fit``: no estimator can hand out
+  an impossible B. A value within a relative ``1e-9`` of a bound (rounding, e.g.
+  ``1.0000000000001`` for an all-unique sample) is that bound;
+* ``B_reason_``: why there is no estimate (``None`` when there is one);
+* ``B_interval_``: a 95 % interval ``(low, high)`` with ``1/N <= low <= B_ <= high <= 1``
+  where the model gives one (see :class:`ClassSizeEstimator`; the copula estimators: over
+  their ``R`` syntheses), else ``None``;
+* ``population_uniques_``: the estimated number of population-unique people, in ``[0, N]``
+  or ``None``; ``population_uniqueness_`` is that number divided by ``N``;
 * ``n_``, ``N_``, ``sampling_fraction_`` (``n/N``).
 
 ``sample`` is a :class:`~safeshare.risk.classes.SampleTable` (the frequency
@@ -19,13 +29,33 @@ the table (``requires_table = True``) refuses a histogram.
 from __future__ import annotations
 
 import inspect
+import math
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Self
+
+import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable
 
 Sample = SampleTable | ClassSizeHistogram
+
+#: A value this close (relatively) to 1/N or 1 is taken as that bound: rounding, not a model error.
+BOUND_TOLERANCE = 1e-9
+
+#: Warnings that mean the numbers cannot be trusted: they turn the fit into "no estimate".
+NUMERIC_WARNINGS: tuple[type[Warning], ...] = (RuntimeWarning,)
+
+
+class NoEstimate(Exception):
+    """Raised inside ``_fit``: the model has no estimate for this sample (the message says why)."""
+
+
+def numeric_warning_types() -> tuple[type[Warning], ...]:
+    from scipy import integrate, optimize
+
+    return (*NUMERIC_WARNINGS, integrate.IntegrationWarning, optimize.OptimizeWarning)
 
 
 class RiskEstimator(ABC):
@@ -34,7 +64,9 @@ class RiskEstimator(ABC):
     name: ClassVar[str]
     requires_table: ClassVar[bool] = False
 
-    B_: float
+    B_: float | None
+    B_reason_: str | None
+    B_interval_: tuple[float, float] | None
     population_uniques_: float | None
     n_: int
     N_: int
@@ -55,17 +87,79 @@ class RiskEstimator(ABC):
             raise InputError(f"estimator {self.name!r} needs the sample's frequency table, not a histogram")
         hist = sample.histogram() if isinstance(sample, SampleTable) else sample
         n = hist.n
-        if isinstance(population_size, bool) or not isinstance(population_size, int):
+        if isinstance(population_size, bool) or not isinstance(population_size, int | np.integer):
             raise InputError(f"population size: expected an integer, got {population_size!r}")
+        population_size = int(population_size)
         if population_size < n:
             raise InputError(f"population size {population_size} is smaller than the sample ({n} records)")
         self._validate()
         self.n_ = n
         self.N_ = population_size
         self.sampling_fraction_ = n / population_size
+        self.B_ = None
+        self.B_reason_ = None
+        self.B_interval_ = None
         self.population_uniques_ = None
-        self._fit(sample, hist, population_size)
+        reason = self._run(sample, hist, population_size)
+        self._check(reason)
         return self
+
+    def _run(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> str | None:
+        """Call ``_fit``; the reason there is no estimate when it fails or warns."""
+        numeric = numeric_warning_types()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self._fit(sample, hist, N)
+            except NoEstimate as exc:
+                return str(exc)
+            except (ArithmeticError, np.linalg.LinAlgError) as exc:
+                return f"numerical failure in the {self.name} fit ({type(exc).__name__}: {exc})"
+        reason = None
+        for w in caught:
+            if issubclass(w.category, numeric):
+                if reason is None:
+                    text = " ".join(str(w.message).split())
+                    reason = f"numerical warning in the {self.name} fit ({w.category.__name__}: {text})"
+            else:  # not about the numbers: passed on unchanged
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return reason
+
+    def _check(self, reason: str | None) -> None:
+        """Enforce the contract on what ``_fit`` set (see the module docstring)."""
+        N = self.N_
+        lo, hi = 1.0 / N, 1.0
+        value = self.B_
+        if reason is None:
+            if value is None:
+                reason = self.B_reason_ or f"the {self.name} model gave no value"
+            elif not math.isfinite(value):
+                reason = f"the {self.name} model gave a non-finite value ({value})"
+            elif lo * (1 - BOUND_TOLERANCE) <= value < lo:
+                value = lo
+            elif hi < value <= hi * (1 + BOUND_TOLERANCE):
+                value = hi
+            elif not lo <= value <= hi:
+                reason = f"the {self.name} model gave B = {value:.6g}, outside [1/N, 1] = [{lo:.3g}, 1]"
+        if reason is not None or value is None:
+            self.B_, self.B_reason_, self.B_interval_ = None, reason, None
+        else:
+            self.B_, self.B_reason_ = float(value), None
+            self.B_interval_ = self._checked_interval(float(value), lo, hi)
+        u = self.population_uniques_
+        if u is not None and (not math.isfinite(u) or not 0 <= u <= N * (1 + BOUND_TOLERANCE)):
+            self.population_uniques_ = None
+        elif u is not None:
+            self.population_uniques_ = float(min(u, N))
+
+    def _checked_interval(self, value: float, lo: float, hi: float) -> tuple[float, float] | None:
+        interval = self.B_interval_
+        if interval is None:
+            return None
+        a, b = (float(x) for x in interval)
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return None
+        return (min(max(a, lo), value), max(min(b, hi), value))
 
     @property
     def population_uniqueness_(self) -> float | None:
@@ -77,7 +171,8 @@ class RiskEstimator(ABC):
 
     @abstractmethod
     def _fit(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> None:
-        """Set ``B_`` (and ``population_uniques_`` when the model gives it)."""
+        """Set ``B_`` (and ``population_uniques_``, ``B_interval_`` when the model gives them);
+        raise :class:`NoEstimate` when it has none."""
 
 
 def check_seed(value: object, what: str = "random_state") -> None:
@@ -88,3 +183,8 @@ def check_seed(value: object, what: str = "random_state") -> None:
 def check_positive_int(value: object, what: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{what}: expected a positive integer, got {value!r}")
+
+
+def check_non_negative_int(value: object, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{what}: expected a non-negative integer, got {value!r}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from safeshare.errors import InputError
 from safeshare.risk.classes import ClassSizeHistogram
@@ -30,32 +30,43 @@ from safeshare.risk.estimators import register
 from safeshare.risk.estimators.base import RiskEstimator, Sample
 
 
-def ztp_sf(f: int, lam: float) -> float:
-    """P(X >= f) for a zero-truncated Poisson(lam), f >= 1."""
-    if lam <= 0:
-        return 1.0 if f <= 1 else 0.0
-    return float(stats.poisson.sf(f - 1, lam) / -math.expm1(-lam))
+def ztp_sf(f: np.ndarray | int, lam: np.ndarray | float) -> np.ndarray:
+    """P(X >= f) for a zero-truncated Poisson(lam), f >= 1 (elementwise)."""
+    f, lam = np.broadcast_arrays(np.asarray(f, dtype=float), np.asarray(lam, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = special.pdtrc(f - 1, lam) / -np.expm1(-lam)
+    return np.where(lam > 0, out, np.where(f <= 1, 1.0, 0.0))
 
 
-def largest_established_size(f: int, pi: float, N: int, alpha: float) -> int:
-    """The largest k in [f, N] with P_ZTP(X >= f; pi k) <= alpha, or f if there is none."""
-    if ztp_sf(f, pi * (f + 1)) > alpha or f >= N:
-        return f
-    lo, hi = f + 1, N  # lo satisfies; ztp_sf grows with k, so bisect the last k that does
-    if ztp_sf(f, pi * hi) <= alpha:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ztp_sf(f, pi * mid) <= alpha:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def largest_established_sizes(f: np.ndarray, pi: float, N: int, alpha: float) -> np.ndarray:
+    """Per size in ``f``: the largest k in [f, N] with P_ZTP(X >= f; pi k) <= alpha, or f if there
+    is none (a bisection over k for all sizes at once: O(log N) steps)."""
+    f = np.asarray(f, dtype=float)
+    out = f.copy()
+    some = (f < N) & (ztp_sf(f, pi * (f + 1)) <= alpha)
+    if not some.any():
+        return out
+    fs = f[some]
+    lo, hi = fs + 1, np.full(fs.shape, float(N))  # lo satisfies; ztp_sf grows with k
+    at_top = ztp_sf(fs, pi * hi) <= alpha
+    for _ in range(max(1, math.ceil(math.log2(max(N, 2)))) + 1):
+        active = hi - lo > 1
+        if not active.any():
+            break
+        mid = np.floor((lo + hi) / 2)
+        ok = ztp_sf(fs, pi * mid) <= alpha
+        lo = np.where(active & ok, mid, lo)
+        hi = np.where(active & ~ok, mid, hi)
+    out[some] = np.where(at_top, float(N), lo)
+    return out
 
 
 @register
 class HypothesisTestEstimator(RiskEstimator):
-    """El Emam & Dankar's truncated-Poisson test, inverted into a population class size per class."""
+    """El Emam & Dankar's truncated-Poisson test, inverted into a population class size per class.
+
+    No interval: the estimate is itself a one-sided confidence bound (``F^`` is a lower
+    confidence bound on ``F``)."""
 
     name = "hypothesis_test"
 
@@ -68,6 +79,6 @@ class HypothesisTestEstimator(RiskEstimator):
 
     def _fit(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> None:
         pi = hist.n / N
-        F = np.array([largest_established_size(int(f), pi, N, self.alpha) for f in hist.sizes], dtype=float)
+        F = largest_established_sizes(hist.sizes, pi, N, self.alpha)
         self.B_ = float((hist.sizes * hist.classes / F).sum() / hist.n)
         self.population_uniques_ = float(hist.classes[F == 1].sum() / pi) if (F == 1).any() else 0.0

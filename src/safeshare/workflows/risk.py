@@ -1,0 +1,401 @@
+"""The ``risk`` use case (``safeshare risk estimate``, the default of ``safeshare risk``): a
+sample in, one :class:`RiskAssessment` out, from which the terminal, ``--json``, ``risk.json``
+and ``risk.html`` are all rendered (so they cannot disagree).
+
+:func:`risk` validates the options once (:class:`~safeshare.config.commands.RiskOptions`),
+refuses a foreign, locked or unwritable ``out`` before any data is read, reads the sample (and
+the population, when it is given), checks it the way ``anonymize`` does (a quasi-identifier
+empty in most records is refused: the mark of a wrong delimiter), computes the exact measures
+(Jiang et al. 2022, §2.1: ``A = J/N``; ``B = (1/n) sum_j f_j / F_j`` when the population is
+known) and fits every requested estimator of B, each under the estimators' contract
+(:mod:`safeshare.risk.estimators.base`: B in ``[1/N, 1]`` or *no estimate* with the reason,
+and a 95 % interval where the model gives one).
+
+Bounded work: a synthetic-population estimator (the copulas) draws ``N x simulations``
+records; :func:`synthesis_cost` estimates its CPU time and memory *before* anything is
+allocated. Above ``max_synthetic_records`` (or the memory available) an estimator named
+explicitly is refused with the figures (:class:`~safeshare.errors.InputError`, exit 2), and
+one reached through ``all`` gets *no estimate* with the same reason, so that the others still
+run. The class-size estimators cost O(distinct class sizes) whatever ``N``
+(benchmarks/bench_risk.py).
+
+:func:`publish_assessment` writes ``risk.json`` and ``risk.html`` as one unit through
+:class:`~safeshare.io.OutputDirectory` (staged, locked, atomic; a foreign ``out`` refused).
+Nothing in them names a local path (the data's file name only) or a quasi-identifier value
+(the risk drivers name columns; the distribution counts records by risk band).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.engines.base import COUNT_COLUMN
+from safeshare.data.engines.memory import MemoryEngine
+from safeshare.data.schema import check_not_empty
+from safeshare.data.source import TableSource
+from safeshare.errors import InputError
+from safeshare.resources import available_memory
+from safeshare.risk.classes import SampleTable
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
+from safeshare.risk.estimators.base import RiskEstimator
+from safeshare.risk.measures import RiskMeasures, class_sizes, risk_measures
+from safeshare.workflows.monitor import SILENT, Monitor
+
+#: Synthetic records (N x simulations) an estimator may draw unless told otherwise: about a
+#: minute of CPU for 5 quasi-identifiers (the paper's Ontario case, N = 13.4 million, fits).
+DEFAULT_MAX_SYNTHETIC_RECORDS = 50_000_000
+#: CPU seconds per synthetic record and quasi-identifier (measured: the Gaussian copula draws
+#: 10^6 records of 5 QIs in 0.75 s, the d-vine in 1.05 s; docs/risk.md "Bounded work").
+SECONDS_PER_RECORD_QI = 2.1e-7
+#: Bytes per distinct synthetic class kept while merging chunks (key, count, np.unique's copies).
+BYTES_PER_CLASS = 48
+
+#: The advice when a quasi-identifier is mostly empty (the options of ``safeshare risk``).
+RISK_EMPTY_HINT = "check --delimiter, or declare a missing-value token (e.g. --missing '?')"
+
+
+@dataclass(frozen=True)
+class SynthesisCost:
+    """What a synthetic-population estimator would draw, and its estimated CPU time and memory."""
+
+    records: int
+    cpu_seconds: float
+    memory_bytes: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.records:.3g} synthetic records, about {_duration(self.cpu_seconds)} of CPU "
+            f"and {self.memory_bytes / 2**30:.2g} GiB"
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+def is_synthetic(name: str) -> bool:
+    """Whether ``name`` draws a synthetic population (its cost grows with N)."""
+    cls = ESTIMATORS[name]
+    return cls.requires_table and "repetitions" in _init_params(cls)
+
+
+def _init_params(cls: type[RiskEstimator]) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+def synthesis_cost(name: str, table: SampleTable, population_size: int, simulations: int) -> SynthesisCost:
+    """The cost of ``name``'s synthesis: ``N x simulations`` records (twice for ``average``, which
+    draws from both copulas), at most ``min(N, the QIs' combinations)`` distinct classes held."""
+    copies = 2 if name == "average" else 1
+    records = population_size * simulations * copies
+    space = 1.0
+    for k in table.cardinalities:
+        space *= max(k, 1)
+    classes = min(float(population_size), space)
+    m = max(len(table.columns), 1)
+    return SynthesisCost(
+        records=records,
+        cpu_seconds=records * m * SECONDS_PER_RECORD_QI,
+        memory_bytes=int(classes * BYTES_PER_CLASS + 1_000_000 * m * 8 * 3),
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimator's result under the estimate contract."""
+
+    name: str
+    B: float | None
+    interval: tuple[float, float] | None
+    reason: str | None
+    population_uniques: float | None
+    population_uniqueness: float | None
+    params: dict[str, Any]
+    chosen: str | None = None
+    interval_method: str | None = None
+    cpu_seconds: float = 0.0
+
+    @classmethod
+    def of(cls, est: RiskEstimator, cpu_seconds: float) -> Estimate:
+        return cls(
+            name=est.name,
+            B=est.B_,
+            interval=est.B_interval_,
+            reason=est.B_reason_,
+            population_uniques=est.population_uniques_,
+            population_uniqueness=est.population_uniqueness_,
+            params=est.get_params(),
+            chosen=getattr(est, "chosen_", None),
+            interval_method=getattr(est, "interval_method_", None),
+            cpu_seconds=cpu_seconds,
+        )
+
+    @classmethod
+    def skipped(cls, name: str, reason: str, params: dict[str, Any]) -> Estimate:
+        return cls(name, None, None, reason, None, None, params)
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "B": self.B,
+            "interval": None if self.interval is None else list(self.interval),
+            "population_uniques": self.population_uniques,
+            "population_uniqueness": self.population_uniqueness,
+            "params": self.params,
+        }
+        if self.B is None:
+            doc["no_estimate"] = self.reason
+        if self.interval_method is not None:
+            doc["interval_method"] = self.interval_method
+        if self.chosen is not None:
+            doc["chosen"] = self.chosen
+        return doc
+
+
+@dataclass(frozen=True)
+class RiskAssessment:
+    """The exact measures and the estimates of B of one sample: what ``safeshare risk`` shows."""
+
+    data: str
+    quasi_identifiers: list[str]
+    n: int
+    population_size: int
+    seed: int
+    measures: RiskMeasures
+    estimates: dict[str, Estimate]
+    risk_distribution: list[dict[str, Any]]
+    risk_drivers: list[dict[str, Any]]
+    default_estimator: str = DEFAULT_ESTIMATOR
+    #: where risk.json and risk.html were published (``None``: not written); never in them
+    out: Path | None = None
+
+    @property
+    def sampling_fraction(self) -> float:
+        return self.n / self.population_size
+
+    def to_dict(self) -> dict[str, Any]:
+        """risk.json (the keys scripts rely on: ``A``, ``B_estimates``, ``B_exact``, ``B``)."""
+        m = self.measures
+        doc: dict[str, Any] = {
+            "data": self.data,
+            "quasi_identifiers": self.quasi_identifiers,
+            "n": self.n,
+            "population_size": self.population_size,
+            "sampling_fraction": self.sampling_fraction,
+            "seed": self.seed,
+            "A": m.A,
+            "B_estimates": {k: e.B for k, e in self.estimates.items()},
+            "B_intervals": {
+                k: None if e.interval is None else list(e.interval) for k, e in self.estimates.items()
+            },
+            "no_estimate": {k: e.reason for k, e in self.estimates.items() if e.B is None},
+            "default_estimator": self.default_estimator,
+        }
+        if self.default_estimator in self.estimates:
+            default = self.estimates[self.default_estimator]
+            doc["B"] = default.B
+            doc["B_interval"] = None if default.interval is None else list(default.interval)
+        if m.B is not None:
+            doc["B_exact"] = m.B
+        doc["estimators"] = {k: e.to_dict() for k, e in self.estimates.items()}
+        doc["measures"] = m.to_dict()
+        doc["risk_distribution"] = self.risk_distribution
+        doc["risk_drivers"] = self.risk_drivers
+        return doc
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=_json_default) + "\n"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The terminal's table: (measure, value) rows, from the same result as risk.json."""
+        m = self.measures
+        out = [("records n / population N", f"{self.n:,} / {self.population_size:,}")]
+        out.append(("A = J/N (population-to-sample)", f"{m.A:.4g}" if m.A is not None else "n/a"))
+        if m.B is not None:
+            out.append(("B exact (sample-to-population)", f"{m.B:.4g}"))
+        out.append(("prosecutor max / mean", f"{m.prosecutor_max:.3g} / {m.prosecutor_mean:.4g}"))
+        for name, e in self.estimates.items():
+            label = f"B estimated: {name}" + (f" (chose {e.chosen})" if e.chosen else "")
+            out.append((label, describe_estimate(e)))
+        return out
+
+    def to_html(self) -> str:
+        from safeshare.risk.html import render_risk_html
+
+        return render_risk_html(self.to_dict())
+
+
+def _json_default(value: object) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _frame(data: TableSource | pd.DataFrame) -> tuple[pd.DataFrame, str, MemoryEngine]:
+    engine = MemoryEngine(data)
+    name = data.path.name if isinstance(data, TableSource) else "DataFrame"
+    return engine.frame, name, engine
+
+
+def check_quasi_identifiers(engine: MemoryEngine, qi: Sequence[str], label: str) -> None:
+    """``anonymize``'s checks of the input's QIs: known columns, and none empty in most records
+    (:func:`~safeshare.data.schema.check_not_empty`, the same function)."""
+    missing = [c for c in qi if c not in engine.columns()]
+    if missing:
+        known = ", ".join(engine.columns())
+        raise InputError(f"unknown quasi-identifier {missing[0]!r}: {label} has columns {known}")
+    check_not_empty(engine.grouped_counts(list(qi)), list(qi), COUNT_COLUMN, label, RISK_EMPTY_HINT)
+
+
+def risk(
+    data: str | Path | pd.DataFrame,
+    out: str | Path | None = None,
+    *,
+    monitor: Monitor = SILENT,
+    **options: Any,
+) -> RiskAssessment:
+    """``safeshare risk DATA --qi A,B --population-size N --out OUT``: the exact measures of
+    ``data`` and the requested estimates of B (see the module doc).
+
+    ``out``: the folder that receives ``risk.json`` and ``risk.html``, published as one unit
+    (``None``: nothing is written). Keywords are the command's options: ``qi`` (columns, a
+    list or a comma text), ``population_size`` (N), ``estimator`` (``"default"``, ``"all"``,
+    a name or a list of names), ``population`` (the population file: B exact),
+    ``data_is_population``, ``seed``, ``simulations`` (synthetic populations per copula
+    estimate), ``correlation`` (``mi`` | ``rank``), ``bootstrap`` (class resamples of the
+    class-size estimators' intervals), ``threshold`` (of the exact measures' shares),
+    ``max_synthetic_records``, and the data-reading options ``delimiter``, ``header``,
+    ``names``, ``missing``, ``skip_rows`` (of both files).
+    """
+    from safeshare.config.commands import RiskOptions
+    from safeshare.config.commands import options as validated
+    from safeshare.io import OutputDirectory
+    from safeshare.risk.html import risk_distribution, risk_drivers
+
+    opts = validated(RiskOptions, options)
+    if out is not None:  # a foreign, locked or unwritable folder is refused before any data is read
+        OutputDirectory(Path(out)).preflight()
+    N = opts.population_size
+    columns = list(opts.qi)
+    with monitor.phase("reading the data"):
+        frame, name, engine = _frame(data if isinstance(data, pd.DataFrame) else opts.source(data))
+        check_quasi_identifiers(engine, columns, name)
+        table = SampleTable.from_frame(frame, columns)
+        n = table.n
+        if n > N:
+            raise InputError(f"--population-size {N} is smaller than the data ({n} records)")
+        pop_frame = None
+        if opts.population is not None:
+            pop_frame, pop_name, pop_engine = _frame(opts.source(opts.population))
+            check_quasi_identifiers(pop_engine, columns, pop_name)
+            if len(pop_frame) != opts.population_size:
+                raise InputError(f"--population-size {N} differs from {pop_name}'s {len(pop_frame)} records")
+        if opts.data_is_population and n != N:
+            raise InputError(f"--data-is-population: --population-size {N} differs from {n} records")
+        f, F = class_sizes(frame, columns, pop_frame)
+        measures = risk_measures(f, F, population_size=N, threshold=opts.threshold)
+
+    params: dict[str, Any] = {
+        "random_state": opts.seed,
+        "repetitions": opts.simulations,
+        "correlation": opts.correlation,
+    }
+    if opts.bootstrap is not None:
+        params["n_bootstrap"] = opts.bootstrap
+    budget = _Budget(opts.max_synthetic_records or DEFAULT_MAX_SYNTHETIC_RECORDS)
+    wanted = opts.estimator
+    for name_ in wanted:  # refuse an explicitly named estimator beyond its budget before any fit
+        if not opts.every_estimator and is_synthetic(name_):
+            reason = budget.refusal(name_, table, N, opts.simulations)
+            if reason is not None:
+                raise InputError(f"--estimator {name_}: {reason}")
+    estimates: dict[str, Estimate] = {}
+    for i, name_ in enumerate(wanted):
+        est = make_estimator(name_, **params)
+        reason = budget.refusal(name_, table, N, opts.simulations) if is_synthetic(name_) else None
+        if reason is not None:
+            estimates[name_] = Estimate.skipped(name_, reason, est.get_params())
+            continue
+        with monitor.phase(f"estimating B with {name_} ({i + 1} of {len(wanted)})"):
+            start = time.process_time()
+            est.fit(table, N)
+            estimates[name_] = Estimate.of(est, time.process_time() - start)
+    known_F = F if F is not None else (f if n == N else None)
+    assessment = RiskAssessment(
+        data=name,
+        quasi_identifiers=columns,
+        n=n,
+        population_size=N,
+        seed=opts.seed,
+        measures=measures,
+        estimates=estimates,
+        risk_distribution=risk_distribution(f),
+        risk_drivers=risk_drivers(f, known_F),
+    )
+    if out is None:
+        return assessment
+    return replace(assessment, out=publish_assessment(assessment, Path(out)))
+
+
+class _Budget:
+    def __init__(self, max_records: int) -> None:
+        self.max_records = max_records
+        self._memory: int | None = None
+
+    def refusal(self, name: str, table: SampleTable, N: int, simulations: int) -> str | None:
+        """Why ``name``'s synthesis is not run (``None``: it fits the budget)."""
+        cost = synthesis_cost(name, table, N, simulations)
+        if cost.records > self.max_records:
+            return (
+                f"not run: its synthesis would take {cost.describe()} (N = {N:,} x {simulations} "
+                f"simulation{'s' if simulations > 1 else ''}), above --max-synthetic-records "
+                f"{self.max_records:,}"
+            )
+        if self._memory is None:
+            self._memory = available_memory()
+        if cost.memory_bytes > 0.8 * self._memory:
+            return (
+                f"not run: its synthesis would need about {cost.memory_bytes / 2**30:.2g} GiB, more than "
+                f"the {self._memory / 2**30:.2g} GiB of memory available"
+            )
+        return None
+
+
+def publish_assessment(assessment: RiskAssessment, out_dir: Path) -> Path:
+    """Write ``risk.json`` and ``risk.html`` into ``out_dir`` as one unit (:class:`OutputDirectory`)."""
+    from safeshare.io import OutputDirectory
+
+    text, html = assessment.to_json(), assessment.to_html()  # rendered before anything is written
+    output = OutputDirectory(Path(out_dir))
+    with output as stage:
+        (stage / "risk.json").write_text(text, encoding="utf-8")
+        (stage / "risk.html").write_text(html, encoding="utf-8")
+        output.publish()
+    return output.out_dir
+
+
+def describe_estimate(e: Estimate) -> str:
+    """``0.0621 (95 % 0.0564-0.0683)``, or ``no estimate: <reason>``: the terminal's cell."""
+    if e.B is None:
+        return f"no estimate: {e.reason}"
+    text = f"{e.B:.4g}"
+    if e.interval is not None:
+        text += f" (95 % {e.interval[0]:.4g}–{e.interval[1]:.4g})"
+    return text
