@@ -846,10 +846,8 @@ def config_json_schema() -> str:
     from safeshare.models.registry import privacy_json_schema
 
     schema["$defs"]["AttributeSection"]["properties"]["hierarchy"] = _builder_schema()
-    props["local_recoding"] = {
-        "anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/LocalRecodingSection"}],
-        "description": LocalRecodingSection.__doc__,
-    }
+    # local_recoding: true (the default rounds) | false (off) | {rounds: N}
+    props["local_recoding"] = {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/LocalRecodingSection"}]}
     privacy = privacy_json_schema()
     schema["$defs"].update(privacy.pop("$defs"))
     schema["$defs"]["Privacy"] = privacy
