@@ -209,9 +209,14 @@ def build_local_release(
         f"{choice.why}; then local recoding: {section['rounds_run']} round(s) on the suppressed records "
         f"released {gained:,} more ({section['stop']})"
     )
+    # records per level keyed by the level's text, as report.json holds them
+    generalization = tuple(
+        {**g, "records_per_level": {str(lv): n for lv, n in g["records_per_level"].items()}}
+        for g in result.generalization()
+    )
     release = Release(
         input=input_profile(base, source, input_columns, released_columns, result.records_in),
-        choice=replace(choice, generalization=tuple(result.generalization()), why=why),
+        choice=replace(choice, generalization=generalization, why=why),
         output=Output(
             file=release_name(fmt),
             format=fmt,
