@@ -205,9 +205,11 @@ WALK: dict[str, tuple[Any, Any]] = {
     "output": ({"format": "parquet"}, lambda r: r["release"] == "release.parquet"),
     "local_recoding": (
         {"rounds": 3},
-        lambda r: r["provenance"]["settings"]["local_recoding"] == {"rounds": 3}
-        and r["local_recoding"]["rounds"][0]["round"] == 0
-        and r["local_recoding"]["rounds_run"] <= 3,
+        lambda r: (
+            r["provenance"]["settings"]["local_recoding"] == {"rounds": 3}
+            and r["local_recoding"]["rounds"][0]["round"] == 0
+            and r["local_recoding"]["rounds_run"] <= 3
+        ),
     ),
 }
 

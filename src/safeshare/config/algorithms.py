@@ -137,9 +137,7 @@ def _single_k(criterion: PrivacyCriterion) -> int:
 #: The registry: every strategy by name.
 ALGORITHMS: dict[str, Algorithm] = {
     "ola": Algorithm(_ola, summary="least loss among the k-minimal nodes (thesis 4.3)", local_recoding=True),
-    "exhaustive": Algorithm(
-        _exhaustive, summary="every node evaluated (the reference)", local_recoding=True
-    ),
+    "exhaustive": Algorithm(_exhaustive, summary="every node evaluated (the reference)", local_recoding=True),
     "inverse-ola": Algorithm(
         _inverse_ola,
         _inverse_ola_options,

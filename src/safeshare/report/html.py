@@ -197,8 +197,11 @@ def _local_recoding(doc: dict[str, Any]) -> dict[str, Any] | None:
         ("DM* per record (normalized)", "dm_star_normalized", 5),
     ]
     loss = [
-        (title, _num(g.get(key)) if not digits else f"{float(g[key]):.{digits}f}",
-         _num(m.get(key)) if not digits else f"{float(m[key]):.{digits}f}")
+        (
+            title,
+            _num(g.get(key)) if not digits else f"{float(g[key]):.{digits}f}",
+            _num(m.get(key)) if not digits else f"{float(m[key]):.{digits}f}",
+        )
         for title, key, digits in measures
         if key in g and key in m
     ]

@@ -253,7 +253,9 @@ def _publish_local(
     output = OutputDirectory(out_dir)
     with monitor.phase("writing and verifying the release"), output as stage:
         verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings)
-        release = build_local_release(recoded, engine, fmt, delimiter, context, verification, out_dir, timings)
+        release = build_local_release(
+            recoded, engine, fmt, delimiter, context, verification, out_dir, timings
+        )
         write_reports(release, stage)
         output.publish()
     return release
