@@ -173,6 +173,8 @@ def _base(algorithm: str) -> dict[str, Any]:
         config["dp"] = {"beta": 0.8, "epsilon_prime": 1.0, "utility": "safepub", "seed": 3}
     if algorithm == "inverse-ola":
         config["max_loss"] = 0.5
+    if algorithm == "node":  # the node to release: decades, 3-digit ZIP prefixes, sex suppressed
+        config["levels"] = {"age": 1, "zip": 1, "sex": 1}
     return config
 
 
@@ -203,6 +205,7 @@ WALK: dict[str, tuple[Any, Any]] = {
     "spark": ({"app_name": "walk"}, lambda r: r["provenance"]["settings"]["spark"]["app_name"] == "walk"),
     "duckdb": ({"threads": 1}, lambda r: r["provenance"]["settings"]["duckdb"]["threads"] == 1),
     "output": ({"format": "parquet"}, lambda r: r["release"] == "release.parquet"),
+    "levels": ({"age": 2, "zip": 1, "sex": 1}, lambda r: r["levels"] == {"age": 2, "zip": 1, "sex": 1}),
     "local_recoding": (
         {"rounds": 3},
         lambda r: (
@@ -220,6 +223,7 @@ REFUSED = {
     ("engine", "epsilon-safe"): "Parquet",  # DuckDB numbers CSV rows unstably: sampling is refused
     ("local_recoding", "inverse-ola"): "local_recoding: not supported with algorithm inverse-ola",
     ("local_recoding", "epsilon-safe"): "local_recoding: not supported with algorithm epsilon-safe",
+    ("local_recoding", "node"): "local_recoding: not supported with algorithm node",
 }
 
 

@@ -214,6 +214,50 @@ def test_the_lattice_and_risk_of_a_run(server, finished) -> None:
         assert client.get(f"/api/projects/{project}/runs/{run}/nodes/1,2").status_code == 404
 
 
+def test_a_node_picked_in_explore_is_released_as_the_command_line_would(server, tmp_path: Path) -> None:
+    """Explore's "Release this node": the configuration takes ``algorithm: node`` with the node's
+    levels, the run releases exactly that node, verified, and its YAML reproduces the bytes."""
+    with server.client() as client:
+        project = adult_project(client)["id"]
+        wait_idle(client, project)
+        first = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
+        assert wait_run(client, project, first)["status"] == "done"
+        lattice = client.get(f"/api/projects/{project}/runs/{first}/lattice").json()
+        candidates = sorted(
+            (n for n in lattice["nodes"] if n["status"] == "anonymous" and n.get("loss") is not None),
+            key=lambda n: n["loss"],
+        )
+        chosen = candidates[0]["levels"]  # the best qualifying node after the optimum
+        assert chosen != lattice["optimum"]
+        answer = client.post(
+            f"/p/{project}/runs/{first}/release-node",
+            data={"levels": ",".join(map(str, chosen))},
+            follow_redirects=False,
+        )
+        assert answer.status_code == 303 and "run=" in answer.headers["location"], answer.text
+        second = answer.headers["location"].split("run=")[1]
+        state = wait_run(client, project, second)
+        assert state["status"] == "done" and state["verified"] is True, state
+        report = client.get(f"/api/projects/{project}/runs/{second}/report").json()
+        assert report["node"] == chosen and report["verified"]
+        release = client.get(f"/api/projects/{project}/runs/{second}/files/release.csv").content
+        bad = client.post(
+            f"/p/{project}/runs/{first}/release-node", data={"levels": "1,2"}, follow_redirects=False
+        )
+        assert bad.status_code == 303 and "error" in bad.headers["location"]
+    config = server.workdir / "safeshare-projects" / project / f"run-{second}.yaml"
+    assert "algorithm: node" in config.read_text()
+    out = tmp_path / "cli"
+    done = subprocess.run(
+        [sys.executable, "-m", "safeshare", "anonymize", str(config), "--out", str(out), "--quiet"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "release.csv").read_bytes() == release
+
+
 def test_cancel_stops_the_child_and_publishes_nothing(server, finished) -> None:
     project, _ = finished
     with server.client() as client:

@@ -24,11 +24,12 @@ Example (paths are relative to the configuration file)::
       l-diversity: {l: 2, columns: [diagnosis]}   # some sensitive columns only (default: all)
     max_suppression: 5%         # a fraction (0.05) or a percent (5%)
     metric: prec                # prec | dm_star | entropy
-    algorithm: ola              # ola | exhaustive | inverse-ola | anytime | auto | epsilon-safe
+    algorithm: ola              # ola | exhaustive | inverse-ola | anytime | auto | node | epsilon-safe
     max_loss: 0.5               # inverse-ola: largest normalized information loss
     time_limit: 60              # anytime, auto: seconds of search (docs/anytime.md)
     max_evaluations: 20000      # anytime, auto: node evaluations at most
     exact_max_nodes: 500000     # auto: largest lattice searched exactly by OLA
+    levels: {age: 1, sex: 0}    # node: the one node to release (every QI), if it qualifies
     dp: {beta: 0.75, epsilon_prime: 0.5}   # epsilon-safe (docs/differential-privacy.md)
     local_recoding: {rounds: 100}   # release what the optimal node suppresses, in rounds
                                     # (docs/anonymization.md; `true` alone: the default rounds)
@@ -408,6 +409,7 @@ class ConfigFile(Section):
     time_limit: Seconds | None = None
     max_evaluations: PositiveInt | None = None
     exact_max_nodes: PositiveInt | None = None
+    levels: dict[str, Count] | None = None
     dp: EpsilonSafeOptions | None = None
     #: ``local_recoding:`` (issue 25): ``None`` is off
     local_recoding: Annotated[LocalRecodingSection | None, BeforeValidator(_local_recoding)] = None
@@ -795,6 +797,13 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
         if a.role.value != "quasi"
     }
     check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
+    if cfg.levels is not None:
+        check_keys(cfg.levels, schema.quasi_identifiers, f"{name}: levels", not_qi)
+        missing = [q for q in schema.quasi_identifiers if q not in cfg.levels]
+        if missing:
+            raise ConfigError(
+                f"{name}: levels: missing the level of {', '.join(missing)} (one per quasi-identifier)"
+            )
     _check_population_size(cfg)
     if cfg.engine == "spark" and cfg.output.format == "csv":
         raise ConfigError(f"{name}: output.format: the spark engine writes Parquet releases only")

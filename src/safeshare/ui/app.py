@@ -718,7 +718,31 @@ async def node_fragment(request: Request) -> Response:
         detail = node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
     except InputError as exc:
         return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
-    return ctx.render("node.html", node=detail, chart=Markup(_histogram_svg(detail)))
+    return ctx.render(
+        "node.html", node=detail, chart=Markup(_histogram_svg(detail)), project=project, run_id=run_id
+    )
+
+
+async def release_node(request: Request) -> Response:
+    """Release the node picked in Explore: the project's configuration takes ``algorithm: node``
+    with that node's ``levels`` (so "copy as YAML" reproduces it), and a run starts; the node
+    is checked against the models like a searched one and released only if it qualifies."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    try:
+        view = view_of(project, request.path_params["rid"])
+        parts = str(form.get("levels", "")).split(",")
+        if len(parts) != len(view.quasi_identifiers) or not all(p.strip().isdigit() for p in parts):
+            raise InputError(f"levels: expected {len(view.quasi_identifiers)} levels joined by ','")
+        config = project.config()
+        config["algorithm"] = "node"
+        config["levels"] = {q: int(p) for q, p in zip(view.quasi_identifiers, parts, strict=True)}
+        project.save_config(config)
+        run_id = start_run(ctx, project, "anonymize")
+    except (InputError, RunError) as exc:
+        return back(f"/p/{project.id}/explore", str(exc))
+    return back(f"/p/{project.id}/run?run={run_id}")
 
 
 def _histogram_svg(detail: Mapping[str, Any], width: int = 380) -> str:
@@ -1096,6 +1120,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/surveillance", surveillance_page),
         Route(f"{pid}/surveillance", start_surveillance, methods=["POST"]),
         Route(f"{pid}/runs/{{rid:str}}/node", node_fragment),
+        Route(f"{pid}/runs/{{rid:str}}/release-node", release_node, methods=["POST"]),
         Route(f"{pid}/runs/{{rid:str}}/compare", compare_fragment),
         Route(f"{pid}/runs/{{rid:str}}/files/{{name:str}}", run_file),
         Route("/api/projects", api_projects, methods=["GET", "POST"]),

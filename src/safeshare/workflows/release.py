@@ -134,6 +134,15 @@ def check_releasable(
                 f"the anytime search found no qualifying node before its {str(stop).replace('_', ' ')}; "
                 "raise time_limit or max_evaluations"
             )
+        if result.search.algorithm == "node":
+            levels = ", ".join(
+                f"{q}={lv}"
+                for q, lv in zip(result.table.qi_names, result.search.extra["requested_node"], strict=True)
+            )
+            raise InputError(
+                f"the node of the configured levels ({levels}) does not satisfy the privacy models within "
+                f"the suppression limit ({result.criterion.max_suppression:.0%}); nothing written"
+            )
         raise InputError(
             "no generalization satisfies the privacy models within the suppression limit "
             f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
