@@ -12,7 +12,7 @@ All with 1,000 simulations, best of several runs (a 2-core machine shared with o
    target 1 s per policy;
 5. (issue 22) Table 2 in the paper's form for the synthetic nation (200 counties over the paper's five
    categories, 20 weeks, 1,000 simulations, daily and weekly releases):
-   ``usecases.evaluate(categories="paper")``, CPU time (``time.process_time``) — target 600 s.
+   ``api.surveil_evaluate(categories="paper")``, CPU time (``time.process_time``) — target 600 s.
 
 Baseline measured in the same run: a plain person-by-person simulation (per simulation, an
 ordered sample of people without replacement, groups counted by ``np.unique`` per record set),
@@ -107,7 +107,7 @@ def baseline_series(
 def run() -> dict[str, float]:
     figures: dict[str, float] = {}
     walk = counties([20_000 + 1_250 * i for i in range(9)])
-    crit = RiskCriterion(k=K, sims=SIMS, seed=1)
+    crit = RiskCriterion(k=K, simulations=SIMS, seed=1)
     figures["walk_pruned"], pruned = _best(lambda: search_policies(walk, walk.regions, WALK_VOLUMES, crit))
     figures["walk_all"], full = _best(
         lambda: search_policies(walk, walk.regions, WALK_VOLUMES, crit, exhaustive=True)
@@ -157,19 +157,19 @@ def nation() -> dict[str, float]:
     would cost the series baseline per policy for each of its thousands of policy evaluations)."""
     import tempfile
 
-    from safeshare.surveillance import usecases
+    from safeshare import api
     from safeshare.surveillance.synthetic import generate_nation
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         generate_nation(folder, seed=1)
         start = time.process_time()
-        result = usecases.evaluate(
-            population=folder / "population.csv",
+        result = api.surveil_evaluate(
+            population_table=folder / "population.csv",
             cases=folder / "cases_long.csv",
             forecasts=folder / "forecasts.csv",
             categories="paper",
-            sims=SIMS,
+            simulations=SIMS,
             seed=1,
         )
         cpu = time.process_time() - start

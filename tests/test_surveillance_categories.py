@@ -75,7 +75,16 @@ def test_table2_averages_and_quantile_ranges_across_regions() -> None:
 
 
 def test_search_for_several_k_per_paper_category_and_marketer(tmp_path: Path) -> None:
-    args = ["surveil", "search", "--population", POP, "--volumes", "10,11,50,300,2000", "--sims", "40"]
+    args = [
+        "surveil",
+        "search",
+        "--population-table",
+        POP,
+        "--volumes",
+        "10,11,50,300,2000",
+        "--simulations",
+        "40",
+    ]
     assert main([*args, "--k", "5,11,20", "--categories", "paper", "--out", str(tmp_path / "k")]) == 0
     table = pd.read_csv(tmp_path / "k" / "search.csv")
     assert list(table.columns) == ["policy", "k5 1000-50000", "k11 1000-50000", "k20 1000-50000"]
@@ -93,7 +102,18 @@ def test_search_for_several_k_per_paper_category_and_marketer(tmp_path: Path) ->
 
 
 def test_select_by_category_and_cumulative(tmp_path: Path, capsys) -> None:
-    base = ["surveil", "select", "--population", POP, "--region", "99005", "--cases", CASES, "--sims", "40"]
+    base = [
+        "surveil",
+        "select",
+        "--population-table",
+        POP,
+        "--region",
+        "99005",
+        "--cases",
+        CASES,
+        "--simulations",
+        "40",
+    ]
     assert main([*base, "--categories", "paper", "--out", str(tmp_path / "c")]) == 0
     doc = json.loads((tmp_path / "c" / "schedule.json").read_text())
     assert sorted(doc["searched_regions"]) == ["99001", "99003", "99005"]  # its category
@@ -111,8 +131,8 @@ def test_select_by_category_and_cumulative(tmp_path: Path, capsys) -> None:
 
 def test_evaluate_writes_table2_in_the_papers_form(tmp_path: Path, capsys) -> None:
     out = tmp_path / "e"
-    args = ["surveil", "evaluate", "--population", POP, "--cases", CASES, "--forecasts", FORECASTS]
-    args += ["--categories", "5000,20000", "--k", "11,20", "--sims", "40", "--case-studies", "99003"]
+    args = ["surveil", "evaluate", "--population-table", POP, "--cases", CASES, "--forecasts", FORECASTS]
+    args += ["--categories", "5000,20000", "--k", "11,20", "--simulations", "40", "--case-studies", "99003"]
     assert main([*args, "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     assert names == sorted(

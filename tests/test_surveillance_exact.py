@@ -97,7 +97,7 @@ def _frontier(space, acceptable: set) -> tuple[list, list]:
 
 def _check_county(population: Population, region: str, volumes: list[int], every_policy: bool) -> dict:
     space = population.space
-    crit = RiskCriterion(k=K, threshold=THRESHOLD, quantile=QUANTILE, sims=SIMS, seed=7)
+    crit = RiskCriterion(k=K, threshold=THRESHOLD, quantile=QUANTILE, simulations=SIMS, seed=7)
     found = search_policies(population, [region], volumes, crit)
     people = population.of(region)
     report = {"failures": [], "borderline": 0, "checked": 0}

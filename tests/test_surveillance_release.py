@@ -47,7 +47,7 @@ def _schedule(tmp_path: Path, rows: list[tuple[str, str]]) -> str:
 def test_release_by_weekly_schedule(tmp_path: Path) -> None:
     sched = _schedule(tmp_path, [("2020-08-02", "do not share"), ("2020-08-09", "1C*e")])
     out = tmp_path / "out"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policies", sched]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policies", sched]
     assert main([*args, "--k", "11", "--out", str(out)]) == 0
     records = pd.read_csv(RECORDS, dtype=str)
     second_week = records[records["date"] >= "2020-08-09"]
@@ -157,7 +157,16 @@ def test_bad_records_exit_2_with_one_line(tmp_path: Path, capsys, edit, message:
     path = tmp_path / "case_records.csv"
     frame.to_csv(path, index=False)
     sched = _schedule(tmp_path, [("2020-08-02", "****"), ("2020-08-09", "****")])
-    args = ["surveil", "release", "--population", POP, "--cases-records", str(path), "--policies", sched]
+    args = [
+        "surveil",
+        "release",
+        "--population-table",
+        POP,
+        "--cases-records",
+        str(path),
+        "--policies",
+        sched,
+    ]
     assert main([*args, "--engine", engine, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
@@ -168,7 +177,7 @@ def test_bad_options_and_schedules(tmp_path: Path, capsys) -> None:
     base = [
         "surveil",
         "release",
-        "--population",
+        "--population-table",
         POP,
         "--cases-records",
         RECORDS,
@@ -189,7 +198,7 @@ def test_bad_options_and_schedules(tmp_path: Path, capsys) -> None:
 
 def test_weekly_release_with_kept_column(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "4*s*"]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policy", "4*s*"]
     assert main([*args, "--weekly", "--keep", "hospitalized", "--out", str(out)]) == 0
     files = sorted(p.name for p in out.glob("release_*.csv"))
     assert files == ["release_week_2020-08-02.csv", "release_week_2020-08-09.csv"]
@@ -235,7 +244,7 @@ def test_memory_and_duckdb_engines_write_the_same_release_bytes(tmp_path: Path, 
 
 def test_cli_release_with_duckdb_and_parquet(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "3B*e"]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policy", "3B*e"]
     assert main([*args, "--engine", "duckdb", "--format", "parquet", "--out", str(out)]) == 0
     files = sorted(out.glob("release_*.parquet"))
     assert files and not list(out.glob("release_*.csv"))

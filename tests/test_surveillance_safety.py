@@ -51,14 +51,24 @@ def _files_text(folder: Path) -> str:
 @pytest.mark.parametrize(
     "command",
     [
-        ["search", "--population", POP, "--regions", "99003", "--volumes", "0,11,300"],
-        ["select", "--population", POP, "--region", "99003", "--cases", CASES, "--volumes", "0"],
-        ["evaluate", "--population", POP, "--cases", CASES, "--forecasts", FORECASTS, "--volumes", "0,11"],
+        ["search", "--population-table", POP, "--regions", "99003", "--volumes", "0,11,300"],
+        ["select", "--population-table", POP, "--region", "99003", "--cases", CASES, "--volumes", "0"],
+        [
+            "evaluate",
+            "--population-table",
+            POP,
+            "--cases",
+            CASES,
+            "--forecasts",
+            FORECASTS,
+            "--volumes",
+            "0,11",
+        ],
     ],
 )
 def test_item2_volume_zero_is_refused(tmp_path: Path, capsys, command: list[str]) -> None:
     """Zero cases have PK 0 under every policy: [0, 11) would have shared 0Ase with 1..10 cases."""
-    assert main(["surveil", *command, "--sims", "20", "--out", str(tmp_path / "o")]) == 2
+    assert main(["surveil", *command, "--simulations", "20", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "--volumes: 0 is no case volume")
     assert not (tmp_path / "o").exists()
 
@@ -68,7 +78,16 @@ def test_item3_release_publishes_nothing_of_unreleased_records(tmp_path: Path) -
     sched = tmp_path / "schedule.csv"
     sched.write_text("week_start,volume,policy\n2020-08-02,0,do not share\n2020-08-09,0,0Ase\n")
     out, log = tmp_path / "out", tmp_path / "custodian.json"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policies", str(sched)]
+    args = [
+        "surveil",
+        "release",
+        "--population-table",
+        POP,
+        "--cases-records",
+        RECORDS,
+        "--policies",
+        str(sched),
+    ]
     assert main([*args, "--out", str(out), "--custodian-log", str(log)]) == 0
     records = pd.read_csv(RECORDS, dtype=str)
     custodian = json.loads(log.read_text())
@@ -92,7 +111,7 @@ def test_item3_release_publishes_nothing_of_unreleased_records(tmp_path: Path) -
 
 def test_item3_custodian_log_inside_the_published_folder_is_refused(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "****"]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policy", "****"]
     assert main([*args, "--out", str(out), "--custodian-log", str(out / "log.json")]) == 2
     _one_line_error(capsys, "--custodian-log", "inside the published folder")
     assert not out.exists()
@@ -119,9 +138,9 @@ def test_item4_bad_forecasts_are_refused(
 ) -> None:
     path = tmp_path / "f.csv"
     path.write_text(HEADER + body)
-    args = ["surveil", command, "--population", POP, "--cases", CASES, "--forecasts", str(path)]
+    args = ["surveil", command, "--population-table", POP, "--cases", CASES, "--forecasts", str(path)]
     args += ["--region", "99003"] if command == "select" else ["--regions", "99003"]
-    assert main([*args, "--sims", "20", "--out", str(tmp_path / "o")]) == 2
+    assert main([*args, "--simulations", "20", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, message)
 
 
@@ -153,7 +172,7 @@ def test_item5_control_characters_in_labels_are_refused(
     path = tmp_path / "h.yaml"
     path.write_text(spec)
     out = tmp_path / "o"
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "1Bse"]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policy", "1Bse"]
     assert main([*args, "--hierarchies", str(path), "--engine", engine, "--out", str(out)]) == 2
     _one_line_error(capsys, str(path), message)
     assert not out.exists()
@@ -178,8 +197,8 @@ def test_item5_hierarchies_are_read_by_the_safe_loader(
 ) -> None:
     path = tmp_path / "h.yaml"
     path.write_text(text)
-    args = ["surveil", "search", "--population", POP, "--volumes", "11", "--hierarchies", str(path)]
-    assert main([*args, "--sims", "5", "--out", str(tmp_path / "o")]) == 2
+    args = ["surveil", "search", "--population-table", POP, "--volumes", "11", "--hierarchies", str(path)]
+    assert main([*args, "--simulations", "5", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, str(path), message)
 
 
@@ -203,10 +222,20 @@ def test_item6_duplicate_column_names_are_refused(tmp_path: Path, capsys, which:
         path.write_text(header + "\n2020-08-02,0,****,0Ase\n")
     pop = str(path) if which == "population" else POP
     if which == "schedule":
-        args = ["release", "--population", pop, "--cases-records", RECORDS, "--policies", str(path)]
+        args = ["release", "--population-table", pop, "--cases-records", RECORDS, "--policies", str(path)]
     else:
         cases = str(path) if which == "cases" else CASES
-        args = ["simulate", "--population", pop, "--region", "99003", "--cases", cases, "--policy", "****"]
+        args = [
+            "simulate",
+            "--population-table",
+            pop,
+            "--region",
+            "99003",
+            "--cases",
+            cases,
+            "--policy",
+            "****",
+        ]
     assert main(["surveil", *args, "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, f"{path}:1: column", "has the name of column")
 
@@ -216,7 +245,7 @@ def _simulate_args(out: Path, sims: str = "20") -> list[str]:
     return [
         "surveil",
         "simulate",
-        "--population",
+        "--population-table",
         POP,
         "--region",
         "99005",
@@ -224,7 +253,7 @@ def _simulate_args(out: Path, sims: str = "20") -> list[str]:
         CASES,
         "--policy",
         "****",
-        "--sims",
+        "--simulations",
         sims,
         "--out",
         str(out),
@@ -238,19 +267,19 @@ def test_item7_outputs_are_published_as_a_whole(tmp_path: Path) -> None:
     assert main([*_simulate_args(out), "--no-plots"]) == 0
     assert not (out / "simulation.png").exists()  # no figure of the earlier run is left
     ev = tmp_path / "e"
-    args = ["surveil", "evaluate", "--population", POP, "--cases", CASES, "--forecasts", FORECASTS]
-    args += ["--regions", "99005", "--sims", "20", "--out", str(ev)]
+    args = ["surveil", "evaluate", "--population-table", POP, "--cases", CASES, "--forecasts", FORECASTS]
+    args += ["--regions", "99005", "--simulations", "20", "--out", str(ev)]
     assert main(args) == 0
     assert (ev / "case_study_99005.png").is_file()
     assert main([*args, "--weekly"]) == 0
     assert not list(ev.glob("*.png"))  # the daily run's figure is gone
     assert json.loads((ev / "evaluation.json").read_text())["weekly"] is True
     for command in (
-        ["search", "--population", POP, "--regions", "99005", "--volumes", "11,50"],
-        ["select", "--population", POP, "--region", "99005", "--cases", CASES, "--volumes", "11,50"],
+        ["search", "--population-table", POP, "--regions", "99005", "--volumes", "11,50"],
+        ["select", "--population-table", POP, "--region", "99005", "--cases", CASES, "--volumes", "11,50"],
     ):
         sel = tmp_path / command[0]
-        assert main(["surveil", *command, "--sims", "20", "--out", str(sel)]) == 0
+        assert main(["surveil", *command, "--simulations", "20", "--out", str(sel)]) == 0
         assert (sel / ".safeshare-output").is_file()
 
 
@@ -283,7 +312,7 @@ def test_item7_sigterm_leaves_the_previous_folder_whole(tmp_path: Path) -> None:
 def test_item8_search_into_the_inputs_folder_is_refused(tmp_path: Path, capsys) -> None:
     pop = tmp_path / "population.csv"
     pop.write_bytes(Path(POP).read_bytes())
-    args = ["surveil", "search", "--population", str(pop), "--volumes", "11", "--sims", "5"]
+    args = ["surveil", "search", "--population-table", str(pop), "--volumes", "11", "--simulations", "5"]
     assert main([*args, "--out", str(tmp_path)]) == 2
     _one_line_error(capsys, "refusing to replace", "not a safeshare output")
     assert pop.read_bytes() == Path(POP).read_bytes()
@@ -296,12 +325,12 @@ def test_item9_memory_is_estimated_and_refused_with_its_figure(
     from safeshare.surveillance import simulate
 
     monkeypatch.setattr(simulate, "available_memory", lambda: 4 << 30)
-    args = ["surveil", "search", "--population", POP, "--volumes", "11,300", "--sims", "1000000"]
+    args = ["surveil", "search", "--population-table", POP, "--volumes", "11,300", "--simulations", "1000000"]
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
-    _one_line_error(capsys, "--sims 1000000", "GiB of memory", "available")
+    _one_line_error(capsys, "--simulations 1000000", "GiB of memory", "available")
     args = _simulate_args(tmp_path / "s", "10000000")
     assert main(args) == 2
-    _one_line_error(capsys, "--sims 10000000", "GiB of memory")
+    _one_line_error(capsys, "--simulations 10000000", "GiB of memory")
 
 
 # ------------------------------------------------------------------------------------------ item 10
@@ -313,7 +342,7 @@ def test_item9_memory_is_estimated_and_refused_with_its_figure(
         (["--k", "99999999999999999999999"], "--k: k must be at most"),
         (["--lag", "0"], "--lag"),
         (["--lag", "99999999999999999999999"], "--lag"),
-        (["--sims", "0"], "--sims"),
+        (["--simulations", "0"], "--simulations"),
     ],
 )
 def test_item10_hostile_simulate_options_are_exit_2(
@@ -336,7 +365,16 @@ def test_item10_hostile_simulate_options_are_exit_2(
 def test_item10_hostile_search_options_are_exit_2(
     tmp_path: Path, capsys, extra: list[str], message: str
 ) -> None:
-    args = ["surveil", "search", "--population", POP, "--sims", "5", "--out", str(tmp_path / "o")]
+    args = [
+        "surveil",
+        "search",
+        "--population-table",
+        POP,
+        "--simulations",
+        "5",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert main([*args, *extra]) == 2
     _one_line_error(capsys, message)
 
@@ -345,24 +383,24 @@ def test_item10_hostile_search_options_are_exit_2(
 def test_item10_an_overflowing_population_count_is_exit_2(tmp_path: Path, capsys, count: str) -> None:
     pop = tmp_path / "p.csv"
     pop.write_text(f"region,age,race,sex,ethnicity,count\n99005,30,white,male,hispanic,{count}\n")
-    args = ["surveil", "search", "--population", str(pop), "--volumes", "11", "--sims", "5"]
+    args = ["surveil", "search", "--population-table", str(pop), "--volumes", "11", "--simulations", "5"]
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "p.csv:2: column 'count' (6)")
 
 
 def test_item10_select_and_evaluate_options(tmp_path: Path, capsys) -> None:
-    base = ["surveil", "select", "--population", POP, "--region", "99005", "--cases", CASES]
+    base = ["surveil", "select", "--population-table", POP, "--region", "99005", "--cases", CASES]
     assert main([*base, "--forecast-value", "2", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "--forecast-value")
     assert main([*base, "--priority", "zodiac", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "--priority")
-    args = ["surveil", "evaluate", "--population", POP, "--cases", CASES, "--forecasts", FORECASTS]
+    args = ["surveil", "evaluate", "--population-table", POP, "--cases", CASES, "--forecasts", FORECASTS]
     assert main([*args, "--regions", "99005,99005", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "--regions")
 
 
 def test_item10_a_column_kept_twice_is_exit_2(tmp_path: Path, capsys) -> None:
-    args = ["surveil", "release", "--population", POP, "--cases-records", RECORDS, "--policy", "****"]
+    args = ["surveil", "release", "--population-table", POP, "--cases-records", RECORDS, "--policy", "****"]
     assert main([*args, "--keep", "case_id,case_id", "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "--keep: a column is named twice")
 
@@ -372,7 +410,16 @@ def test_item10_a_column_kept_twice_is_exit_2(tmp_path: Path, capsys) -> None:
 def test_item11_more_case_records_than_people_is_refused(tmp_path: Path, capsys, engine: str) -> None:
     pop = tmp_path / "p.csv"
     pop.write_text("region,age,race,sex,ethnicity,count\n99003,58,white,male,non-hispanic,5\n")
-    args = ["surveil", "release", "--population", str(pop), "--cases-records", RECORDS, "--policy", "****"]
+    args = [
+        "surveil",
+        "release",
+        "--population-table",
+        str(pop),
+        "--cases-records",
+        RECORDS,
+        "--policy",
+        "****",
+    ]
     assert main([*args, "--engine", engine, "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "region '99003' has 21 case records but only 5 people")
     assert not (tmp_path / "o").exists()
@@ -386,14 +433,44 @@ def test_item13_no_local_path_in_any_output(tmp_path: Path) -> None:
         (inputs / name).write_bytes((EXAMPLES / name).read_bytes())
     pop, cases, fc = (str(inputs / n) for n in ("population.csv", "cases_long.csv", "forecasts.csv"))
     runs = {
-        "sim": ["simulate", "--population", pop, "--region", "99005", "--cases", cases, "--policy", "****"],
-        "search": ["search", "--population", pop, "--volumes", "11,50"],
-        "select": ["select", "--population", pop, "--region", "99005", "--cases", cases, "--forecasts", fc],
-        "eval": ["evaluate", "--population", pop, "--cases", cases, "--forecasts", fc, "--regions", "99005"],
+        "sim": [
+            "simulate",
+            "--population-table",
+            pop,
+            "--region",
+            "99005",
+            "--cases",
+            cases,
+            "--policy",
+            "****",
+        ],
+        "search": ["search", "--population-table", pop, "--volumes", "11,50"],
+        "select": [
+            "select",
+            "--population-table",
+            pop,
+            "--region",
+            "99005",
+            "--cases",
+            cases,
+            "--forecasts",
+            fc,
+        ],
+        "eval": [
+            "evaluate",
+            "--population-table",
+            pop,
+            "--cases",
+            cases,
+            "--forecasts",
+            fc,
+            "--regions",
+            "99005",
+        ],
     }
     for name, args in runs.items():
-        assert main(["surveil", *args, "--sims", "10", "--out", str(tmp_path / name)]) == 0
-    rel = ["release", "--population", pop, "--cases-records", str(inputs / "case_records.csv")]
+        assert main(["surveil", *args, "--simulations", "10", "--out", str(tmp_path / name)]) == 0
+    rel = ["release", "--population-table", pop, "--cases-records", str(inputs / "case_records.csv")]
     assert main(["surveil", *rel, "--policy", "****", "--out", str(tmp_path / "rel")]) == 0
     for name in [*runs, "rel"]:
         text = _files_text(tmp_path / name)

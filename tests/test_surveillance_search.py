@@ -22,7 +22,7 @@ def population():
 
 
 def test_monotone_search_equals_evaluating_every_policy(population) -> None:
-    crit = RiskCriterion(sims=150, seed=2)
+    crit = RiskCriterion(simulations=150, seed=2)
     regions = ["99001", "99003"]
     volumes = [10, 11, 50, 150, 500]
     fast = search_policies(population, regions, volumes, crit)
@@ -39,7 +39,7 @@ def test_monotone_search_equals_evaluating_every_policy(population) -> None:
 
 def test_search_results_make_sense(population) -> None:
     space = population.space
-    res = search_policies(population, ["99003"], [10, 11, 300], RiskCriterion(sims=100, seed=1))
+    res = search_policies(population, ["99003"], [10, 11, 300], RiskCriterion(simulations=100, seed=1))
     at10, at11, at300 = res.results
     assert at10.acceptable == [] and at10.best is None  # fewer than 11 records: PK11 = 1
     assert space.parse("****") in at11.acceptable  # 11 records in one group: PK11 = 0
@@ -60,7 +60,7 @@ def test_search_results_make_sense(population) -> None:
 def test_volumes_above_a_regions_people_are_searched_in_the_regions_that_hold_them(population) -> None:
     """Issue 22: never dropped silently; a volume is searched in the regions with at least that many
     people (the paper's code), a volume no region holds is not searched, and one line says so."""
-    crit = RiskCriterion(sims=30, seed=3)
+    crit = RiskCriterion(simulations=30, seed=3)
     res = search_policies(population, ["99005", "99003"], [11, 2000, 9000], crit)
     assert [r.volume for r in res.results] == [11, 2000] and res.unsearched == [9000]
     assert res.results[0].regions == ("99005", "99003") and res.results[1].regions == ("99003",)
@@ -73,7 +73,7 @@ def test_volumes_above_a_regions_people_are_searched_in_the_regions_that_hold_th
     )
     assert search_policies(population, ["99003"], [11, 300], crit).volume_notes(population.totals) is None
     with pytest.raises(InputError, match="'12345' is not in the population table"):
-        search_policies(population, ["12345"], [10], RiskCriterion(sims=5))
+        search_policies(population, ["12345"], [10], RiskCriterion(simulations=5))
 
 
 def test_categorize(population) -> None:
@@ -100,7 +100,9 @@ def _upper_by_hand(population, node, regions, volume: int, crit: RiskCriterion) 
     worst = 0.0
     for region in sorted(regions, key=lambda r: population.totals[r]):
         pop = population.of(region)
-        draws = VolumeRisk(pop, volume, crit.sims, seeded(crit.seed, population.region_index(region), volume))
+        draws = VolumeRisk(
+            pop, volume, crit.simulations, seeded(crit.seed, population.region_index(region), volume)
+        )
         group_of_bin = np.asarray(grouping[0])[np.flatnonzero(pop > 0)]
         pks = []
         for counts in draws.bin_counts:
@@ -113,7 +115,7 @@ def _upper_by_hand(population, node, regions, volume: int, crit: RiskCriterion) 
 
 
 def test_upper_is_the_running_max_over_the_regions_smallest_first(population) -> None:
-    crit = RiskCriterion(sims=40, seed=5)
+    crit = RiskCriterion(simulations=40, seed=5)
     regions = ["99001", "99003", "99005"]
     res = search_policies(population, regions, [5, 60], crit, exhaustive=True)
     few, some = res.results
@@ -137,29 +139,29 @@ def test_upper_is_the_running_max_over_the_regions_smallest_first(population) ->
 def test_the_threshold_is_inclusive_at_both_ends(population) -> None:
     """Threshold 1 accepts every policy below k records; threshold 0 accepts a PK of exactly 0."""
     space = population.space
-    crit = RiskCriterion(threshold=1.0, sims=5)
+    crit = RiskCriterion(threshold=1.0, simulations=5)
     res = search_policies(population, ["99005"], [5], crit)
     assert res.results[0].acceptable == sorted(space.policies())
     assert res.results[0].minimal == [space.lattice.bottom]
-    res = search_policies(population, ["99005"], [11], RiskCriterion(threshold=0.0, sims=5))
+    res = search_policies(population, ["99005"], [11], RiskCriterion(threshold=0.0, simulations=5))
     assert res.results[0].acceptable == [space.parse("****")]  # 11 records in one group: PK_11 = 0
-    res = search_policies(population, ["99005"], [11], RiskCriterion(k=12, threshold=0.999, sims=5))
+    res = search_policies(population, ["99005"], [11], RiskCriterion(k=12, threshold=0.999, simulations=5))
     assert res.results[0].acceptable == []  # 11 records, k = 12: PK_12 = 1 > 0.999
 
 
 def test_risk_criterion_bounds() -> None:
-    assert RiskCriterion() == RiskCriterion(k=11, threshold=0.01, quantile=0.975, sims=1000, seed=0)
+    assert RiskCriterion() == RiskCriterion(k=11, threshold=0.01, quantile=0.975, simulations=1000, seed=0)
     # kills: `k < 1` -> `k <= 1` (k = 1 refused)
     assert RiskCriterion(k=1).k == 1
     assert RiskCriterion(threshold=0).threshold == 0 and RiskCriterion(threshold=1).threshold == 1
-    assert RiskCriterion(quantile=1).quantile == 1 and RiskCriterion(sims=1).sims == 1
+    assert RiskCriterion(quantile=1).quantile == 1 and RiskCriterion(simulations=1).simulations == 1
     for kwargs, message in (
         ({"k": 0}, "k must be >= 1, got 0"),
         ({"threshold": -1e-9}, "threshold: a share in"),
         ({"threshold": 1 + 1e-9}, "threshold: a share in"),
         ({"quantile": 0}, "quantile: a level in"),
         ({"quantile": 1 + 1e-9}, "quantile: a level in"),
-        ({"sims": 0}, "at least 1 simulation"),
+        ({"simulations": 0}, "at least 1 simulation"),
     ):
         with pytest.raises(InputError, match=message):
             RiskCriterion(**kwargs)
@@ -170,7 +172,7 @@ def test_search_reports_progress_and_its_elapsed_time(population) -> None:
 
     calls: list[tuple[int, int]] = []
     before = time.perf_counter()
-    crit = RiskCriterion(sims=5)
+    crit = RiskCriterion(simulations=5)
     res = search_policies(
         population, ["99005"], [30, 5, 11, 30], crit, progress=lambda i, n: calls.append((i, n))
     )
@@ -179,12 +181,12 @@ def test_search_reports_progress_and_its_elapsed_time(population) -> None:
     assert calls == [(1, 3), (2, 3), (3, 3)]
     assert [r.volume for r in res.results] == [5, 11, 30]
     assert isinstance(res.elapsed_s, float) and 0 <= res.elapsed_s <= outer
-    assert res.regions == ("99005",) and res.criterion == RiskCriterion(sims=5)
+    assert res.regions == ("99005",) and res.criterion == RiskCriterion(simulations=5)
 
 
 def test_bands_rows_and_their_keys(population) -> None:
     space = population.space
-    res = search_policies(population, ["99003"], [10, 11, 300], RiskCriterion(sims=100, seed=1))
+    res = search_policies(population, ["99003"], [10, 11, 300], RiskCriterion(simulations=100, seed=1))
     at300 = res.results[2]
     # kills: a renamed key of the per-volume rows ("from")
     assert res.bands() == [
@@ -201,7 +203,7 @@ def test_bands_rows_and_their_keys(population) -> None:
     ]
     # issue 18 item 2: volume 0 would make [0, next) share the finest policy; it is refused
     with pytest.raises(InputError, match="--volumes: 0 is no case volume"):
-        search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5))
+        search_policies(population, ["99003"], [0, 11], RiskCriterion(simulations=5))
 
 
 def test_categorize_without_edges_is_one_category(population) -> None:
@@ -215,7 +217,7 @@ def test_region_draws_beyond_the_memory_budget_are_drawn_again(population, monke
     seed stream: the same results as with every region kept."""
     from safeshare.surveillance import search as search_module
 
-    crit = RiskCriterion(sims=60, seed=2)
+    crit = RiskCriterion(simulations=60, seed=2)
     regions = list(population.regions)
     kept = search_policies(population, regions, [11, 150, 300], crit, exhaustive=True)
     monkeypatch.setattr(search_module, "available_memory", lambda: 4)
@@ -229,7 +231,7 @@ def test_marketer_search_equals_evaluating_every_policy_and_its_expectation(popu
     """--risk marketer: the monotone search returns what evaluating every policy returns, and a policy
     whose J/N (the exact expected marketer risk) is far above the threshold is never acceptable, one far
     below it always is at a large enough volume."""
-    crit = RiskCriterion(sims=200, seed=4, threshold=0.05, risk="marketer")
+    crit = RiskCriterion(simulations=200, seed=4, threshold=0.05, risk="marketer")
     volumes = [20, 200, 1000]
     fast = search_policies(population, ["99003", "99005"], volumes, crit)
     full = search_policies(population, ["99003", "99005"], volumes, crit, exhaustive=True)

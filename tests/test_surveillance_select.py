@@ -25,7 +25,7 @@ def inputs():
 
 def test_selection_volumes_follow_the_paper(inputs) -> None:
     pop, cases, fc = inputs
-    search = search_policies(pop, ["99003"], VOLUMES, RiskCriterion(sims=60, seed=1))
+    search = search_policies(pop, ["99003"], VOLUMES, RiskCriterion(simulations=60, seed=1))
     series = cases["99003"]
     perfect = select_weekly(search, series, None, lag=3)
     days = series.cases[:14].astype(float)  # the series starts on a Sunday
@@ -48,7 +48,7 @@ def test_selection_volumes_follow_the_paper(inputs) -> None:
 
 def test_priority_breaks_ties(inputs) -> None:
     pop, _, _ = inputs
-    search = search_policies(pop, ["99001"], [750], RiskCriterion(sims=60, seed=1))
+    search = search_policies(pop, ["99001"], [750], RiskCriterion(simulations=60, seed=1))
     space = pop.space
     acceptable = search.acceptable_at(800)
     best_age = choose(search, 800, ["age"])
@@ -61,7 +61,7 @@ def test_priority_breaks_ties(inputs) -> None:
 
 def test_dynamic_policy_meets_the_threshold_far_more_often_than_static(inputs) -> None:
     pop, cases, fc = inputs
-    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(sims=100, seed=1))
+    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(simulations=100, seed=1))
     series = cases["99001"]
     dynamic = evaluate(pop, series, select_weekly(search, series, fc, lag=1), search, lag=1)
     perfect = evaluate(pop, series, select_weekly(search, series, None, lag=1), search, lag=1)
@@ -87,7 +87,7 @@ def test_static_policy_grouping(inputs) -> None:
 
 def test_series_without_a_whole_week_is_refused(inputs) -> None:
     pop, _, _ = inputs
-    search = search_policies(pop, ["99003"], [11], RiskCriterion(sims=5))
+    search = search_policies(pop, ["99003"], [11], RiskCriterion(simulations=5))
     dates = np.datetime64("2020-08-03") + np.arange(5)
     with pytest.raises(InputError, match="no whole Sunday-Saturday week"):
         select_weekly(search, CaseSeries("99003", dates, np.ones(5, dtype=np.int64)), None)
@@ -98,7 +98,7 @@ def test_zero_windows_keep_or_drop(inputs) -> None:
     count in the weekly minimum (keep); dropping them (the paper's code, the default) shares every
     weekday, and the volume is the minimum over the windows that hold cases, computed here directly."""
     pop, _, _ = inputs
-    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(sims=60, seed=1))
+    search = search_policies(pop, ["99001"], VOLUMES, RiskCriterion(simulations=60, seed=1))
     start = np.datetime64("2020-08-02")  # a Sunday
     weekday = np.tile([0, 30, 31, 32, 33, 34, 0], 4)  # nothing reported on Sundays and Saturdays
     series = CaseSeries("99001", start + np.arange(28), weekday.astype(np.int64))
@@ -124,7 +124,7 @@ def test_cumulative_selection_never_decreases_granularity(inputs) -> None:
 
     pop, cases, _ = inputs
     space = pop.space
-    crit = RiskCriterion(sims=100, seed=1, threshold=0.05, risk="marketer")
+    crit = RiskCriterion(simulations=100, seed=1, threshold=0.05, risk="marketer")
     volumes = [11, 50, 100, 200, 400, 800, 1600, 3200]
     for region in ("99001", "99003"):
         search = search_policies(pop, [region], [v for v in volumes if v <= pop.totals[region]], crit)
@@ -144,7 +144,7 @@ def test_cumulative_selection_never_decreases_granularity(inputs) -> None:
             previous = node
         assert sched.policies[-1] is not None and sched.policies[0] is None  # nothing before any record
     with pytest.raises(InputError, match="--approach cumulative needs the marketer risk"):
-        select_cumulative(search_policies(pop, ["99003"], [11], RiskCriterion(sims=5)), cases["99003"])
+        select_cumulative(search_policies(pop, ["99003"], [11], RiskCriterion(simulations=5)), cases["99003"])
 
 
 def test_amortized_risk_band_of_a_schedule_record_by_record(inputs) -> None:
@@ -155,7 +155,7 @@ def test_amortized_risk_band_of_a_schedule_record_by_record(inputs) -> None:
     pop, cases, _ = inputs
     space = pop.space
     series = cases["99005"]
-    crit = RiskCriterion(sims=30, seed=2)
+    crit = RiskCriterion(simulations=30, seed=2)
     starts = series.dates[0:28:7]
     scheduled = draw_scheduled(pop, series, starts, crit)
     codes = ["****", None, "4*s*", "2Bse"]
@@ -164,8 +164,8 @@ def test_amortized_risk_band_of_a_schedule_record_by_record(inputs) -> None:
     draw = scheduled.draw
     people = pop.of("99005")
     bins = draw.populated
-    expected = np.zeros((crit.sims, 28))
-    for s in range(crit.sims):
+    expected = np.zeros((crit.simulations, 28))
+    for s in range(crit.simulations):
         total, count = 0.0, 0
         for day in range(28):
             node = per_day[day]

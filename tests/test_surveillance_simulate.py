@@ -510,9 +510,11 @@ def test_memory_is_estimated_before_the_draws(monkeypatch: pytest.MonkeyPatch) -
 
     pop, _space = _tiny_space_population()
     monkeypatch.setattr(simulate, "available_memory", lambda: 1 << 20)  # 1 MiB
-    with pytest.raises(InputError, match=r"--sims 100000: .* would need about \d+ MiB of memory, more than"):
+    with pytest.raises(
+        InputError, match=r"--simulations 100000: .* would need about \d+ MiB of memory, more than"
+    ):
         VolumeRisk(pop, 300, 100_000, seeded(0))
-    with pytest.raises(InputError, match=r"--sims 10000: .* series of 30 cases would need about"):
+    with pytest.raises(InputError, match=r"--simulations 10000: .* series of 30 cases would need about"):
         draw_series(pop, [10, 20], 10_000, seeded(0))
     assert simulate.volume_bytes(60, 300, 1000) == 9 * 1000 * 60 * 2 + 1000 * 60 * 8
     assert simulate.series_bytes(400, 30, 2, 1000) == 16 * 1000 * 30 + 32 * 1000 * 2 + 12 * 400

@@ -25,9 +25,16 @@ utility               :func:`utility`                            :class:`Utility
 sweep                 :func:`sweep`                              :class:`SweepResult`
 dp params             :func:`dp_params`                          :class:`DPParams`
 dp experiment         :func:`dp_experiment`                      :class:`DPExperiment`
+surveil simulate      :func:`surveil_simulate`                   :class:`SurveilSimulation`
+surveil search        :func:`surveil_search`                     :class:`SurveilSearch`
+surveil select        :func:`surveil_select`                     :class:`SurveilSelection`
+surveil evaluate      :func:`surveil_evaluate`                   :class:`SurveilEvaluation`
+surveil release       :func:`surveil_release`                    :class:`SurveillanceRelease`
 ====================  =========================================  ==============================
 
-(``safeshare risk`` and ``safeshare surveil`` move onto this layer in a later step.)
+(``safeshare risk`` moves onto this layer in a later step.) The surveillance use cases take
+the population table as ``population_table`` (``--population-table``) and the count of Monte
+Carlo runs as ``simulations``; a surveillance release's ``to_dict()`` is its release.json.
 Every result has ``to_dict()`` (what ``--json`` prints); a :class:`Release` has
 ``report`` (report.json). Bad input raises :class:`~safeshare.errors.InputError` (a
 :class:`~safeshare.errors.ConfigError` for a configuration or an option) with a one-line
@@ -36,6 +43,7 @@ message naming the key or the option.
 
 from __future__ import annotations
 
+from safeshare.surveillance.release import SurveillanceRelease
 from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
 from safeshare.workflows.dp_experiment import DPExperiment, dp_experiment
 from safeshare.workflows.dp_params import DPParams, dp_params
@@ -44,6 +52,17 @@ from safeshare.workflows.hierarchy_build import BuiltHierarchy, hierarchy_build
 from safeshare.workflows.hierarchy_check import HierarchyCheck, hierarchy_check
 from safeshare.workflows.inspection import Inspection, inspect
 from safeshare.workflows.result import Release, ReportWarning
+from safeshare.workflows.surveil import (
+    SurveilEvaluation,
+    SurveilSearch,
+    SurveilSelection,
+    SurveilSimulation,
+    surveil_evaluate,
+    surveil_release,
+    surveil_search,
+    surveil_select,
+    surveil_simulate,
+)
 from safeshare.workflows.sweep import SweepResult, sweep
 from safeshare.workflows.utility import UtilityResult, utility
 
@@ -56,6 +75,11 @@ __all__ = [
     "Inspection",
     "Release",
     "ReportWarning",
+    "SurveilEvaluation",
+    "SurveilSearch",
+    "SurveilSelection",
+    "SurveilSimulation",
+    "SurveillanceRelease",
     "SweepResult",
     "UtilityResult",
     "anonymize",
@@ -66,6 +90,11 @@ __all__ = [
     "hierarchy_build",
     "hierarchy_check",
     "inspect",
+    "surveil_evaluate",
+    "surveil_release",
+    "surveil_search",
+    "surveil_select",
+    "surveil_simulate",
     "sweep",
     "utility",
 ]

@@ -1,17 +1,20 @@
 """The ``safeshare surveil`` commands: simulate, search, select, evaluate, release (docs/surveillance.md).
 
-Each command parses its options, calls its use case in :mod:`safeshare.surveillance.usecases` (which
-validates, computes, and publishes ``--out`` atomically through ``io.OutputDirectory``) and prints the
-result's lines. Bad input raises :class:`~safeshare.errors.InputError` subclasses, which the CLI turns
-into one line on stderr and exit status 2, as for ``anonymize``.
+Each command only parses its options, calls its use case in :mod:`safeshare.api`
+(``surveil_simulate`` ... ``surveil_release``, the same keywords: ``--population-table`` is
+``population_table``, ``--simulations`` is ``simulations``) and prints the result it returns: its
+lines, or with ``--json`` its ``to_dict()``, or nothing with ``--quiet`` (docs/cli.md). The use case
+validates, computes, and publishes ``--out`` atomically through ``io.OutputDirectory``. Bad input
+raises :class:`~safeshare.errors.InputError` subclasses, which the CLI turns into one line on stderr
+and exit status 2, as for ``anonymize``.
 
-Only light modules are imported here: numpy, pandas, rich and the surveillance package are imported
-inside the commands, so ``safeshare --help`` starts quickly.
+Only light modules are imported here: numpy, pandas and the use cases are imported inside the
+commands, so ``safeshare --help`` starts quickly.
 
 Stable interface for scripts::
 
-    safeshare surveil simulate --population POP.csv --region R --cases CASES.csv --policy CODE \\
-        --k 11 --lag L --sims S --seed X --out DIR
+    safeshare surveil simulate --population-table POP.csv --region R --cases CASES.csv --policy CODE \\
+        --k 11 --lag L --simulations S --seed X --out DIR
 
 writes ``DIR/simulation.csv`` with columns ``period, cases, mean, lower, upper``
 (lower/upper: the 2.5% and 97.5% quantiles of PK_k over the simulations).
@@ -22,12 +25,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from safeshare.cli.common import csv_list
+from safeshare.cli.common import JsonOption, QuietOption, csv_list, emit
 from safeshare.errors import InputError
+from safeshare.surveillance.choices import (
+    Approach,
+    Layout,
+    ReleaseEngine,
+    ReleaseFormat,
+    RiskName,
+    ZeroWindows,
+)
 
 surveil_app = typer.Typer(
     help="Surveillance release policies: Monte Carlo PK risk forecasts, policy search, weekly selection.",
@@ -36,16 +47,20 @@ surveil_app = typer.Typer(
 
 
 PopOpt = Annotated[
-    Path, typer.Option("--population", help="Population table region,age,race,sex,ethnicity,count.")
+    Path,
+    typer.Option(
+        "--population-table",
+        help="Population table: people per region and cell (region,age,race,sex,ethnicity,count).",
+    ),
 ]
 OutOpt = Annotated[
     Path, typer.Option("--out", help="Output directory (published atomically; a new or safeshare folder).")
 ]
 KOpt = Annotated[int, typer.Option("--k", help="A record is at risk in a group of fewer than k (PK_k).")]
 LagOpt = Annotated[int, typer.Option("--lag", help="Lagging window L in periods (diagnosed in the last L).")]
-SimsOpt = Annotated[int, typer.Option("--sims", help="Number of Monte Carlo simulations.")]
+SimsOpt = Annotated[int, typer.Option("--simulations", help="Number of Monte Carlo runs (simulations).")]
 SeedOpt = Annotated[
-    int, typer.Option("--seed", help="Seed (>= 0) of the simulations (reproducible forecasts).")
+    int, typer.Option("--seed", help="Integer seed (>= 0) of the simulations (reproducible forecasts).")
 ]
 ThrOpt = Annotated[float, typer.Option("--threshold", help="Largest acceptable PK_k upper quantile.")]
 QOpt = Annotated[float, typer.Option("--quantile", help="Quantile of PK_k compared with the threshold.")]
@@ -71,7 +86,7 @@ CatOpt = Annotated[
 ]
 WeeklyOpt = Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")]
 PriorityOpt = Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")]
-LayoutOpt = Annotated[str, typer.Option("--layout", help="Case series layout: long or jhu.")]
+LayoutOpt = Annotated[Layout, typer.Option("--layout", help="Case series layout: long or jhu.")]
 PlotsOpt = Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG figures.")]
 HierOpt = Annotated[
     str | None,
@@ -81,7 +96,7 @@ HierOpt = Annotated[
     ),
 ]
 ZeroOpt = Annotated[
-    str,
+    ZeroWindows,
     typer.Option(
         "--zero-windows",
         help="drop (default, the paper's code) or keep the lagging windows of no cases in the weekly "
@@ -113,43 +128,49 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 @contextmanager
-def _progress() -> Iterator[Callable[[str, int, int], None]]:
-    """``progress(label, done, total)`` drawing bars on stderr (nothing when stderr is not a terminal)."""
-    from rich.console import Console
+def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """``progress(label, done, total)`` drawing bars on stderr (nothing with ``--quiet`` or ``--json``,
+    nor when stderr is not a terminal)."""
     from rich.progress import Progress
 
-    err = Console(stderr=True, highlight=False)
-    if not err.is_terminal:
+    from safeshare.console import err
+
+    if quiet or not err.is_terminal:
         yield lambda label, done, total: None
         return
     with Progress(console=err, transient=True) as bar:
-        tasks: dict[str, object] = {}
+        tasks: dict[str, Any] = {}
 
         def update(label: str, done: int, total: int) -> None:
             if label not in tasks:
                 tasks[label] = bar.add_task(label, total=total)
-            bar.update(tasks[label], completed=done, total=total)  # type: ignore[arg-type]
+            bar.update(tasks[label], completed=done, total=total)
 
         yield update
 
 
-def _print(lines: list[str]) -> None:
-    from safeshare.console import out
+def _emit(result: Any, lines: list[str], as_json: bool, quiet: bool) -> None:
+    """The result's ``to_dict()`` with ``--json``, nothing with ``--quiet``, else its lines."""
 
-    for line in lines:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    def show() -> None:
+        from safeshare.console import out
+
+        for line in lines:
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    emit(result.to_dict(), as_json, quiet, show)
 
 
 @surveil_app.command("simulate")
 def simulate_command(
-    population: PopOpt,
+    population_table: PopOpt,
     region: Annotated[str, typer.Option("--region", help="Region of the population table.")],
     cases: Annotated[Path, typer.Option("--cases", help="Case series (new cases per period).")],
     policy: Annotated[str, typer.Option("--policy", help="Policy code, e.g. 1C*e.")],
     out_dir: OutOpt,
     k: KOpt = 11,
     lag: LagOpt = 1,
-    sims: SimsOpt = 1000,
+    simulations: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     compare: Annotated[
@@ -162,19 +183,21 @@ def simulate_command(
     ] = "",
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Forecast PK_k (and marketer risk) per period of releasing a case series under one policy."""
-    from safeshare.surveillance import usecases
+    from safeshare import api
 
-    with _progress() as progress:
-        result = usecases.simulate(
-            population=population,
+    with _progress(quiet or as_json) as progress:
+        result = api.surveil_simulate(
+            population_table=population_table,
             region=region,
             cases=cases,
             policy=policy,
             k=k,
             lag=lag,
-            sims=sims,
+            simulations=simulations,
             seed=seed,
             layout=layout,
             compare=csv_list(compare),
@@ -183,12 +206,12 @@ def simulate_command(
             plots=plots,
             progress=progress,
         )
-    _print([f"wrote {out_dir / 'simulation.csv'} ({result.lines()[0]})"])
+    _emit(result, [f"wrote {out_dir / 'simulation.csv'} ({result.lines()[0]})"], as_json, quiet)
 
 
 @surveil_app.command("search")
 def search_command(
-    population: PopOpt,
+    population_table: PopOpt,
     out_dir: OutOpt,
     regions: RegionsOpt = None,
     categories: CatOpt = None,
@@ -196,10 +219,10 @@ def search_command(
     k: KsOpt = "11",
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
-    sims: SimsOpt = 1000,
+    simulations: SimsOpt = 1000,
     seed: SeedOpt = 0,
     risk: Annotated[
-        str,
+        RiskName,
         typer.Option(
             "--risk",
             help="pk (PK_k of a window of cases) or marketer (the amortized risk of all the records "
@@ -208,13 +231,15 @@ def search_command(
     ] = "pk",
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The acceptable policies per case volume in every region of a category (the Fig. 3 table)."""
-    from safeshare.surveillance import usecases
+    from safeshare import api
 
-    with _progress() as progress:
-        result = usecases.search(
-            population=population,
+    with _progress(quiet or as_json) as progress:
+        result = api.surveil_search(
+            population_table=population_table,
             regions=csv_list(regions) or None,
             categories=_categories(categories),
             volumes=_volumes(volumes),
@@ -222,19 +247,19 @@ def search_command(
             k=_ints(k, "--k"),
             threshold=threshold,
             quantile=quantile,
-            sims=sims,
+            simulations=simulations,
             seed=seed,
             hierarchies=hierarchies,
             out=out_dir,
             plots=plots,
             progress=progress,
         )
-    _print(result.lines())
+    _emit(result, result.lines(), as_json, quiet)
 
 
 @surveil_app.command("select")
 def select_command(
-    population: PopOpt,
+    population_table: PopOpt,
     region: Annotated[str, typer.Option("--region", help="Region of the population table.")],
     cases: Annotated[Path, typer.Option("--cases", help="Daily case series (its weeks are scheduled).")],
     out_dir: OutOpt,
@@ -251,12 +276,12 @@ def select_command(
     k: KOpt = 11,
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
-    sims: SimsOpt = 1000,
+    simulations: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
     approach: Annotated[
-        str,
+        Approach,
         typer.Option(
             "--approach",
             help="window (PK of each lagging window, a policy per week from the forecast) or cumulative "
@@ -266,13 +291,15 @@ def select_command(
     ] = "window",
     categories: CatOpt = None,
     hierarchies: HierOpt = None,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
-    from safeshare.surveillance import usecases
+    from safeshare import api
 
-    with _progress() as progress:
-        result = usecases.select(
-            population=population,
+    with _progress(quiet or as_json) as progress:
+        result = api.surveil_select(
+            population_table=population_table,
             region=region,
             cases=cases,
             forecasts=forecasts,
@@ -286,7 +313,7 @@ def select_command(
             k=k,
             threshold=threshold,
             quantile=quantile,
-            sims=sims,
+            simulations=simulations,
             seed=seed,
             layout=layout,
             zero_windows=zero_windows,
@@ -294,12 +321,12 @@ def select_command(
             out=out_dir,
             progress=progress,
         )
-    _print(result.lines())
+    _emit(result, result.lines(), as_json, quiet)
 
 
 @surveil_app.command("evaluate")
 def evaluate_command(
-    population: PopOpt,
+    population_table: PopOpt,
     cases: Annotated[Path, typer.Option("--cases", help="Daily case series.")],
     forecasts: Annotated[Path, typer.Option("--forecasts", help="Forecast Hub file (1 wk ahead inc case).")],
     out_dir: OutOpt,
@@ -312,7 +339,7 @@ def evaluate_command(
     k: KsOpt = "11",
     threshold: ThrOpt = 0.01,
     quantile: QOpt = 0.975,
-    sims: SimsOpt = 1000,
+    simulations: SimsOpt = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
@@ -325,14 +352,16 @@ def evaluate_command(
     ] = None,
     hierarchies: HierOpt = None,
     plots: PlotsOpt = True,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Select a policy per week from the forecasts and evaluate it on the realized cases (Table 2; with
     --categories, in the paper's form: per population-size category, daily and weekly)."""
-    from safeshare.surveillance import usecases
+    from safeshare import api
 
-    with _progress() as progress:
-        result = usecases.evaluate(
-            population=population,
+    with _progress(quiet or as_json) as progress:
+        result = api.surveil_evaluate(
+            population_table=population_table,
             cases=cases,
             forecasts=forecasts,
             regions=csv_list(regions) or None,
@@ -345,7 +374,7 @@ def evaluate_command(
             k=_ints(k, "--k"),
             threshold=threshold,
             quantile=quantile,
-            sims=sims,
+            simulations=simulations,
             seed=seed,
             layout=layout,
             zero_windows=zero_windows,
@@ -354,12 +383,12 @@ def evaluate_command(
             plots=plots,
             progress=progress,
         )
-    _print(result.lines())
+    _emit(result, result.lines(), as_json, quiet)
 
 
 @surveil_app.command("release")
 def release_command(
-    population: PopOpt,
+    population_table: PopOpt,
     cases_records: Annotated[
         Path, typer.Option("--cases-records", help="Person-level records region,date,age,race,sex,ethnicity.")
     ],
@@ -374,9 +403,9 @@ def release_command(
         str, typer.Option("--keep", help="Comma-separated extra columns to release (none by default).")
     ] = "",
     engine: Annotated[
-        str, typer.Option("--engine", help="memory | duckdb: reads and writes the records.")
-    ] = ("memory"),
-    fmt: Annotated[str, typer.Option("--format", help="csv | parquet: the release files' format.")] = "csv",
+        ReleaseEngine, typer.Option("--engine", help="The engine that reads and writes the records.")
+    ] = "memory",
+    fmt: Annotated[ReleaseFormat, typer.Option("--format", help="The release files' format.")] = "csv",
     hierarchies: HierOpt = None,
     custodian_log: Annotated[
         Path | None,
@@ -386,14 +415,16 @@ def release_command(
             "released and suppressed (never published).",
         ),
     ] = None,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Release each period's case records under its week's policy: generalize, suppress records whose
     population bin has fewer than k people, write through the engine, verify every file, publish the
-    directory atomically."""
-    from safeshare.surveillance import usecases
+    directory atomically. ``--json`` prints release.json (nothing of the records kept back)."""
+    from safeshare import api
 
-    result = usecases.release(
-        population=population,
+    result = api.surveil_release(
+        population_table=population_table,
         cases_records=cases_records,
         out=out_dir,
         policies=policies,
@@ -406,4 +437,4 @@ def release_command(
         hierarchies=hierarchies,
         custodian_log=custodian_log,
     )
-    _print(usecases.release_lines(result))
+    _emit(result, result.lines(), as_json, quiet)

@@ -157,7 +157,7 @@ def case_study_plot(
     amortized.set_xlabel(f"days from {forecast.week_starts[0] if n_days else ''}")
     amortized.legend(fontsize=7)
     fig.suptitle(
-        f"region {series.region}: dynamic policy, {lag}-day lag, {crit.sims} simulations", fontsize=10
+        f"region {series.region}: dynamic policy, {lag}-day lag, {crit.simulations} simulations", fontsize=10
     )
     fig.tight_layout()
     fig.savefig(path, dpi=100)

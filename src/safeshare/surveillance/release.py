@@ -159,6 +159,22 @@ class SurveillanceRelease:
             "verified": True,
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """What ``--json`` prints and the Python API compares: :meth:`published_doc` (release.json),
+        never the custodian's counts of the records kept back."""
+        return self.published_doc()
+
+    def lines(self) -> list[str]:
+        """The terminal's view of a release (the custodian's: it counts the records kept back too)."""
+        lines = [f"{p.period}  {p.policy:>12}  {p.records_out} records -> {p.file}" for p in self.released]
+        doc = self.custodian_doc()
+        lines.append(
+            f"{doc['records_out']} of {doc['records_in']} records released in {len(self.released)} "
+            f"file(s) ({doc['records_in'] - doc['records_out']} suppressed or not shared), every file "
+            f"verified -> {self.out_dir}"
+        )
+        return lines
+
     def custodian_doc(self) -> dict[str, Any]:
         """The custodian-only log (never published): every period with records, shared or not, with
         the records received, released and suppressed."""

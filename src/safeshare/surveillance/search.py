@@ -38,6 +38,7 @@ from typing import Any
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.search.ola import choose_best, find_minimal_nodes
+from safeshare.surveillance.choices import RISKS, RiskName
 from safeshare.surveillance.inputs import MAX_COUNT, Population
 from safeshare.surveillance.simulate import (
     VolumeRisk,
@@ -50,8 +51,6 @@ from safeshare.surveillance.simulate import (
 )
 
 DO_NOT_SHARE = "do not share"
-#: The risk measures a policy can be searched for.
-RISKS = ("pk", "marketer")
 
 
 @dataclass(frozen=True)
@@ -61,11 +60,11 @@ class RiskCriterion:
     k: int = 11
     threshold: float = 0.01
     quantile: float = 0.975
-    sims: int = 1000
+    simulations: int = 1000
     seed: int = 0
     #: ``pk`` (PK_k of the records of one window) or ``marketer`` (the amortized risk of a cumulative
     #: release, the paper's supplement: volumes are then the records released so far)
-    risk: str = "pk"
+    risk: RiskName = "pk"
 
     def __post_init__(self) -> None:
         if self.risk not in RISKS:
@@ -75,7 +74,7 @@ class RiskCriterion:
             raise InputError(f"--threshold: a share in [0, 1] is required, got {self.threshold}")
         if not 0 < self.quantile <= 1:
             raise InputError(f"--quantile: a level in (0, 1] is required, got {self.quantile}")
-        check_sims(self.sims)
+        check_sims(self.simulations)
         check_seed(self.seed)
 
 
@@ -257,7 +256,8 @@ def search_policies(
             if hit is None:
                 index = population.region_index(region)
                 hit = risks.put(
-                    region, VolumeRisk(population.of(region), v, crit.sims, seeded(crit.seed, index, v))
+                    region,
+                    VolumeRisk(population.of(region), v, crit.simulations, seeded(crit.seed, index, v)),
                 )
             return hit
 

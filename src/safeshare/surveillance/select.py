@@ -33,6 +33,7 @@ import pandas as pd
 
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
+from safeshare.surveillance.choices import ZERO_WINDOWS, ZeroWindows
 from safeshare.surveillance.inputs import CaseSeries, Population
 from safeshare.surveillance.policies import PolicySpace
 from safeshare.surveillance.search import DO_NOT_SHARE, PolicySearch, RiskCriterion
@@ -126,7 +127,7 @@ def select_weekly(
     weekly: bool = False,
     priority: Sequence[str] = (),
     value: str = "point",
-    zero_windows: str = "drop",
+    zero_windows: ZeroWindows = "drop",
 ) -> Schedule:
     """Choose a policy for every whole Sunday-Saturday week of a daily series (``forecasts=None``:
     perfect forecasts, i.e. the realized counts).
@@ -136,7 +137,7 @@ def select_weekly(
     week with a day of no cases in its window (a weekend without reports) shares nothing. Dropping is
     the default: a window of no cases releases no record, so it cannot be at risk, and every window
     that does release records holds at least the minimum taken."""
-    if zero_windows not in ("drop", "keep"):
+    if zero_windows not in ZERO_WINDOWS:
         raise InputError(f"--zero-windows: 'keep' or 'drop', got {zero_windows!r}")
     if series.step_days != 1:
         raise InputError(f"region {series.region!r}: weekly selection needs a daily case series")
@@ -258,7 +259,7 @@ def draw_scheduled(
     draw = draw_series(
         population.of(series.region),
         cases,
-        criterion.sims,
+        criterion.simulations,
         seeded(criterion.seed, population.region_index(series.region)),
     )
     return ScheduledDraw(dates, draw)

@@ -102,7 +102,7 @@ def available_memory() -> int:
     return free
 
 
-def require_memory(needed: int, what: str, hint: str = "use fewer --sims") -> None:
+def require_memory(needed: int, what: str, hint: str = "use fewer --simulations") -> None:
     """Refuse, with the figures, a computation whose arrays would not fit in the memory available
     (:data:`MEMORY_SHARE` of it): estimated before anything is allocated, so a run fails in a moment
     instead of swapping for minutes or being killed."""
@@ -166,7 +166,7 @@ def check_k(k: int) -> int:
 def check_sims(sims: int) -> int:
     """``sims`` is a whole number >= 1 (its memory is checked where the draws are sized)."""
     if isinstance(sims, bool) or not isinstance(sims, (int, np.integer)) or sims < 1:
-        raise InputError(f"--sims: at least 1 simulation is required, got {sims!r}")
+        raise InputError(f"--simulations: at least 1 simulation is required, got {sims!r}")
     return int(sims)
 
 
@@ -233,7 +233,8 @@ class VolumeRisk:
         self._colors = colors
         require_memory(
             volume_bytes(colors.size, self.volume, sims),
-            f"--sims {sims}: {sims:,} simulations of {self.volume:,} cases in {colors.size:,} populated bins",
+            f"--simulations {sims}: {sims:,} simulations of {self.volume:,} cases "
+            f"in {colors.size:,} populated bins",
         )
         dtype = count_dtype(self.volume)
         counts: npt.NDArray[Any]
@@ -404,7 +405,7 @@ def draw_series(
     _check(population, total, sims, 1)
     require_memory(
         series_bytes(int(population.sum()), total, cases_arr.size, sims),
-        f"--sims {sims}: {sims:,} simulations of a series of {total:,} cases",
+        f"--simulations {sims}: {sims:,} simulations of a series of {total:,} cases",
     )
     populated = np.flatnonzero(population > 0)
     colors = population[populated]

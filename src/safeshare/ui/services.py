@@ -226,7 +226,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
             k=k,
             threshold=float(settings.get("threshold", 0.01)),
             quantile=float(settings.get("quantile", 0.975)),
-            sims=sims,
+            simulations=sims,
             seed=seed,
         )
         with monitor.progress("searching policies by volume", len(volumes)) as update:

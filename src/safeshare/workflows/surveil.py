@@ -37,6 +37,19 @@ from safeshare.surveillance.categories import (
     table2,
     table2_markdown,
 )
+from safeshare.surveillance.choices import (
+    APPROACHES,
+    LAYOUTS,
+    RELEASE_ENGINES,
+    RELEASE_FORMATS,
+    ZERO_WINDOWS,
+    Approach,
+    Layout,
+    ReleaseEngine,
+    ReleaseFormat,
+    RiskName,
+    ZeroWindows,
+)
 from safeshare.surveillance.inputs import (
     CaseSeries,
     Population,
@@ -139,13 +152,13 @@ def _region_files(regions: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def read_cases(path: Path, layout: str) -> dict[str, CaseSeries]:
+def read_cases(path: Path, layout: Layout) -> dict[str, CaseSeries]:
     """The case series of a file, in the ``long`` or the ``jhu`` layout."""
     if layout == "long":
         return read_case_series(path)
     if layout == "jhu":
         return read_jhu_series(path)
-    raise InputError(f"--layout: 'long' or 'jhu', got {layout!r}")
+    raise InputError(f"--layout: one of {', '.join(LAYOUTS)}, got {layout!r}")
 
 
 def _series_of(cases: dict[str, CaseSeries], region: str, population: Population, path: Path) -> CaseSeries:
@@ -167,14 +180,14 @@ def _regions(population: Population, regions: Sequence[str] | None) -> list[str]
 
 # --------------------------------------------------------------------------------------------- simulate
 @dataclass
-class SimulationResult:
+class SurveilSimulation:
     """``surveil simulate``: the PK_k and marketer bands per period of one policy (and compared ones)."""
 
     region: str
     policy: str
     k: int
     lag: int
-    sims: int
+    simulations: int
     seed: int
     pk: pd.DataFrame  # period, cases, mean, lower, upper
     marketer: pd.DataFrame  # period, cases, mean, lower, upper
@@ -200,7 +213,7 @@ class SimulationResult:
             "policy": self.policy,
             "k": self.k,
             "lag": self.lag,
-            "sims": self.sims,
+            "simulations": self.simulations,
             "seed": self.seed,
             "periods": len(self.pk),
             "max_upper": self.max_upper,
@@ -214,7 +227,7 @@ class SimulationResult:
         _csv(self.pk, folder / "simulation.csv")
         _csv(self.marketer, folder / "marketer.csv")
         _write_json(folder / "simulation.json", self.to_dict())
-        title = f"{self.region}, policy {self.policy}, lag {self.lag}, {self.sims} simulations"
+        title = f"{self.region}, policy {self.policy}, lag {self.lag}, {self.simulations} simulations"
         if self.plots:
             plots.simulation_plot(folder / "simulation.png", self.pk, self.k, title)
         if self.bands is not None:
@@ -226,35 +239,37 @@ class SimulationResult:
         return [f"{len(self.pk)} periods, max upper PK{self.k} {self.max_upper:.4f}"]
 
 
-def simulate(
+def surveil_simulate(
     *,
-    population: Path,
+    population_table: Path,
     region: str,
     cases: Path,
     policy: str,
     k: int = 11,
     lag: int = 1,
-    sims: int = 1000,
+    simulations: int = 1000,
     seed: int = 0,
-    layout: str = "long",
+    layout: Layout = "long",
     compare: Sequence[str] = (),
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
     progress: Progress = _silent,
-) -> SimulationResult:
+) -> SurveilSimulation:
     """Forecast PK_k (and the marketer risk) per period of releasing a case series under one policy;
     with ``compare``, the PK band of further policies on the same draws (common random numbers)."""
-    RiskCriterion(k=k, sims=sims, seed=seed)  # validates k, sims, seed
+    RiskCriterion(k=k, simulations=simulations, seed=seed)  # validates k, simulations, seed
     check_lag(lag)
     space = load_space(hierarchies)
     node = space.parse(policy)
     others = [space.parse(c) for c in compare]
     _preflight(out)
-    pop = read_population(population, space)
+    pop = read_population(population_table, space)
     pop.region_index(region)
     series = _series_of(read_cases(cases, layout), region, pop, cases)
-    draw = draw_series(pop.of(region), series.cases, sims, seeded(seed), _tick(progress, "drawing the cases"))
+    draw = draw_series(
+        pop.of(region), series.cases, simulations, seeded(seed), _tick(progress, "drawing the cases")
+    )
     periods = series.dates.astype(str)
 
     def band(risk: SeriesRisk, what: str) -> pd.DataFrame:
@@ -274,12 +289,12 @@ def simulate(
             parts.append(band(other, "pk").assign(policy=space.format(n)))
             progress("policies", i + 1, len(nodes))
         bands = pd.concat(parts, ignore_index=True)[["period", "policy", "cases", "mean", "lower", "upper"]]
-    result = SimulationResult(
+    result = SurveilSimulation(
         region,
         space.format(node),
         k,
         lag,
-        sims,
+        simulations,
         seed,
         frames["pk"],
         frames["marketer"],
@@ -316,7 +331,7 @@ def _groups(pop: Population, region_list: list[str], edges: list[int] | None) ->
 
 
 @dataclass
-class SearchResult:
+class SurveilSearch:
     """``surveil search``: the acceptable policies per volume, per k and category of regions (Fig. 3)."""
 
     space: PolicySpace
@@ -426,35 +441,37 @@ class SearchResult:
         return out
 
 
-def search(
+def surveil_search(
     *,
-    population: Path,
+    population_table: Path,
     regions: Sequence[str] | None = None,
     categories: Sequence[int] | str | None = None,
     volumes: Sequence[int] | None = None,
     k: int | Sequence[int] = 11,
     threshold: float = 0.01,
     quantile: float = 0.975,
-    sims: int = 1000,
+    simulations: int = 1000,
     seed: int = 0,
-    risk: str = "pk",
+    risk: RiskName = "pk",
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
     progress: Progress = _silent,
-) -> SearchResult:
+) -> SurveilSearch:
     """The acceptable policies per case volume in every region (of each population-size category, the
     paper's with ``categories="paper"``), for each k; a volume is searched in the regions that hold it."""
     ks = _ks(k)
     criteria = [
-        RiskCriterion(k=kk, threshold=threshold, quantile=quantile, sims=sims, seed=seed, risk=risk)
+        RiskCriterion(
+            k=kk, threshold=threshold, quantile=quantile, simulations=simulations, seed=seed, risk=risk
+        )
         for kk in ks
     ]
     vols = _default_volumes(volumes, risk)
     edges = check_edges(categories)
     space = load_space(hierarchies)
     _preflight(out)
-    pop = read_population(population, space)
+    pop = read_population(population_table, space)
     region_list = _regions(pop, regions)
     groups = _groups(pop, region_list, edges)
     searches: dict[tuple[int, str], PolicySearch] = {}
@@ -471,7 +488,7 @@ def search(
     if not any(found.results for found in searches.values()):
         most = max(pop.totals[r] for r in region_list)
         raise InputError(f"--volumes: every volume is above the people of every region (at most {most:,})")
-    result = SearchResult(
+    result = SurveilSearch(
         space, region_list, groups if edges is not None else None, criteria, searches, pop.totals, plots
     )
     if out is not None:
@@ -490,13 +507,8 @@ def _schedule_frame(space: PolicySpace, sched: Schedule) -> pd.DataFrame:
     )
 
 
-#: The selection approaches: ``window`` (PK of each lagging window, a policy per week from the
-#: forecast volume) and ``cumulative`` (the supplement's marketer approach).
-APPROACHES = ("window", "cumulative")
-
-
 @dataclass
-class SelectResult:
+class SurveilSelection:
     """``surveil select``: the policy of each Sunday-Saturday week of one region."""
 
     space: PolicySpace
@@ -507,8 +519,8 @@ class SelectResult:
     weekly: bool
     priority: list[str]
     criterion: RiskCriterion
-    zero_windows: str = "drop"
-    approach: str = "window"
+    zero_windows: ZeroWindows = "drop"
+    approach: Approach = "window"
     search: PolicySearch | None = None
     totals: dict[str, int] = field(default_factory=dict)
 
@@ -545,9 +557,9 @@ class SelectResult:
         return self.frame.to_string(index=False).splitlines() + self.notes()
 
 
-def select(
+def surveil_select(
     *,
-    population: Path,
+    population_table: Path,
     region: str,
     cases: Path,
     forecasts: Path | None = None,
@@ -559,24 +571,26 @@ def select(
     k: int = 11,
     threshold: float = 0.01,
     quantile: float = 0.975,
-    sims: int = 1000,
+    simulations: int = 1000,
     seed: int = 0,
-    layout: str = "long",
-    zero_windows: str = "drop",
-    approach: str = "window",
+    layout: Layout = "long",
+    zero_windows: ZeroWindows = "drop",
+    approach: Approach = "window",
     categories: Sequence[int] | str | None = None,
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     progress: Progress = _silent,
-) -> SelectResult:
+) -> SurveilSelection:
     """Choose the policy of each Sunday-Saturday week of one region: from a forecast (or, without one,
     the realized counts: perfect forecasts), or with ``approach="cumulative"`` by the marketer risk of
     everything released so far, granularity never decreasing. With ``categories``, the policies are
     searched over every region of the region's population-size category (the paper's Fig. 3)."""
     if approach not in APPROACHES:
         raise InputError(f"--approach: one of {', '.join(APPROACHES)}, got {approach!r}")
-    risk = "marketer" if approach == "cumulative" else "pk"
-    crit = RiskCriterion(k=k, threshold=threshold, quantile=quantile, sims=sims, seed=seed, risk=risk)
+    risk: RiskName = "marketer" if approach == "cumulative" else "pk"
+    crit = RiskCriterion(
+        k=k, threshold=threshold, quantile=quantile, simulations=simulations, seed=seed, risk=risk
+    )
     vols = _default_volumes(volumes, risk)
     check_lag(lag)
     _forecast_value(forecast_value)
@@ -589,7 +603,7 @@ def select(
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
-    pop = read_population(population, space)
+    pop = read_population(population_table, space)
     pop.region_index(region)
     series = _series_of(read_cases(cases, layout), region, pop, cases)
     fc = None
@@ -615,7 +629,7 @@ def select(
             zero_windows=zero_windows,
         )
         source = Path(forecasts).name if forecasts is not None else "perfect (realized counts)"
-    result = SelectResult(
+    result = SurveilSelection(
         space,
         region,
         sched,
@@ -646,8 +660,8 @@ def _forecast_value(value: str) -> None:
 
 
 def _check_zero_windows(zero_windows: str) -> None:
-    if zero_windows not in ("drop", "keep"):
-        raise InputError(f"--zero-windows: 'keep' or 'drop', got {zero_windows!r}")
+    if zero_windows not in ZERO_WINDOWS:
+        raise InputError(f"--zero-windows: one of {', '.join(ZERO_WINDOWS)}, got {zero_windows!r}")
 
 
 def _check_priority(space: PolicySpace, priority: Sequence[str]) -> None:
@@ -701,7 +715,7 @@ class RegionEvaluation:
 
 
 @dataclass
-class EvaluationResult:
+class SurveilEvaluation:
     """``surveil evaluate``: per region (and k, release schedule), the share of releases meeting the
     threshold; with categories, the paper's Table 2 across each category's regions."""
 
@@ -712,7 +726,7 @@ class EvaluationResult:
     priority: list[str]
     criterion: RiskCriterion
     plots: bool = True
-    zero_windows: str = "drop"
+    zero_windows: ZeroWindows = "drop"
     ks: list[int] = field(default_factory=lambda: [11])
     categories: dict[str, list[str]] | None = None
     case_studies: list[str] = field(default_factory=list)
@@ -845,9 +859,9 @@ class EvaluationResult:
         return table2_markdown(t2, c.threshold, c.quantile).splitlines() + self.notes
 
 
-def evaluate(
+def surveil_evaluate(
     *,
-    population: Path,
+    population_table: Path,
     cases: Path,
     forecasts: Path,
     regions: Sequence[str] | None = None,
@@ -859,23 +873,24 @@ def evaluate(
     k: int | Sequence[int] = 11,
     threshold: float = 0.01,
     quantile: float = 0.975,
-    sims: int = 1000,
+    simulations: int = 1000,
     seed: int = 0,
-    layout: str = "long",
-    zero_windows: str = "drop",
+    layout: Layout = "long",
+    zero_windows: ZeroWindows = "drop",
     case_studies: Sequence[str] | None = None,
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
     progress: Progress = _silent,
-) -> EvaluationResult:
+) -> SurveilEvaluation:
     """Select a policy per week from the forecasts and evaluate it on the realized cases, beside the
     perfect-forecast and the static k-anonymous policies (Table 2 per region). With ``categories``
     (``"paper"``: the paper's five), the policies are searched per category and Table 2 is written in
     the paper's form, daily and weekly releases both, from one draw per region."""
     ks = _ks(k)
     criteria = {
-        kk: RiskCriterion(k=kk, threshold=threshold, quantile=quantile, sims=sims, seed=seed) for kk in ks
+        kk: RiskCriterion(k=kk, threshold=threshold, quantile=quantile, simulations=simulations, seed=seed)
+        for kk in ks
     }
     vols = _default_volumes(volumes, "pk")
     check_lag(lag)
@@ -888,7 +903,7 @@ def evaluate(
     space = load_space(hierarchies)
     _check_priority(space, priority)
     _preflight(out)
-    pop = read_population(population, space)
+    pop = read_population(population_table, space)
     series_all = read_cases(cases, layout)
     fc = read_forecasts(forecasts)
     check_forecasts_fit(fc, pop, str(forecasts))
@@ -983,7 +998,7 @@ def evaluate(
             note = search_result.volume_notes(pop.totals)
             if note and note not in notes:
                 notes.append(note)
-    result = EvaluationResult(
+    result = SurveilEvaluation(
         space,
         done,
         lag,
@@ -1003,9 +1018,9 @@ def evaluate(
 
 
 # --------------------------------------------------------------------------------------------- release
-def release(
+def surveil_release(
     *,
-    population: Path,
+    population_table: Path,
     cases_records: Path,
     out: Path,
     policies: Path | None = None,
@@ -1013,8 +1028,8 @@ def release(
     k: int = 11,
     weekly: bool = False,
     keep: Sequence[str] = (),
-    engine: str = "memory",
-    fmt: str = "csv",
+    engine: ReleaseEngine = "memory",
+    fmt: ReleaseFormat = "csv",
     hierarchies: str | Path | None = None,
     custodian_log: Path | None = None,
 ) -> SurveillanceRelease:
@@ -1027,16 +1042,16 @@ def release(
 
     if (policies is None) == (policy is None):
         raise InputError("give exactly one of --policies SCHEDULE.csv and --policy CODE")
-    if engine not in ("memory", "duckdb"):
-        raise InputError(f"--engine: memory or duckdb, got {engine!r}")
-    if fmt not in ("csv", "parquet"):
-        raise InputError(f"--format: csv or parquet, got {fmt!r}")
+    if engine not in RELEASE_ENGINES:
+        raise InputError(f"--engine: one of {', '.join(RELEASE_ENGINES)}, got {engine!r}")
+    if fmt not in RELEASE_FORMATS:
+        raise InputError(f"--format: one of {', '.join(RELEASE_FORMATS)}, got {fmt!r}")
     RiskCriterion(k=k)
     space = load_space(hierarchies)
     node = space.parse(policy) if policy is not None else None
     check_custodian_log(custodian_log, out)
     _preflight(out)
-    pop = read_population(population, space)
+    pop = read_population(population_table, space)
     schedule = node if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
     with make_engine(engine, TableSource(cases_records)) as eng:
         return release_cases(
@@ -1048,18 +1063,6 @@ def release(
             weekly,
             list(keep),
             str(cases_records),
-            fmt,  # type: ignore[arg-type]
+            fmt,
             custodian_log,
         )
-
-
-def release_lines(result: SurveillanceRelease) -> list[str]:
-    """The terminal's view of a release (the custodian's: it counts the records kept back too)."""
-    lines = [f"{p.period}  {p.policy:>12}  {p.records_out} records -> {p.file}" for p in result.released]
-    doc = result.custodian_doc()
-    lines.append(
-        f"{doc['records_out']} of {doc['records_in']} records released in {len(result.released)} file(s) "
-        f"({doc['records_in'] - doc['records_out']} suppressed or not shared), every file verified "
-        f"-> {result.out_dir}"
-    )
-    return lines
