@@ -213,6 +213,14 @@ WALK: dict[str, tuple[Any, Any]] = {
     "spark": ({"app_name": "walk"}, lambda r: r["provenance"]["settings"]["spark"]["app_name"] == "walk"),
     "duckdb": ({"threads": 1}, lambda r: r["provenance"]["settings"]["duckdb"]["threads"] == 1),
     "output": ({"format": "parquet"}, lambda r: r["release"] == "release.parquet"),
+    "local_recoding": (
+        {"rounds": 3},
+        lambda r: (
+            r["provenance"]["settings"]["local_recoding"] == {"rounds": 3}
+            and r["local_recoding"]["rounds"][0]["round"] == 0
+            and r["local_recoding"]["rounds_run"] <= 3
+        ),
+    ),
     # issue 20: the key of pseudonyms (id becomes one), the evidence, the cover and the ledger
     "key_file": (
         "walk.key",
@@ -235,6 +243,9 @@ REFUSED = {
     ("knowledge", "epsilon-safe"): "not supported with algorithm epsilon-safe",
     ("metric", "epsilon-safe"): "scores nodes by prec",
     ("engine", "epsilon-safe"): "Parquet",  # DuckDB numbers CSV rows unstably: sampling is refused
+    ("local_recoding", "inverse-ola"): "local_recoding: not supported with algorithm inverse-ola",
+    ("local_recoding", "epsilon-safe"): "local_recoding: not supported with algorithm epsilon-safe",
+    ("local_recoding", "node"): "local_recoding: not supported with algorithm node",
     # every column epsilon-safe releases is a quasi-identifier (thesis §4.5.2): a pseudonym is not
     ("key_file", "epsilon-safe"): "column 'id' has role pseudonym",
 }

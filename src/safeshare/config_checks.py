@@ -436,7 +436,8 @@ def validation_error(
                 )
             except ConfigError as unknown:
                 return unknown
-    for option_path, option in (options or {}).items():
+    # the most specific option first (--rounds sets local_recoding.rounds, --local-recoding local_recoding)
+    for option_path, option in sorted((options or {}).items(), key=lambda item: -len(item[0])):
         if path == option_path or path.startswith(option_path + "."):
             return ConfigError(f"{option}: {message}")
     return ConfigError(f"{key_path(where, path) if path else where.rstrip(':')}: {message}")

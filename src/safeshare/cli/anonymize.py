@@ -88,6 +88,16 @@ def anonymize(
             help=f"Also report loss for suppression 0-50% (default: on up to {TRADEOFF_AUTO_MAX:,} nodes).",
         ),
     ] = None,
+    local_recoding: Annotated[
+        bool,
+        typer.Option(
+            "--local-recoding",
+            help="Release what the optimal node suppresses: rounds on those records (docs/anonymization.md).",
+        ),
+    ] = False,
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", help="local recoding: the most rounds (default 100).")
+    ] = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
     beta: Annotated[float | None, typer.Option("--beta", help="epsilon-safe: sampling probability.")] = None,
@@ -145,6 +155,8 @@ def anonymize(
         "duckdb_memory_limit": duckdb_memory_limit,
         "duckdb_threads": duckdb_threads,
         "spark_master": spark_master,
+        "local_recoding": local_recoding or None,
+        "rounds": rounds,
         "beta": beta,
         "epsilon": epsilon,
         "epsilon_prime": epsilon_prime,
@@ -199,9 +211,12 @@ def print_release(release: Release) -> None:
     if headline.get("text"):
         table.add_row("result", Text(headline["text"]), style="bold green" if release.verified else None)
     levels = ", ".join(f"{q}={lv}" for q, lv in report["levels"].items())
-    table.add_row("levels", levels)
+    local = report.get("local_recoding")
+    table.add_row("levels (global node)" if local else "levels", levels)
+    if local:
+        _local_recoding_rows(table, local)
     table.add_row(
-        "information loss",
+        "information loss (global node)" if local else "information loss",
         f"{report['metric']} = {report['information_loss']:.6g} "
         f"(normalized {report['information_loss_normalized']:.4f})",
     )
@@ -264,6 +279,24 @@ def print_release(release: Release) -> None:
     if release.path is not None:
         table.add_row("output", f"{release.path} (+ report.json, report.html)")
     out.print(table)
+
+
+def _local_recoding_rows(table: Any, local: dict[str, Any]) -> None:
+    """The rounds of local recoding and the cell-level loss, global node versus mixed release."""
+    for r in local["rounds"][1:]:
+        table.add_row(
+            f"round {r['round']}",
+            f"node {tuple(r['node'])}: {r['released']:,} of {r['records_searched']:,} suppressed records "
+            f"released, {r['suppressed_after']:,} left",
+        )
+    table.add_row("local recoding", f"{local['rounds_run']} round(s); stopped: {local['stop']}")
+    g, m = local["loss_global"], local["loss_mixed"]
+    table.add_row(
+        "cell-level loss",
+        f"global node -> local recoding: released {g['released']:,} -> {m['released']:,}, "
+        f"Prec {g['prec']:.4f} -> {m['prec']:.4f}, entropy {g['entropy_normalized']:.4f} -> "
+        f"{m['entropy_normalized']:.4f}, DM* {g['dm_star_normalized']:.5f} -> {m['dm_star_normalized']:.5f}",
+    )
 
 
 # --------------------------------------------------------------------------- inspect

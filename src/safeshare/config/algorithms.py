@@ -79,6 +79,10 @@ class Algorithm:
     metrics: the loss metrics it supports (``None``: every metric).
     needs_privacy: whether a run needs a privacy model (Inverse OLA maximizes k without one).
     check: what it requires of the privacy criterion (epsilon-safe: exactly one k-anonymity).
+    local_recoding: whether local recoding may run it (``local_recoding:`` in the configuration,
+        workflows/local_recoding.py): its result is a qualifying node of the configured
+        criterion, so it can search the suppressed records again (Inverse OLA changes the
+        criterion, epsilon-safe samples the records).
     """
 
     make: Callable[[Any], SearchStrategy]
@@ -88,6 +92,7 @@ class Algorithm:
     metrics: tuple[str, ...] | None = None
     needs_privacy: bool = True
     check: Callable[[PrivacyCriterion], Any] | None = None
+    local_recoding: bool = False
 
 
 # The strategies are imported when one is built, so that naming and validating an algorithm
@@ -143,16 +148,18 @@ def _single_k(criterion: PrivacyCriterion) -> int:
 
 #: The registry: every strategy by name.
 ALGORITHMS: dict[str, Algorithm] = {
-    "ola": Algorithm(_ola, summary="least loss among the k-minimal nodes (thesis 4.3)"),
-    "exhaustive": Algorithm(_exhaustive, summary="every node evaluated (the reference)"),
+    "ola": Algorithm(_ola, summary="least loss among the k-minimal nodes (thesis 4.3)", local_recoding=True),
+    "exhaustive": Algorithm(_exhaustive, summary="every node evaluated (the reference)", local_recoding=True),
     "inverse-ola": Algorithm(
         _inverse_ola,
         _inverse_ola_options,
         "the largest achievable k within a loss budget (thesis 4.4)",
         needs_privacy=False,
     ),
-    "anytime": Algorithm(_anytime, _anytime_options, "branch and bound within a time/evaluation budget"),
-    "auto": Algorithm(_auto, _auto_options, "ola up to exact_max_nodes, else anytime"),
+    "anytime": Algorithm(
+        _anytime, _anytime_options, "branch and bound within a time/evaluation budget", local_recoding=True
+    ),
+    "auto": Algorithm(_auto, _auto_options, "ola up to exact_max_nodes, else anytime", local_recoding=True),
     "node": Algorithm(
         _fixed_node,
         _fixed_node_options,
@@ -211,6 +218,11 @@ def make_strategy(name: str, options: Mapping[str, Any] | BaseModel | None = Non
     return ALGORITHMS[name].make(validated)
 
 
+def local_recoding_algorithms() -> tuple[str, ...]:
+    """The algorithms local recoding runs (:attr:`Algorithm.local_recoding`)."""
+    return tuple(name for name, entry in ALGORITHMS.items() if entry.local_recoding)
+
+
 def config_keys() -> dict[str, tuple[str, ...]]:
     """Top-level configuration keys that apply to some algorithms only: key -> those algorithms."""
     out: dict[str, list[str]] = {}
@@ -227,5 +239,6 @@ __all__ = [
     "algorithm",
     "algorithm_options",
     "config_keys",
+    "local_recoding_algorithms",
     "make_strategy",
 ]

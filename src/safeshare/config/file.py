@@ -36,6 +36,8 @@ Example (paths are relative to the configuration file)::
     exact_max_nodes: 500000     # auto: largest lattice searched exactly by OLA
     levels: {age: 1, sex: 0}    # node: the one node to release (every QI), if it qualifies
     dp: {beta: 0.75, epsilon_prime: 0.5}   # epsilon-safe (docs/differential-privacy.md)
+    local_recoding: {rounds: 100}   # release what the optimal node suppresses, in rounds
+                                    # (docs/anonymization.md; `true` alone: the default rounds)
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     population_size: 1000000    # N of the report's risk section (default: the input is the population)
     engine: memory              # memory | duckdb | spark
@@ -77,7 +79,7 @@ from pydantic import (
     model_validator,
 )
 
-from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys
+from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
 from safeshare.config_checks import (
     Count,
     Flag,
@@ -137,6 +139,8 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "duckdb_memory_limit": ("duckdb", "memory_limit"),
     "duckdb_threads": ("duckdb", "threads"),
     "spark_master": ("spark", "master"),
+    "local_recoding": ("local_recoding",),
+    "rounds": ("local_recoding", "rounds"),
     "key_file": ("key_file",),
     "ledger": ("ledger",),
     "approved_by": ("approved_by",),
@@ -156,6 +160,29 @@ def option_name(keyword: str) -> str:
 
 
 # ------------------------------------------------------------------ sections
+#: Round limit of local recoding when none is given: in practice "until no record more can be
+#: released" (every round that continues releases at least one class, hence at least k records).
+DEFAULT_ROUNDS = 100
+
+
+class LocalRecodingSection(Section):
+    """``local_recoding:``: after the optimal node, rounds on the records it suppresses
+    (workflows/local_recoding.py; docs/anonymization.md, "Local recoding"). ``true`` alone is
+    ``{}`` (the default round limit), ``false`` is off."""
+
+    rounds: PositiveInt = DEFAULT_ROUNDS
+
+
+def _local_recoding(value: Any) -> Any:
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise refuse("expected true, false or a mapping such as {rounds: 10}")
+    return value
+
+
 def _ragged(value: Any, where: str) -> str:
     return choice("error", "pad")(value, where)
 
@@ -411,6 +438,8 @@ class ConfigFile(Section):
     exact_max_nodes: PositiveInt | None = None
     levels: dict[str, Count] | None = None
     dp: EpsilonSafeOptions | None = None
+    #: ``local_recoding:`` (issue 25): ``None`` is off
+    local_recoding: Annotated[LocalRecodingSection | None, BeforeValidator(_local_recoding)] = None
     knowledge: Annotated[
         dict[str, float] | None,
         checked(lambda v, w: _knowledge(v, w), allow_none=True),
@@ -495,6 +524,8 @@ class ConfigFile(Section):
             raise refuse(
                 f"algorithm {self.algorithm} scores nodes by {' or '.join(entry.metrics)}", key="metric"
             )
+        if self.local_recoding is not None:
+            _check_local_recoding(self)
         return self
 
     # -------------------------------------------------------------- the run's objects
@@ -711,6 +742,28 @@ class ConfigFile(Section):
         return parse_config(self._raw, self._path, **{**self._overrides, **overrides})
 
 
+def _check_local_recoding(cfg: ConfigFile) -> None:
+    """What local recoding does not combine with, refused before any data is read."""
+    why = None
+    if not ALGORITHMS[cfg.algorithm].local_recoding:
+        why = (
+            f"not supported with algorithm {cfg.algorithm} "
+            f"(local recoding runs {', '.join(local_recoding_algorithms())})"
+        )
+    elif cfg.engine == "spark":
+        why = "the spark engine does not write locally recoded releases (use engine memory or duckdb)"
+    elif cfg.knowledge is not None:
+        why = "the m-concealing report (knowledge:) is not computed for a locally recoded release"
+    elif "small-cells" in (cfg.privacy_params or {}):
+        why = "not supported with small-cells (a class mixing levels has no defined population group)"
+    elif any(a.role in ("pseudonym", "shifted_date") for a in cfg.attributes.values()):
+        why = "not yet supported with pseudonym or shifted_date columns (their re-check is not wired)"
+    elif cfg.ledger is not None:
+        why = "not yet supported with a ledger (the ledger entry of a mixed release is not wired)"
+    if why is not None:
+        raise refuse(why, key="local_recoding")
+
+
 def _portable(value: Any) -> Any:
     """Absolute paths by their name only (a report never shows the custodian's directories)."""
     if isinstance(value, dict):
@@ -756,6 +809,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "duckdb": DuckDBSection,
     "spark": SparkSection,
     "dp": EpsilonSafeOptions,
+    "local_recoding": LocalRecodingSection,
 }
 
 
@@ -776,7 +830,8 @@ def _with_overrides(
     """``raw`` with the overrides set at their key paths, and key path -> option name."""
     out = dict(raw)
     options: dict[str, str] = {}
-    for keyword, value in overrides.items():
+    # --rounds last: it needs --local-recoding (or the file's local_recoding:) to be on
+    for keyword, value in sorted(overrides.items(), key=lambda item: item[0] == "rounds"):
         if keyword not in OVERRIDES:
             close = [k for k in OVERRIDES if k.replace("_", "") == keyword.replace("_", "")]
             hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {', '.join(OVERRIDES)}"
@@ -797,6 +852,13 @@ def _with_overrides(
                 )
             }
             out["privacy"] = {"k-anonymity": {"k": value}, **models}
+        elif keyword == "local_recoding" and value is True and isinstance(out.get(keyword), Mapping):
+            pass  # the file's rounds stay
+        elif keyword == "rounds" and out.get("local_recoding") in (None, False):
+            raise ConfigError(
+                f"{option_name(keyword)}: applies to local recoding only "
+                "(--local-recoding, or local_recoding: in the configuration)"
+            )
         else:
             _set(out, path, value)
         options[".".join(path)] = option_name(keyword)
@@ -906,6 +968,8 @@ def config_json_schema() -> str:
     from safeshare.models.registry import privacy_json_schema
 
     schema["$defs"]["AttributeSection"]["properties"]["hierarchy"] = _builder_schema()
+    # local_recoding: true (the default rounds) | false (off) | {rounds: N}
+    props["local_recoding"] = {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/LocalRecodingSection"}]}
     privacy = privacy_json_schema()
     schema["$defs"].update(privacy.pop("$defs"))
     schema["$defs"]["Privacy"] = privacy

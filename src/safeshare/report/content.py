@@ -94,8 +94,9 @@ def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> li
     out = []
     advice = "consider dropping it (role identifying), which may let the other columns keep more detail"
     for g in generalization:
-        top = g["height"] > 0 and g["level"] >= g["height"]
-        where = "its top level" if top else f"level {g['level']} of {g['height']}"
+        level, where = released_level(g)
+        top = g["height"] > 0 and level >= g["height"]
+        where = "its top level" if top else where
         if g["labels"] == 1 and g.get("examples"):
             message = (
                 f"quasi-identifier {g['qi']!r} is generalized to {where}, one label in every released "
@@ -108,8 +109,21 @@ def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> li
             )
         else:
             continue
-        out.append(ReportWarning("uninformative-qi", message, (str(g["qi"]),), int(g["level"])))
+        out.append(ReportWarning("uninformative-qi", message, (str(g["qi"]),), level))
     return out
+
+
+def released_level(g: Mapping[str, Any]) -> tuple[int, str]:
+    """The level of a QI's released records and its wording: the node's level, or, in a locally
+    recoded release (``records_per_level``), the lowest level of any released record
+    (``levels 1-3 of 4``)."""
+    if "level" in g:
+        return int(g["level"]), f"level {g['level']} of {g['height']}"
+    levels = sorted(int(lv) for lv, n in g.get("records_per_level", {}).items() if n)
+    if not levels:
+        return 0, f"level 0 of {g['height']}"
+    shown = str(levels[0]) if levels[0] == levels[-1] else f"{levels[0]}-{levels[-1]}"
+    return levels[0], f"level{'s' if levels[0] != levels[-1] else ''} {shown} of {g['height']}"
 
 
 def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from safeshare.report.content import describe_search, risk_rows
+from safeshare.report.content import describe_search, released_level, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -202,16 +202,62 @@ def _generalization_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         more = ""
         if g["labels"] > len(g["examples"]):  # examples here; every label in the evidence section
             more = ", … (every label: the evidence section)" if doc.get("evidence") else ", …"
+        lowest, _ = released_level(g)
         rows.append(
             {
                 "qi": g["qi"],
-                "level": g["level"],
+                "level": g["level"] if "level" in g else _per_level(g),
                 "height": g["height"],
                 "labels": f"{g['labels']:,}: " + ", ".join(shown) + more,
-                "top": g["height"] > 0 and g["level"] >= g["height"],
+                "top": g["height"] > 0 and lowest >= g["height"],
             }
         )
     return rows
+
+
+def _per_level(g: dict[str, Any]) -> str:
+    """A locally recoded QI's levels with their released records: ``0 (30,980) · 1 (1,535)``."""
+    per_level = sorted((int(lv), int(n)) for lv, n in g.get("records_per_level", {}).items() if n)
+    return " · ".join(f"{lv} ({n:,})" for lv, n in per_level)
+
+
+def _local_recoding(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Local recoding: the rounds (node, records released each) and the cell-level loss of the
+    global optimum's release beside the mixed release's (the same definitions)."""
+    local = doc.get("local_recoding")
+    if not local:
+        return None
+    rounds = [
+        (
+            "0 (global optimum)" if r["round"] == 0 else str(r["round"]),
+            ", ".join(f"{q}={lv}" for q, lv in r["levels"].items()),
+            _num(r["records_searched"]),
+            _num(r["suppression_limit"]),
+            _num(r["released"]),
+            _num(r["returned"]),
+            _num(r["suppressed_after"]),
+        )
+        for r in local["rounds"]
+    ]
+    g, m = local["loss_global"], local["loss_mixed"]
+    measures = [
+        ("records released", "released", 0),
+        ("records suppressed", "suppressed", 0),
+        ("equivalence classes", "classes", 0),
+        ("precision loss (cell level, [0, 1])", "prec", 4),
+        ("non-uniform entropy (normalized)", "entropy_normalized", 4),
+        ("DM* per record (normalized)", "dm_star_normalized", 5),
+    ]
+    loss = [
+        (
+            title,
+            _num(g.get(key)) if not digits else f"{float(g[key]):.{digits}f}",
+            _num(m.get(key)) if not digits else f"{float(m[key]):.{digits}f}",
+        )
+        for title, key, digits in measures
+        if key in g and key in m
+    ]
+    return {"rounds": rounds, "loss": loss, "stop": f"{local['stop']} ({local['stop_reason']})"}
 
 
 def _column_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
@@ -219,7 +265,7 @@ def _column_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     rows = []
     for c in doc.get("columns", []):  # release.py: given by the caller, or column_treatments()
         g = levels.get(c["name"])
-        detail = f"level {g['level']} of {g['height']}" if g is not None else ""
+        detail = released_level(g)[1] if g is not None else ""
         rows.append({**c, "detail": detail})
     return rows
 
@@ -275,6 +321,8 @@ def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     for key, title in METRIC_TITLES.items():
         if key in loss:
             mark = " (optimized)" if key == doc.get("metric") else ""
+            if doc.get("local_recoding"):  # the search's metric: of the global node, not the mixed release
+                mark += ", global node (round 0)"
             rows.append((title + mark, _num(loss[key]), _num(loss.get(f"{key}_normalized"), 4)))
     if "dm_star_minus_bottom" in loss:
         rows.append(("DM* minus its value on the original data", _num(loss["dm_star_minus_bottom"]), ""))
@@ -527,6 +575,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "columns": _column_rows(doc),
         "generalization": _generalization_rows(doc),
         "search": describe_search(doc) if "algorithm" in doc else None,
+        "local": _local_recoding(doc),
         "loss": _loss_rows(doc),
         "histogram": histogram,
         "tradeoff": _tradeoff(doc),

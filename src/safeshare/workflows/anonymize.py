@@ -82,6 +82,8 @@ def run_anonymization(
     sampling = anonymizer.prepares
     if tradeoff and sampling:
         raise ConfigError(f"--tradeoff: does not apply to algorithm {cfg.algorithm} (it draws its node)")
+    if tradeoff and cfg.local_recoding is not None:
+        raise ConfigError("--tradeoff: does not apply to local recoding (the curve is of global nodes)")
     knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
     out_dir = Path(out) if out is not None else None
     if out_dir is not None:
@@ -112,6 +114,8 @@ def run_anonymization(
             approved_by=cfg.approved_by,
             ledger=_relative_to(cfg.ledger_path, cfg.base_dir) if cfg.ledger_path is not None else None,
         )
+        if cfg.local_recoding is not None:  # issue 25: rounds on the records the optimum suppresses
+            return _publish_local(anonymizer, result, engine, cfg, context, out_dir, timings, monitor)
         if knowledge is not None:
             with monitor.phase("measuring m-concealing of the release"):
                 t0 = time.perf_counter()
@@ -268,6 +272,44 @@ def _publish(
     assert (out_dir / name).exists()
     if ledger is not None:
         release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, inputs, identifiers)
+    return release
+
+
+def _publish_local(
+    anonymizer: Anonymizer,
+    result: AnonymizationResult,
+    engine: Engine,
+    cfg: Any,
+    context: ReleaseContext,
+    out_dir: Path | None,
+    timings: dict[str, float],
+    monitor: Monitor,
+) -> Release:
+    """Local recoding after the global optimum ``result`` (workflows/local_recoding.py), then the
+    mixed release written, verified and published as :func:`_publish` does a global one."""
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.local_recoding import LocalRecoding
+    from safeshare.workflows.local_release import build_local_release, stage_local_release
+    from safeshare.workflows.release import write_reports
+
+    rounds = cfg.local_recoding.rounds
+    with monitor.phase(f"local recoding of the {result.suppressed_records:,} suppressed records"):
+        t0 = time.perf_counter()
+        recoded = LocalRecoding(anonymizer.spec, rounds).recode(result)
+        timings.update(result.timings)
+        timings["local_recoding"] = time.perf_counter() - t0
+    context.tradeoff_skipped = "local recoding: the curve is of global nodes"
+    fmt, delimiter = cfg.release_format, cfg.output_delimiter
+    if out_dir is None:
+        return build_local_release(recoded, engine, fmt, delimiter, context, None, None, timings)
+    output = OutputDirectory(out_dir)
+    with monitor.phase("writing and verifying the release"), output as stage:
+        verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings)
+        release = build_local_release(
+            recoded, engine, fmt, delimiter, context, verification, out_dir, timings
+        )
+        write_reports(release, stage)
+        output.publish()
     return release
 
 

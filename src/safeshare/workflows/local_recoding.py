@@ -68,6 +68,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.config.algorithms import local_recoding_algorithms
+from safeshare.config.file import DEFAULT_ROUNDS
 from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Node
@@ -83,12 +85,9 @@ from safeshare.numerics import suppression_limit
 from safeshare.search.progress import Progress
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 
-#: Round limit when none is given: in practice "until no record more can be released"
-#: (every round that continues releases at least one class, hence at least k records).
-DEFAULT_ROUNDS = 100
-
-#: Algorithms whose result is a qualifying node of the configured criterion.
-SUPPORTED_ALGORITHMS = ("ola", "exhaustive", "anytime", "auto")
+#: Algorithms whose result is a qualifying node of the configured criterion (the registry's
+#: ``Algorithm.local_recoding``).
+SUPPORTED_ALGORITHMS = local_recoding_algorithms()
 
 #: Why the rounds stopped (``LocalRecodingResult.stop_reason``).
 STOP_REASONS = {

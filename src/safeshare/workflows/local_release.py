@@ -1,4 +1,5 @@
-"""Write, verify and publish a locally recoded release (issue 25).
+"""Write, verify and publish a locally recoded release, described by the one :class:`Release`
+(issue 25).
 
 The same protocol as :func:`safeshare.workflows.release.write_release` (stage in a private
 directory, verify the written file independently, swap atomically; see "Publishing" in
@@ -11,23 +12,32 @@ classes by identical released values satisfying every configured model, and the 
 within ``floor(max_suppression * N)`` of the whole input. Nothing is published unless the
 check passes and its counts agree with the result's.
 
-report.json holds :meth:`LocalRecodingResult.summary` (rounds, the loss of the global and of
-the mixed release) and the verification; the HTML report of a mixed release is not rendered
-here (the report layer renders one result object; its wiring is separate).
+The run is described by the same :class:`~safeshare.workflows.result.Release` as a global one
+(:func:`build_local_release`): its output, privacy and risk sections are the mixed release's
+(classes by identical released values), its choice the global optimum's node (round 0) with
+the generalization of the released records per level, and its ``local_recoding`` section the
+rounds (node, records released each), the cell-level loss of the global and of the mixed
+release (:mod:`safeshare.metrics.cell_loss`) and the stop reason. report.json, report.html, the
+terminal and the API show it. ``safeshare anonymize --local-recoding`` goes through
+:func:`stage_local_release` and :func:`build_local_release` (workflows/anonymize.py);
+:func:`publish_local_recoding` is the same for a result computed in Python.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.errors import InputError, VerificationError
-from safeshare.io import OutputDirectory, atomic_write_text
+from safeshare.io import OutputDirectory
+from safeshare.report.content import report_warnings
+from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
     Verification,
@@ -38,17 +48,40 @@ from safeshare.verify import (
 )
 from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.local_recoding import LocalRecodingResult
-from safeshare.workflows.release import _json_default, _version, release_name
+from safeshare.workflows.release import (
+    ReleaseContext,
+    _version,
+    input_class_sizes,
+    portable,
+    release_name,
+    write_reports,
+)
+from safeshare.workflows.result import (
+    Output,
+    Provenance,
+    Release,
+    UtilityOutcome,
+    choice_of,
+    input_profile,
+    privacy_of,
+    size_histogram,
+)
 
 
 @dataclass
 class PublishedLocalRelease:
-    """Where the outputs went, and what report.json says."""
+    """Where the outputs went, and the :class:`Release` that describes them."""
 
     release: Path
     report_json: Path
-    report: dict[str, Any]
+    report_html: Path
+    result: Release
     verification: Verification
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """report.json (:attr:`Release.report`)."""
+        return self.result.report
 
 
 def local_release_expectations(
@@ -73,81 +106,198 @@ def local_release_expectations(
     )
 
 
+def check_local_releasable(result: LocalRecodingResult) -> None:
+    """Refuse, before anything is written, a result without a global node."""
+    if not result.found:
+        raise InputError(
+            "no generalization satisfies the privacy models within the suppression limit "
+            f"({result.max_suppression:.0%}); allow more suppression or lower the requirements"
+        )
+
+
+def stage_local_release(
+    result: LocalRecodingResult,
+    engine: Engine,
+    stage: Path,
+    fmt: OutputFormat,
+    delimiter: str,
+    timings: dict[str, float],
+    identifiers: IdentifierExpectations | None = None,
+) -> Verification:
+    """Write the mixed release of ``result`` into ``stage`` and verify the written file.
+
+    Raises :class:`VerificationError` when the written release fails the independent check
+    (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
+    """
+    input_columns = engine.columns()
+    plan = result.release_plan(input_columns, fmt, delimiter)
+    name = release_name(fmt)
+    start = time.perf_counter()
+    written = engine.write_mixed_release(plan, stage / name)
+    timings["apply"] = time.perf_counter() - start
+    start = time.perf_counter()
+    expected = local_release_expectations(result, input_columns, delimiter)
+    if identifiers is not None:
+        schema = result.global_result.schema
+        roles = {n: a.role.value for n, a in schema.attributes.items()}
+        default = schema.default_role.value if schema.default_role is not None else None
+        expected = with_identifiers(expected, input_columns, roles, default, identifiers)
+    verification = verify_release(stage / name, fmt, expected)
+    timings["verify"] = time.perf_counter() - start
+    if not verification.passed:
+        failures = "; ".join(verification.failures)
+        raise VerificationError(f"the written release failed its independent privacy check: {failures}")
+    if written != verification.records_out:
+        raise VerificationError(
+            f"the engine wrote {written} records but the release holds {verification.records_out}"
+        )
+    if verification.suppressed_records != result.suppressed_records:
+        raise VerificationError(
+            f"{verification.suppressed_records} records were suppressed, "
+            f"local recoding expected {result.suppressed_records}"
+        )
+    return verification
+
+
+def local_recoding_section(result: LocalRecodingResult) -> dict[str, Any]:
+    """report.json's ``local_recoding``: the rounds (round 0 is the global optimum), why they
+    stopped, the suppression budget of the whole input, and the cell-level loss of the global
+    and of the mixed release (the same definitions, so the gain is a number). Two runs of one
+    configuration give the same section (the time of the rounds is in ``elapsed_s``)."""
+    summary = result.summary()
+    # a round's CPU seconds are a measurement (report.json keeps them under elapsed_s only)
+    summary["rounds"] = [{k: v for k, v in r.items() if k != "seconds"} for r in summary["rounds"]]
+    keys = ("rounds", "stop_reason", "stop", "suppression_limit", "loss_global", "loss_mixed")
+    return {
+        "rounds_run": len(result.rounds) - 1,
+        "records_released_global": result.rounds[0].released if result.rounds else 0,
+        **{key: summary[key] for key in keys},
+    }
+
+
+def mixed_privacy_achieved(result: LocalRecodingResult) -> dict[str, Any]:
+    """Per model, what the mixed release's classes achieve (as
+    :meth:`AnonymizationResult.privacy_achieved`, on classes by identical released values)."""
+    classes = result.release.as_classes()
+    released = np.zeros(classes.sizes.shape[0], dtype=bool)
+    released[:-1] = classes.sizes[:-1] > 0  # the last slot holds the suppressed rows
+    out = {m.name: m.achieved(classes, result.table, released) for m in result.global_result.criterion.models}
+    return {name: value for name, value in out.items() if value}
+
+
+def build_local_release(
+    result: LocalRecodingResult,
+    engine: Engine,
+    fmt: OutputFormat,
+    delimiter: str,
+    context: ReleaseContext,
+    verification: Verification | None,
+    out_dir: Path | None,
+    timings: dict[str, float],
+) -> Release:
+    """The :class:`Release` of a locally recoded ``result`` (written to ``out_dir`` and
+    verified, or not written)."""
+    base = result.global_result
+    input_columns = engine.columns()
+    released_columns = base.schema.released_columns(input_columns)
+    config, source = portable(context.config, context.source)
+    sizes = result.released_class_sizes
+    section = local_recoding_section(result)
+    gained = result.records_out - section["records_released_global"]
+    choice = choice_of(base)
+    why = (
+        f"{choice.why}; then local recoding: {section['rounds_run']} round(s) on the suppressed records "
+        f"released {gained:,} more ({section['stop']})"
+    )
+    # records per level keyed by the level's text, as report.json holds them
+    generalization = tuple(
+        {**g, "records_per_level": {str(lv): n for lv, n in g["records_per_level"].items()}}
+        for g in result.generalization()
+    )
+    release = Release(
+        input=input_profile(base, source, input_columns, released_columns, result.records_in),
+        choice=replace(choice, generalization=generalization, why=why),
+        output=Output(
+            file=release_name(fmt),
+            format=fmt,
+            records_in=result.records_in,
+            records_out=result.records_out,
+            suppressed_records=result.suppressed_records,
+            equivalence_classes=int(sizes.size),
+            min_class_size=int(sizes.min()) if sizes.size else 0,
+            class_size_histogram=tuple(size_histogram(sizes)),
+            path=out_dir,
+        ),
+        privacy=replace(privacy_of(base), achieved=mixed_privacy_achieved(result)),
+        risk=risk_section(input_class_sizes(base), sizes, context.population_size),
+        utility=UtilityOutcome(tradeoff_skipped=context.tradeoff_skipped),
+        provenance=Provenance(
+            config=config,
+            settings=dict(context.settings),
+            version=_version(),
+            seeds={},
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            engine=engine.name,
+            engine_settings=engine.settings(),
+        ),
+        verification=verification,
+        timings=dict(timings),
+        peak_rss_mb=peak_rss_mb(),
+        fit=base,
+        local_recoding=section,
+        recoding=result,
+    )
+    release.warnings = report_warnings(release.report)
+    return release
+
+
 def publish_local_recoding(
     result: LocalRecodingResult,
     engine: Engine,
     out_dir: Path,
     fmt: OutputFormat = "csv",
     delimiter: str = ",",
-    report: dict[str, Any] | None = None,
+    context: ReleaseContext | None = None,
     identifiers: IdentifierExpectations | None = None,
+    html: bool = True,
 ) -> PublishedLocalRelease:
-    """Write the mixed release to ``out_dir``, verify the written file, write report.json, publish.
+    """Write the mixed release to ``out_dir``, verify the written file, write report.json and
+    report.html (from the :class:`Release`), publish.
 
-    ``report``: extra entries for report.json. ``identifiers``: the pseudonym and shifted-date
-    checks (:func:`safeshare.verify.with_identifiers`) when the schema has such columns.
-    Raises :class:`InputError` when no node qualified and :class:`VerificationError` when the
-    written release fails its check; then nothing is written to ``out_dir``.
+    ``context``: what the report says besides the result (the configuration, N, ...).
+    ``identifiers``: the pseudonym and shifted-date checks (:func:`safeshare.verify.with_identifiers`)
+    when the schema has such columns. Raises :class:`InputError` when no node qualified and
+    :class:`VerificationError` when the written release fails its check; then nothing is
+    written to ``out_dir``.
     """
-    if not result.found:
-        raise InputError(
-            "no generalization satisfies the privacy models within the suppression limit "
-            f"({result.max_suppression:.0%}); allow more suppression or lower the requirements"
-        )
+    check_local_releasable(result)
+    context = context or ReleaseContext()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
-    input_columns = engine.columns()
-    plan = result.release_plan(input_columns, fmt, delimiter)
-    name = release_name(fmt)
-    timings = dict(result.timings)
+    timings = {**context.timings, **result.timings}
     output = OutputDirectory(out_dir)
     with output as stage:
-        start = time.perf_counter()
-        written = engine.write_mixed_release(plan, stage / name)
-        timings["apply"] = time.perf_counter() - start
-        start = time.perf_counter()
-        expected = local_release_expectations(result, input_columns, delimiter)
-        if identifiers is not None:
-            schema = result.global_result.schema
-            roles = {n: a.role.value for n, a in schema.attributes.items()}
-            default = schema.default_role.value if schema.default_role is not None else None
-            expected = with_identifiers(expected, input_columns, roles, default, identifiers)
-        verification = verify_release(stage / name, fmt, expected)
-        timings["verify"] = time.perf_counter() - start
-        if not verification.passed:
-            failures = "; ".join(verification.failures)
-            raise VerificationError(f"the written release failed its independent privacy check: {failures}")
-        if written != verification.records_out:
-            raise VerificationError(
-                f"the engine wrote {written} records but the release holds {verification.records_out}"
-            )
-        if verification.suppressed_records != result.suppressed_records:
-            raise VerificationError(
-                f"{verification.suppressed_records} records were suppressed, "
-                f"local recoding expected {result.suppressed_records}"
-            )
-        doc: dict[str, Any] = {
-            "safeshare_version": _version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "engine": engine.name,
-            "engine_settings": {**engine.settings(), "peak_rss_mb": peak_rss_mb()},
-            "release": name,
-            **result.summary(),
-            "privacy": result.global_result.criterion.params(),
-            "metric": result.global_result.metric.name,
-            "algorithm": result.global_result.search.algorithm,
-            "verified": True,
-            "verification": verification.to_dict(),
-        }
-        for key, value in (report or {}).items():
-            doc.setdefault(key, value)
-        doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
-        atomic_write_text(stage / "report.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
+        verification = stage_local_release(result, engine, stage, fmt, delimiter, timings, identifiers)
+        release = build_local_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
+        write_reports(release, stage, html)
         output.publish()
     return PublishedLocalRelease(
-        release=out_dir / name, report_json=out_dir / "report.json", report=doc, verification=verification
+        release=out_dir / release_name(fmt),
+        report_json=out_dir / "report.json",
+        report_html=out_dir / "report.html",
+        result=release,
+        verification=verification,
     )
 
 
-__all__ = ["PublishedLocalRelease", "local_release_expectations", "publish_local_recoding"]
+__all__ = [
+    "PublishedLocalRelease",
+    "build_local_release",
+    "check_local_releasable",
+    "local_recoding_section",
+    "local_release_expectations",
+    "mixed_privacy_achieved",
+    "publish_local_recoding",
+    "stage_local_release",
+]

@@ -18,6 +18,9 @@ A release is made of sections, each a field:
 * :attr:`Release.utility`: information loss (in :attr:`choice`), the suppression / loss
   trade-off and m-concealing, when computed;
 * :attr:`Release.sampling`: epsilon-safe's Bernoulli sample and guarantee, when it ran;
+* :attr:`Release.local_recoding`: the rounds of local recoding (node and records released
+  each), the cell-level loss of the global and of the mixed release, the stop reason, when
+  it ran (the other sections then describe the mixed release);
 * :attr:`Release.verification`: the independent re-check of the written file;
 * :attr:`Release.provenance`: the configuration (its file name and every validated
   setting), the version, the seeds;
@@ -43,12 +46,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.evidence import threshold_of
+
+if TYPE_CHECKING:
+    from safeshare.workflows.local_recoding import LocalRecodingResult
 
 #: Keys of report.json that are measurements of one run, not results: two runs of the same
 #: configuration differ only in these and in ``engine_settings.peak_rss_mb`` (the CLI/API
@@ -178,6 +186,10 @@ class Release:
     ledger_entry: Mapping[str, Any] | None = field(default=None, compare=False)
     #: the search's full result (frequency table, evaluator, classes) for further analysis
     fit: AnonymizationResult | None = field(default=None, repr=False, compare=False)
+    #: local recoding: report.json's ``local_recoding`` (``None`` when it did not run)
+    local_recoding: Mapping[str, Any] | None = None
+    #: local recoding's full result (the rounds, the mixed release) for further analysis
+    recoding: LocalRecodingResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def path(self) -> Path | None:
@@ -228,6 +240,8 @@ class Release:
         }
         doc["k"] = self.privacy.k
         doc["max_suppression"] = self.privacy.max_suppression
+        if self.local_recoding is not None:
+            doc["local_recoding"] = dict(self.local_recoding)
         if self.sampling is not None:  # epsilon-safe: its k and suppression limit (which shapes the utility)
             doc.update(self.sampling)
         if self.utility.tradeoff is not None:
@@ -294,7 +308,11 @@ def choice_of(result: AnonymizationResult) -> Choice:
 
 def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:
     """Released classes by size, in bins 1, 2, ..., 10, 11-20, 21-50, ... (for the HTML report)."""
-    sizes = result.released_class_sizes
+    return size_histogram(result.released_class_sizes)
+
+
+def size_histogram(sizes: np.ndarray) -> list[dict[str, Any]]:
+    """:func:`class_size_histogram` of the released class ``sizes``."""
     edges = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001]
     out = []
     for lo, hi in zip(edges, [*edges[1:], None], strict=True):
