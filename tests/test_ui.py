@@ -351,3 +351,39 @@ def test_the_workbench_surveillance_is_the_commands(tmp_path: Path) -> None:
     assert [(p["volume"], p["policy"]) for p in doc["policies"]] == [
         (v["volume"], v["best"]) for v in search.to_dict()["volumes"]
     ]
+
+
+def test_privacy_screen_sets_local_recoding_and_the_threshold_reason(server) -> None:
+    """The Privacy screen writes ``local_recoding: {rounds: N}`` and ``threshold_reason`` into the
+    configuration (what "copy as YAML" shows), and the Release screen shows the rounds."""
+    with server.client() as client:
+        project = adult_project(client)["id"]
+        wait_idle(client, project)
+        form = {"k": "5", "max_suppression": "5%", "metric": "prec", "algorithm": "ola", "engine": "memory"}
+        saved = client.post(
+            f"/p/{project}/privacy",
+            data={
+                **form,
+                "local_recoding": "1",
+                "rounds": "3",
+                "threshold_reason": "ignored without a threshold",
+            },
+            follow_redirects=False,
+        )
+        assert saved.status_code == 303 and "error" not in saved.headers["location"], saved.headers
+        config = client.get(f"/api/projects/{project}/config").text
+        assert "local_recoding: {rounds: 3}" in config and "threshold_reason" not in config
+        run = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
+        state = wait_run(client, project, run)
+        assert state["status"] == "done" and state["verified"] is True, state
+        report = client.get(f"/api/projects/{project}/runs/{run}/report").json()
+        assert report["records_out"] == 32561 and report["local_recoding"]["rounds_run"] >= 1
+        page = client.get(f"/p/{project}/release?run={run}").text
+        assert 'data-testid="local-recoding-rounds"' in page
+        client.post(
+            f"/p/{project}/privacy",
+            data={**form, "threshold": "0.09", "threshold_reason": "  the  agreement's figure "},
+            follow_redirects=False,
+        )
+        config = client.get(f"/api/projects/{project}/config").text
+        assert "threshold_reason: the agreement's figure" in config and "local_recoding" not in config

@@ -520,6 +520,10 @@ def _privacy_values(config: Mapping[str, Any]) -> dict[str, Any]:
         "metric": config.get("metric", "prec"),
         "algorithm": config.get("algorithm", "ola"),
         "engine": config.get("engine", "memory"),
+        "local_recoding": bool(config.get("local_recoding")),
+        "rounds": (config.get("local_recoding") or {}).get("rounds", "")
+        if isinstance(config.get("local_recoding"), dict)
+        else "",
     }
 
 
@@ -544,7 +548,7 @@ async def privacy_page(request: Request) -> Response:
             project,
             "privacy",
             values=_privacy_values(config),
-            reason=project.meta.get("threshold_reason", ""),
+            reason=config.get("threshold_reason") or project.meta.get("threshold_reason", ""),
             metrics=services.metrics(),
             algorithms=services.algorithms(),
             estimate=estimate,
@@ -614,8 +618,18 @@ async def save_privacy(request: Request) -> Response:
                 config[key] = value
         if config.get("engine") == "memory":
             config.pop("engine")
+        reason = " ".join(str(form.get("threshold_reason", "")).split())[:500]
+        if reason and threshold is not None:
+            config["threshold_reason"] = reason  # the report's evidence states it (issue 20)
+        else:
+            config.pop("threshold_reason", None)
+        if form.get("local_recoding"):
+            rounds = _number(form, "rounds", int)
+            config["local_recoding"] = {"rounds": rounds} if rounds is not None else True
+        else:
+            config.pop("local_recoding", None)
         project.save_config(config)
-        project.set_meta(threshold_reason=str(form.get("threshold_reason", "")).strip()[:500])
+        project.set_meta(threshold_reason=reason)
         if form.get("estimate"):
             start_run(ctx, project, "estimate")
     except (InputError, RunError, ValueError) as exc:
