@@ -111,6 +111,13 @@ def mutual_information(joint: np.ndarray) -> float:
     return float((joint[nz] * np.log(joint[nz] / (pi @ pj)[nz])).sum())
 
 
+def pair_counts(table: SampleTable, i: int, j: int) -> np.ndarray:
+    """The sample's contingency table of columns i and j (K_i x K_j record counts)."""
+    ki, kj = table.cardinalities[i], table.cardinalities[j]
+    joint = np.bincount(table.codes[:, i] * kj + table.codes[:, j], weights=table.counts, minlength=ki * kj)
+    return np.asarray(joint.reshape(ki, kj), dtype=float)
+
+
 def sample_mutual_information(table: SampleTable, i: int, j: int, bias_correction: bool) -> float:
     """Plug-in MI of columns i and j in the sample, Miller-Madow corrected when asked.
 
@@ -118,9 +125,7 @@ def sample_mutual_information(table: SampleTable, i: int, j: int, bias_correctio
     ``(K_ij - K_i - K_j + 1) / (2n)`` (K = occupied cells); the latent model's MI
     is a population quantity, so the corrected value is the one to match.
     """
-    ki, kj = table.cardinalities[i], table.cardinalities[j]
-    joint = np.bincount(table.codes[:, i] * kj + table.codes[:, j], weights=table.counts, minlength=ki * kj)
-    joint = joint.reshape(ki, kj)
+    joint = pair_counts(table, i, j)
     mi = mutual_information(joint)
     if bias_correction:
         occupied = int((joint > 0).sum())
@@ -155,3 +160,50 @@ def mi_matched_correlation(table: SampleTable, bias_correction: bool = True, tol
                     hi = mid
             corr[i, j] = corr[j, i] = sign * (lo + hi) / 2
     return nearest_correlation(corr)
+
+
+def mutual_information_matrix(table: SampleTable, bias_correction: bool = True) -> np.ndarray:
+    """The m x m matrix of pairwise sample MI (:func:`sample_mutual_information`; zero diagonal)."""
+    m = len(table.columns)
+    out = np.zeros((m, m))
+    for i in range(m):
+        for j in range(i + 1, m):
+            out[i, j] = out[j, i] = sample_mutual_information(table, i, j, bias_correction)
+    return out
+
+
+def rectangle_probabilities(
+    lower: np.ndarray, upper: np.ndarray, cholesky: np.ndarray, points: np.ndarray
+) -> np.ndarray:
+    """``P(lower < Z <= upper)`` for ``Z ~ N(0, L L^T)``, row by row, by the GHK simulator.
+
+    Geweke-Hajivassiliou-Keane (Genz 1992, Keane 1994): with ``Z = L e``, ``e``
+    standard normal, the constraint on ``Z_c`` given ``e_1..e_{c-1}`` is
+    ``e_c in (alpha_c, beta_c]`` with ``alpha_c = (lower_c - sum_{j<c} L_cj e_j) / L_cc``
+    (``beta_c`` likewise); then ``P = E[prod_c (Phi(beta_c) - Phi(alpha_c))]`` when
+    each ``e_c`` is drawn from the standard normal truncated to ``(alpha_c, beta_c]``
+    by inversion of the uniform ``points[:, c]``. ``points`` (M x m, in (0, 1)) are
+    shared by every row; a randomized quasi-Monte Carlo set (scrambled Sobol') makes
+    the average over them an unbiased, low-variance estimate. ``lower``/``upper``
+    are J x m and may hold +-inf.
+    """
+    J, m = lower.shape
+    M = points.shape[0]
+    weight = np.ones((J, M))
+    e = np.zeros((J, M, m))
+    for c in range(m):
+        shift = e[:, :, :c] @ cholesky[c, :c] if c else np.zeros((J, M))
+        lo = (lower[:, c : c + 1] - shift) / cholesky[c, c]
+        hi = (upper[:, c : c + 1] - shift) / cholesky[c, c]
+        # Work in the lower tail (Phi(-x) for x > 0) so far-tail differences keep their precision.
+        flip = lo > 0
+        a = np.where(flip, -hi, lo)
+        b = np.where(flip, -lo, hi)
+        pa, pb = special.ndtr(a), special.ndtr(b)
+        mass = pb - pa
+        weight *= mass
+        if c < m - 1:
+            u = np.clip(pa + points[None, :, c] * mass, 1e-300, 1.0 - 1e-16)
+            draw = special.ndtri(u)
+            e[:, :, c] = np.where(flip, -draw, draw)
+    return np.asarray(weight.mean(axis=1), dtype=float)

@@ -1,0 +1,263 @@
+"""The copula estimators: synthesis in bounded memory, the checkerboard D-vine, GHK class
+probabilities, one seed policy, intervals, interrupts (issue 21)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from safeshare.errors import Interrupted
+from safeshare.risk import copula
+from safeshare.risk.classes import SampleTable, radices
+from safeshare.risk.estimators import make_estimator
+from safeshare.risk.estimators.average import AverageCopulaEstimator
+from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator, max_weight_path
+from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
+from safeshare.risk.synthesis import multinomial_rest, streamed_rest, synthetic_risk
+
+
+def correlated_table(n: int, seed: int, cards: tuple[int, ...] = (6, 4, 5, 3)) -> SampleTable:
+    """A sample of ``n`` records on len(cards) nominal columns with strong, non-monotone dependence."""
+    rng = np.random.default_rng(seed)
+    m = len(cards)
+    codes = np.empty((n, m), dtype=np.int64)
+    codes[:, 0] = rng.integers(0, cards[0], n)
+    for c in range(1, m):
+        perm = rng.permutation(cards[c])
+        follow = perm[codes[:, c - 1] % cards[c]]
+        noise = rng.integers(0, cards[c], n)
+        codes[:, c] = np.where(rng.random(n) < 0.7, follow, noise)
+    return SampleTable.from_codes(codes)
+
+
+# --------------------------------------------------------------------------- synthesis
+
+
+def test_streamed_synthesis_counts_every_chunk_exactly() -> None:
+    """A deterministic 'model' (record i has class i mod K): B* equals the direct count."""
+    K, N, n = 7, 1000, 50
+    state = {"next": 0}
+
+    def draw(size: int, rng: np.random.Generator) -> np.ndarray:
+        codes = (np.arange(state["next"], state["next"] + size) % K).reshape(-1, 1)
+        state["next"] += size
+        return codes.astype(np.int64)
+
+    weights = np.ones(1, dtype=np.int64)
+    rest = streamed_rest(draw, weights, chunk_size=60)
+    got = synthetic_risk(draw, rest, weights, (K,), N, n, np.random.default_rng(0), chunk_size=30)
+    F = np.bincount(np.arange(N) % K)
+    assert pytest.approx(float(np.mean(1 / F[np.arange(n) % K]))) == got.B
+    assert got.population_uniques == 0
+
+
+def _brute_force_B(est: DVineCopulaEstimator | GaussianCopulaEstimator, N: int, n: int, seed: int) -> float:
+    """The paper's recipe literally: N records, the first n the sample, class sizes counted."""
+    keys = est._codes(N, np.random.default_rng(seed)) @ radices(est._cardinalities)
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return float(np.mean(1.0 / counts[inverse[:n]]))
+
+
+@pytest.mark.parametrize("name", ["dvine_copula", "gaussian_copula"])
+def test_synthesis_without_the_population_has_the_brute_force_distribution(name: str) -> None:
+    """B* from the sample and the multinomial of the other N - n records (class probabilities:
+    exact for the d-vine, GHK for the Gaussian) against materializing all N records: the same
+    distribution (Welch t-test and Kolmogorov-Smirnov over 120 syntheses each)."""
+    table = correlated_table(400, 1)
+    N = 4000
+    est = make_estimator(name, random_state=0, repetitions=120).fit(table, N)
+    assert isinstance(est, DVineCopulaEstimator | GaussianCopulaEstimator)
+    fast = np.array(est.B_runs_)
+    brute = np.array([_brute_force_B(est, N, table.n, 1000 + s) for s in range(120)])
+    assert stats.ttest_ind(fast, brute, equal_var=False).pvalue > 0.01
+    assert stats.ks_2samp(fast, brute).pvalue > 0.01
+
+
+def test_gaussian_ghk_and_streamed_rest_agree() -> None:
+    """The Gaussian copula's two ways to count the rest of the population give one distribution."""
+    table = correlated_table(300, 2)
+    est = GaussianCopulaEstimator(random_state=0, repetitions=1).fit(table, 300)
+    weights, cards = est._weights, est._cardinalities
+    ghk = multinomial_rest(est.class_probabilities)
+    stream = streamed_rest(est._codes, weights, 10_000)
+    N = 30_000
+    a = [synthetic_risk(est._codes, ghk, weights, cards, N, 300, np.random.default_rng(s)).B for s in range(150)]
+    b = [synthetic_risk(est._codes, stream, weights, cards, N, 300, np.random.default_rng(s)).B for s in range(150)]
+    assert stats.ttest_ind(a, b, equal_var=False).pvalue > 0.01
+    assert stats.ks_2samp(a, b).pvalue > 0.01
+
+
+def test_rectangle_probabilities_match_exact_normal_probabilities() -> None:
+    """GHK against the exact bivariate normal (Owen's T) and scipy's trivariate CDF; cells sum to 1."""
+    rng = np.random.default_rng(0)
+    points = stats.qmc.Sobol(3, scramble=True, seed=rng).random(1024)
+    R2 = np.array([[1.0, 0.7], [0.7, 1.0]])
+    L2 = np.linalg.cholesky(R2)
+    lower = np.array([[-0.5, -np.inf], [0.2, -1.0], [-np.inf, 1.5]])
+    upper = np.array([[0.4, 0.3], [1.7, 0.0], [np.inf, np.inf]])
+    got = copula.rectangle_probabilities(lower, upper, L2, points[:, :2])
+
+    def bvn(h: float, k: float) -> float:
+        h, k = np.clip(h, -38, 38), np.clip(k, -38, 38)
+        return float(copula.bvn_cdf(np.array([h]), np.array([k]), 0.7)[0])
+
+    for row, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
+        want = bvn(hi[0], hi[1]) - bvn(lo[0], hi[1]) - bvn(hi[0], lo[1]) + bvn(lo[0], lo[1])
+        assert got[row] == pytest.approx(want, rel=5e-3, abs=1e-6)
+    R3 = np.array([[1.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 1.0]])
+    mvn = stats.multivariate_normal(np.zeros(3), R3)
+    lo3, hi3 = np.array([-0.3, -1.2, 0.1]), np.array([0.9, 0.4, 2.0])
+    want3 = mvn.cdf(hi3, lower_limit=lo3, rng=np.random.default_rng(1))
+    got3 = copula.rectangle_probabilities(lo3[None], hi3[None], np.linalg.cholesky(R3), points)[0]
+    assert got3 == pytest.approx(want3, rel=1e-2)
+    # every cell of a 3 x 3 x 2 grid: the probabilities add up to one
+    cuts = [np.array([-np.inf, -0.4, 0.6, np.inf]), np.array([-np.inf, 0.0, 1.0, np.inf]), np.array([-np.inf, 0.3, np.inf])]
+    cells = np.array(list(itertools.product(range(3), range(3), range(2))))
+    lo = np.column_stack([cuts[c][cells[:, c]] for c in range(3)])
+    hi = np.column_stack([cuts[c][cells[:, c] + 1] for c in range(3)])
+    total = copula.rectangle_probabilities(lo, hi, np.linalg.cholesky(R3), points).sum()
+    assert total == pytest.approx(1.0, abs=2e-3)
+
+
+# --------------------------------------------------------------------------- the checkerboard D-vine
+
+
+def _all_classes(cards: tuple[int, ...]) -> np.ndarray:
+    return np.array(list(itertools.product(*[range(k) for k in cards])), dtype=np.int64)
+
+
+def test_dvine_reproduces_each_adjacent_pairs_contingency_table() -> None:
+    """The vine's mass sums to one and its adjacent pairs' margins are the sample's tables exactly."""
+    table = correlated_table(500, 3)
+    est = DVineCopulaEstimator(random_state=0, repetitions=1).fit(table, 5000)
+    classes = _all_classes(table.cardinalities)
+    p = est.class_probabilities(classes, np.random.default_rng(0))
+    assert p.sum() == pytest.approx(1.0)
+    for a, b in zip(est.order_, est.order_[1:], strict=False):
+        ka, kb = table.cardinalities[a], table.cardinalities[b]
+        model = np.bincount(classes[:, a] * kb + classes[:, b], weights=p, minlength=ka * kb).reshape(ka, kb)
+        np.testing.assert_allclose(model, copula.pair_counts(table, a, b) / table.n, atol=1e-12)
+
+
+def test_dvine_is_invariant_to_category_labels_and_column_order() -> None:
+    """Relabelling categories and reordering columns permutes the class probabilities, nothing else."""
+    table = correlated_table(600, 4)
+    rng = np.random.default_rng(9)
+    perms = [rng.permutation(k) for k in table.cardinalities]
+    cols = [2, 0, 3, 1]
+    per_record = table.records()
+    relabelled = np.column_stack([perms[c][per_record[:, c]] for c in range(per_record.shape[1])])[:, cols]
+    other = SampleTable.from_codes(relabelled)
+    a = DVineCopulaEstimator(random_state=0, repetitions=1).fit(table, 6000)
+    b = DVineCopulaEstimator(random_state=0, repetitions=1).fit(other, 6000)
+    classes = _all_classes(table.cardinalities)
+    mapped = np.column_stack([perms[c][classes[:, c]] for c in range(classes.shape[1])])[:, cols]
+    np.testing.assert_allclose(
+        a.class_probabilities(classes, rng), b.class_probabilities(mapped, rng), rtol=1e-12, atol=1e-15
+    )
+
+
+def test_dvine_draws_follow_its_class_probabilities() -> None:
+    """Chi-square goodness of fit of 200,000 drawn records to the vine's own mass function."""
+    table = correlated_table(300, 5, cards=(4, 3, 5))
+    est = DVineCopulaEstimator(random_state=0, repetitions=1).fit(table, 3000)
+    classes = _all_classes(table.cardinalities)
+    p = est.class_probabilities(classes, np.random.default_rng(0))
+    keys = est._codes(200_000, np.random.default_rng(1)) @ radices(table.cardinalities)
+    observed = np.bincount(keys, minlength=classes.shape[0])
+    assert observed[p == 0].sum() == 0
+    expected = p[p > 0] * observed.sum()
+    assert stats.chisquare(observed[p > 0], expected).pvalue > 0.001
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 7).flatmap(lambda m: st.lists(st.floats(0, 1), min_size=m * m, max_size=m * m)))
+def test_max_weight_path_is_optimal(values: list[float]) -> None:
+    m = int(round(len(values) ** 0.5))
+    w = np.array(values).reshape(m, m)
+    w = (w + w.T) / 2
+
+    def total(path: list[int] | tuple[int, ...]) -> float:
+        return float(sum(w[a, b] for a, b in zip(path, path[1:], strict=False)))
+
+    path = max_weight_path(w)
+    assert sorted(path) == list(range(m))
+    assert total(path) == pytest.approx(max(total(p) for p in itertools.permutations(range(m))))
+
+
+# --------------------------------------------------------------------------- seeds and intervals
+
+
+def test_average_is_the_mean_of_the_two_estimates_it_prints() -> None:
+    table = correlated_table(800, 6)
+    N = 20_000
+    for seed in (0, 17):
+        avg = make_estimator("average", random_state=seed).fit(table, N)
+        g = make_estimator("gaussian_copula", random_state=seed).fit(table, N)
+        v = make_estimator("dvine_copula", random_state=seed).fit(table, N)
+        assert avg.B_ == (g.B_ + v.B_) / 2
+        assert isinstance(avg, AverageCopulaEstimator)
+        assert avg.gaussian_.B_runs_ == g.B_runs_ and avg.dvine_.B_runs_ == v.B_runs_
+        assert isinstance(g, GaussianCopulaEstimator) and isinstance(v, DVineCopulaEstimator)
+        assert AverageCopulaEstimator.from_fitted(g, v).B_ == avg.B_
+
+
+@pytest.mark.parametrize("name", ["gaussian_copula", "dvine_copula", "average"])
+def test_estimate_is_the_mean_of_R_syntheses_with_its_monte_carlo_interval(name: str) -> None:
+    table = correlated_table(500, 7)
+    est = make_estimator(name, random_state=3, repetitions=12).fit(table, 10_000)
+    runs = np.array(est.B_runs_)  # type: ignore[attr-defined]
+    assert runs.size == 12 and np.unique(runs).size > 1  # independent syntheses
+    assert est.B_ == pytest.approx(runs.mean())
+    lo, hi = est.B_mc_interval_  # type: ignore[attr-defined]
+    assert lo < est.B_ < hi
+    assert 1 / 10_000 <= lo and hi <= 1.0
+    single = make_estimator(name, random_state=3, repetitions=1).fit(table, 10_000)
+    assert single.B_mc_interval_ is None  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- bounded and interruptible
+
+
+@pytest.mark.parametrize("name", ["gaussian_copula", "dvine_copula", "average"])
+def test_a_billion_people_need_no_billion_records(name: str) -> None:
+    """N = 10^9 (and 10^12): the estimate comes from the synthetic sample's classes and their
+    probabilities, never from N records (this would need 8 GB per 10^9 keys)."""
+    table = correlated_table(1000, 8)
+    for N in (10**9, 10**12):
+        est = make_estimator(name, random_state=0, repetitions=2).fit(table, N)
+        # 360 possible classes: each about N/360 people, so B is about (classes drawn) / N
+        assert 1 / N <= est.B_ <= 400 / N
+
+
+def test_sigint_during_a_long_synthesis_is_answered() -> None:
+    """A real SIGINT, with the command line's handler, during a synthesis streaming 10^10 records
+    (hours of work): it raises Interrupted after at most a chunk. The latency is printed; the
+    design bound is one chunk of 10^6 records (docs/risk.md)."""
+    from safeshare.cli import _signals_raise
+
+    table = correlated_table(300, 9)
+    est = GaussianCopulaEstimator(random_state=0, repetitions=1).fit(table, 300)
+    rest = streamed_rest(est._codes, est._weights)
+    sent: list[float] = []
+
+    def fire() -> None:
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, fire)
+    with _signals_raise(), pytest.raises(Interrupted):
+        timer.start()
+        synthetic_risk(est._codes, rest, est._weights, est._cardinalities, 10**10, 300, np.random.default_rng(0))
+    latency = time.monotonic() - sent[0]
+    print(f"interrupt answered {latency:.3f} s after SIGINT")
+    assert latency < 60  # the whole run would take hours
