@@ -173,37 +173,161 @@ def mutual_information_matrix(table: SampleTable, bias_correction: bool = True) 
 
 
 def rectangle_probabilities(
-    lower: np.ndarray, upper: np.ndarray, cholesky: np.ndarray, points: np.ndarray
+    lower: np.ndarray, upper: np.ndarray, correlation: np.ndarray, points: np.ndarray
 ) -> np.ndarray:
-    """``P(lower < Z <= upper)`` for ``Z ~ N(0, L L^T)``, row by row, by the GHK simulator.
+    return _ghk(lower, upper, correlation, points)[0]
 
-    Geweke-Hajivassiliou-Keane (Genz 1992, Keane 1994): with ``Z = L e``, ``e``
-    standard normal, the constraint on ``Z_c`` given ``e_1..e_{c-1}`` is
-    ``e_c in (alpha_c, beta_c]`` with ``alpha_c = (lower_c - sum_{j<c} L_cj e_j) / L_cc``
-    (``beta_c`` likewise); then ``P = E[prod_c (Phi(beta_c) - Phi(alpha_c))]`` when
-    each ``e_c`` is drawn from the standard normal truncated to ``(alpha_c, beta_c]``
-    by inversion of the uniform ``points[:, c]``. ``points`` (M x m, in (0, 1)) are
-    shared by every row; a randomized quasi-Monte Carlo set (scrambled Sobol') makes
-    the average over them an unbiased, low-variance estimate. ``lower``/``upper``
-    are J x m and may hold +-inf.
+
+def _ghk(
+    lower: np.ndarray, upper: np.ndarray, correlation: np.ndarray, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``P(lower < Z <= upper)`` for ``Z ~ N(0, correlation)``, row by row, by the GHK simulator.
+
+    Geweke-Hajivassiliou-Keane (Genz 1992, Keane 1994): with ``Z = L e`` (``L`` the
+    Cholesky factor), ``e`` standard normal, the constraint on ``Z_c`` given
+    ``e_1..e_{c-1}`` is ``e_c in (alpha_c, beta_c]``, ``alpha_c = (lower_c - sum_{j<c}
+    L_cj e_j) / L_cc`` (``beta_c`` likewise); then ``P = E[prod_c (Phi(beta_c) -
+    Phi(alpha_c))]`` when each ``e_c`` is drawn from the standard normal truncated to
+    ``(alpha_c, beta_c]`` by inverting the uniform ``points[:, c]``.
+
+    Each row takes its variables in Genz & Bretz's (2009, §4.1.3) prioritized order
+    (:func:`_prioritized_cholesky`), with its own Cholesky factor; the products are accumulated in logarithms and the truncated normals
+    inverted on the log scale (``log_ndtr``, ``ndtri_exp``) so that far-tail cells keep
+    their mass. ``points`` (M x m in (0, 1)) are shared by every row; a randomized
+    quasi-Monte Carlo set (scrambled Sobol') makes the mean over them an unbiased,
+    low-variance estimate. ``lower``/``upper`` are J x m and may hold -inf/+inf.
     """
     J, m = lower.shape
     M = points.shape[0]
-    weight = np.ones((J, M))
+    lower, upper, chol = _prioritized_cholesky(lower, upper, correlation)
+    log_weight = np.zeros((J, M))
     e = np.zeros((J, M, m))
     for c in range(m):
-        shift = e[:, :, :c] @ cholesky[c, :c] if c else np.zeros((J, M))
-        lo = (lower[:, c : c + 1] - shift) / cholesky[c, c]
-        hi = (upper[:, c : c + 1] - shift) / cholesky[c, c]
-        # Work in the lower tail (Phi(-x) for x > 0) so far-tail differences keep their precision.
+        shift = np.einsum("jmk,jk->jm", e[:, :, :c], chol[:, c, :c]) if c else np.zeros((J, M))
+        d = chol[:, c, c][:, None]
+        lo = (lower[:, c : c + 1] - shift) / d
+        hi = (upper[:, c : c + 1] - shift) / d
+        # an interval above zero is mirrored below it: its tail mass stays representable
         flip = lo > 0
         a = np.where(flip, -hi, lo)
         b = np.where(flip, -lo, hi)
-        pa, pb = special.ndtr(a), special.ndtr(b)
-        mass = pb - pa
-        weight *= mass
+        la, lb = special.log_ndtr(a), special.log_ndtr(b)
+        ratio = np.exp(la - lb)
+        with np.errstate(divide="ignore"):
+            log_weight += lb + np.log1p(-ratio)
         if c < m - 1:
-            u = np.clip(pa + points[None, :, c] * mass, 1e-300, 1.0 - 1e-16)
-            draw = special.ndtri(u)
+            target = lb + np.log(ratio + points[None, :, c] * (1.0 - ratio))
+            draw = special.ndtri_exp(np.minimum(target, 0.0))
             e[:, :, c] = np.where(flip, -draw, draw)
-    return np.asarray(weight.mean(axis=1), dtype=float)
+    weight = np.exp(log_weight)
+    mean = weight.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_se = np.where(mean > 0, weight.std(axis=1) / (mean * np.sqrt(M)), np.inf)
+    return np.asarray(mean, dtype=float), np.asarray(rel_se, dtype=float)
+
+
+GHK_LEVELS = (256, 4096, 65536)
+"""Scrambled Sobol' points of the successive GHK passes (:func:`adaptive_rectangle_probabilities`)."""
+
+
+def adaptive_rectangle_probabilities(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    correlation: np.ndarray,
+    rng: np.random.Generator,
+    tolerance: float = 0.1,
+    budget: int = 2**22,
+) -> np.ndarray:
+    """:func:`rectangle_probabilities` with more points where they are needed.
+
+    A first pass uses ``GHK_LEVELS[0]`` points for every row; rows whose estimated
+    relative standard error (the spread of the GHK weights over the points, a
+    conservative figure for quasi-random points) exceeds ``tolerance``, or whose
+    estimate is 0, are done again with the next level's points, and so on. Thin
+    rectangles along a nearly singular correlation put their mass on few points
+    (plain GHK then returns 0 or a large multiple of the truth); they are few, so
+    this costs little. Rows are processed in steps of at most ``budget`` point-rows.
+    """
+    m = lower.shape[1]
+    out = np.zeros(lower.shape[0])
+    todo = np.arange(lower.shape[0])
+    for level, M in enumerate(GHK_LEVELS):
+        if todo.size == 0:
+            break
+        points = stats.qmc.Sobol(m, scramble=True, seed=rng).random(M)
+        step = max(1, budget // M)
+        rel = np.empty(todo.size)
+        for start in range(0, todo.size, step):
+            rows = todo[start : start + step]
+            out[rows], rel[start : start + step] = _ghk(lower[rows], upper[rows], correlation, points)
+        if level < len(GHK_LEVELS) - 1:
+            todo = todo[~(rel <= tolerance)]
+    return out
+
+
+def _prioritized_cholesky(
+    lower: np.ndarray, upper: np.ndarray, correlation: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the variable order of Genz & Bretz (2009, §4.1.3) and its Cholesky factor.
+
+    Step ``c`` takes, among the variables not yet placed, the one whose interval has the
+    least probability given the previous ones at their truncated means (the expected
+    conditional interval probability), then extends the Cholesky factor by it. Thin
+    rectangles of a nearly singular correlation are then integrated along their narrow
+    directions first, which is where plain GHK loses them. Returns the permuted bounds
+    and the J x m x m factors.
+    """
+    J, m = lower.shape
+    rows = np.arange(J)
+    lo, hi = lower.copy(), upper.copy()
+    cov = np.broadcast_to(correlation, (J, m, m)).copy()
+    chol = np.zeros((J, m, m))
+    mean = np.zeros((J, m))  # truncated means of the variables already placed
+    for c in range(m):
+        shift = np.einsum("jik,jk->ji", chol[:, c:, :c], mean[:, :c])
+        var = np.diagonal(cov, axis1=1, axis2=2)[:, c:] - np.einsum("jik,jik->ji", chol[:, c:, :c], chol[:, c:, :c])
+        sd = np.sqrt(np.maximum(var, 1e-300))
+        mass = _log_mass((lo[:, c:] - shift) / sd, (hi[:, c:] - shift) / sd)
+        pick = c + np.argmin(mass, axis=1)
+        for arr in (lo, hi, mean):
+            arr[rows, c], arr[rows, pick] = arr[rows, pick], arr[rows, c].copy()
+        chol[rows, c], chol[rows, pick] = chol[rows, pick], chol[rows, c].copy()
+        cov[rows, c], cov[rows, pick] = cov[rows, pick], cov[rows, c].copy()
+        cov[rows, :, c], cov[rows, :, pick] = cov[rows, :, pick], cov[rows, :, c].copy()
+        d = np.sqrt(np.maximum(cov[:, c, c] - np.einsum("jk,jk->j", chol[:, c, :c], chol[:, c, :c]), 1e-300))
+        chol[:, c, c] = d
+        if c < m - 1:
+            below = cov[:, c + 1 :, c] - np.einsum("jik,jk->ji", chol[:, c + 1 :, :c], chol[:, c, :c])
+            chol[:, c + 1 :, c] = below / d[:, None]
+        s = np.einsum("jk,jk->j", chol[:, c, :c], mean[:, :c])
+        a, b = (lo[:, c] - s) / d, (hi[:, c] - s) / d
+        mean[:, c] = _truncated_mean(a, b)
+    return lo, hi, chol
+
+
+def _truncated_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``E[e | a < e <= b]`` for a standard normal ``e`` (the mean of the interval's mass)."""
+    flip = a > 0
+    aa = np.where(flip, -b, a)
+    bb = np.where(flip, -a, b)
+    log_mass = _log_mass(aa, bb)
+    with np.errstate(over="ignore", invalid="ignore"):
+        num = np.exp(_log_pdf(aa) - log_mass) - np.exp(_log_pdf(bb) - log_mass)
+    mean = np.where(np.isfinite(num), num, np.clip((aa + bb) / 2, -40.0, 40.0))
+    mean = np.where(np.isfinite(log_mass), mean, np.clip(np.where(np.isfinite(aa), aa, bb), -40.0, 40.0))
+    return np.asarray(np.where(flip, -mean, mean), dtype=float)
+
+
+def _log_pdf(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.asarray(np.where(np.isfinite(x), -0.5 * x * x - 0.5 * np.log(2 * np.pi), -np.inf), dtype=float)
+
+
+def _log_mass(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``log(Phi(upper) - Phi(lower))`` elementwise, accurate in both tails."""
+    flip = lower > 0
+    a = np.where(flip, -upper, lower)
+    b = np.where(flip, -lower, upper)
+    la, lb = special.log_ndtr(a), special.log_ndtr(b)
+    with np.errstate(divide="ignore"):
+        return np.asarray(lb + np.log1p(-np.exp(la - lb)), dtype=float)

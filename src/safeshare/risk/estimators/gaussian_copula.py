@@ -25,7 +25,6 @@ sample of ``n`` give ``B* = (1/n) sum_{k in D_s} 1/F*_k``
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from safeshare.errors import InputError
 from safeshare.risk import copula
@@ -34,11 +33,9 @@ from safeshare.risk.estimators import register
 from safeshare.risk.estimators.synthetic import DEFAULT_REPETITIONS, SyntheticEstimator
 from safeshare.risk.synthesis import DEFAULT_CHUNK, RestCounter, multinomial_rest, streamed_rest
 
-GHK_POINTS = 256
-"""Scrambled Sobol' points per class for the GHK class probabilities."""
-
-GHK_CHUNK = 2048
-"""Classes per GHK step (memory: GHK_CHUNK x GHK_POINTS x m doubles)."""
+GHK_COST = 256
+"""Work of one class probability (GHK, first pass) in record draws: the probabilities and a
+multinomial are used when the synthetic sample's classes times this is below ``N - n``."""
 
 
 @register
@@ -83,28 +80,22 @@ class GaussianCopulaEstimator(SyntheticEstimator):
 
     def class_probabilities(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``P(record = codes row)``: the latent normal's probability of the row's rectangle of
-        cut points, by GHK with a fresh scrambled Sobol' set (:func:`copula.rectangle_probabilities`)."""
+        cut points, by GHK on fresh scrambled Sobol' points, more where the first pass is
+        unsure (:func:`copula.adaptive_rectangle_probabilities`)."""
         m = len(self._cuts)
         bounds = [np.concatenate([[-np.inf], cuts, [np.inf]]) for cuts in self._cuts]
-        points = stats.qmc.Sobol(m, scramble=True, seed=rng).random(GHK_POINTS)
-        out = np.empty(codes.shape[0])
-        for start in range(0, codes.shape[0], GHK_CHUNK):
-            part = codes[start : start + GHK_CHUNK]
-            lower = np.column_stack([bounds[c][part[:, c]] for c in range(m)])
-            upper = np.column_stack([bounds[c][part[:, c] + 1] for c in range(m)])
-            out[start : start + GHK_CHUNK] = copula.rectangle_probabilities(
-                lower, upper, self._cholesky, points
-            )
-        return out
+        lower = np.column_stack([bounds[c][codes[:, c]] for c in range(m)])
+        upper = np.column_stack([bounds[c][codes[:, c] + 1] for c in range(m)])
+        return copula.adaptive_rectangle_probabilities(lower, upper, self.correlation_, rng)
 
     def _rest(self) -> RestCounter:
         """GHK probabilities and a multinomial when that is cheaper than streaming the rest of the
-        population: about ``GHK_POINTS`` record draws' work per class of the synthetic sample."""
+        population (:data:`GHK_COST`)."""
         stream = streamed_rest(self._codes, self._weights, self.chunk_size)
         ghk = multinomial_rest(self.class_probabilities)
 
         def rest(codes: np.ndarray, keys: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-            if codes.shape[0] * GHK_POINTS < size:
+            if codes.shape[0] * GHK_COST < size:
                 return ghk(codes, keys, size, rng)
             return stream(codes, keys, size, rng)
 
