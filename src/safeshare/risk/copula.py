@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
+from safeshare.errors import InputError
 from safeshare.risk.classes import SampleTable
 
 
@@ -102,6 +103,24 @@ def latent_cell_probabilities(cum_i: np.ndarray, cum_j: np.ndarray, rho: float) 
     return np.asarray(np.clip(cells, 0.0, None), dtype=float)
 
 
+def pair_cells(table: SampleTable, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The occupied cells of the sample's contingency table of columns i and j: codes on i and
+    on j and record counts, sorted by (i, j) (``O(J)`` memory, whatever ``K_i x K_j``)."""
+    kj = max(table.cardinalities[j], 1)
+    keys = table.codes[:, i] * kj + table.codes[:, j]
+    cells, inverse = np.unique(keys, return_inverse=True)
+    counts = np.bincount(inverse, weights=table.counts, minlength=cells.size)
+    return cells // kj, cells % kj, np.asarray(counts, dtype=float)
+
+
+def pair_counts(table: SampleTable, i: int, j: int) -> np.ndarray:
+    """The sample's contingency table of columns i and j, dense (K_i x K_j record counts)."""
+    a, b, counts = pair_cells(table, i, j)
+    out = np.zeros((table.cardinalities[i], table.cardinalities[j]))
+    out[a, b] = counts
+    return out
+
+
 def mutual_information(joint: np.ndarray) -> float:
     """MI (nats) of a joint probability table."""
     joint = joint / joint.sum()
@@ -111,28 +130,28 @@ def mutual_information(joint: np.ndarray) -> float:
     return float((joint[nz] * np.log(joint[nz] / (pi @ pj)[nz])).sum())
 
 
-def pair_counts(table: SampleTable, i: int, j: int) -> np.ndarray:
-    """The sample's contingency table of columns i and j (K_i x K_j record counts)."""
-    ki, kj = table.cardinalities[i], table.cardinalities[j]
-    joint = np.bincount(table.codes[:, i] * kj + table.codes[:, j], weights=table.counts, minlength=ki * kj)
-    return np.asarray(joint.reshape(ki, kj), dtype=float)
-
-
 def sample_mutual_information(table: SampleTable, i: int, j: int, bias_correction: bool) -> float:
     """Plug-in MI of columns i and j in the sample, Miller-Madow corrected when asked.
 
     The plug-in MI of n records overstates the population MI by about
     ``(K_ij - K_i - K_j + 1) / (2n)`` (K = occupied cells); the latent model's MI
-    is a population quantity, so the corrected value is the one to match.
+    is a population quantity, so the corrected value is the one to match. Computed on
+    the occupied cells only.
     """
-    joint = pair_counts(table, i, j)
-    mi = mutual_information(joint)
+    a, b, counts = pair_cells(table, i, j)
+    n = counts.sum()
+    pa = np.bincount(a, weights=counts) / n
+    pb = np.bincount(b, weights=counts) / n
+    p = counts / n
+    mi = float(np.sum(p * np.log(p / (pa[a] * pb[b]))))
     if bias_correction:
-        occupied = int((joint > 0).sum())
-        rows = int((joint.sum(axis=1) > 0).sum())
-        cols = int((joint.sum(axis=0) > 0).sum())
-        mi -= (occupied - rows - cols + 1) / (2 * table.n)
+        rows, cols = int(np.unique(a).size), int(np.unique(b).size)
+        mi -= (counts.size - rows - cols + 1) / (2 * table.n)
     return max(mi, 0.0)
+
+
+MAX_LATENT_CELLS = 4_000_000
+"""Largest ``K_i x K_j`` grid of bivariate normal probabilities the MI fit evaluates for one pair."""
 
 
 def mi_matched_correlation(table: SampleTable, bias_correction: bool = True, tol: float = 1e-6) -> np.ndarray:
@@ -148,6 +167,13 @@ def mi_matched_correlation(table: SampleTable, bias_correction: bool = True, tol
             sign = 1.0 if signs[i, j] >= 0 else -1.0
             if target <= 0 or cums[i].size < 2 or cums[j].size < 2:
                 continue
+            cells = cums[i].size * cums[j].size
+            if cells > MAX_LATENT_CELLS:
+                raise InputError(
+                    f"the MI fit of {table.columns[i]!r} x {table.columns[j]!r} needs {cells:,} cells of "
+                    f"bivariate normal probabilities per step (at most {MAX_LATENT_CELLS:,}): generalize "
+                    "them, or use the rank correlation (--correlation rank) or the dvine_copula estimator"
+                )
             lo, hi = 0.0, 0.999
             if mutual_information(latent_cell_probabilities(cums[i], cums[j], sign * hi)) <= target:
                 corr[i, j] = corr[j, i] = sign * hi
@@ -313,8 +339,9 @@ def _truncated_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     log_mass = _log_mass(aa, bb)
     with np.errstate(over="ignore", invalid="ignore"):
         num = np.exp(_log_pdf(aa) - log_mass) - np.exp(_log_pdf(bb) - log_mass)
-    mean = np.where(np.isfinite(num), num, np.clip((aa + bb) / 2, -40.0, 40.0))
-    mean = np.where(np.isfinite(log_mass), mean, np.clip(np.where(np.isfinite(aa), aa, bb), -40.0, 40.0))
+        # numerically empty intervals: their midpoint (or their finite end), kept in range
+        mean = np.where(np.isfinite(num), num, np.nan_to_num(np.clip((aa + bb) / 2, -40.0, 40.0)))
+        mean = np.where(np.isfinite(log_mass), mean, np.clip(np.where(np.isfinite(aa), aa, bb), -40.0, 40.0))
     return np.asarray(np.where(flip, -mean, mean), dtype=float)
 
 

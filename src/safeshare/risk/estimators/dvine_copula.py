@@ -33,7 +33,8 @@ labels: relabelling a nominal column permutes the tables and nothing else
 **Sampling.** The vine's own algorithm (inverse h-functions tree by tree) with
 independence beyond the first tree reduces to drawing ``x_{v_1}`` from its
 marginal and each ``x_{v_i}`` from the row ``x_{v_{i-1}}`` of the transition
-table, by inversion of one uniform per column. ``P(X = x)`` above is also the
+table, by inversion of one uniform per column. The tables are kept sparse
+(:class:`Transition`: the occupied cells only, at most ``J`` per edge). ``P(X = x)`` above is also the
 class probability the synthesis uses (:func:`synthesis.multinomial_rest`), so
 ``B*`` costs ``O(n m)`` whatever ``N``.
 
@@ -46,6 +47,8 @@ It overestimates at high risk, so it is not the default.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyvinecopulib as pv
@@ -156,11 +159,8 @@ class DVineCopulaEstimator(SyntheticEstimator):
         sub = mi[np.ix_(self.varying_, self.varying_)]
         self.order_ = [self.varying_[v] for v in max_weight_path(sub)]
         self.vine_: pv.Vinecop | None = None
-        # transition_[i][x, y] = P(X_{order[i+1]} = y | X_{order[i]} = x) = n_xy / n_x
-        self.transition_: list[np.ndarray] = []
-        for a, b in zip(self.order_, self.order_[1:], strict=False):
-            counts = copula.pair_counts(table, a, b)
-            self.transition_.append(counts / counts.sum(axis=1, keepdims=True))
+        # transition_[i]: P(X_{order[i+1]} = y | X_{order[i]} = x) = n_xy / n_x on the occupied cells
+        self.transition_ = [Transition.fit(table, a, b) for a, b in zip(self.order_, self.order_[1:], strict=False)]
         if self.pair_copulas == "gaussian" and len(self.order_) >= 2:
             self.vine_ = _likelihood_vine(table, self.cumulative_, self.order_, self.mi_bias_correction)
 
@@ -174,8 +174,8 @@ class DVineCopulaEstimator(SyntheticEstimator):
         if not self.order_:
             return out
         x = out[:, self.order_[0]]
-        for table, b in zip(self.transition_, self.order_[1:], strict=True):
-            out[:, b] = x = _draw_rows(table, x, u[:, b])
+        for step, b in zip(self.transition_, self.order_[1:], strict=True):
+            out[:, b] = x = step.draw(x, u[:, b])
         return out
 
     def class_probabilities(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -186,8 +186,8 @@ class DVineCopulaEstimator(SyntheticEstimator):
             return self._marginal_probabilities(codes)
         first = self.order_[0]
         p = np.diff(self.cumulative_[first], prepend=0.0)[codes[:, first]]
-        for table, a, b in zip(self.transition_, self.order_, self.order_[1:], strict=False):
-            p = p * table[codes[:, a], codes[:, b]]
+        for step, a, b in zip(self.transition_, self.order_, self.order_[1:], strict=False):
+            p = p * step.probability(codes[:, a], codes[:, b])
         return np.asarray(p, dtype=float)
 
     def _rest(self) -> RestCounter:
@@ -218,18 +218,51 @@ class DVineCopulaEstimator(SyntheticEstimator):
         return np.asarray(out * self._marginal_probabilities(codes), dtype=float)
 
 
-def _draw_rows(table: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """For each ``rows[k]``, the column drawn from ``table[rows[k]]`` by inverting ``u[k]``.
+@dataclass(frozen=True)
+class Transition:
+    """One first-tree edge of the checkerboard D-vine as a sparse transition table.
 
-    All rows' cumulative sums lie in one increasing array (row ``r`` shifted by ``r``), so one
-    ``searchsorted`` inverts every record at once.
+    The occupied cells ``(x, y)`` of the pair's contingency table, sorted by ``(x, y)``, with
+    ``P(y | x) = n_xy / n_x``; memory ``O(occupied cells)``, never ``K_x x K_y``. Row ``x``'s
+    cumulative probabilities shifted by ``x`` lie in ``(x, x + 1]``, so all rows together form
+    one increasing array (``shifted``) that one ``searchsorted`` inverts for every record.
     """
-    k = table.shape[1]
-    cum = np.cumsum(table, axis=1)
-    cum[:, -1] = 1.0
-    flat = (cum + np.arange(table.shape[0])[:, None]).ravel()
-    idx = np.searchsorted(flat, rows + u, side="right") - rows * k
-    return np.asarray(np.clip(idx, 0, k - 1), dtype=np.int64)
+
+    keys: np.ndarray
+    """``x * K_y + y`` of the occupied cells, increasing."""
+    target: np.ndarray
+    """``y`` of each cell."""
+    probability_: np.ndarray
+    """``P(y | x)`` of each cell."""
+    shifted: np.ndarray
+    """``x + sum of P(y' | x) over the row's cells up to this one``; the last cell of row x is x + 1."""
+    last: np.ndarray
+    """Index of the last cell of each row ``x`` (``K_x`` entries)."""
+    k_y: int
+
+    @classmethod
+    def fit(cls, table: SampleTable, a: int, b: int) -> Transition:
+        x, y, counts = copula.pair_cells(table, a, b)
+        rows = np.bincount(x, weights=counts, minlength=table.cardinalities[a])
+        prob = counts / rows[x]
+        first = np.searchsorted(x, x, side="left")
+        total = np.cumsum(prob)
+        within = total - (total[first] - prob[first])
+        last = np.searchsorted(x, np.arange(table.cardinalities[a]), side="right") - 1
+        within[last[rows > 0]] = 1.0
+        k_y = max(table.cardinalities[b], 1)
+        return cls(x * k_y + y, y, prob, x + within, last, k_y)
+
+    def draw(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``y`` for each ``x``, drawn from row ``x`` by inverting the uniform ``u``."""
+        at = np.searchsorted(self.shifted, x + u, side="right")
+        return np.asarray(self.target[np.minimum(at, self.last[x])], dtype=np.int64)
+
+    def probability(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``P(y | x)`` (0 for a pair the sample never shows)."""
+        key = x * self.k_y + y
+        at = np.minimum(np.searchsorted(self.keys, key), self.keys.size - 1)
+        return np.where(self.keys[at] == key, self.probability_[at], 0.0)
 
 
 _EPS = 1e-10
