@@ -261,7 +261,7 @@ def adaptive_rectangle_probabilities(
     upper: np.ndarray,
     correlation: np.ndarray,
     rng: np.random.Generator,
-    tolerance: float = 0.1,
+    tolerance: float = 0.25,
     budget: int = 2**22,
 ) -> np.ndarray:
     """:func:`rectangle_probabilities` with more points where they are needed.
