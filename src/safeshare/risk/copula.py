@@ -150,7 +150,7 @@ def sample_mutual_information(table: SampleTable, i: int, j: int, bias_correctio
     return max(mi, 0.0)
 
 
-MAX_LATENT_CELLS = 4_000_000
+MAX_LATENT_CELLS = 1_000_000
 """Largest ``K_i x K_j`` grid of bivariate normal probabilities the MI fit evaluates for one pair."""
 
 
@@ -262,7 +262,7 @@ def adaptive_rectangle_probabilities(
     correlation: np.ndarray,
     rng: np.random.Generator,
     tolerance: float = 0.25,
-    budget: int = 2**22,
+    budget: int = 2**20,
 ) -> np.ndarray:
     """:func:`rectangle_probabilities` with more points where they are needed.
 

@@ -43,7 +43,10 @@ class probability the synthesis uses (:func:`synthesis.multinomial_rest`), so
 correlation matches the pair's sample MI (as the Gaussian copula's, §2.6) and
 Gaussian pair copulas in the higher trees fitted by the discrete likelihood
 (pyvinecopulib, categories in label order; Panagiotelis, Czado & Joe 2012).
-It overestimates at high risk, so it is not the default.
+It samples as pyvinecopulib does, the continuous vine on the uniform scale
+mapped through the empirical quantiles (as the paper describes its syntheses),
+which has no closed-form class probabilities, so the rest of the population is
+streamed (``O(N)``). It overestimates at high risk, so it is not the default.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from safeshare.risk import copula
 from safeshare.risk.classes import SampleTable
 from safeshare.risk.estimators import register
 from safeshare.risk.estimators.synthetic import DEFAULT_REPETITIONS, SyntheticEstimator
-from safeshare.risk.synthesis import DEFAULT_CHUNK, RestCounter, multinomial_rest
+from safeshare.risk.synthesis import DEFAULT_CHUNK, RestCounter, multinomial_rest, streamed_rest
 
 EXACT_PATH_MAX = 12
 """Up to this many varying quasi-identifiers the maximal-MI path is found exactly."""
@@ -179,9 +182,7 @@ class DVineCopulaEstimator(SyntheticEstimator):
         return out
 
     def class_probabilities(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``P(X = x)`` of each row of ``codes`` under the vine (module docstring)."""
-        if self.vine_ is not None:
-            return self._vine_probabilities(codes)
+        """``P(X = x)`` of each row of ``codes`` under the checkerboard vine (module docstring)."""
         if not self.order_:
             return self._marginal_probabilities(codes)
         first = self.order_[0]
@@ -191,6 +192,8 @@ class DVineCopulaEstimator(SyntheticEstimator):
         return np.asarray(p, dtype=float)
 
     def _rest(self) -> RestCounter:
+        if self.vine_ is not None:  # the Gaussian variant has no class probabilities: streamed
+            return streamed_rest(self._codes, self._weights, self.chunk_size)
         return multinomial_rest(self.class_probabilities)
 
     # --- the Gaussian alternative (pyvinecopulib) -----------------------------------------------------
@@ -205,17 +208,6 @@ class DVineCopulaEstimator(SyntheticEstimator):
             drawn = np.asarray(self.vine_.sample(step, seeds=seeds))
             u[start : start + step][:, self.varying_] = drawn[:, columns]
         return self._codes_from_uniform(u)
-
-    def _vine_probabilities(self, codes: np.ndarray) -> np.ndarray:
-        assert self.vine_ is not None
-        upper, lower = _vine_scale(self.cumulative_, self.order_, codes)
-        out = np.empty(codes.shape[0])
-        for start in range(0, codes.shape[0], VINE_CHUNK):
-            part = slice(start, start + VINE_CHUNK)
-            u = np.asfortranarray(np.hstack([upper[part], lower[part]]))
-            out[part] = np.asarray(self.vine_.pdf(u))
-        # the vine's "pdf" on discrete data is the mass divided by the product of the marginal masses
-        return np.asarray(out * self._marginal_probabilities(codes), dtype=float)
 
 
 @dataclass(frozen=True)
