@@ -36,7 +36,17 @@ from safeshare.risk.estimators import make_estimator  # noqa: E402
 N = 13_448_494
 SAMPLE = 30_000
 QI = ["age", "sex", "race", "marital-status", "education", "native-country"]
-QI9 = ["age", "workclass", "education", "marital-status", "occupation", "relationship", "race", "sex", "native-country"]
+QI9 = [
+    "age",
+    "workclass",
+    "education",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "native-country",
+]
 SIZES = (10**6, 10**9)
 TARGET_SECONDS, TARGET_BYTES = 60.0, 2 * 1024**3
 COLUMNS = list(ADULT_COLUMNS)
@@ -72,11 +82,15 @@ def run() -> dict[str, Any]:
     rss_before = _max_rss()
     t_entropy, entropy = _timed(lambda: make_estimator("entropy").fit(table, N))
     t_average, cpu_average, average = _cpu(lambda: make_estimator("average", random_state=0).fit(table, N))
-    small = SampleTable.from_frame(population.sample(n=10_000, random_state=1).sample(n=1_000, random_state=2), QI9)
+    small = SampleTable.from_frame(
+        population.sample(n=10_000, random_state=1).sample(n=1_000, random_state=2), QI9
+    )
     scaling = []
     for label, t in (("30,000 records, 6 QIs", table), ("1,000 records, 9 QIs", small)):
         for size in SIZES:
-            wall, cpu, est = _cpu(lambda t=t, size=size: make_estimator("average", random_state=0).fit(t, size))
+            wall, cpu, est = _cpu(
+                lambda t=t, size=size: make_estimator("average", random_state=0).fit(t, size)
+            )
             scaling.append((label, size, wall, cpu, est.B_, est.B_mc_interval_))
     return {
         "classes": table.n_classes,

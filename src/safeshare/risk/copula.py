@@ -201,13 +201,15 @@ def mutual_information_matrix(table: SampleTable, bias_correction: bool = True) 
 def rectangle_probabilities(
     lower: np.ndarray, upper: np.ndarray, correlation: np.ndarray, points: np.ndarray
 ) -> np.ndarray:
+    """``P(lower < Z <= upper)`` row by row on the given points (:func:`_ghk`)."""
     return _ghk(lower, upper, correlation, points)[0]
 
 
 def _ghk(
     lower: np.ndarray, upper: np.ndarray, correlation: np.ndarray, points: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``P(lower < Z <= upper)`` for ``Z ~ N(0, correlation)``, row by row, by the GHK simulator.
+    """``P(lower < Z <= upper)`` for ``Z ~ N(0, correlation)``, row by row, by the GHK simulator,
+    and the estimate's relative standard error.
 
     Geweke-Hajivassiliou-Keane (Genz 1992, Keane 1994): with ``Z = L e`` (``L`` the
     Cholesky factor), ``e`` standard normal, the constraint on ``Z_c`` given
@@ -217,11 +219,12 @@ def _ghk(
     ``(alpha_c, beta_c]`` by inverting the uniform ``points[:, c]``.
 
     Each row takes its variables in Genz & Bretz's (2009, §4.1.3) prioritized order
-    (:func:`_prioritized_cholesky`), with its own Cholesky factor; the products are accumulated in logarithms and the truncated normals
-    inverted on the log scale (``log_ndtr``, ``ndtri_exp``) so that far-tail cells keep
-    their mass. ``points`` (M x m in (0, 1)) are shared by every row; a randomized
-    quasi-Monte Carlo set (scrambled Sobol') makes the mean over them an unbiased,
-    low-variance estimate. ``lower``/``upper`` are J x m and may hold -inf/+inf.
+    (:func:`_prioritized_cholesky`), with its own Cholesky factor; the products are
+    accumulated in logarithms and the truncated normals inverted on the log scale
+    (``log_ndtr``, ``ndtri_exp``) so that far-tail cells keep their mass. ``points``
+    (M x m in (0, 1)) are shared by every row; a randomized quasi-Monte Carlo set
+    (scrambled Sobol') makes the mean over them an unbiased, low-variance estimate.
+    ``lower``/``upper`` are J x m and may hold -inf/+inf.
     """
     J, m = lower.shape
     M = points.shape[0]
@@ -311,7 +314,9 @@ def _prioritized_cholesky(
     mean = np.zeros((J, m))  # truncated means of the variables already placed
     for c in range(m):
         shift = np.einsum("jik,jk->ji", chol[:, c:, :c], mean[:, :c])
-        var = np.diagonal(cov, axis1=1, axis2=2)[:, c:] - np.einsum("jik,jik->ji", chol[:, c:, :c], chol[:, c:, :c])
+        var = np.diagonal(cov, axis1=1, axis2=2)[:, c:] - np.einsum(
+            "jik,jik->ji", chol[:, c:, :c], chol[:, c:, :c]
+        )
         sd = np.sqrt(np.maximum(var, 1e-300))
         mass = _log_mass((lo[:, c:] - shift) / sd, (hi[:, c:] - shift) / sd)
         pick = c + np.argmin(mass, axis=1)
@@ -347,7 +352,9 @@ def _truncated_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _log_pdf(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        return np.asarray(np.where(np.isfinite(x), -0.5 * x * x - 0.5 * np.log(2 * np.pi), -np.inf), dtype=float)
+        return np.asarray(
+            np.where(np.isfinite(x), -0.5 * x * x - 0.5 * np.log(2 * np.pi), -np.inf), dtype=float
+        )
 
 
 def _log_mass(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

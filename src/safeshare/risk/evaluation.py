@@ -234,7 +234,7 @@ def _value(est: RiskEstimator) -> float:
 
 
 def _intervals(est: RiskEstimator) -> tuple[float, float, float, float]:
-    out = []
+    out: list[float] = []
     for attr in ("B_interval_", "B_mc_interval_"):
         iv = getattr(est, attr, None)
         out.extend((math.nan, math.nan) if iv is None else (float(iv[0]), float(iv[1])))
@@ -494,7 +494,10 @@ def _stats(errors: pd.Series) -> dict[str, Any]:
 def _coverage(frame: pd.DataFrame) -> dict[str, float]:
     """Share of the points with an interval whose interval holds the true B (nan without any)."""
     out: dict[str, float] = {}
-    for key, lo, hi in (("interval_coverage", "interval_low", "interval_high"), ("mc_coverage", "mc_low", "mc_high")):
+    for key, lo, hi in (
+        ("interval_coverage", "interval_low", "interval_high"),
+        ("mc_coverage", "mc_low", "mc_high"),
+    ):
         if lo not in frame.columns:
             out[key] = math.nan
             continue

@@ -52,6 +52,7 @@ streamed (``O(N)``). It overestimates at high risk, so it is not the default.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pyvinecopulib as pv
@@ -163,7 +164,9 @@ class DVineCopulaEstimator(SyntheticEstimator):
         self.order_ = [self.varying_[v] for v in max_weight_path(sub)]
         self.vine_: pv.Vinecop | None = None
         # transition_[i]: P(X_{order[i+1]} = y | X_{order[i]} = x) = n_xy / n_x on the occupied cells
-        self.transition_ = [Transition.fit(table, a, b) for a, b in zip(self.order_, self.order_[1:], strict=False)]
+        self.transition_ = [
+            Transition.fit(table, a, b) for a, b in pairwise(self.order_)
+        ]
         if self.pair_copulas == "gaussian" and len(self.order_) >= 2:
             self.vine_ = _likelihood_vine(table, self.cumulative_, self.order_, self.mi_bias_correction)
 
@@ -260,7 +263,9 @@ class Transition:
 _EPS = 1e-10
 
 
-def _vine_scale(cumulative: list[np.ndarray], order: list[int], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _vine_scale(
+    cumulative: list[np.ndarray], order: list[int], codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``F(x)`` and ``F(x^-)`` of every column on the path (in path order), clipped into (0, 1)."""
     upper = np.column_stack([cumulative[c][codes[:, c]] for c in order])
     lower = np.column_stack([np.concatenate([[0.0], cumulative[c][:-1]])[codes[:, c]] for c in order])
@@ -284,7 +289,7 @@ def _likelihood_vine(
     corr = copula.mi_matched_correlation(table, bias_correction)
     weights = table.counts.astype(float)
     upper, lower = _vine_scale(cumulative, order, table.codes)
-    trees = [[_gaussian(float(corr[a, b])) for a, b in zip(order, order[1:], strict=False)]]
+    trees = [[_gaussian(float(corr[a, b])) for a, b in pairwise(order)]]
     # inputs[e] = ((U, U^-), (V, V^-)) of edge e of the current tree
     inputs = [((upper[:, e], lower[:, e]), (upper[:, e + 1], lower[:, e + 1])) for e in range(len(order) - 1)]
     controls = pv.FitControlsBicop(family_set=[pv.BicopFamily.gaussian], weights=weights, num_threads=1)

@@ -107,7 +107,9 @@ class SyntheticEstimator(RiskEstimator):
         self.B_reason_ = None
         mc = mc_interval(runs)
         self.B_mc_interval_ = None if mc is None else (clip_B(mc[0], N), clip_B(mc[1], N))
-        self.B_interval_ = prediction_interval(self.name, self.B_, self.B_mc_interval_, self.sampling_fraction_, N)
+        self.B_interval_ = prediction_interval(
+            self.name, self.B_, self.B_mc_interval_, self.sampling_fraction_, N
+        )
 
     def _synthesize(self, N: int) -> list[SyntheticRisk]:
         """``repetitions`` synthetic populations of ``N`` from the fitted model (module docstring)."""
