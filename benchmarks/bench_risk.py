@@ -8,10 +8,11 @@ each the mean of its default R syntheses; no synthesis materializes N records:
 N = 10^9, and at those sizes on a 1,000-record sample of 9 quasi-identifiers
 (a 10 % sample of a 10,000-record table), to show the cost does not grow with N.
 
-Targets: at most 60 s and 2 GB peak memory for the Ontario case (resident set
-of the process, ``getrusage`` max RSS). Baseline measured in the same run: the
-entropy estimator on the same sample (closed form, no synthesis), and the exact
-frequency table of the sample. Times are wall clock and CPU (``process_time``).
+Targets: at most 60 s of CPU (``process_time``: on a shared machine wall time
+measures the other jobs) and 2 GB peak memory for the Ontario case (resident
+set of the process, ``getrusage`` max RSS). Baseline measured in the same run:
+the entropy estimator on the same sample (closed form, no synthesis), and the
+exact frequency table of the sample. Times are printed as wall clock and CPU.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_risk.py`` (or ``make bench``).
 """
@@ -117,7 +118,7 @@ def main() -> int:
     print(
         f"  average copula estimator       {r['average_s']:7.2f} s ({r['average_cpu']:.2f} s CPU)   "
         f"B = {r['average_B']:.4f} (gaussian {r['gaussian_B']:.4f}, d-vine {r['dvine_B']:.4f})   "
-        f"target <= {TARGET_SECONDS:.0f} s"
+        f"target <= {TARGET_SECONDS:.0f} s CPU"
     )
     for label, size, wall, cpu, b, mc in r["scaling"]:
         print(
@@ -128,7 +129,7 @@ def main() -> int:
         f"  peak memory (max RSS)          {r['rss_peak'] / gib:7.2f} GiB (after loading: "
         f"{r['rss_before'] / gib:.2f} GiB)   target <= {TARGET_BYTES / gib:.0f} GiB"
     )
-    ok = r["average_s"] <= TARGET_SECONDS and r["rss_peak"] <= TARGET_BYTES
+    ok = r["average_cpu"] <= TARGET_SECONDS and r["rss_peak"] <= TARGET_BYTES
     return 0 if ok else 1
 
 
