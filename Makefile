@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN    := $(BIN)/python
 
-.PHONY: demo test test-all mutation bench arx lint typecheck clean spark-cluster spark-cluster-stop
+.PHONY: demo test test-all mutation bench lint typecheck clean spark-cluster spark-cluster-stop
 
 $(RUN):
 	$(PYTHON) -m venv $(VENV)
@@ -43,20 +43,10 @@ test-all: $(VENV)/.installed-test lint typecheck
 mutation: $(VENV)/.installed-test
 	nice -n 15 $(RUN) tools/mutation.py $(TARGETS)
 
-## bench: speed figures, each against a baseline measured in the same run
+## bench: speed figures, each against a baseline measured in the same run (the ARX comparison runs
+## when SAFESHARE_ARX_CLASSPATH names the classpath.txt of an existing ARX 3.9 build; docs/benchmarks.md)
 bench: $(VENV)/.installed-test
 	$(RUN) benchmarks/run.py
-
-## arx: build ARX 3.9 from a snapshot of its public repository (ARX_GIT: its git directory) into
-## ../shared/tools/arx-bench/build, where `make bench` finds it (or set SAFESHARE_ARX_CLASSPATH
-## to another build's classpath.txt; ARX_BUILD=DIR builds elsewhere). Needs javac 17+; docs/benchmarks.md.
-ARX_BENCH ?= $(abspath $(CURDIR)/../shared/tools/arx-bench)
-ARX_BUILD ?= $(ARX_BENCH)/build
-ARX_GIT ?= $(if $(wildcard /work/.mirror/arx-deidentifier+arx/repo),/work/.mirror/arx-deidentifier+arx/repo,)
-arx:
-	@test -n "$(ARX_GIT)" || { echo "usage: make arx ARX_GIT=path/to/arx.git (a snapshot of arx-deidentifier/arx)"; exit 2; }
-	@test -x "$(ARX_BENCH)/build.sh" || { echo "$(ARX_BENCH)/build.sh not found (set ARX_BENCH=...)"; exit 2; }
-	"$(ARX_BENCH)/build.sh" "$(ARX_GIT)" "$(ARX_BUILD)"
 
 ## spark-cluster: a Spark standalone master (spark://127.0.0.1:7077) and two workers (1 core, 2 GB
 ## each) on 127.0.0.1 only, from the pip-installed pyspark (pip install -e ".[spark]"; Java 17+);

@@ -1,8 +1,9 @@
-"""ARX 3.9 beside safeshare: find the arx-bench build and drive its ``ArxBench`` driver.
+"""ARX 3.9 beside safeshare: use an existing ARX build and drive its ``ArxBench`` driver.
 
-ARX (arx-deidentifier/arx, Apache-2.0) is built from source by
-``../shared/tools/arx-bench/build.sh`` (``make arx ARX_GIT=...``), which writes a
-``classpath.txt``. This module finds that file and ``java``, and talks to the driver:
+safeshare builds no other project: the comparison runs when ``$SAFESHARE_ARX_CLASSPATH``
+names the ``classpath.txt`` of an existing ARX 3.9 build (arx-deidentifier/arx, Apache-2.0)
+with the ``ArxBench`` driver on it, and says so in one line when it is not given. This
+module checks that build and ``java``, and talks to the driver:
 
 * :class:`ArxServer`: ``ArxBench serve CSV HIERDIR QIS`` in a warm JVM; one request line
   ``"k suppression metric"`` in, one JSON line out (``time_ms``: ``ARXResult.getTime()``,
@@ -13,7 +14,7 @@ ARX (arx-deidentifier/arx, Apache-2.0) is built from source by
   child process: wall seconds from spawn to exit and the peak resident memory of its
   process tree, sampled every 50 ms with psutil.
 
-Where ARX is absent (no classpath file, a missing entry in it, or no ``java``),
+Where ARX is absent (the variable not set, no classpath file, a missing entry in it, or no ``java``),
 :func:`locate` raises :class:`ArxUnavailable` with one line saying so, and
 :func:`locate_or_say` prints that line and returns ``None``: the benchmarks then print
 their own figures alone and never fail for that reason.
@@ -41,11 +42,9 @@ from typing import IO, Any
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-#: environment variable naming a classpath.txt written by arx-bench's build.sh
+#: environment variable naming the classpath.txt of an existing ARX build (ARX's jars and ArxBench)
 ENV = "SAFESHARE_ARX_CLASSPATH"
-#: where ``make arx`` builds it: ../shared/tools/arx-bench/build, relative to the repository root
-DEFAULT_CLASSPATH = ROOT.parent / "shared" / "tools" / "arx-bench" / "build" / "classpath.txt"
-HINT = "run `make arx ARX_GIT=...`"
+HINT = f"set {ENV} to the classpath.txt of an ARX 3.9 build with the ArxBench driver"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -78,19 +77,22 @@ class Arx:
 
 
 def locate(environ: Mapping[str, str] | None = None) -> Arx:
-    """The ARX build named by ``$SAFESHARE_ARX_CLASSPATH`` (else :data:`DEFAULT_CLASSPATH`) and java.
+    """The ARX build named by ``$SAFESHARE_ARX_CLASSPATH``, and java.
 
-    Raises :class:`ArxUnavailable` naming what is missing.
+    Raises :class:`ArxUnavailable` naming what is missing (the variable itself included:
+    nothing is looked for elsewhere, and nothing is built).
     """
     env = os.environ if environ is None else environ
-    path = Path(env[ENV]) if env.get(ENV) else DEFAULT_CLASSPATH
+    if not env.get(ENV):
+        raise ArxUnavailable(f"ARX comparison skipped: {ENV} is not set ({HINT})")
+    path = Path(env[ENV])
     if not path.is_file():
-        raise ArxUnavailable(f"ARX not built ({path} not found): {HINT}")
+        raise ArxUnavailable(f"ARX not found ({path} does not exist): {HINT}")
     classpath = path.read_text(encoding="utf-8").strip()
     absent = [entry for entry in classpath.split(os.pathsep) if entry and not Path(entry).exists()]
     if not classpath or absent:
         what = absent[0] if absent else f"empty {path}"
-        raise ArxUnavailable(f"ARX not built ({what} missing): {HINT}")
+        raise ArxUnavailable(f"ARX not usable ({what} missing): {HINT}")
     home = env.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home and (Path(home) / "bin" / "java").is_file() else None
     java = java or shutil.which("java", path=env.get("PATH"))

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_kdd import BUILDERS, COLUMNS, DATA  # noqa: E402
+from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.base import COUNT_COLUMN  # noqa: E402
@@ -36,7 +37,6 @@ from safeshare.hierarchy.builders import SuppressionBuilder  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
-from safeshare.search.strategy import make_strategy  # noqa: E402
 
 EXTRA: dict[str, Any] = {
     "hispanic_origin": SuppressionBuilder(),

@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from arx import Arx, ArxServer, locate_or_say, write_data_csv  # noqa: E402
 from bench_grid import KS, LIMITS, METRICS  # noqa: E402
 from bench_ola import ADULT, QIS, adult_table  # noqa: E402
+from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
@@ -58,7 +59,6 @@ from safeshare.hierarchy.io import read_arx_csv  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
-from safeshare.search.strategy import make_strategy  # noqa: E402
 
 TARGET_MEDIAN = 0.25
 TARGET_MAX = 1.0

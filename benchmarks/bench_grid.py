@@ -25,12 +25,12 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_ola import adult_table  # noqa: E402
+from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
-from safeshare.search.strategy import make_strategy  # noqa: E402
 
 KS = (2, 5, 25, 100)
 #: roll-up setting measured against the leaf evaluator

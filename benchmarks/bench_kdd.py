@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from arx import Arx, ArxServer, ArxTimeout, export_hierarchies, locate_or_say, write_data_csv  # noqa: E402
+from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.base import COUNT_COLUMN  # noqa: E402
@@ -55,7 +56,6 @@ from safeshare.hierarchy.hierarchy import Hierarchy  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
-from safeshare.search.strategy import make_strategy  # noqa: E402
 
 DATA = Path("/work/shared/datasets/census-income-kdd/census-income.data.gz")
 COLUMNS = (  # noqa: SIM905

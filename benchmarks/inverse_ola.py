@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from safeshare.config import load_config
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, PrivacyCriterion
-from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.search.context import SearchContext
 from safeshare.workflows.anonymizer import build_frequency_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from safeshare.config import load_config
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.metrics.loss import make_metric
@@ -35,7 +36,7 @@ from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.m_concealing import MConcealing
 from safeshare.risk.knowledge import AdversaryKnowledge
 from safeshare.risk.m_concealing import MConcealingMeasure
-from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.search.context import SearchContext
 from safeshare.workflows.anonymizer import build_frequency_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 #: name -> module in benchmarks/ with ``main() -> int`` (0 = all targets met)
 BENCHMARKS = {
+    "startup": "bench_startup",
     "ola": "bench_ola",
     "arx": "bench_arx",
     "scale": "bench_scale",
@@ -29,6 +30,9 @@ BENCHMARKS = {
     "surveillance": "bench_surveillance",
     "risk": "bench_risk",
     "spark": "bench_spark",
+    "identifiers": "bench_identifiers",
+    "flatten": "bench_flatten",
+    "local-recoding": "bench_local_recoding",
 }
 
 

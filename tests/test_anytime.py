@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
@@ -29,7 +30,6 @@ from safeshare.report.content import describe_search
 from safeshare.search.anytime import AnytimeSearch, FailingSet, make_anytime
 from safeshare.search.context import SearchContext
 from safeshare.search.result import SearchResult
-from safeshare.search.strategy import make_strategy
 from tests.conftest import random_table, run_cli, write_small_adult
 from tests.sensitive_helpers import random_sensitive_table, table_from_frame
 

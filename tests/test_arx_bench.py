@@ -20,7 +20,7 @@ import arx
 
 
 def _built(tmp_path: Path) -> Path:
-    """A classpath.txt whose entries all exist (what build.sh writes)."""
+    """A classpath.txt whose entries all exist (the file an ARX build lists its class path in)."""
     for name in ("classes", "driver"):
         (tmp_path / name).mkdir()
     cp = tmp_path / "classpath.txt"
@@ -30,12 +30,23 @@ def _built(tmp_path: Path) -> Path:
 
 def test_no_build_is_one_line_and_no_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env = {arx.ENV: str(tmp_path / "nowhere" / "classpath.txt"), "PATH": ""}
-    said = r"^ARX not built .*nowhere.*: run `make arx ARX_GIT=\.\.\.`$"
+    said = r"^ARX not found .*nowhere.* does not exist\): set SAFESHARE_ARX_CLASSPATH to the classpath"
     with pytest.raises(arx.ArxUnavailable, match=said):
         arx.locate(env)
     assert arx.locate_or_say(env) is None
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and out.startswith("ARX not built") and "make arx ARX_GIT=" in out
+    assert out.count("\n") == 1 and out.startswith("ARX not found") and "make arx" not in out
+
+
+def test_without_the_variable_the_comparison_says_it_is_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 19: nothing builds ARX; without SAFESHARE_ARX_CLASSPATH the comparison is skipped, said
+    in one line (no default location is searched)."""
+    said = r"^ARX comparison skipped: SAFESHARE_ARX_CLASSPATH is not set"
+    with pytest.raises(arx.ArxUnavailable, match=said):
+        arx.locate({"PATH": ""})
+    assert arx.locate_or_say({}) is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "SAFESHARE_ARX_CLASSPATH is not set" in out
 
 
 def test_a_classpath_entry_that_is_gone_counts_as_not_built(tmp_path: Path) -> None:
@@ -92,13 +103,13 @@ def test_the_warm_jvm_answers_and_ends_cleanly(tmp_path: Path) -> None:
         found = arx.locate()
     except arx.ArxUnavailable as exc:
         pytest.skip(str(exc))
+    from safeshare.config.algorithms import make_strategy
     from safeshare.core.evaluation import Evaluator
     from safeshare.core.frequency import FrequencyTable
     from safeshare.data.engines.base import COUNT_COLUMN
     from safeshare.metrics.loss import make_metric
     from safeshare.models import KAnonymity, PrivacyCriterion
     from safeshare.search.context import SearchContext
-    from safeshare.search.strategy import make_strategy
 
     adult = Path(__file__).resolve().parent.parent / "examples" / "adult" / "hierarchies"
     qis = ["sex", "race", "relationship"]

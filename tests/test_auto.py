@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from safeshare.config import load_config
+from safeshare.config.algorithms import make_strategy
 from safeshare.errors import ConfigError
 from safeshare.models import KAnonymity
 from safeshare.report.content import describe_search
 from safeshare.search.auto import DEFAULT_EXACT_MAX_NODES, AutoSearch
-from safeshare.search.strategy import make_strategy
 from tests.conftest import random_table, run_cli, write_small_adult
 from tests.test_anytime import context
 
@@ -43,11 +43,11 @@ def test_options_are_checked() -> None:
     auto = make_strategy("auto")
     assert isinstance(auto, AutoSearch) and auto.exact_max_nodes == DEFAULT_EXACT_MAX_NODES
     assert auto.anytime.time_limit == 60.0  # the anytime search's default
-    with pytest.raises(ConfigError, match="exact_max_nodes must be an integer >= 1"):
+    with pytest.raises(ConfigError, match="exact_max_nodes: expected an integer >= 1, got 0"):
         make_strategy("auto", {"exact_max_nodes": 0})
     with pytest.raises(ConfigError, match="takes no option 'max_loss'"):
         make_strategy("auto", {"max_loss": 0.5})
-    with pytest.raises(ConfigError, match="time_limit must be a positive number"):
+    with pytest.raises(ConfigError, match="time_limit: expected a positive number of seconds"):
         make_strategy("auto", {"time_limit": -1})
     with pytest.raises(ConfigError, match="takes no option 'exact_max_nodes'"):
         make_strategy("anytime", {"exact_max_nodes": 5})

@@ -34,7 +34,6 @@ from safeshare.metrics.loss import Prec
 from safeshare.models import KAnonymity, PrivacyCriterion
 from safeshare.models.base import PrivacyModel
 from safeshare.models.l_diversity import LDiversity
-from safeshare.models.l_diversity import from_config as l_diversity_config
 from safeshare.models.m_concealing import MConcealing
 from safeshare.models.registry import make_model
 from safeshare.models.risk import RiskThreshold
@@ -43,9 +42,10 @@ from safeshare.models.t_closeness import TCloseness, parse_number
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import release_risk
 from safeshare.search import ExhaustiveSearch, exhaustive_search
+from safeshare.search.context import SearchContext
 from safeshare.search.inverse_ola import InverseOLA
 from safeshare.search.ola import choose_best, find_minimal_nodes
-from safeshare.search.strategy import OLA, SearchContext
+from safeshare.search.strategy import OLA
 from tests.sensitive_helpers import table_from_frame
 
 Node = tuple[int, ...]
@@ -300,12 +300,12 @@ def test_l_of_one_is_accepted_and_zero_in_a_configuration_is_a_config_error() ->
     assert LDiversity(1.0, "entropy").l == 1.0
     assert LDiversity(2, "recursive", c=1e-9).c == 1e-9
     # the configuration's bounds are the model's: l = 1 and any c > 0 are accepted
-    assert l_diversity_config({"l": 1}, "privacy.l-diversity").l == 1
-    assert l_diversity_config({"l": 2, "variant": "recursive", "c": 0.5}, "privacy.l-diversity").c == 0.5
+    assert make_model("l-diversity", {"l": 1}).l == 1  # type: ignore[attr-defined]
+    assert make_model("l-diversity", {"l": 2, "variant": "recursive", "c": 0.5}).c == 0.5  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match=r"\.l: expected an integer >= 1"):
-        l_diversity_config({"l": 0}, "privacy.l-diversity")
+        make_model("l-diversity", {"l": 0})
     with pytest.raises(ConfigError, match=r"\.c: expected a number > 0"):
-        l_diversity_config({"l": 2, "variant": "recursive", "c": 0}, "privacy.l-diversity")
+        make_model("l-diversity", {"l": 2, "variant": "recursive", "c": 0})
 
 
 def test_l_diversity_relaxation_is_the_smallest_class_size_that_can_pass() -> None:
@@ -793,16 +793,16 @@ def test_every_strategy_has_the_one_selector_signature() -> None:
     """``run(ctx: SearchContext) -> SearchResult`` for every strategy; no ``search`` methods left."""
     import inspect
 
+    from safeshare.config.algorithms import make_strategy
     from safeshare.search import BestFirstOLA
-    from safeshare.workflows.algorithms import ALGORITHMS
 
     table = tie_table()
     ctx = SearchContext(
         table, Evaluator(table), PrivacyCriterion([KAnonymity(2)], 0.0), Prec(Evaluator(table))
     )
     classes = [OLA, ExhaustiveSearch, BestFirstOLA, InverseOLA]
-    classes += [type(ALGORITHMS[name]({})) for name in ("ola", "exhaustive")]
-    classes += [type(ALGORITHMS["inverse-ola"]({"max_loss": 0.5}))]
+    classes += [type(make_strategy(name, {})) for name in ("ola", "exhaustive")]
+    classes += [type(make_strategy("inverse-ola", {"max_loss": 0.5}))]
     for cls in classes:
         assert list(inspect.signature(cls.run).parameters) == ["self", "ctx"], cls
         assert not hasattr(cls, "search"), cls

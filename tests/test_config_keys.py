@@ -37,7 +37,7 @@ def sub(old: str, new: str) -> str:
     return BASE.replace(old, new)
 
 
-DP = "algorithm: epsilon-safe\ndp: {beta: 0.5, epsilon_prime: 0.5}\n"
+DP = "algorithm: epsilon-safe\ndp: {beta: 0.5, epsilon_prime: 0.5, utility: safepub}\n"
 
 CASES = [
     # unknown keys at every level, with "did you mean"
@@ -67,7 +67,7 @@ CASES = [
         "privacy.m-concealing.inclusion: unknown key; did you mean 'inclusion_probability'?",
     ),
     (
-        BASE + "algorithm: epsilon-safe\ndp: {beta: 0.5, epsilon_prime: 0.5, seeed: 1}\n",
+        BASE + "algorithm: epsilon-safe\ndp: {beta: 0.5, epsilon_prime: 0.5, utility: safepub, seeed: 1}\n",
         "dp.seeed: unknown key; did you mean 'seed'?",
     ),
     (
@@ -83,7 +83,7 @@ CASES = [
     (BASE + "algorithm: inverse-ola\nmax_loss: 0.5\ndp: {}\n", "dp: applies to algorithm: epsilon-safe only"),
     (BASE + "max_loss: 0.5\n", "max_loss: applies to algorithm: inverse-ola only (algorithm is ola)"),
     (
-        BASE + DP.replace("}", ", utility: safepub, penalty: 0.1}"),
+        BASE + DP.replace("}", ", penalty: 0.1}"),
         "dp.penalty: does not apply to utility: safepub",
     ),
     (BASE + "algorithm: olla\n", "algorithm: unknown algorithm 'olla'; did you mean 'ola'?"),

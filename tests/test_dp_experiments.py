@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from safeshare.experiments.dp import (
+from safeshare.workflows.dp_experiment import (
     default_config,
     evaluate,
     good_nodes,

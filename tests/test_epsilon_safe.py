@@ -16,7 +16,7 @@ from safeshare.cli import main
 from safeshare.config import load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.dp.drbg import CryptoRandom
-from safeshare.dp.epsilon_safe import EpsilonSafeParams
+from safeshare.dp.epsilon_safe import EpsilonSafeParams, EpsilonSafeStrategy
 from safeshare.dp.mechanism import sample_indices
 from safeshare.dp.parameters import d_function
 from safeshare.dp.sampling import draw_sample
@@ -138,13 +138,13 @@ def test_same_seed_same_release_and_no_seed_is_not_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     common = ["anonymize", str(CONFIG), "--utility-function", "safepub", "-q"]
-    assert run([*common, "--out", str(tmp_path / "a"), "--seed", "abc"], capsys)[0] == 0
-    assert run([*common, "--out", str(tmp_path / "b"), "--seed", "abc"], capsys)[0] == 0
+    assert run([*common, "--out", str(tmp_path / "a"), "--seed", "1789"], capsys)[0] == 0
+    assert run([*common, "--out", str(tmp_path / "b"), "--seed", "1789"], capsys)[0] == 0
     assert (tmp_path / "a" / "release.csv").read_bytes() == (tmp_path / "b" / "release.csv").read_bytes()
     assert run([*common, "--out", str(tmp_path / "c")], capsys)[0] == 0
     report = json.loads((tmp_path / "c" / "report.json").read_text())
     assert "seed" not in report and "seed" not in json.dumps(report["differential_privacy"])
-    assert json.loads((tmp_path / "a" / "report.json").read_text())["seed"] == "abc"
+    assert json.loads((tmp_path / "a" / "report.json").read_text())["seed"] == 1789
 
 
 def test_node_draws_follow_the_reported_probabilities() -> None:
@@ -244,7 +244,7 @@ def test_bad_configs_exit_2_one_line_nothing_written(
         (["--beta", "0"], "--beta"),
         (["--epsilon-prime", "-1"], "--epsilon-prime"),
         (["--epsilon", "0.5"], "below"),  # below -ln(1 - 0.75) + 0.5
-        (["--utility-function", "magic"], "unknown utility"),
+        (["--utility-function", "magic"], "--utility-function"),
         (["--penalty-mode", "both"], "--penalty-mode"),
         (["--utility-function", "thesis", "--penalty-mode", "suppression", "--penalty", "-2"], "penalty"),
         (["--reference-size", "0"], "--reference-size"),
@@ -273,27 +273,33 @@ def test_dp_options_need_the_epsilon_safe_algorithm(
 
 def test_strategy_refuses_unsampled_data() -> None:
     cfg = load_config(CONFIG)
-    with pytest.raises(ConfigError, match="samples the records"):
+    with pytest.raises(ConfigError, match=r"epsilon-safe needs dp\.beta"):  # no parameters
         Anonymizer(cfg.schema, [KAnonymity(50)], max_suppression=0.05, algorithm="epsilon-safe")
+    # the strategy samples in its prepare step (called by Anonymizer.fit); run() alone refuses
+    strategy = EpsilonSafeStrategy(EpsilonSafeParams(beta=0.5, epsilon_prime=0.5, utility="safepub"))
+    with pytest.raises(ConfigError, match="samples the records"):
+        strategy.run(None)  # type: ignore[arg-type]
 
 
 def test_the_dp_options_are_part_of_the_spec_built_once_by_the_config() -> None:
     """The file's ``dp:`` section and the command-line overrides become one EpsilonSafeParams."""
     cfg = load_config(CONFIG)
     assert not hasattr(cfg, "raw")  # nothing downstream parses the file a second time
-    spec = cfg.with_overrides(dp={"beta": 0.5, "seed": "s", "penalty": None}).spec()
+    spec = cfg.with_overrides(beta=0.5, seed=7, penalty=None).spec()
     params = spec.algorithm_options["params"]
     assert isinstance(params, EpsilonSafeParams)
-    assert (params.beta, params.epsilon_prime, params.penalty, params.seed) == (0.5, 0.45, 0.04, "s")
+    assert (params.beta, params.epsilon_prime, params.penalty, params.seed) == (0.5, 0.45, 0.04, 7)
     runner = EpsilonSafeAnonymizer(spec)
     assert (runner.k, runner.max_suppression, runner.params) == (50, 0.05, params)
     with pytest.raises(ConfigError, match="--beta"):
-        cfg.with_overrides(dp={"beta": 2.0}).spec()
-    with pytest.raises(ConfigError, match="unknown epsilon-safe option 'betta'"):
-        cfg.with_overrides(dp={"betta": 0.5})
+        cfg.with_overrides(beta=2.0).spec()
+    with pytest.raises(ConfigError, match="unknown option 'betta'"):
+        cfg.with_overrides(betta=0.5)
+    with pytest.raises(ConfigError, match="--seed: expected an integer"):  # an integer everywhere
+        cfg.with_overrides(seed="s")
     with pytest.raises(ConfigError, match="privacy: epsilon-safe anonymization supports exactly one"):
         dataclasses.replace(spec, privacy=(KAnonymity(50), KAnonymity(60)))
-    with pytest.raises(ConfigError, match="samples the records"):
+    with pytest.raises(ConfigError, match="needs its parameters"):
         dataclasses.replace(spec, algorithm_options={"params": {"beta": 0.5}})
     with pytest.raises(ConfigError, match="epsilon-safe"):
         EpsilonSafeAnonymizer(dataclasses.replace(spec, algorithm="ola", algorithm_options={}))

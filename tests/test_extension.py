@@ -1,9 +1,9 @@
 """A new criterion and a new strategy are one file and one registry line each (issue 8).
 
 The toy criterion ``min-class-size`` and the toy strategy ``lowest-level`` of
-tests/toy_extension.py are registered (MODEL_FACTORIES, ALGORITHMS, and the
+tests/toy_extension.py are registered (PRIVACY_MODELS, ALGORITHMS, and the
 verifier's EXTRA_CHECKS to publish) and run from a configuration file through
-``RunConfig.spec()`` and ``Anonymizer``, as docs/architecture.md shows.
+``ConfigFile.spec()`` and ``Anonymizer``, as docs/architecture.md shows.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 from safeshare.config import load_config
+from safeshare.config.algorithms import ALGORITHMS, make_strategy
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.errors import ConfigError, VerificationError
 from safeshare.models import KAnonymity
-from safeshare.models.registry import MODEL_FACTORIES
+from safeshare.models.registry import PRIVACY_MODELS
 from safeshare.search import ExhaustiveSearch
 from safeshare.verify import EXTRA_CHECKS
-from safeshare.workflows.algorithms import ALGORITHMS
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release
 from tests.conftest import write_small_adult
-from tests.toy_extension import MinClassSize, check_min_class_size, make_lowest_level, make_min_class_size
+from tests.toy_extension import LOWEST_LEVEL, MinClassSize, MinClassSizeParams, check_min_class_size
 
 QIS = ["age", "workclass", "education", "marital-status", "sex"]
 
@@ -45,7 +45,7 @@ def test_a_criterion_is_one_file_and_one_registry_line(
 ) -> None:
     with pytest.raises(ConfigError, match="unknown privacy model 'min-class-size'"):
         load_config(config)
-    monkeypatch.setitem(MODEL_FACTORIES, "min-class-size", make_min_class_size)  # the registry line
+    monkeypatch.setitem(PRIVACY_MODELS, "min-class-size", MinClassSizeParams)  # the registry line
     cfg = load_config(config)
     assert len(cfg.privacy) == 1 and isinstance(cfg.privacy[0], MinClassSize)
     assert cfg.schema.quasi_identifiers == QIS
@@ -70,11 +70,11 @@ def test_a_criterion_is_one_file_and_one_registry_line(
 
 
 def test_a_strategy_is_one_file_and_one_registry_line(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(MODEL_FACTORIES, "min-class-size", make_min_class_size)
+    monkeypatch.setitem(PRIVACY_MODELS, "min-class-size", MinClassSizeParams)
     config.write_text(config.read_text().replace("algorithm: ola", "algorithm: lowest-level"))
     with pytest.raises(ConfigError, match="unknown algorithm 'lowest-level'"):
         load_config(config)
-    monkeypatch.setitem(ALGORITHMS, "lowest-level", make_lowest_level)  # the registry line
+    monkeypatch.setitem(ALGORITHMS, "lowest-level", LOWEST_LEVEL)  # the registry line
     cfg = load_config(config)
     anonymizer = Anonymizer(cfg.spec())
     result = anonymizer.fit(MemoryEngine(cfg.source))
@@ -83,8 +83,8 @@ def test_a_strategy_is_one_file_and_one_registry_line(config: Path, monkeypatch:
     lowest = min(sum(n) for n in reference.minimal_nodes)
     assert sum(result.node) == lowest  # type: ignore[arg-type]
     assert result.criterion.holds(result.classes, result.table)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="takes no option 'depth'"):
-        ALGORITHMS["lowest-level"]({"depth": 2})
+    with pytest.raises(ConfigError, match="takes no option 'depth'"):  # its options: none (NoOptions)
+        make_strategy("lowest-level", {"depth": 2})
 
 
 def _context(anonymizer: Anonymizer, result):  # type: ignore[no-untyped-def]

@@ -305,6 +305,80 @@ def test_intervals_with_coding_property(
             assert not any(label.endswith("+") or label.startswith("<") for label in labels)
 
 
+class TestTopAndBottomCoding:
+    """``coding: {top: t, bottom: b}``: a level of exact values with coded tails (issue 25)."""
+
+    def test_coded_level_then_intervals(self) -> None:
+        h = IntervalBuilder(widths=[5, 10, 20], coding={"top": 90, "bottom": 18}).build(
+            ["17", "18", "37", "85", "90", "104"]
+        )
+        assert h.height == 5
+        assert rows_of(h) == {
+            "17": ("<18", "<18", "<18", "<18", "*"),
+            "18": ("18", "18-19", "18-19", "18-19", "*"),
+            "37": ("37", "35-39", "30-39", "20-39", "*"),
+            "85": ("85", "85-89", "80-89", "80-89", "*"),
+            "90": (">=90", ">=90", ">=90", ">=90", "*"),
+            "104": (">=90", ">=90", ">=90", ">=90", "*"),
+        }
+
+    def test_coding_alone_is_a_transformation(self) -> None:
+        h = IntervalBuilder(widths=[], coding={"top": 90}, missing=["?"]).build(["5", "89", "90", "95", "?"])
+        assert rows_of(h) == {
+            "5": ("5", "*"),
+            "89": ("89", "*"),
+            "90": (">=90", "*"),
+            "95": (">=90", "*"),
+            "?": ("?", "*"),
+        }
+        bottom = IntervalBuilder(widths=[], coding={"bottom": 0.5}, top=None).build(["0.25", "0.5", "2"])
+        assert rows_of(bottom) == {"0.25": ("<0.5",), "0.5": ("0.5",), "2": ("2",)}
+
+    def test_from_a_configuration(self, tmp_path: Path) -> None:
+        spec = {"type": "intervals", "widths": [10], "coding": {"top": 90, "bottom": 18}}
+        builder = builder_from_spec(spec, tmp_path)
+        assert isinstance(builder, IntervalBuilder) and builder.coding == {"bottom": 18, "top": 90}
+        assert rows_of(builder.build(["12", "45", "97"]))["97"] == (">=90", ">=90", "*")
+        assert hash(builder) == hash(IntervalBuilder(widths=[10], coding={"bottom": 18, "top": 90}))
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"widths": [10], "coding": {"top": 90, "bottom": 90}}, r"coding.bottom \(90\) must be below"),
+            ({"widths": [10], "coding": {"above": 90}}, "unknown key 'above'"),
+            ({"widths": [10], "coding": {}}, "coding needs top, bottom or both"),
+            ({"widths": [10], "coding": [90]}, "coding must be a mapping"),
+            ({"widths": [10], "coding": {"top": "old"}}, "coding.top must be a number"),
+            ({"widths": [10], "coding": {"top": 90}, "top_coding": 90}, "coding replaces bottom_coding"),
+            ({"widths": []}, "widths must list at least one"),
+        ],
+    )
+    def test_bad_coding_is_refused(self, params: dict[str, object], message: str) -> None:
+        with pytest.raises(ConfigError, match=message):
+            IntervalBuilder(**params)  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.integers(-200, 200).map(str), min_size=1, max_size=25),
+    widths=nested_widths(),
+    coding=st.tuples(st.integers(-100, 0), st.integers(1, 100)),
+)
+def test_coded_level_property(values: list[str], widths: list[Fraction], coding: tuple[int, int]) -> None:
+    bottom, top = coding
+    h = IntervalBuilder(widths=[_num(w) for w in widths], coding={"top": top, "bottom": bottom}).build(values)
+    check_structure(h, values)
+    for value, labels in rows_of(h).items():
+        x = int(value)
+        if x < bottom:
+            assert set(labels[:-1]) == {f"<{bottom}"}
+        elif x >= top:
+            assert set(labels[:-1]) == {f">={top}"}
+        else:
+            assert labels[0] == value
+            assert not any(label.startswith((">=", "<")) for label in labels)
+
+
 # =========================================================================== grouping
 MARITAL_LEVELS = [
     {

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
@@ -27,9 +28,9 @@ from safeshare.errors import ConfigError
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyModel
 from safeshare.models.m_concealing import MConcealing
+from safeshare.search.context import SearchContext
 from safeshare.search.inverse_ola import InverseOLA, achievable_k, make_inverse_ola
 from safeshare.search.ola import find_minimal_nodes
-from safeshare.search.strategy import SearchContext, make_strategy
 from safeshare.workflows.anonymizer import Anonymizer
 from tests import conftest
 from tests.conftest import random_table, write_small_adult

@@ -203,7 +203,10 @@ privacy:
         ("l-diversity: {l: 2, variant: recursive}", "privacy.l-diversity: missing c"),
         ("l-diversity: {l: 2, variant: recursive, c: -1}", "privacy.l-diversity.c: expected a number > 0"),
         ("l-diversity: {l: 2, variant: shannon}", "privacy.l-diversity.variant: expected one of"),
-        ("l-diversity: {l: 2, k: 5}", "privacy.l-diversity.k: unknown key; expected one of c, l, variant"),
+        (
+            "l-diversity: {l: 2, k: 5}",
+            "privacy.l-diversity.k: unknown key; expected one of c, columns, l, variant",
+        ),
         ("l-diversity: {l: 0.5, variant: entropy}", "privacy.l-diversity.l: expected a number >= 1"),
     ],
 )

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN
@@ -40,7 +41,7 @@ from safeshare.models.registry import make_model
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.knowledge import AdversaryKnowledge
 from safeshare.risk.m_concealing import Concealment, MConcealingMeasure, measure_engine
-from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.m_concealing import record_values_sql
 from safeshare.workflows.anonymizer import Anonymizer

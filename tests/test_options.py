@@ -17,8 +17,8 @@ import pytest
 import typer
 
 from safeshare.cli import app
+from safeshare.config_checks import parse_fraction, parse_fractions
 from safeshare.errors import ConfigError
-from safeshare.options import parse_fraction, parse_fractions
 from tests.conftest import run_cli, write_small_adult
 
 
@@ -47,9 +47,9 @@ def _options() -> dict[str, list[tuple[str, str]]]:
     found: dict[str, list[tuple[str, str]]] = defaultdict(list)
 
     def walk(command: Any, path: list[str]) -> None:
-        if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
-                walk(sub, [*path, name])
+        if hasattr(command, "commands"):  # a group (risk and surveil are loaded by get_command)
+            for name in command.list_commands(None):
+                walk(command.get_command(None, name), [*path, name])
             return
         for param in command.params:
             if getattr(param, "param_type_name", "") == "option":

@@ -120,9 +120,9 @@ def test_cli_announces_the_search_and_keeps_test_output_clean(
 def test_cli_skips_the_tradeoff_on_large_lattices_and_says_so(
     workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import safeshare.cli.anonymize
+    import safeshare.workflows.anonymize
 
-    monkeypatch.setattr(safeshare.cli.anonymize, "TRADEOFF_AUTO_MAX", 1000)
+    monkeypatch.setattr(safeshare.workflows.anonymize, "TRADEOFF_AUTO_MAX", 1000)
     out = tmp_path / "out"
     code, _, stderr = run_cli(["anonymize", str(workdir / "adult.yaml"), "--out", str(out)], capsys)
     assert code == 0, stderr

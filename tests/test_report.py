@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.dp.epsilon_safe import EpsilonSafeParams
@@ -28,7 +29,6 @@ from safeshare.report.content import describe_search, report_warnings
 from safeshare.report.html import render_report
 from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 from safeshare.workflows.release import write_release
-from safeshare.workflows.spec import AnonymizationSpec
 from tests.conftest import run_cli
 
 SCRIPT = "<script>alert(1)</script>"
@@ -216,9 +216,12 @@ def test_qi_generalized_to_its_top_level_is_warned(
     report, page, _, stdout = anonymize(tmp_path, capsys, max_suppression=0.0)
     assert report["levels"]["country"] == 2  # top: the only way to keep Trinadad&Tobago's records
     assert report["suppressed_records"] == 0
-    warned = [w for w in report["warnings"] if "country" in w]
+    warned = [w["message"] for w in report["warnings"] if "country" in w["message"]]
     assert len(warned) == 1 and "top level" in warned[0] and "drop" in warned[0]
-    assert not any("'age'" in w for w in report["warnings"])
+    assert [(w["code"], w["columns"], w["value"]) for w in report["warnings"]] == [
+        ("uninformative-qi", ["country"], 2)
+    ]
+    assert not any("'age'" in w["message"] for w in report["warnings"])
     assert escape(warned[0]) in page
     assert "top level" in _flat(stdout)
 
@@ -279,8 +282,8 @@ def _epsilon_safe_report(tmp_path: Path) -> tuple[dict[str, Any], str]:
         schema, (KAnonymity(5),), 0.05, algorithm="epsilon-safe", algorithm_options={"params": params}
     )
     fitted = EpsilonSafeAnonymizer(spec).fit(engine)
-    extra = {"k": 5, "max_suppression": 0.05, **fitted.report()}
-    published = write_release(fitted.result, fitted.engine, tmp_path / "dp", report=extra)
+    published = write_release(fitted.result, fitted.engine, tmp_path / "dp")
+    assert (published.report["k"], published.report["max_suppression"]) == (5, 0.05)
     return published.report, published.report_html.read_text()
 
 
@@ -289,7 +292,7 @@ def test_epsilon_safe_report_shows_its_parameters_and_warns_on_large_delta(tmp_p
     n = report["records_before_sampling"]
     assert n == 240 and report["records_in"] == report["records_sampled"] < n
     assert report["delta"] > 1 / n
-    assert any("1/N" in w for w in report["warnings"])
+    assert any("1/N" in w["message"] and w["code"] == "delta-above-one-over-n" for w in report["warnings"])
     section = page[page.index("Differential privacy") :]
     for text in ("β", "ε", "δ", f"{n:,}", report["delta_scientific"], "records before sampling"):
         assert text in section, text
@@ -300,4 +303,4 @@ def test_epsilon_safe_report_shows_its_parameters_and_warns_on_large_delta(tmp_p
 def test_small_delta_is_not_warned() -> None:
     doc = {"algorithm": "epsilon-safe", "records_before_sampling": 1000, "delta": 1e-6, "log10_delta": -6.0}
     assert report_warnings(doc) == []
-    assert any("1/N" in w for w in report_warnings({**doc, "delta": 0.01, "log10_delta": -2.0}))
+    assert any("1/N" in w.message for w in report_warnings({**doc, "delta": 0.01, "log10_delta": -2.0}))

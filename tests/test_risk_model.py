@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import ReleasePlan
@@ -31,7 +32,7 @@ from safeshare.risk import release_risk as release_risk_module
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import ESTIMATORS, make_estimator
 from safeshare.risk.release_risk import check_estimator, histogram_estimators, release_risk
-from safeshare.search.strategy import SearchContext, make_strategy
+from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.release import write_release

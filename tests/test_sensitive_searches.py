@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.schema import Attribute, Role, Schema
@@ -31,8 +32,8 @@ from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, PrivacyMo
 from safeshare.models.m_concealing import MConcealing
 from safeshare.numerics import TOLERANCE
 from safeshare.search.best_first import BestFirstOLA, monotone_relaxation, relaxation_models
+from safeshare.search.context import SearchContext
 from safeshare.search.ola import find_minimal_nodes
-from safeshare.search.strategy import SearchContext, make_strategy
 from tests.conftest import ADULT_DIR
 from tests.sensitive_helpers import random_sensitive_table
 

@@ -136,9 +136,10 @@ def test_simulate_compare_writes_a_band_per_policy(tmp_path: Path) -> None:
 def test_search_by_population_size_category(tmp_path: Path) -> None:
     """--categories: one search per category (the Fig. 3 table: a column per category), equal to the
     API's search over the category's regions."""
+    from safeshare.surveillance.categories import categorize
     from safeshare.surveillance.inputs import read_population
     from safeshare.surveillance.policies import default_space
-    from safeshare.surveillance.search import RiskCriterion, categorize, search_policies
+    from safeshare.surveillance.search import RiskCriterion, search_policies
 
     args = ["surveil", "search", "--population", POP, "--volumes", "11,150,500", "--categories", "5000,20000"]
     assert main([*args, "--sims", "30", "--seed", "4", "--out", str(tmp_path)]) == 0
@@ -188,3 +189,43 @@ def test_user_hierarchies_file(tmp_path: Path, capsys) -> None:
     line = capsys.readouterr().err.strip()
     assert f"{path}: dimensions[0].age_widths" in line and "25 is not a multiple of 10" in line
     assert len(line.splitlines()) == 1
+
+
+def test_zero_windows_option(tmp_path: Path, capsys) -> None:
+    args = ["surveil", "select", "--population", POP, "--region", "99005", "--cases", CASES, "--sims", "20"]
+    for choice in ("keep", "drop"):
+        assert main([*args, "--zero-windows", choice, "--out", str(tmp_path / choice)]) == 0
+        assert json.loads((tmp_path / choice / "schedule.json").read_text())["zero_windows"] == choice
+    keep = pd.read_csv(tmp_path / "keep" / "schedule.csv")
+    drop = pd.read_csv(tmp_path / "drop" / "schedule.csv")
+    assert (drop["volume"] >= keep["volume"]).all() and (drop["volume"] > keep["volume"]).any()
+    assert main([*args, "--zero-windows", "maybe", "--out", str(tmp_path / "x")]) == 2
+    assert "--zero-windows: 'keep' or 'drop'" in capsys.readouterr().err
+
+
+def test_default_hierarchies_are_the_papers_and_issue_10s_by_name(tmp_path: Path) -> None:
+    """Issue 22: a 96-year-old is released as 90+ under 1*** with the paper's hierarchies (the default),
+    as 95-99 with --hierarchies ages-to-100, where the population bin is too small and is suppressed."""
+    records = tmp_path / "records.csv"
+    records.write_text("region,date,age,race,sex,ethnicity\n99005,2020-08-03,96,white,male,hispanic\n")
+    args = ["surveil", "release", "--population", POP, "--cases-records", str(records), "--policy", "1***"]
+    log = tmp_path / "log.json"
+    assert main([*args, "--out", str(tmp_path / "paper"), "--custodian-log", str(log)]) == 0
+    frame = pd.read_csv(tmp_path / "paper" / "release_2020-08-03.csv", dtype=str)
+    assert frame["age"].tolist() == ["90+"]
+    assert (
+        main(
+            [
+                *args,
+                "--hierarchies",
+                "ages-to-100",
+                "--out",
+                str(tmp_path / "old"),
+                "--custodian-log",
+                str(log),
+            ]
+        )
+        == 0
+    )
+    assert not list((tmp_path / "old").glob("release_*"))  # 95-99: 4 people in 99005, 90+: 16
+    assert json.loads(log.read_text())["periods"][0]["suppressed"] == 1

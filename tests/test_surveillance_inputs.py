@@ -132,3 +132,78 @@ def test_more_cases_than_people_is_refused(tmp_path: Path) -> None:
     other = inputs.read_case_series(_write(tmp_path, "c.csv", "region,date,new_cases\nb,2020-08-01,2\n"))
     with pytest.raises(DataError, match="region 'b' is not in the population table"):
         inputs.check_cases_fit(other["b"], pop)
+
+
+HEADER_FC = "forecast_date,target,target_end_date,location,type,quantile,value"
+
+
+# issue 18: duplicate columns (item 6), overflowing counts (item 10), hostile forecasts (item 4)
+@pytest.mark.parametrize(
+    ("reader", "header", "row"),
+    [
+        ("population", "region,age,race,sex,ethnicity,count,Count", "r1,5,white,female,hispanic,3,4"),
+        ("population", "region,age,race,sex,ethnicity,count,count ", "r1,5,white,female,hispanic,3,4"),
+        ("cases", "region,date,new_cases,new_cases", "a,2020-08-01,3,4"),
+        ("forecasts", HEADER_FC + ",Value", "2020-08-03,1 wk ahead inc case,2020-08-15,a,point,NA,1,2"),
+    ],
+)
+def test_duplicate_column_names_are_refused(tmp_path: Path, reader: str, header: str, row: str) -> None:
+    path = _write(tmp_path, "x.csv", f"{header}\n{row}\n")
+    read = {
+        "population": lambda p: inputs.read_population(p, default_space()),
+        "cases": inputs.read_case_series,
+        "forecasts": inputs.read_forecasts,
+    }[reader]
+    with pytest.raises(DataError, match=r"x.csv:1: column .* has the name of column"):
+        read(path)
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [
+        ("99999999999999999999", "is larger than 10,000,000,000"),
+        ("10000000001", "is larger than 10,000,000,000"),
+        ("-99999999999999999999", "is below 0"),
+        ("+000000000000000000000007", None),
+    ],
+)
+def test_counts_are_bounded_before_any_overflow(tmp_path: Path, count: str, message: str | None) -> None:
+    path = _write(tmp_path, "pop.csv", POP_HEADER + f"r1,5,white,female,hispanic,{count}\n")
+    if message is None:
+        assert inputs.read_population(path, default_space()).totals == {"r1": 7}
+        return
+    with pytest.raises(DataError, match=rf"pop.csv:2: column 'count' \(6\): .* {message}"):
+        inputs.read_population(path, default_space())
+
+
+def test_forecasts_must_be_finite_once_and_within_the_population(tmp_path: Path) -> None:
+    row = "2020-08-03,1 wk ahead inc case,2020-08-15,{loc},{kind},{q},{value}\n"
+    for value in ("inf", "-inf", "1e300", "NaN"):
+        path = _write(
+            tmp_path, "f.csv", HEADER_FC + "\n" + row.format(loc="a", kind="point", q="NA", value=value)
+        )
+        with pytest.raises(DataError, match=r"f.csv:2: column 'value' \(7\): .* is not a count"):
+            inputs.read_forecasts(path)
+    twice = row.format(loc="a", kind="quantile", q="0.5", value=3) + row.format(
+        loc="b", kind="point", q="", value=1
+    )
+    twice += row.format(loc="a", kind="quantile", q="0.50", value=4)
+    with pytest.raises(DataError, match=r"f.csv:4: the forecast of line 2 again"):
+        inputs.read_forecasts(_write(tmp_path, "f.csv", HEADER_FC + "\n" + twice))
+    ok = row.format(loc="a", kind="point", q="NA", value=3) + row.format(
+        loc="zz", kind="point", q="NA", value=9e9
+    )
+    fc = inputs.read_forecasts(_write(tmp_path, "f.csv", HEADER_FC + "\n" + ok))
+    assert list(fc["line"]) == [2, 3]
+    pop = inputs.read_population(
+        _write(tmp_path, "p.csv", POP_HEADER + "a,5,white,female,hispanic,3\n"), default_space()
+    )
+    inputs.check_forecasts_fit(fc, pop, "f.csv")  # 3 <= 3 people; 'zz' is no region of the table
+    over = inputs.read_forecasts(
+        _write(tmp_path, "f.csv", HEADER_FC + "\n" + row.format(loc="a", kind="point", q="NA", value=3.5))
+    )
+    with pytest.raises(
+        DataError,
+        match=r"f.csv:2: column 'value' \(7\): 3.5 new cases forecast for region 'a', which has only 3",
+    ):
+        inputs.check_forecasts_fit(over, pop, "f.csv")

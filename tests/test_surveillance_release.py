@@ -54,15 +54,15 @@ def test_release_by_weekly_schedule(tmp_path: Path) -> None:
     files = sorted(p.name for p in out.glob("release_*.csv"))
     assert files == sorted(f"release_{d}.csv" for d in second_week["date"].unique())  # week 1: nothing
     doc = json.loads((out / "release.json").read_text())
-    assert doc["verified"] and doc["records_in"] == len(records)
-    shared = [p for p in doc["periods"] if p["file"]]
-    assert all(p["policy"] == "1C*e" for p in shared)
-    assert all(p["policy"] == "do not share" for p in doc["periods"] if p["period"] < "2020-08-09")
+    assert doc["verified"]
+    shared = doc["files"]
+    assert sorted(p["file"] for p in shared) == files
+    assert all(p["policy"] == "1C*e" and p["period"] >= "2020-08-09" for p in shared)
     frame = pd.concat(pd.read_csv(out / f, dtype=str) for f in files)
     assert list(frame.columns) == ["region", "date", "age", "race", "sex", "ethnicity"]  # no case_id
     assert set(frame["sex"]) == {"*"} and set(frame["race"]) <= {"white-or-black", "other"}
     assert set(frame["age"]) <= {f"{a}-{a + 4}" for a in range(0, 100, 5)} | {"100+"}
-    assert len(frame) == doc["records_out"] == sum(p["records_out"] for p in shared)
+    assert len(frame) == doc["records"] == sum(p["records"] for p in shared)
 
 
 def test_population_bins_below_k_are_suppressed(tmp_path: Path, inputs) -> None:
@@ -213,10 +213,12 @@ def test_memory_and_duckdb_engines_write_the_same_release_bytes(tmp_path: Path, 
         for fmt in ("csv", "parquet"):
             out = tmp_path / f"{name}-{fmt}"
             with make() as engine:
-                release_cases(pop, engine, schedule, out, 11, weekly, ["hospitalized"], RECORDS, fmt)  # type: ignore[arg-type]
+                result = release_cases(pop, engine, schedule, out, 11, weekly, ["hospitalized"], RECORDS, fmt)  # type: ignore[arg-type]
             outs[name, fmt] = out
     csv_files = sorted(p.name for p in outs["memory", "csv"].glob("release_*.csv"))
-    assert len(csv_files) == (2 if weekly else len(set(records.frame["date"])))
+    # a file per period with a record released (a day whose records are all suppressed has none)
+    assert len(csv_files) == len(result.released) == sum(p.records_out > 0 for p in result.periods)
+    assert len(result.periods) == (2 if weekly else len(set(records.frame["date"])))
     for name in csv_files:
         assert (outs["memory", "csv"] / name).read_bytes() == (outs["duckdb", "csv"] / name).read_bytes()
         stem = name.removesuffix(".csv")
@@ -225,9 +227,8 @@ def test_memory_and_duckdb_engines_write_the_same_release_bytes(tmp_path: Path, 
             parquet = pd.read_parquet(outs[engine, "parquet"] / f"{stem}.parquet")
             pd.testing.assert_frame_equal(parquet.astype(str), from_csv, check_dtype=False)
     docs = {key: json.loads((out / "release.json").read_text()) for key, out in outs.items()}
-    assert docs["memory", "csv"]["periods"] == [
-        {**p, "file": p["file"] and p["file"].replace(".parquet", ".csv")}
-        for p in docs["duckdb", "parquet"]["periods"]
+    assert docs["memory", "csv"]["files"] == [
+        {**p, "file": p["file"].replace(".parquet", ".csv")} for p in docs["duckdb", "parquet"]["files"]
     ]
     assert docs["duckdb", "csv"]["engine"] == "duckdb" and docs["memory", "parquet"]["format"] == "parquet"
 

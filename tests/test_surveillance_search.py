@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from safeshare.errors import InputError
+from safeshare.surveillance.categories import categorize
 from safeshare.surveillance.inputs import read_population
 from safeshare.surveillance.policies import default_space
-from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, categorize, search_policies
+from safeshare.surveillance.search import DO_NOT_SHARE, RiskCriterion, search_policies
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "surveillance"
 
@@ -56,9 +57,21 @@ def test_search_results_make_sense(population) -> None:
     assert res.acceptable_at(5) == []
 
 
-def test_search_refuses_volumes_above_the_population(population) -> None:
-    with pytest.raises(InputError, match="'99005' has 1500 people, fewer than the case volume 2000"):
-        search_policies(population, ["99005"], [10, 2000], RiskCriterion(sims=5))
+def test_volumes_above_a_regions_people_are_searched_in_the_regions_that_hold_them(population) -> None:
+    """Issue 22: never dropped silently; a volume is searched in the regions with at least that many
+    people (the paper's code), a volume no region holds is not searched, and one line says so."""
+    crit = RiskCriterion(sims=30, seed=3)
+    res = search_policies(population, ["99005", "99003"], [11, 2000, 9000], crit)
+    assert [r.volume for r in res.results] == [11, 2000] and res.unsearched == [9000]
+    assert res.results[0].regions == ("99005", "99003") and res.results[1].regions == ("99003",)
+    alone = search_policies(population, ["99003"], [2000], crit)
+    assert res.results[1].acceptable == alone.results[0].acceptable  # the same streams, the same draws
+    note = res.volume_notes(population.totals)
+    assert note == (
+        "volumes above a region's people (each searched in the regions that can hold it): "
+        "2,000 searched without 99005 (1,500); 9,000 above every region's people: not searched"
+    )
+    assert search_policies(population, ["99003"], [11, 300], crit).volume_notes(population.totals) is None
     with pytest.raises(InputError, match="'12345' is not in the population table"):
         search_policies(population, ["12345"], [10], RiskCriterion(sims=5))
 
@@ -186,10 +199,55 @@ def test_bands_rows_and_their_keys(population) -> None:
             "minimal": [space.format(n) for n in at300.minimal],
         },
     ]
-    assert search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5)).bands()[0]["from"] == 0
+    # issue 18 item 2: volume 0 would make [0, next) share the finest policy; it is refused
+    with pytest.raises(InputError, match="--volumes: 0 is no case volume"):
+        search_policies(population, ["99003"], [0, 11], RiskCriterion(sims=5))
 
 
 def test_categorize_without_edges_is_one_category(population) -> None:
     # kills: the name "all" of the single category
     assert categorize(population, []) == {"all": ["99001", "99003", "99005"]}
     assert categorize(population, [8000]) == {">=8000": ["99001", "99003"], "<8000": ["99005"]}
+
+
+def test_region_draws_beyond_the_memory_budget_are_drawn_again(population, monkeypatch) -> None:
+    """With room for one region's draws at a time, the search evicts and redraws from each region's own
+    seed stream: the same results as with every region kept."""
+    from safeshare.surveillance import search as search_module
+
+    crit = RiskCriterion(sims=60, seed=2)
+    regions = list(population.regions)
+    kept = search_policies(population, regions, [11, 150, 300], crit, exhaustive=True)
+    monkeypatch.setattr(search_module, "available_memory", lambda: 4)
+    tight = search_policies(population, regions, [11, 150, 300], crit, exhaustive=True)
+    assert [(r.volume, r.acceptable, r.upper) for r in tight.results] == [
+        (r.volume, r.acceptable, r.upper) for r in kept.results
+    ]
+
+
+def test_marketer_search_equals_evaluating_every_policy_and_its_expectation(population) -> None:
+    """--risk marketer: the monotone search returns what evaluating every policy returns, and a policy
+    whose J/N (the exact expected marketer risk) is far above the threshold is never acceptable, one far
+    below it always is at a large enough volume."""
+    crit = RiskCriterion(sims=200, seed=4, threshold=0.05, risk="marketer")
+    volumes = [20, 200, 1000]
+    fast = search_policies(population, ["99003", "99005"], volumes, crit)
+    full = search_policies(population, ["99003", "99005"], volumes, crit, exhaustive=True)
+    assert [(r.minimal, r.acceptable) for r in fast.results] == [
+        (r.minimal, r.acceptable) for r in full.results
+    ]
+    space = population.space
+    for node in space.policies():
+        grouping = space.grouping(node)
+        j_over_n = max(
+            np.unique(grouping[0][population.of(r) > 0]).size / population.totals[r]
+            for r in ("99003", "99005")
+        )
+        at1000 = node in fast.results[-1].acceptable
+        if j_over_n > 0.06:
+            assert not at1000, space.format(node)
+        if j_over_n < 0.03:
+            assert at1000, space.format(node)
+    assert len(fast.results[-1].acceptable) >= len(fast.results[0].acceptable)
+    with pytest.raises(InputError, match="--risk: one of pk, marketer"):
+        RiskCriterion(risk="journalist")

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeshare.config import load_config
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.evaluation import Evaluator
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
@@ -27,7 +28,6 @@ from safeshare.errors import ConfigError
 from safeshare.models import KAnonymity
 from safeshare.report.plots import plot_loss_vs_suppression
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer, build_frequency_table
-from safeshare.workflows.spec import AnonymizationSpec
 from safeshare.workflows.sweep import SWEEP_COLUMNS, Sweep, SweepGrid, SweepRow
 from tests.conftest import ADULT_DIR, random_table, run_cli, write_small_adult
 
@@ -158,7 +158,8 @@ def test_sweep_command_writes_csv_json_and_plots(
     )
     assert code == 0, stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == [
+    assert names == [  # published as one unit (io.OutputDirectory), with its marker
+        ".safeshare-output",
         "loss_vs_suppression.png",
         "loss_vs_suppression.svg",
         "sweep.csv",
@@ -243,22 +244,36 @@ def test_sweep_failure_publishes_nothing(
     import safeshare.report.plots as plots
 
     out = tmp_path / "sweep"
-    out.mkdir()
-    (out / "sweep.csv").write_text("old\n")
+    args = [
+        "sweep",
+        str(workdir / "adult.yaml"),
+        "--out",
+        str(out),
+        "--k",
+        "5",
+        "--max-suppression",
+        "0",
+        "-q",
+    ]
+    assert run([*args, "--no-plots"], capsys)[0] == 0  # a previous sweep, published
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
 
     def broken(rows: object, stem: Path, title: str | None = None) -> list[Path]:
         stem.with_suffix(".png").write_bytes(b"partial")
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(plots, "plot_loss_vs_suppression", broken)
-    code, _, stderr = run(
-        ["sweep", str(workdir / "adult.yaml"), "--out", str(out), "--k", "5", "--max-suppression", "0"],
-        capsys,
-    )
+    code, _, stderr = run(args, capsys)
     assert code == 1 and "disk full" in stderr and len(stderr.strip().splitlines()) == 1
-    assert sorted(p.name for p in out.iterdir()) == ["sweep.csv"]
-    assert (out / "sweep.csv").read_text() == "old\n"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the previous sweep, untouched
     assert not list(tmp_path.glob(".sweep.staging-*"))
+    # a directory safeshare did not write is refused before any work (nothing replaced)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "sweep.csv").write_text("old\n")
+    code, _, stderr = run([*args[:3], str(foreign), *args[4:]], capsys)
+    assert code == 2 and "not a safeshare output" in stderr
+    assert (foreign / "sweep.csv").read_text() == "old\n"
 
 
 @pytest.mark.parametrize(
@@ -328,7 +343,7 @@ def test_utility_command(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFi
         capsys,
     )
     assert code == 0, stderr
-    assert sorted(p.name for p in out.iterdir()) == ["utility.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".safeshare-output", "utility.json"]
     doc = json.loads((out / "utility.json").read_text())
     assert set(doc) >= {
         "accuracy",

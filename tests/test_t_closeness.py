@@ -33,7 +33,7 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import make_metric
 from safeshare.models import KAnonymity, LDiversity, PrivacyCriterion, TCloseness
 from safeshare.search.best_first import BestFirstOLA
-from safeshare.search.strategy import SearchContext
+from safeshare.search.context import SearchContext
 from safeshare.verify import verify_release
 from safeshare.verify.sensitive import check_t_closeness
 from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
@@ -283,7 +283,7 @@ def test_sensitive_hierarchy_in_the_config_selects_the_hierarchical_distance(tmp
     [
         ("{t: 2}", "privacy.t-closeness.t: expected a number in [0, 1], got 2"),
         ("{}", "privacy.t-closeness: missing t"),
-        ("{t: 0.2, l: 3}", "privacy.t-closeness.l: unknown key; expected one of distance, t"),
+        ("{t: 0.2, l: 3}", "privacy.t-closeness.l: unknown key; expected one of columns, distance, t"),
         (
             "{t: 0.2, distance: emd}",
             "privacy.t-closeness.distance: expected one of equal, ordered, hierarchical",

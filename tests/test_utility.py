@@ -24,7 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from safeshare.config import RunConfig, load_config
+from safeshare.config import ConfigFile, load_config
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import DataError, InputError
@@ -49,18 +49,18 @@ NUMERIC = ("capital-gain", "capital-loss", "hours-per-week")
 
 # --------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def adult_config() -> RunConfig:
+def adult_config() -> ConfigFile:
     return load_config(ADULT_DIR / "adult.yaml")
 
 
 @pytest.fixture(scope="module")
-def full_task(adult_config: RunConfig) -> UtilityTask:
+def full_task(adult_config: ConfigFile) -> UtilityTask:
     test = read_test_set(heldout_source(adult_config.source, ADULT_DIR / "adult.test", skip_rows=1))
     return UtilityTask(adult_config.schema, MemoryEngine(adult_config.source), test, "income")
 
 
 @pytest.fixture(scope="module")
-def slice_task(adult_config: RunConfig) -> UtilityTask:
+def slice_task(adult_config: ConfigFile) -> UtilityTask:
     """The first 4,000 training and 2,000 test records."""
     train = MemoryEngine(adult_config.source)
     train.frame = train.frame.iloc[:4000].reset_index(drop=True)
@@ -169,7 +169,7 @@ def test_generalize_frame_follows_hierarchy(seed: int, extra: list[str]) -> None
 
 
 # --------------------------------------------------------------------------- reproducibility and invariants
-def test_reproducible_on_a_slice(adult_config: RunConfig, slice_task: UtilityTask) -> None:
+def test_reproducible_on_a_slice(adult_config: ConfigFile, slice_task: UtilityTask) -> None:
     anonymizer = Anonymizer(adult_config.schema, [KAnonymity(10)], max_suppression=0.05, metric="entropy")
     result = anonymizer.fit(slice_task.train)
     first = slice_task.evaluate(result)
@@ -186,7 +186,7 @@ def test_reproducible_on_a_slice(adult_config: RunConfig, slice_task: UtilityTas
     assert first.train_records == slice_task.train_records - result.suppressed_records
 
 
-def test_bottom_node_equals_baseline(adult_config: RunConfig, slice_task: UtilityTask) -> None:
+def test_bottom_node_equals_baseline(adult_config: ConfigFile, slice_task: UtilityTask) -> None:
     """k = 1 without suppression releases the original QIs: the classifier must not change."""
     result = Anonymizer(adult_config.schema, [KAnonymity(1)], max_suppression=0.0, metric="prec").fit(
         slice_task.train
@@ -206,7 +206,7 @@ def _hierarchy_maps(directory: Path) -> dict[str, list[list[str]]]:
 
 
 def test_accuracy_equals_independent_pipeline_on_written_release(
-    adult_config: RunConfig, slice_task: UtilityTask, tmp_path: Path
+    adult_config: ConfigFile, slice_task: UtilityTask, tmp_path: Path
 ) -> None:
     """Reference: train on release.csv as written and verified, generalize the test set from
     the hierarchy files with plain Python, fit the thesis' pipeline written out here."""
@@ -272,7 +272,7 @@ def test_accuracy_equals_independent_pipeline_on_written_release(
 
 
 def test_values_outside_the_hierarchy_are_imputed_and_reported(
-    adult_config: RunConfig, slice_task: UtilityTask
+    adult_config: ConfigFile, slice_task: UtilityTask
 ) -> None:
     test = slice_task.test.copy()
     test.loc[:9, "native-country"] = "Atlantis"
@@ -299,7 +299,7 @@ def test_majority_and_baseline_on_adult(full_task: UtilityTask) -> None:
 
 
 # --------------------------------------------------------------------------- bad input
-def test_bad_tasks(adult_config: RunConfig, slice_task: UtilityTask) -> None:
+def test_bad_tasks(adult_config: ConfigFile, slice_task: UtilityTask) -> None:
     schema, train, test = adult_config.schema, slice_task.train, slice_task.test
     cases: list[tuple[str, dict[str, object], str]] = [
         ("incme", {}, "unknown target column 'incme'"),
@@ -325,7 +325,7 @@ def test_bad_tasks(adult_config: RunConfig, slice_task: UtilityTask) -> None:
         heldout_source(adult_config.source, ADULT_DIR / "adult.test", skip_rows=-1)
 
 
-def test_test_file_with_more_fields_than_names(adult_config: RunConfig, tmp_path: Path) -> None:
+def test_test_file_with_more_fields_than_names(adult_config: ConfigFile, tmp_path: Path) -> None:
     bad = tmp_path / "wide.test"
     lines = (ADULT_DIR / "adult.test").read_text().splitlines()[1:20]
     bad.write_text("\n".join(f"{line}, extra" for line in lines) + "\n")
@@ -335,7 +335,7 @@ def test_test_file_with_more_fields_than_names(adult_config: RunConfig, tmp_path
 
 # --------------------------------------------------------------------------- Table 6.1 (slow)
 @pytest.mark.slow
-def test_table_6_1_grid_all_above_080(adult_config: RunConfig, full_task: UtilityTask) -> None:
+def test_table_6_1_grid_all_above_080(adult_config: ConfigFile, full_task: UtilityTask) -> None:
     """Thesis Table 6.1: every accuracy of the grid stays above 0.80 (printed next to the thesis')."""
     from safeshare.core.evaluation import Evaluator
     from safeshare.workflows.anonymizer import build_frequency_table

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from safeshare.config.algorithms import Algorithm
+from safeshare.config_checks import PositiveInt
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
-from safeshare.errors import ConfigError
 from safeshare.models.base import BoolArray, PrivacyModel
+from safeshare.models.registry import ModelParams
 from safeshare.search.context import SearchContext
 from safeshare.search.result import SearchResult
 
@@ -40,12 +43,13 @@ class MinClassSize(PrivacyModel):
         return {"n": self.n}
 
 
-def make_min_class_size(params: Mapping[str, Any], where: str) -> PrivacyModel:
-    """Factory for ``MODEL_FACTORIES``: the configuration's ``min-class-size: {n: 5}``."""
-    n = params.get("n")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"{where}.n: expected an integer >= 1, got {n!r}")
-    return MinClassSize(n)
+class MinClassSizeParams(ModelParams):
+    """For ``PRIVACY_MODELS``: the configuration's ``min-class-size: {n: 5}``, validated by pydantic."""
+
+    n: PositiveInt
+
+    def build(self, base_dir: Path) -> PrivacyModel:
+        return MinClassSize(self.n)
 
 
 def check_min_class_size(
@@ -91,8 +95,5 @@ class LowestLevel:
         )
 
 
-def make_lowest_level(options: Mapping[str, Any]) -> LowestLevel:
-    """Factory for ``ALGORITHMS`` (or ``search.strategy.STRATEGIES`` for a search of ``search/``)."""
-    if options:
-        raise ConfigError(f"algorithm 'lowest-level' takes no option {sorted(options)[0]!r}")
-    return LowestLevel()
+#: The registry line's entry for ``ALGORITHMS`` (no options: ``NoOptions``).
+LOWEST_LEVEL = Algorithm(lambda options: LowestLevel(), summary="least loss among the lowest qualifying")

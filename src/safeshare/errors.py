@@ -30,6 +30,23 @@ class DataError(InputError):
     """The input data cannot be read or does not match the schema."""
 
 
+class ResourceError(InputError):
+    """The work asked for needs more memory than the machine has: refused before it is allocated.
+
+    Raised by :func:`safeshare.resources.check_memory` with the estimate and what is
+    available (a parameter such as ``flatten --events`` sized the work). Exit status 2.
+    """
+
+
+class OutOfMemory(SafeshareError):
+    """Memory ran out while the work ran; the message says what to try, if anything.
+
+    Raised where the remedy is known (the memory engine reading an input: the DuckDB
+    engine reads it in place); a bare :class:`MemoryError` elsewhere gets a message that
+    suggests no option. Exit status 1.
+    """
+
+
 class VerificationError(SafeshareError):
     """A written release failed its independent privacy check.
 

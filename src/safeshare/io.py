@@ -2,7 +2,10 @@
 
 Single files (a hierarchy, a flattened table) are written to a temporary file
 beside the target and renamed over it with :func:`os.replace`, which is atomic
-on POSIX: a reader sees either the old file or the complete new one.
+on POSIX: a reader sees either the old file or the complete new one. Before any
+input is read, a command that writes one file refuses an output that is one of
+its inputs (:func:`refuse_overwriting`): ``hierarchy build --out data.csv``
+once replaced the data it was built from.
 
 An output *directory* (a release with its reports, a dry-run distribution) is
 published as one unit by :class:`OutputDirectory`, so that after a failure or a
@@ -51,12 +54,13 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -106,6 +110,34 @@ def atomic_path(target: Path) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same resolved path (symbolic links, ``..``,
+    relative or absolute), or the same device and inode (hard links, bind mounts)."""
+    if Path(os.path.realpath(a)) == Path(os.path.realpath(b)):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+
+
+def refuse_overwriting(out_path: Path, inputs: Iterable[Path], what: str = "--out") -> None:
+    """Raise :class:`OutputError` when writing ``out_path`` would replace one of ``inputs``.
+
+    For the commands that write a single file (``hierarchy build``, ``flatten``), called
+    before any input is read: the output is written atomically (:func:`atomic_path`), which
+    would replace an input whole. ``what`` names the output in the message (the option).
+    Files are compared by :func:`same_file`. An output *directory* is guarded instead by
+    :class:`OutputDirectory` (it never replaces a directory holding files it did not write).
+    """
+    for source in inputs:
+        if same_file(Path(out_path), Path(source)):
+            raise OutputError(
+                f"{what} {out_path} is the input {source}: refusing to overwrite an input; "
+                "choose another output file"
+            )
 
 
 def atomic_write_text(target: Path, text: str, encoding: str = "utf-8") -> None:
@@ -450,45 +482,54 @@ class OutputDirectory:
         return OutputError(f"cannot write the outputs to {self.out_dir}: {reason}{detail}{hint}")
 
 
-# --------------------------------------------------------------------------- file-by-file publishing
-@contextmanager
-def staging_directory(out_dir: Path) -> Iterator[Path]:
-    """A private directory beside ``out_dir`` in which outputs are prepared (file-by-file publishing).
+# --------------------------------------------------------------------------- one call
+def publish_directory(
+    out_dir: Path,
+    write: Callable[[Path], None],
+    verify: Callable[[Path], None] | None = None,
+) -> Path:
+    """Publish a command's whole output folder through :class:`OutputDirectory` in one call.
 
-    Used by the commands whose outputs are added to a directory (``utility``, ``sweep``,
-    ``dp experiment``); a release is published as a whole by :class:`OutputDirectory`.
-    The lock of ``out_dir`` is held meanwhile, and the staging directory is always removed.
+    ``write(stage)`` writes every file of the new output into the private staging
+    directory; ``verify(stage)``, when given, re-checks what was written (raise to refuse:
+    nothing is published); then the stage is sealed and swapped in atomically, under the
+    lock. A foreign, locked or unwritable ``out_dir`` is refused before ``write`` runs.
+    Returns ``out_dir``. Every command that writes a directory publishes this way::
+
+        def write(stage: Path) -> None:
+            atomic_write_text(stage / "result.json", text)
+            plot(stage / "figure.png")
+
+        publish_directory(out, write)
     """
-    out_dir = Path(out_dir).absolute()
-    lock = acquire_lock(out_dir)
-    try:
-        recover(out_dir)
-        stage = make_stage(out_dir)
-        try:
-            yield stage
-        finally:
-            _remove_tree(stage)
-    finally:
-        release_lock(lock)
+    output = OutputDirectory(out_dir)
+    output.preflight()
+    with output as stage:
+        write(stage)
+        if verify is not None:
+            verify(stage)
+        output.publish()
+    return Path(out_dir)
 
 
-def publish(stage: Path, out_dir: Path) -> list[Path]:
-    """Move every file of ``stage`` into ``out_dir``, one atomic rename each.
+# --------------------------------------------------------------------------- digests
+#: Bytes read at a time when hashing a file (memory stays bounded whatever its size).
+HASH_CHUNK = 1 << 20
 
-    When ``out_dir`` is a safeshare output directory, the moved names join its marker's
-    list, so that the next release may replace them.
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    listed = _marker_files(out_dir)
-    moved = []
-    for src in sorted(stage.iterdir()):
-        dst = out_dir / src.name
-        if src.is_dir() and dst.is_dir():
-            shutil.rmtree(dst)
-        os.replace(src, dst)
-        moved.append(dst)
-    if listed is not None:
-        names = sorted({*listed, *(p.name for p in moved)})
-        atomic_write_text(out_dir / MARKER, json.dumps({"safeshare_output": 1, "files": names}) + "\n")
-    return moved
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex, read in chunks of :data:`HASH_CHUNK` bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_of(path: Path) -> list[Path]:
+    """``path`` itself when it is a file; every file under it, sorted, when it is a directory
+    (a Spark release is a directory of part files). Symbolic links are not followed."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        return sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return [path]

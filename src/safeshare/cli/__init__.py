@@ -16,20 +16,77 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from importlib import import_module
+from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from safeshare.cli import anonymize as anonymize_commands
 from safeshare.cli import experiments as experiment_commands
+from safeshare.cli.common import JsonOption, QuietOption, emit
 from safeshare.cli.dp import dp_app
-from safeshare.cli.risk import risk_app
-from safeshare.cli.surveil import surveil_app
 from safeshare.console import out
 from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
 
+#: Command groups loaded only when one of their commands (or their own help) runs, so that
+#: ``safeshare --help`` and every other command start without importing them: name ->
+#: (module, the Typer app in it, the line ``safeshare --help`` shows).
+LAZY_GROUPS: dict[str, tuple[str, str, str]] = {
+    "risk": (
+        "safeshare.cli.risk",
+        "risk_app",
+        "Re-identification risk: exact measures and estimates of B, and the estimators' evaluation.",
+    ),
+    "surveil": (
+        "safeshare.cli.surveil",
+        "surveil_app",
+        "Surveillance release policies: Monte Carlo PK risk forecasts, policy search, weekly selection.",
+    ),
+    "ledger": (
+        "safeshare.cli.ledger",
+        "ledger_app",
+        "The release ledger: one hash-chained line per published release.",
+    ),
+}
+
+
+class LazyGroup(TyperGroup):
+    """The ``safeshare`` group: the groups of :data:`LAZY_GROUPS` are imported on first use.
+
+    Listing them in ``safeshare --help`` needs only their name and one line; running one (or
+    asking for its help) imports its module and builds its commands.
+    """
+
+    _listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(super().list_commands(ctx))
+        return names + [name for name in LAZY_GROUPS if name not in names]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in LAZY_GROUPS and cmd_name not in self.commands:
+            module, attribute, line = LAZY_GROUPS[cmd_name]
+            if self._listing:  # the help's list of commands: a placeholder with the line
+                return TyperGroup(name=cmd_name, help=line)
+            sub = getattr(import_module(module), attribute)
+            sub._add_completion = False  # as for a group added with add_typer (no completion options)
+            group = typer.main.get_command(sub)
+            group.name = cmd_name
+            self.commands[cmd_name] = group
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
 app = typer.Typer(
     name="safeshare",
+    cls=LazyGroup,
     help="Release person-level health data with a measured, defensible re-identification risk.",
     no_args_is_help=True,
     add_completion=False,
@@ -40,8 +97,7 @@ app = typer.Typer(
 anonymize_commands.register(app)  # anonymize, inspect, hierarchy check|build, flatten
 experiment_commands.register(app)  # utility, sweep
 app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
-app.add_typer(risk_app, name="risk")  # re-identification risk (issue 9)
-app.add_typer(surveil_app, name="surveil")  # surveillance release policies (issue 10)
+# risk (issue 9), surveil (issue 10) and ledger (issue 20): LAZY_GROUPS
 
 T = TypeVar("T")
 
@@ -54,11 +110,11 @@ class Exit(Exception):
 
 
 @app.command()
-def version() -> None:
+def version(quiet: QuietOption = False, as_json: JsonOption = False) -> None:
     """Print the version."""
     from safeshare import __version__
 
-    out.print(__version__)
+    emit({"version": __version__}, as_json, quiet, lambda: out.print(__version__))
 
 
 def _error_line(message: str) -> None:
@@ -107,11 +163,8 @@ def _run(fn: Callable[[], T]) -> int:
         return _interrupted(exc.signum)
     except KeyboardInterrupt:
         return _interrupted(signal.SIGINT)
-    except MemoryError:
-        _error_line(
-            "error: memory ran out; the memory engine holds the whole input: "
-            "try --engine duckdb, which reads the input in place"
-        )
+    except MemoryError:  # where the remedy is known, the library raises OutOfMemory with it
+        _error_line("error: memory ran out before the command finished")
         return 1
     except OSError as exc:
         # A file the user named cannot be read or written (permissions, disk full...).

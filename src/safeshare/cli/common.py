@@ -1,28 +1,95 @@
-"""What several command groups parse the same way: comma lists, and a data file's reading
-options (``--delimiter``, ``--header``, ``--names``, ``--missing``, ``--skip-rows``)."""
+"""The command line's one vocabulary (docs/cli.md), declared once for every command.
+
+* the data-reading options of every command that reads a data file: ``--delimiter``,
+  ``--header/--no-header``, ``--names``, ``--missing``, ``--skip-rows``
+  (:data:`DelimiterOption` ... :data:`SkipRowsOption`, passed on by :func:`data_options`);
+* ``--quiet`` / ``-q`` (nothing on stdout on success) and ``--json`` (the result as one
+  JSON document on stdout) on every command (:data:`QuietOption`, :data:`JsonOption`,
+  :func:`emit`);
+* ``--seed``: an integer >= 0 everywhere (:data:`SeedOption`); ``--simulations``: a count
+  of Monte Carlo runs (:data:`SimulationsOption`); ``--population``: a population table
+  (risk and surveil);
+* choices are shown as choices (``Literal`` types: :data:`Metric`, :data:`AlgorithmName`, ...).
+
+A command module parses its options with these, calls its use case in
+:mod:`safeshare.api` (the same keywords) and prints the result; it holds no logic.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from safeshare.data.source import TableSource
 from safeshare.options import DATA_DELIMITER_HELP
 
+if TYPE_CHECKING:
+    from safeshare.data.source import TableSource
+
 # The reading options of a data file, declared once for every command that reads one
-# (pass them on to :func:`data_source`).
+# (pass them on with :func:`data_options`).
 DelimiterOption = Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)]
-HeaderOption = Annotated[bool, typer.Option("--header/--no-header")]
-NamesOption = Annotated[str | None, typer.Option("--names", help="Column names of a headerless CSV.")]
+HeaderOption = Annotated[
+    bool, typer.Option("--header/--no-header", help="Whether the data has a header line.")
+]
+NamesOption = Annotated[
+    str | None, typer.Option("--names", help="Column names of a headerless CSV (comma list).")
+]
 MissingOption = Annotated[str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")]
-SkipRowsOption = Annotated[int, typer.Option("--skip-rows")]
+SkipRowsOption = Annotated[int, typer.Option("--skip-rows", help="Lines to skip at the top of the data.")]
+
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON document on stdout.")]
+SeedOption = Annotated[
+    int | None,
+    typer.Option("--seed", help="Integer seed: reproducible (and predictable) random draws."),
+]
+SimulationsOption = Annotated[int, typer.Option("--simulations", help="Number of Monte Carlo runs.")]
+
+#: The option names of :data:`DATA_OPTIONS` (the vocabulary test checks every reading command has them).
+DATA_OPTIONS = ("--delimiter", "--header", "--names", "--missing", "--skip-rows")
+
+
+#: The choices of the options that take one of a fixed set (shown as ``<a|b|c>`` by ``--help``).
+Metric = Literal["prec", "dm_star", "entropy"]
+EngineName = Literal["memory", "duckdb", "spark"]
+UtilityName = Literal["thesis", "linear", "safepub"]
+PenaltyMode = Literal["suppression", "k-anonymity"]
+Sensitivity = Literal["exact", "thesis"]
+Orphans = Literal["error", "drop"]
+if TYPE_CHECKING:
+    AlgorithmName = str
+else:  # the names of the one registry of algorithms (safeshare.config.algorithms, import-light)
+    from safeshare.config.algorithms import ALGORITHMS
+
+    AlgorithmName = Literal.__getitem__(tuple(ALGORITHMS))
 
 
 def csv_list(value: str | None) -> list[str]:
     """``"a, b,,c"`` -> ``["a", "b", "c"]``; nothing for ``None`` or an empty text."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def data_options(
+    delimiter: str = ",",
+    header: bool = True,
+    names: str | None = None,
+    missing: str | None = None,
+    skip_rows: int = 0,
+) -> dict[str, Any]:
+    """The keywords of :class:`safeshare.config.commands.DataOptions` from the reading options."""
+    return {
+        "delimiter": delimiter,
+        "header": header,
+        "names": names,
+        "missing": missing,
+        "skip_rows": skip_rows,
+    }
 
 
 def data_source(
@@ -34,11 +101,74 @@ def data_source(
     skip_rows: int = 0,
 ) -> TableSource:
     """The :class:`TableSource` of a data file given on the command line (comma lists parsed)."""
-    return TableSource(
-        path,
-        delimiter=delimiter,
-        header=header,
-        names=tuple(csv_list(names)) or None,
-        missing=tuple(csv_list(missing)),
-        skip_rows=skip_rows,
-    )
+    from safeshare.config.commands import DataOptions, options
+
+    return options(DataOptions, data_options(delimiter, header, names, missing, skip_rows)).source(path)
+
+
+def _json_default(obj: object) -> object:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return obj.name
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def emit(doc: Any, as_json: bool, quiet: bool, show: Callable[[], None]) -> None:
+    """Print a command's result: ``doc`` as JSON (``--json``), nothing (``--quiet``), else ``show()``."""
+    if as_json:
+        import sys
+
+        sys.stdout.write(json.dumps(doc, default=_json_default) + "\n")
+        sys.stdout.flush()
+    elif not quiet:
+        show()
+
+
+class ConsoleMonitor:
+    """The command line's :class:`~safeshare.workflows.monitor.Monitor`: spinners, notes and
+    progress bars on stderr (nothing with ``--quiet`` or ``--json``; spinners and bars only
+    on a terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        from safeshare.console import phase
+
+        with phase(name, self.quiet):
+            yield
+
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            from safeshare.console import err
+
+            err.print(message, soft_wrap=True)
+
+    @contextmanager
+    def progress(self, what: str, total: int) -> Iterator[Callable[[int], None] | None]:
+        from safeshare.console import err
+
+        if self.quiet or not err.is_terminal:
+            yield None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            task = bar.add_task(what, total=total)
+            yield lambda done: bar.update(task, completed=done)
+
+    @property
+    def wants_estimates(self) -> bool:
+        return not self.quiet

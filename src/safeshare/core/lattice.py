@@ -282,12 +282,6 @@ class TagStore:
         if self._boxes is not None:
             self._unknown &= ~(self._boxes.up(node) if upward else self._boxes.down(node))
 
-    def tag_only(self, node: Node, satisfied: bool) -> None:
-        """Record the predicate's value at ``node`` without propagation."""
-        self._tags[node] = SATISFIED if satisfied else FAILED
-        if self._boxes is not None:
-            self._unknown &= ~self._boxes.box(node, node)
-
     #: A sub-lattice of at most ``walk_volume`` nodes is checked by walking its tags (compiled,
     #: stopping at the first untagged node): OLA asks about boxes of 16-128 nodes half a
     #: million times on Census-Income's 207,360-node lattice. Larger ones: the bit sets.
@@ -322,10 +316,3 @@ class TagStore:
         if not self.monotone:
             raise ValueError("settled_children needs a monotone predicate")
         return children_tagged(self._flat, self._strides, bottom, top, mids, self.walk_volume)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "satisfied": int((self._tags == SATISFIED).sum()),
-            "failed": int((self._tags == FAILED).sum()),
-            "unknown": int((self._tags == UNKNOWN).sum()),
-        }

@@ -1,4 +1,4 @@
-"""Class-size statistics of EVERY lattice node, by roll-up (DESIGN.md "Speed": roll up).
+"""Class-size statistics of EVERY lattice node, by roll-up (docs/architecture.md; docs/benchmarks.md).
 
 Epsilon-safe lattice anonymization (thesis §4.5.4) needs, for every node of
 the lattice, the number of records in equivalence classes smaller than ``k``

@@ -42,7 +42,8 @@ unchanged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,7 +57,8 @@ import pyarrow.compute as pc
 from safeshare.data.engines.memory import read_frame
 from safeshare.data.source import Format, TableSource, infer_format, text_column
 from safeshare.errors import ConfigError, DataError
-from safeshare.io import atomic_path
+from safeshare.io import atomic_path, refuse_overwriting
+from safeshare.resources import check_memory
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -78,6 +80,14 @@ DEFAULT_PREFIX = "event"
 IntArray = npt.NDArray[np.int64]
 
 _SHOWN_COLUMNS = 20
+
+#: Memory of one added cell (an object pointer in the output block, its slot index, the
+#: gather's temporary, the writer's copy of its text): an upper bound, docs/longitudinal.md.
+BYTES_PER_CELL = 32
+#: Memory of one added column (its name in the column index, the CSV writer's state).
+BYTES_PER_COLUMN = 2048
+#: What the Parquet writer adds per column (an Arrow array and column-chunk metadata each).
+PARQUET_BYTES_PER_COLUMN = 16384
 
 
 def _one_line(value: object) -> str:
@@ -286,6 +296,64 @@ def _require(frame: pd.DataFrame, column: str, what: str, label: str) -> None:
         )
 
 
+def _refuse_clashes(persons: pd.DataFrame, spec: EventSpec, stacked: Sequence[str], label: str) -> None:
+    """Refuse a persons column named like an added one, ``{prefix}{i}_{column}`` (without listing
+    the ``n_events * len(stacked)`` added names: they are counted before they are made)."""
+    prefix = spec.column_prefix
+    for name in persons.columns:
+        text = str(name)
+        if not text.startswith(prefix):
+            continue
+        for column in stacked:
+            number = text[len(prefix) : -len(column) - 1]
+            if (
+                text.endswith("_" + column)
+                and number.isdigit()
+                and str(int(number)) == number
+                and 1 <= int(number) <= spec.n_events
+            ):
+                raise DataError(
+                    f"output column {_one_line(name)!r} already exists in {label}; "
+                    f"choose another prefix than {spec.column_prefix!r}"
+                )
+
+
+def flatten_memory(n_persons: int, n_events: int, n_columns: int, fmt: Format | None = None) -> int:
+    """Bytes a flattening of ``n_persons`` x ``n_events`` events of ``n_columns`` columns may take.
+
+    :data:`BYTES_PER_CELL` for each added cell and :data:`BYTES_PER_COLUMN` for each added
+    column, plus :data:`PARQUET_BYTES_PER_COLUMN` when written as ``fmt="parquet"``
+    (measured upper bounds, docs/longitudinal.md "Limits"), on top of the inputs.
+    """
+    columns = n_events * n_columns
+    per_column = BYTES_PER_COLUMN + (PARQUET_BYTES_PER_COLUMN if fmt == "parquet" else 0)
+    return n_persons * columns * BYTES_PER_CELL + columns * per_column
+
+
+def check_flatten_memory(
+    n_persons: int | None,
+    n_events: int,
+    n_columns: int,
+    max_events: int | None = None,
+    fmt: Format | None = None,
+) -> None:
+    """Refuse (:class:`~safeshare.errors.ResourceError`) a flattening the memory cannot hold,
+    before anything of its size is allocated. ``n_persons`` None: before the tables are read
+    (the added columns alone must fit); ``max_events``, when known, goes in the hint."""
+    columns = f"{n_events * n_columns:,} added columns"
+    what = (
+        f"flattening {n_events:,} events per person ({columns})"
+        if n_persons is None
+        else f"flattening {n_persons:,} persons x {n_events:,} events of {n_columns:,} column(s) ({columns})"
+    )
+    most = f"; no person has more than {max_events:,} events" if max_events is not None else ""
+    check_memory(
+        flatten_memory(n_persons or 0, n_events, n_columns, fmt),
+        what,
+        f"ask for fewer events per person (--events, n_events){most}",
+    )
+
+
 def _arrow_text(series: pd.Series) -> Any:
     """A text Series as one pyarrow ``large_string`` array (for hashing lookups)."""
     array = pa.array(series)
@@ -399,6 +467,7 @@ def flatten_frame(
     *,
     persons_label: str = "the persons table",
     events_label: str = "the events table",
+    output_format: Format | None = None,
 ) -> tuple[pd.DataFrame, FlattenStats]:
     """Flatten ``events`` onto ``persons`` as ``spec`` says; also return what was done.
 
@@ -406,10 +475,16 @@ def flatten_frame(
     over persons or events: keys are matched with a hash lookup; events are
     sorted once, stably, by (person, order keys) packed into one integer, so
     ties keep row order; a person's rank is a cumcount over the sorted
-    persons; the pivot is one ``take`` per output column (rank ``i`` of
-    person ``p``, or the padding value). 1M events take one to two seconds.
+    persons; the pivot is one scatter of the kept events into a persons x
+    ``n_events`` array of event rows (the padding value's row where a person
+    has fewer) and one gather per stacked column into a single object block.
+    1M events take one to two seconds. The memory the output needs is estimated
+    first (:func:`check_flatten_memory`) and a flattening that cannot fit is
+    refused with the figures (``n_events`` of 100 million for 3 persons once
+    ran for minutes and took 6 GB before failing).
     ``persons_label`` and ``events_label`` name the tables in error messages
-    (:func:`flatten_files` passes the file names).
+    (:func:`flatten_files` passes the file names); ``output_format`` (``"parquet"``)
+    counts its writer's memory in the estimate.
     """
     _check_columns(persons, persons_label)
     _check_columns(events, events_label)
@@ -423,13 +498,7 @@ def flatten_frame(
         _require(events, column, "event column", events_label)
     if not stacked:
         raise DataError(f"{events_label}: no event column to stack besides the key {_one_line(fk)!r}")
-    names = spec.output_names(list(events.columns))
-    for name in names:
-        if name in persons.columns:
-            raise DataError(
-                f"output column {_one_line(name)!r} already exists in {persons_label}; "
-                f"choose another prefix than {spec.column_prefix!r}"
-            )
+    _refuse_clashes(persons, spec, stacked, persons_label)
 
     person_keys, person_rows = _person_lookup(persons, spec, persons_label)
     n_persons = len(persons)
@@ -470,27 +539,25 @@ def flatten_frame(
     else:
         counts = np.zeros(0, dtype=np.int64)
         rank = np.zeros(0, dtype=np.int64)
+    max_events = int(counts.max()) if len(counts) else 0
+    check_flatten_memory(n_persons, spec.n_events, len(stacked), max_events, output_format)
     keep = rank < spec.n_events
-    kept_person, kept_rows, kept_rank = person[keep], rows[keep], rank[keep]
-    by_rank = np.argsort(kept_rank, kind="stable")
-    kept_person, kept_rows = kept_person[by_rank], kept_rows[by_rank]
-    bounds = np.searchsorted(kept_rank[by_rank], np.arange(spec.n_events + 1))
-
-    # slots[i][p]: the events row of person p's (i+1)-th event; len(events) points at the padding value.
+    # slots[p, i]: the events row of person p's (i+1)-th event; len(events) points at the padding value.
     n_rows = len(events)
-    slots: list[IntArray] = []
-    for i in range(spec.n_events):
-        slot = np.full(n_persons, n_rows, dtype=np.int64)
-        slot[kept_person[bounds[i] : bounds[i + 1]]] = kept_rows[bounds[i] : bounds[i + 1]]
-        slots.append(slot)
-    added: dict[str, Any] = {}
-    padding = pa.array([spec.missing], type=pa.large_string())
-    prefix = spec.column_prefix
-    for column in stacked:
-        values = pa.concat_arrays([_arrow_text(_text(events[column])), padding])
-        for i, slot in enumerate(slots):
-            added[f"{prefix}{i + 1}_{column}"] = values.take(slot).to_pandas()
-    new = pd.DataFrame({name: added[name] for name in names}, index=pd.RangeIndex(n_persons))
+    slots = np.full((n_persons, spec.n_events), n_rows, dtype=np.int64)
+    slots[person[keep], rank[keep]] = rows[keep]
+    # One object block for every added column (event i's columns at i * S + j): a column of a
+    # block costs its name, not a pandas column of its own (7.5 kB and 170 us each as str columns).
+    block = np.empty((n_persons, spec.n_events, len(stacked)), dtype=object)
+    for j, column in enumerate(stacked):
+        texts = np.empty(n_rows + 1, dtype=object)
+        texts[:n_rows] = _text(events[column]).to_numpy(dtype=object)
+        texts[n_rows] = spec.missing
+        block[:, :, j] = texts[slots]
+    del slots
+    names = spec.output_names(list(events.columns))
+    flat = block.reshape(n_persons, len(names))
+    new = pd.DataFrame(flat, columns=names, index=pd.RangeIndex(n_persons), dtype=object, copy=False)
     result = pd.concat([persons.reset_index(drop=True), new], axis=1)
     result.index = persons.index
 
@@ -501,7 +568,7 @@ def flatten_frame(
         orphans_dropped=n_orphans,
         persons_without_events=n_persons - len(counts),
         persons_truncated=int((counts > spec.n_events).sum()),
-        max_events=int(counts.max()) if len(counts) else 0,
+        max_events=max_events,
         columns_added=tuple(names),
     )
     return result, stats
@@ -627,6 +694,7 @@ def flatten_files(
     on_orphans: OrphanPolicy = "error",
     fmt: Format | None = None,
     delimiter: str = ",",
+    phase: Callable[[str], AbstractContextManager[None]] | None = None,
 ) -> FlattenStats:
     """Read two tables, flatten ``events`` onto ``persons`` and write the result atomically.
 
@@ -637,7 +705,12 @@ def flatten_files(
     :func:`~safeshare.data.engines.memory.read_frame`, and error messages name
     the files. ``fmt`` defaults to the format of ``out``'s extension
     (``.parquet`` / ``.pq``, otherwise CSV, written with ``delimiter``).
-    Nothing is written when an error is raised. Returns what was done
+    Nothing is written when an error is raised, and an ``out`` that is one of the
+    inputs (also through a link) is refused before anything is read
+    (:func:`~safeshare.io.refuse_overwriting`); so is a flattening whose added
+    columns cannot fit in memory (:func:`check_flatten_memory`, again with the
+    persons counted once they are read). ``phase(name)``, when given, wraps each phase (the
+    command line shows it on stderr, when it is a terminal). Returns what was done
     (:class:`FlattenStats`) for a summary line.
     """
     spec = EventSpec(
@@ -659,15 +732,27 @@ def flatten_files(
         raise ConfigError(f"unsupported output format {fmt!r} (csv or parquet)")
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ConfigError(f"the output delimiter must be one character, got {delimiter!r}")
-    for source in (persons, events):
-        if out.resolve() == Path(source.path).resolve():
-            raise ConfigError(f"the output {out} would overwrite the input {source.path}")
-    persons_frame = read_frame(persons)
-    events_frame = read_frame(events)
-    result, stats = flatten_frame(
-        persons_frame, events_frame, spec, persons_label=str(persons.path), events_label=str(events.path)
-    )
-    with atomic_path(out) as tmp:
+    refuse_overwriting(out, [persons.path, events.path], "the output")
+    # Before reading: the added columns alone (without a single person) must fit.
+    check_flatten_memory(None, spec.n_events, len(spec.columns or ()) or 1, fmt=fmt)
+    if phase is None:
+        phase = lambda name: nullcontext()  # noqa: E731
+    with phase(f"reading {Path(persons.path).name} and {Path(events.path).name}"):
+        persons_frame = read_frame(persons)
+        events_frame = read_frame(events)
+    shape = f"{len(persons_frame):,} persons x {spec.n_events:,} events"
+    with phase(f"flattening {shape}"):
+        result, stats = flatten_frame(
+            persons_frame,
+            events_frame,
+            spec,
+            persons_label=str(persons.path),
+            events_label=str(events.path),
+            output_format=fmt,
+        )
+    del persons_frame, events_frame
+    writing = f"writing {out.name} ({result.shape[0]:,} rows, {result.shape[1]:,} columns)"
+    with phase(writing), atomic_path(out) as tmp:
         if fmt == "parquet":
             result.to_parquet(tmp, index=False)
         else:

@@ -6,6 +6,13 @@
 * ``insensitive``: kept as they are.
 * ``text``: free text; always dropped (thesis §4.1.1: unstructured fields are
   suppressed in a data release).
+* ``pseudonym``: a direct identifier released as a keyed pseudonym (HMAC-SHA256 of the
+  value, ``length`` hex digits; :mod:`safeshare.data.identifiers`), so that releases
+  made with one key can be linked.
+* ``shifted_date``: a date moved by a secret whole number of days in ``[-max_days,
+  max_days] \\ {0}``, the same for every date of one ``person`` (a column naming the
+  person), so that intervals within a person are kept and calendar dates are not. With a
+  hierarchy it is also a quasi-identifier, generalized after the shift.
 
 Every input column must have a role: a column the configuration does not name
 is an error, unless ``default_role`` says what unlisted columns are
@@ -20,6 +27,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from safeshare.data.identifiers.date_shift import ISO_FORMAT, check_date_format, check_max_days
+from safeshare.data.identifiers.pseudonym import DEFAULT_LENGTH, check_length
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyBuilder
 
@@ -30,6 +39,8 @@ class Role(StrEnum):
     SENSITIVE = "sensitive"
     INSENSITIVE = "insensitive"
     TEXT = "text"
+    PSEUDONYM = "pseudonym"
+    SHIFTED_DATE = "shifted_date"
 
     @classmethod
     def parse(cls, value: str, column: str = "") -> Role:
@@ -40,6 +51,7 @@ class Role(StrEnum):
             "qi": cls.QUASI,
             "identifier": cls.IDENTIFYING,
             "free-text": cls.TEXT,
+            "shifted-date": cls.SHIFTED_DATE,
         }
         key = str(value).strip().lower()
         if key in aliases:
@@ -60,17 +72,73 @@ class Role(StrEnum):
 HierarchySpec = Hierarchy | HierarchyBuilder
 
 
+#: Roles whose columns are released transformed by the key (:mod:`safeshare.data.identifiers`).
+IDENTIFIER_ROLES = frozenset({Role.PSEUDONYM, Role.SHIFTED_DATE})
+
+
 @dataclass(frozen=True)
 class Attribute:
-    """One column of the input and what to do with it."""
+    """One column of the input and what to do with it.
+
+    ``length`` (hex digits of a ``pseudonym``, default 16), ``person``, ``max_days`` and
+    ``date_format`` (of a ``shifted_date``; the format defaults to ISO ``%Y-%m-%d``) are
+    the identifier roles' parameters; any other role refuses them.
+    """
 
     name: str
     role: Role
     hierarchy: HierarchySpec | None = None
+    length: int | None = None
+    person: str | None = None
+    max_days: int | None = None
+    date_format: str | None = None
 
     def __post_init__(self) -> None:
         if self.role is Role.QUASI and self.hierarchy is None:
             raise ConfigError(f"quasi-identifier {self.name!r} needs a hierarchy")
+        where = f"column {self.name!r}"
+        own = {
+            Role.PSEUDONYM: ("length",),
+            Role.SHIFTED_DATE: ("person", "max_days", "date_format"),
+        }.get(self.role, ())
+        for param in ("length", "person", "max_days", "date_format"):
+            if getattr(self, param) is not None and param not in own:
+                raise ConfigError(
+                    f"{where}: {param} applies to the role {_role_of(param)}, not {self.role.value}"
+                )
+        if self.role is Role.PSEUDONYM:
+            if self.hierarchy is not None:
+                raise ConfigError(f"{where}: a pseudonym has no hierarchy (it is released whole)")
+            length = DEFAULT_LENGTH if self.length is None else self.length
+            object.__setattr__(self, "length", check_length(length, f"{where}: length"))
+        elif self.role is Role.SHIFTED_DATE:
+            if not isinstance(self.person, str) or not self.person.strip():
+                raise ConfigError(
+                    f"{where}: a shifted date needs person: the column that identifies the person"
+                )
+            if self.person == self.name:
+                raise ConfigError(f"{where}: person must be another column (the one identifying the person)")
+            if self.max_days is None:
+                raise ConfigError(f"{where}: a shifted date needs max_days: the largest shift in days")
+            object.__setattr__(self, "max_days", check_max_days(self.max_days, f"{where}: max_days"))
+            fmt = ISO_FORMAT if self.date_format is None else self.date_format
+            object.__setattr__(self, "date_format", check_date_format(fmt, f"{where}: date_format"))
+            builder_format = getattr(self.hierarchy, "format", None)
+            if getattr(self.hierarchy, "type_name", None) == "dates" and builder_format != self.date_format:
+                raise ConfigError(
+                    f"{where}: the date hierarchy reads {builder_format!r} but the dates are written "
+                    f"{self.date_format!r}; give both the same format"
+                )
+
+    @property
+    def is_quasi(self) -> bool:
+        """Whether the column defines equivalence classes: a quasi-identifier, or a shifted
+        date with a hierarchy (generalized after the shift)."""
+        return self.role is Role.QUASI or (self.role is Role.SHIFTED_DATE and self.hierarchy is not None)
+
+
+def _role_of(param: str) -> str:
+    return "pseudonym" if param == "length" else "shifted_date"
 
 
 #: The roles ``default_role`` may give unlisted columns.
@@ -78,6 +146,45 @@ DEFAULT_ROLES = (Role.IDENTIFYING, Role.INSENSITIVE)
 
 #: A quasi-identifier empty in more than this fraction of the records is refused.
 MAX_EMPTY_FRACTION = 0.5
+
+
+#: The advice of :func:`check_not_empty`'s refusal, for a configuration.
+CONFIG_EMPTY_HINT = "check input.delimiter, or declare a missing-value token (e.g. input.missing: ['?'])"
+
+
+def check_not_empty(
+    grouped: Any,
+    columns: Sequence[str],
+    count_column: str,
+    source: str = "the input",
+    hint: str = CONFIG_EMPTY_HINT,
+) -> None:
+    """Refuse a quasi-identifier that is empty in more than half of the records.
+
+    ``grouped`` holds distinct value tuples with their counts (a frequency
+    table), ``columns`` the quasi-identifiers to check. Mostly empty values are
+    the mark of a wrong delimiter (each line read as one field, the other
+    columns padded) or of a column that carries no information; either way,
+    generalizing it would publish nothing useful about the values that are
+    there. A declared missing token (``input.missing``, ``--missing``) replaces
+    ``''`` before this check, so columns that are mostly missing on purpose pass
+    when the token is declared. ``hint`` is the advice of the message (the
+    configuration's keys by default; a command gives its options). Every command
+    that reads quasi-identifiers applies it (``anonymize`` through
+    :meth:`Schema.check_not_empty`, ``inspect``).
+    """
+    total = int(grouped[count_column].sum())
+    if total == 0:
+        return
+    for qi in columns:
+        if qi not in grouped:
+            continue
+        empty = int(grouped.loc[grouped[qi].astype(str) == "", count_column].sum())
+        if empty > MAX_EMPTY_FRACTION * total:
+            raise DataError(
+                f"{source}: quasi-identifier {qi!r} is empty in {empty} of {total} records "
+                f"(more than {MAX_EMPTY_FRACTION:.0%}): {hint}"
+            )
 
 
 @dataclass
@@ -131,7 +238,13 @@ class Schema:
 
     @property
     def quasi_identifiers(self) -> list[str]:
-        return self.columns_with(Role.QUASI)
+        """The quasi-identifiers, in order: ``quasi`` columns and shifted dates with a hierarchy."""
+        return [n for n, a in self.attributes.items() if a.is_quasi]
+
+    @property
+    def identifier_columns(self) -> list[str]:
+        """Columns released transformed by the key: pseudonyms and shifted dates."""
+        return [n for n, a in self.attributes.items() if a.role in IDENTIFIER_ROLES]
 
     @property
     def sensitive(self) -> list[str]:
@@ -156,10 +269,12 @@ class Schema:
                 f"{source} reads as a single column but the configuration names {len(self.attributes)} "
                 "columns: check input.delimiter"
             )
-        for name in self.attributes:
+        for name, attr in self.attributes.items():
             if name not in have:
                 shown = ", ".join(list(available)[:20])
                 raise DataError(f"unknown column {name!r}: {source} has columns {shown}")
+            if attr.person is not None and attr.person not in have:
+                raise DataError(f"column {name!r}: its person column {attr.person!r} is not in {source}")
         if not self.quasi_identifiers:
             raise ConfigError("no quasi-identifier: give at least one column the role 'quasi'")
         unlisted = self.unlisted(available)
@@ -171,29 +286,9 @@ class Schema:
             )
 
     def check_not_empty(self, grouped: Any, count_column: str, source: str = "the input") -> None:
-        """Refuse a quasi-identifier that is empty in more than half of the records.
-
-        ``grouped`` holds distinct value tuples with their counts (a frequency
-        table). Mostly empty values are the mark of a wrong delimiter (each line
-        read as one field, the other columns padded) or of a column that carries
-        no information; either way, generalizing it would publish nothing
-        useful about the values that are there. A declared missing token
-        (``input.missing``) replaces ``''`` before this check, so columns that
-        are mostly missing on purpose pass when the token is declared.
-        """
-        total = int(grouped[count_column].sum())
-        if total == 0:
-            return
-        for qi in self.quasi_identifiers:
-            if qi not in grouped:
-                continue
-            empty = int(grouped.loc[grouped[qi].astype(str) == "", count_column].sum())
-            if empty > MAX_EMPTY_FRACTION * total:
-                raise DataError(
-                    f"{source}: quasi-identifier {qi!r} is empty in {empty} of {total} records "
-                    f"(more than {MAX_EMPTY_FRACTION:.0%}): check input.delimiter, or declare a "
-                    "missing-value token (e.g. input.missing: ['?'])"
-                )
+        """Refuse a quasi-identifier that is empty in more than half of the records
+        (:func:`check_not_empty` on :attr:`quasi_identifiers`)."""
+        check_not_empty(grouped, self.quasi_identifiers, count_column, source)
 
     def released_columns(self, available: Sequence[str]) -> list[str]:
         """Columns of the release, in input order: everything but identifying and text columns."""

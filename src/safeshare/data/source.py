@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from safeshare.errors import DataError
@@ -284,14 +285,16 @@ def parquet_names(source: TableSource) -> list[str]:
         raise DataError(f"cannot read {source.path}: {first}") from None
 
 
-
 def text_column(series: pd.Series) -> pd.Series:
     """Render a column as text the way the DuckDB engine does (``CAST(x AS VARCHAR)``).
 
     Integers as digits, floats with Python's shortest repr, booleans as
-    ``true``/``false``, missing as the empty string.
+    ``true``/``false``, timestamps by :func:`timestamp_text`, missing as the
+    empty string.
     """
-    if pd.api.types.is_bool_dtype(series):
+    if pd.api.types.is_datetime64_any_dtype(series) and not isinstance(series.dtype, pd.ArrowDtype):
+        out = timestamp_text(series)
+    elif pd.api.types.is_bool_dtype(series):
         out = series.map({True: "true", False: "false"})
     elif pd.api.types.is_integer_dtype(series):
         out = series.astype("Int64").astype("string")
@@ -300,6 +303,44 @@ def text_column(series: pd.Series) -> pd.Series:
     else:
         out = series.astype("string")
     return out.fillna("").astype(object).map(str)
+
+
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def timestamp_text(series: pd.Series) -> pd.Series:
+    """Timestamps as DuckDB's ``CAST(x AS VARCHAR)`` writes each *value*, missing as ``<NA>``.
+
+    ``YYYY-MM-DD HH:MM:SS``, then a point and the fraction of a second without its
+    trailing zeros when it is not zero (``09:18:48.12``); a time-zone aware
+    timestamp is the UTC time followed by ``+00`` (the DuckDB engine renders
+    ``timezone('UTC', x)``, so neither depends on the machine's time zone). Each
+    value's text depends on that value only: pandas' own rendering pads every value
+    to the column's precision and drops ``00:00:00`` when every value is at
+    midnight, so the text of a record would depend on the other records (and a
+    Parquet timestamp column of dates was released by one engine and refused by
+    the other's ``dates`` hierarchy).
+    """
+    utc = getattr(series.dtype, "tz", None) is not None
+    values = series.dt.tz_convert("UTC").dt.tz_localize(None) if utc else series
+    stamps = values.to_numpy()
+    unit, _ = np.datetime_data(stamps.dtype)
+    per_second = _PER_SECOND.get(unit)
+    if per_second is None:  # another unit (minutes, days): numpy's cast to seconds is exact
+        stamps, unit, per_second = stamps.astype("datetime64[s]"), "s", 1
+    missing = np.isnat(stamps)
+    ticks = np.where(missing, 0, stamps.view(np.int64))
+    seconds = np.floor_divide(ticks, per_second)
+    fraction = ticks - seconds * per_second
+    text = np.char.replace(np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s"), "T", " ")
+    if per_second > 1:
+        digits = len(str(per_second)) - 1
+        decimals = np.char.rstrip(np.char.zfill(fraction.astype(str), digits), "0")
+        text = np.where(fraction > 0, np.char.add(np.char.add(text, "."), decimals), text)
+    if utc:
+        text = np.char.add(text, "+00")
+    out = pd.Series(text.astype(object), index=series.index, name=series.name, dtype="string")
+    return out.mask(missing)
 
 
 def normalize_missing(frame: pd.DataFrame, missing: tuple[str, ...]) -> pd.DataFrame:

@@ -23,18 +23,21 @@ provided that
 * the adversary is told that records were sampled and a node was drawn
   (§4.5.4, last paragraph).
 
-This module holds the search strategy ``epsilon-safe`` (registered by the
-workflow layer in :data:`safeshare.workflows.algorithms.ALGORITHMS`, not by the
-search registry): it runs on a frequency table built from the SAMPLED records.
-:class:`safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer` draws the sample
-first and is what the command line uses.
+This module holds the search strategy ``epsilon-safe`` (registered in the one
+registry of algorithms, :data:`safeshare.config.algorithms.ALGORITHMS`, like the
+searches of ``search/``; its options are :class:`safeshare.dp.config.EpsilonSafeOptions`).
+It is a strategy like the others, with one more step: its
+:meth:`EpsilonSafeStrategy.prepare` draws the sample, which
+:class:`~safeshare.workflows.anonymizer.Anonymizer` calls before it builds the
+frequency table, so the search runs on the SAMPLED records and the release is
+written from them, on the same path as every other strategy.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +49,19 @@ from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Node
 from safeshare.core.rollup import scan_lattice
+from safeshare.data.engines.base import Engine
+from safeshare.data.schema import Schema
 from safeshare.dp.drbg import CryptoRandom
 from safeshare.dp.mechanism import ExponentialMechanism, sample_index
 from safeshare.dp.parameters import DPSParameters, check_beta, dps_parameters, format_log10
+from safeshare.dp.sampling import SampleDraw, sample_engine
 from safeshare.dp.scores import LatticeData, Utility, make_utility
 from safeshare.errors import ConfigError, InputError
+from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import Prec
 from safeshare.models.base import PrivacyCriterion
 from safeshare.models.k_anonymity import KAnonymity
-from safeshare.search.context import SearchContext
+from safeshare.search.context import Prepared, SearchContext
 from safeshare.search.result import SearchResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,6 +70,11 @@ NON_DP_WARNING = (
     "WARNING: --sensitivity thesis calibrates the exponential mechanism with the thesis' sensitivity, "
     "which is smaller than the utility's true sensitivity: the choice of node is NOT epsilon'-differentially "
     "private, and the (beta, epsilon, delta) guarantee does not hold"
+)
+
+NON_DP_REFUSED = (
+    "sensitivity 'thesis' is not differentially private: a release needs allow_non_dp "
+    "(--allow-non-dp); use --dry-run to study it"
 )
 
 
@@ -105,8 +117,11 @@ class EpsilonSafeParams:
             if value <= 0:
                 raise InputError(f"{name}: expected a number > 0, got {value!r}")
         rs = self.reference_size
-        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or rs < 1):
-            raise InputError(f"reference_size: expected an integer >= 1, got {rs!r}")
+        # The penalty divides by N_ref in float64: above 2**53 it is not even held exactly (and
+        # from 1.8e308 on the division raised OverflowError, an internal error).
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, int) or not 1 <= rs <= 2**53):
+            shown = f"{rs!r}" if len(repr(rs)) <= 30 else f"an integer of {len(str(rs))} digits"
+            raise InputError(f"reference_size: expected an integer from 1 to 2**53, got {shown}")
         self.make_utility()  # validates utility, penalty, mode, sensitivity
 
     def make_utility(self) -> Utility:
@@ -295,31 +310,78 @@ def single_k(criterion: PrivacyCriterion) -> int:
     return ks[0]
 
 
-class EpsilonSafeStrategy:
-    """The ``epsilon-safe`` search strategy: draw a node with the exponential mechanism.
+def check_epsilon_safe_schema(schema: Schema, columns: Sequence[str]) -> None:
+    """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
+    schema.check_columns(columns)
+    qis = set(schema.quasi_identifiers)
+    for column in schema.released_columns(columns):
+        if column not in qis:
+            role = schema.role(column)
+            raise ConfigError(
+                f"epsilon-safe anonymization treats every released column as a quasi-identifier "
+                f"(thesis 4.5.2): column {column!r} has role {role.value}; give it role quasi with a "
+                "hierarchy, or role identifying to drop it"
+            )
+    for qi in schema.quasi_identifiers:
+        spec = schema.hierarchy_spec(qi)
+        if not isinstance(spec, Hierarchy) and not getattr(spec, "data_independent", False):
+            raise ConfigError(
+                f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
+                "builder, whose levels depend on the data; give it a hierarchy file"
+            )
 
-    It must run on the frequency table of the SAMPLED records; build it with
-    :class:`safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer`, which samples first.
+
+class EpsilonSafeStrategy:
+    """The ``epsilon-safe`` search strategy: sample the records, draw a node with the
+    exponential mechanism.
+
+    :meth:`prepare` draws the Bernoulli sample (it is called by
+    :class:`~safeshare.workflows.anonymizer.Anonymizer` before the frequency table is
+    built, as for every strategy that prepares its records); :meth:`run` then runs on
+    the frequency table of the SAMPLED records.
     """
 
     name = "epsilon-safe"
 
-    def __init__(
-        self,
-        params: EpsilonSafeParams,
-        records_before_sampling: int,
-        generator: CryptoRandom,
-        prec_weights: Mapping[str, float] | None = None,
-    ) -> None:
+    def __init__(self, params: EpsilonSafeParams) -> None:
         self.params = params
-        self.records_before_sampling = records_before_sampling
-        self.generator = generator
-        self.prec_weights = dict(prec_weights or {})
+        #: set by :meth:`prepare`
+        self.records_before_sampling: int | None = None
+        self.generator: CryptoRandom | None = None
+        self.draw: SampleDraw | None = None
         self.distribution: NodeDistribution | None = None
 
+    def prepare(self, engine: Engine, schema: Schema, criterion: PrivacyCriterion) -> Prepared:
+        """Check the schema and draw the Bernoulli(beta) sample of ``engine``'s records."""
+        check_epsilon_safe_schema(schema, engine.columns())
+        k = single_k(criterion)
+        n_input = engine.n_records()
+        if n_input < k:
+            raise InputError(f"k = {k} exceeds the number of records ({n_input})")
+        self.params.dps(k, n_input)  # fails early on impossible parameters
+        rng = CryptoRandom(self.params.seed)
+        sampled, draw = sample_engine(engine, self.params.beta, rng)
+        if draw.records_sampled < k:
+            raise InputError(
+                f"only {draw.records_sampled} of {n_input} records were sampled "
+                f"(beta = {self.params.beta:g}), fewer than k = {k}"
+            )
+        self.records_before_sampling = n_input
+        self.generator = rng.stream("mechanism")
+        self.draw = draw
+        # the suppression limit shapes the utility; every class smaller than k is suppressed
+        report = {"k": k, "max_suppression": criterion.max_suppression, **draw.summary()}
+        return Prepared(engine=sampled, sampled=True, report={**report, "suppression_limit_enforced": False})
+
     def run(self, ctx: SearchContext) -> SearchResult:
+        if self.records_before_sampling is None or self.generator is None:
+            raise ConfigError(_NEEDS_SAMPLE)
+        if not self.params.make_utility().differentially_private and not self.params.allow_non_dp:
+            raise ConfigError(NON_DP_REFUSED)  # a release; the dry run studies it without run()
         start = time.perf_counter()
         k = single_k(ctx.criterion)
+        if not isinstance(ctx.metric, Prec):
+            raise ConfigError(f"epsilon-safe scores nodes by Prec (thesis 4.5.4), not {ctx.metric.name}")
         dps = self.params.dps(k, self.records_before_sampling)
         dist = node_distribution(
             ctx.table,
@@ -327,7 +389,7 @@ class EpsilonSafeStrategy:
             ctx.criterion.max_suppression,
             self.params,
             self.records_before_sampling,
-            self.prec_weights or None,
+            ctx.metric.weights or None,  # the run's Prec weights
             ctx.evaluator,
         )
         self.distribution = dist
@@ -373,37 +435,7 @@ class EpsilonSafeStrategy:
 
 
 _NEEDS_SAMPLE = (
-    "algorithm 'epsilon-safe' samples the records before the search: run it with "
-    "`safeshare anonymize --algorithm epsilon-safe` or "
-    "safeshare.workflows.epsilon_safe.EpsilonSafeAnonymizer"
+    "algorithm 'epsilon-safe' samples the records before the search: run it through "
+    "safeshare.workflows.anonymizer.Anonymizer (or `safeshare anonymize --algorithm epsilon-safe`), "
+    "which calls its prepare() first"
 )
-#: Options the sampling workflow adds at run time (not part of a run's specification).
-RUNTIME_OPTIONS = frozenset({"records_before_sampling", "generator"})
-
-
-def check_epsilon_safe_spec(options: Mapping[str, Any], criterion: PrivacyCriterion) -> None:
-    """Validate the specified part of an epsilon-safe run: its :class:`EpsilonSafeParams`
-    (``options["params"]``) and its one k-anonymity model.
-
-    Called by :class:`~safeshare.workflows.spec.AnonymizationSpec`; the options the
-    sampling adds (:data:`RUNTIME_OPTIONS`) are checked by the factory when it runs.
-    """
-    if not isinstance(options.get("params"), EpsilonSafeParams):
-        raise ConfigError(_NEEDS_SAMPLE)
-    unknown = set(options) - {"params", "prec_weights"} - RUNTIME_OPTIONS
-    if unknown:
-        raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
-    single_k(criterion)
-
-
-def make_epsilon_safe_strategy(options: Mapping[str, Any]) -> EpsilonSafeStrategy:
-    """Factory registered as ``epsilon-safe`` in :data:`safeshare.workflows.algorithms.ALGORITHMS`."""
-    params = options.get("params")
-    n_input = options.get("records_before_sampling")
-    generator = options.get("generator")
-    if not isinstance(params, EpsilonSafeParams) or not isinstance(n_input, int) or generator is None:
-        raise ConfigError(_NEEDS_SAMPLE)
-    unknown = set(options) - {"params", "prec_weights"} - RUNTIME_OPTIONS
-    if unknown:
-        raise ConfigError(f"algorithm 'epsilon-safe' takes no option {sorted(unknown)[0]!r}")
-    return EpsilonSafeStrategy(params, n_input, generator, options.get("prec_weights"))

@@ -45,10 +45,12 @@ builders: age bands by :class:`IntervalBuilder` (``widths: [10, 50]``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import itertools
 import math
+import re
 import string
 import types
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -61,6 +63,7 @@ from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
+from safeshare.resources import check_memory
 
 if TYPE_CHECKING:
     from typing import Self
@@ -77,6 +80,7 @@ __all__ = [
     "IntervalBuilder",
     "MaskingBuilder",
     "SuppressionBuilder",
+    "builder_files",
     "builder_from_spec",
 ]
 
@@ -207,6 +211,20 @@ def _assemble(
     return Hierarchy(table, name=name)
 
 
+#: Memory of one label besides its characters (a str object and its slot in a row): an upper bound.
+_BYTES_PER_LABEL = 80
+
+
+def _check_labels_fit(name: str, n_values: int, levels: int, chars: int, hint: str) -> None:
+    """Refuse a hierarchy of ``n_values`` rows of ``levels`` labels (``chars`` characters in all)
+    that the memory cannot hold, before it is built (:func:`~safeshare.resources.check_memory`)."""
+    check_memory(
+        n_values * levels * _BYTES_PER_LABEL + chars,
+        f"{name}: a hierarchy of {n_values:,} values x {levels:,} levels",
+        hint,
+    )
+
+
 def _split_missing(values: Iterable[object], missing: Sequence[str]) -> tuple[list[str], list[str]]:
     """Distinct values split into (real values, missing tokens present)."""
     tokens = set(missing)
@@ -319,10 +337,19 @@ class IntervalBuilder(_Configurable):
     writes ``35:39``). Otherwise ``{high}`` equals ``{end}`` and the default label
     is ``"[{low}, {high})"`` (``[35, 37.5)``).
 
-    ``top_coding: 90`` puts every value ``>= 90`` in one class labelled ``90+`` at
-    every level below the top; ``bottom_coding: 10`` puts every value ``< 10`` in
-    ``<10``. Intervals that straddle a coding bound are cut at the bound and
-    labelled accordingly (``[80, 100)`` with ``top_coding: 90`` shows as ``80-89``).
+    **Top and bottom coding** (``coding: {top: 90, bottom: 18}``, either bound or both) is a
+    transformation of its own: level 1 keeps every value as it is except the tails, shown as
+    ``>=90`` and ``<18``; the interval levels follow (``widths`` may then be empty), with the
+    same tail labels, and an interval that straddles a bound is cut at it (``[80, 100)``
+    shows as ``80-89``)::
+
+        17 -> <18  -> <18   -> *          (coding: {top: 90, bottom: 18}, widths: [10])
+        37 -> 37   -> 30-39 -> *
+        93 -> >=90 -> >=90  -> *
+
+    The older keys ``top_coding: 90`` / ``bottom_coding: 10`` code the tails inside the
+    interval levels only (labels ``90+`` and ``<10``, no level of exact values); they cannot
+    be combined with ``coding``.
 
     Values are parsed from their text (``"39"``, ``"39.5"``, ``"-4"``, ``"1e3"``);
     the leaves are the exact input strings. The tokens in ``missing`` (default:
@@ -340,6 +367,7 @@ class IntervalBuilder(_Configurable):
     top_coding: Number | None = None
     missing: Sequence[str] = ()
     top: str | None = "*"
+    coding: Mapping[str, Number] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.widths, str | bytes) or not isinstance(self.widths, Sequence):
@@ -347,7 +375,10 @@ class IntervalBuilder(_Configurable):
                 f"widths must be a list of numbers such as [5, 10, 20], got {_shown(self.widths)}"
             )
         widths = tuple(_as_number(w, "widths") for w in self.widths)
-        if not widths:
+        coding = _as_coding(self.coding)
+        if coding is not None and (self.bottom_coding is not None or self.top_coding is not None):
+            raise ConfigError("coding replaces bottom_coding and top_coding: give one or the other")
+        if not widths and coding is None:
             raise ConfigError("widths must list at least one interval width, e.g. widths: [5, 10, 20]")
         for w in widths:
             if w <= 0:
@@ -376,6 +407,22 @@ class IntervalBuilder(_Configurable):
             top_coding=top_coding,
             missing=_as_tokens(self.missing, "missing"),
             top=_as_top(self.top),
+            coding=coding,
+        )
+
+    def __hash__(self) -> int:
+        coding = tuple(sorted(self.coding.items())) if self.coding is not None else None
+        return hash(
+            (
+                tuple(self.widths),
+                self.origin,
+                self.label,
+                self.bottom_coding,
+                self.top_coding,
+                tuple(self.missing),
+                self.top,
+                coding,
+            )
         )
 
     def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
@@ -394,23 +441,40 @@ class IntervalBuilder(_Configurable):
             numbers[value] = q
         widths = [_fraction(w) for w in self.widths]
         origin = _fraction(self.origin)
-        bottom = None if self.bottom_coding is None else _fraction(self.bottom_coding)
-        top_coding = None if self.top_coding is None else _fraction(self.top_coding)
+        with_coding = self.coding is not None
+        if self.coding is not None:
+            bound_b, bound_t = self.coding.get("bottom"), self.coding.get("top")
+        else:
+            bound_b, bound_t = self.bottom_coding, self.top_coding
+        bottom = None if bound_b is None else _fraction(bound_b)
+        top_coding = None if bound_t is None else _fraction(bound_t)
+        low_label = f"<{_plain(bottom)}" if bottom is not None else ""
+        high_label = ""
+        if top_coding is not None:
+            high_label = f">={_plain(top_coding)}" if with_coding else f"{_plain(top_coding)}+"
         params = [*widths, origin, *(b for b in (bottom, top_coding) if b is not None)]
         integral = all(q.denominator == 1 for q in (*numbers.values(), *params))
         pattern = self.label or ("{low}-{high}" if integral else "[{low}, {high})")
+        longest = max((len(v) for v in numbers), default=0) + len(pattern) + 40
+        chars = len(numbers) * len(widths) * longest
+        _check_labels_fit(name, len(numbers), len(widths), chars, "give fewer widths")
         # Level-wise label -> interval key, to catch label patterns that merge intervals.
         seen: list[dict[str, object]] = [{} for _ in widths]
         rows = []
         for value in sorted(numbers, key=lambda v: (numbers[v], v)):
             x = numbers[value]
             row = [value]
+            if with_coding:  # level 1: the value itself, its tails coded
+                tail = "bottom" if bottom is not None and x < bottom else None
+                tail = "top" if top_coding is not None and x >= top_coding else tail
+                # (a number's text never reads "<18" or ">=90": the tails cannot meet a value)
+                row.append(low_label if tail == "bottom" else high_label if tail == "top" else value)
             for level, width in enumerate(widths):
                 key: object
                 if bottom is not None and x < bottom:
-                    text, key = f"<{_plain(bottom)}", "bottom"
+                    text, key = low_label, "bottom"
                 elif top_coding is not None and x >= top_coding:
-                    text, key = f"{_plain(top_coding)}+", "top"
+                    text, key = high_label, "top"
                 else:
                     low = origin + math.floor((x - origin) / width) * width
                     end = low + width
@@ -433,22 +497,58 @@ class IntervalBuilder(_Configurable):
                     hint = "differ from the coding labels" if coded else "show {low} in full"
                     raise HierarchyError(
                         f"{name}: label {pattern!r} gives two different classes the same label "
-                        f"{text!r} at level {level + 1}; make the label {hint}"
+                        f"{text!r} at level {level + 1 + with_coding}; make the label {hint}"
                     )
                 row.append(text)
             rows.append(row)
-        return _assemble(rows, missing, len(widths), self.top, name)
+        return _assemble(rows, missing, len(widths) + with_coding, self.top, name)
+
+
+def _as_coding(value: object) -> dict[str, Number] | None:
+    """The ``coding`` parameter: ``{top: t, bottom: b}`` (one or both), ``b < t``; ``None``: none."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"coding must be a mapping such as {{top: 90, bottom: 18}}, got {_shown(value)}")
+    unknown = sorted(str(k) for k in value if k not in ("top", "bottom"))
+    if unknown:
+        raise ConfigError(f"coding: unknown key {unknown[0]!r}; expected top and/or bottom")
+    if not value:
+        raise ConfigError("coding needs top, bottom or both, e.g. coding: {top: 90, bottom: 18}")
+    out = {str(k): _as_number(v, f"coding.{k}") for k, v in value.items()}
+    if "top" in out and "bottom" in out and out["bottom"] >= out["top"]:
+        raise ConfigError(f"coding.bottom ({out['bottom']}) must be below coding.top ({out['top']})")
+    return dict(sorted(out.items()))
+
+
+#: The largest width or precision in a label pattern's format spec (``{low:>4}``): a width of
+#: 3,000,000,000 made every label 3 GB.
+MAX_FORMAT_NUMBER = 100
 
 
 def _check_label_format(label: str) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(label) if f is not None]
+        parsed = [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(label) if f is not None]
+    except ValueError as exc:
+        raise ConfigError(
+            f"label {label!r} is not a valid pattern ({exc}); use the fields {{low}}, {{high}}, {{end}}"
+        ) from None
+    for _, spec in parsed:
+        if "{" in spec:
+            raise ConfigError(f"label {label!r}: a replacement field inside a format spec is not accepted")
+        largest = max((int(n) for n in re.findall(r"\d+", spec)), default=0)
+        if largest > MAX_FORMAT_NUMBER:
+            raise ConfigError(
+                f"label {label!r}: the width or precision {largest} is too large "
+                f"(at most {MAX_FORMAT_NUMBER})"
+            )
+    try:
         label.format(low=0, high=1, end=1)
     except (ValueError, KeyError, IndexError, AttributeError) as exc:
         raise ConfigError(
             f"label {label!r} is not a valid pattern ({exc}); use the fields {{low}}, {{high}}, {{end}}"
         ) from None
-    if not fields:
+    if not parsed:
         raise ConfigError(f"label {label!r} must contain {{low}} (and usually {{high}} or {{end}})")
 
 
@@ -675,6 +775,8 @@ class MaskingBuilder(_Configurable):
         real, missing = _split_missing(values, self.missing)
         longest = max((len(v) for v in real), default=0)
         height = longest if self.max_masked is None else min(self.max_masked, longest)
+        hint = f"set max_masked (the longest value has {longest:,} characters)"
+        _check_labels_fit(name, len(real), height, len(real) * height * longest, hint)
         rows = []
         for value in sorted(real):
             text = self._padded(value, longest)
@@ -704,6 +806,8 @@ class MaskingBuilder(_Configurable):
 
 
 # --------------------------------------------------------------------------- dates
+#: The fraction of a second after ``HH:MM:SS`` (DuckDB and both engines write up to 9 digits).
+_FRACTION = re.compile(r"(\d:\d\d)\.\d{1,9}(?!\d)")
 DATE_LEVELS = ("day", "week", "month", "quarter", "year", "decade")
 WEEK_STARTS = ("monday", "sunday")
 
@@ -736,7 +840,11 @@ class DateBuilder(_Configurable):
 
     ``format`` is the :func:`~datetime.datetime.strptime` format of the values
     (default ISO ``%Y-%m-%d``). A value in another format raises
-    :class:`HierarchyError` naming it and the format. The tokens in ``missing``
+    :class:`HierarchyError` naming it and the format. A Parquet or SQL timestamp
+    column reads as ``2021-01-20 00:00:00`` on both engines (its UTC time and
+    ``+00`` when it is time-zone aware), so it needs ``format: "%Y-%m-%d %H:%M:%S"``
+    (the error says so); with ``%S`` and no ``%f`` in the format, a fraction of a
+    second (``13:45:00.25``) is read and dropped. The tokens in ``missing``
     (default: the empty string) are kept as they are below the top.
     """
 
@@ -780,14 +888,15 @@ class DateBuilder(_Configurable):
         real, missing = _split_missing(values, self.missing)
         parsed: dict[str, dt.datetime] = {}
         for value in real:
-            try:
-                parsed[value] = dt.datetime.strptime(value.strip(), self.format)
-            except ValueError:
+            when = self._parse(value)
+            if when is None:
                 example = dt.datetime(2021, 1, 31, 13, 45).strftime(self.format)
                 raise HierarchyError(
                     f"{name}: value {value!r} is not a date in the format {self.format!r} "
-                    f"(e.g. {example!r}); if it marks an unknown value, declare it with missing: [{value!r}]"
-                ) from None
+                    f"(e.g. {example!r}){self._timestamp_hint(value)}; if it marks an unknown value, "
+                    f"declare it with missing: [{value!r}]"
+                )
+            parsed[value] = when
         labellers = [self._labeller(level) for level in self.levels]
         rows = []
         for value in sorted(parsed, key=lambda v: (parsed[v], v)):
@@ -798,6 +907,35 @@ class DateBuilder(_Configurable):
             except OverflowError:
                 raise HierarchyError(f"{name}: date {value!r} is too close to year 1 or 9999") from None
         return _assemble(rows, missing, len(self.levels), self.top, name)
+
+    def _parse(self, value: str, fmt: str | None = None) -> dt.datetime | None:
+        """``value`` read with ``fmt`` (default :attr:`format`); None when it does not match.
+
+        A format with seconds (``%S``) and no fraction (``%f``) also reads a value whose
+        seconds have one (``09:18:48.5``, as a timestamp column's text has when the
+        fraction is not zero): the fraction is dropped, no level is finer than a day.
+        """
+        fmt = self.format if fmt is None else fmt
+        text = value.strip()
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            pass
+        if "%S" in fmt and "%f" not in fmt:
+            whole = _FRACTION.sub(r"\1", text, count=1)
+            if whole != text:
+                with contextlib.suppress(ValueError):
+                    return dt.datetime.strptime(whole, fmt)
+        return None
+
+    def _timestamp_hint(self, value: str) -> str:
+        """Advice when ``value`` is a timestamp in :attr:`format` followed by a time of day."""
+        if "%H" in self.format:
+            return ""
+        for suffix in (" %H:%M:%S", " %H:%M:%S+00"):
+            if self._parse(value, self.format + suffix) is not None:
+                return f" but a timestamp: use format: {self.format + suffix!r}"
+        return ""
 
     def _week_start(self, day: dt.date) -> dt.date:
         shift = day.weekday() if self.week_start == "monday" else (day.weekday() + 1) % 7
@@ -930,6 +1068,11 @@ BUILDERS: dict[str, Any] = {
 }
 
 
+def builder_keys(kind: str) -> list[str]:
+    """The configuration keys of the builder ``type: kind`` (besides ``type``)."""
+    return _known_keys(BUILDERS[kind])
+
+
 def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hierarchy") -> HierarchyBuilder:
     """The builder described by a configuration mapping with a ``type`` key.
 
@@ -956,3 +1099,10 @@ def builder_from_spec(spec: Mapping[str, Any], base_dir: Path, where: str = "hie
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return builder
+
+
+def builder_files(spec: Mapping[str, Any], base_dir: Path) -> list[Path]:
+    """The files a builder spec reads (``type: file``'s ``path``, ``grouping``'s ``file``),
+    relative to ``base_dir``: an output must not replace them (``hierarchy build --out``)."""
+    files = [spec[key] for key in ("path", "file") if isinstance(spec.get(key), str | Path)]
+    return [path if Path(path).is_absolute() else Path(base_dir) / path for path in map(Path, files)]

@@ -15,10 +15,17 @@ numbered ``0 .. size(j) - 1`` in order of first appearance, and
 :meth:`Hierarchy.leaf_codes` maps a leaf index to its code at any level. Leaves
 are reordered so that the leaves under any label are contiguous, which keeps
 codes monotone across levels.
+
+Labels are published, so a label above the original values may not hold a control
+character (:data:`CONTROL_CHARACTERS`: U+0000-U+001F, U+007F-U+009F, e.g. NUL, a line
+break, ESC), whatever made the hierarchy: a file, a builder's parameters (``top: "\\0"``)
+or a builder's labels derived from the data (a masked value). The original values
+themselves are the data's; :mod:`safeshare.hierarchy.io` refuses them in files too.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from typing import Protocol
@@ -29,6 +36,15 @@ import numpy.typing as npt
 from safeshare.errors import HierarchyError
 
 IntArray = npt.NDArray[np.int32]
+
+#: Characters no published label may hold (C0 and C1 controls, DEL).
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """``"U+0000"`` for the first control character of ``text``, or None."""
+    found = CONTROL_CHARACTERS.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X}"
 
 
 class Hierarchy:
@@ -46,9 +62,9 @@ class Hierarchy:
     Raises
     ------
     HierarchyError
-        When rows have unequal depth, a value appears twice, or a label has
-        two different parents at one level. The message names the offending
-        value and level.
+        When rows have unequal depth, a value appears twice, a label has
+        two different parents at one level, or a label above the values holds
+        a control character. The message names the offending value and level.
     """
 
     def __init__(self, rows: Iterable[Sequence[str]], name: str = "hierarchy") -> None:
@@ -82,6 +98,7 @@ class Hierarchy:
                         f"{name}: label {label!r} at level {level} has two parents at level "
                         f"{level + 1}: {known!r} and {up!r}"
                     )
+        _check_labels(table, name)
         # Order leaves by their path from the top so that every subtree is a
         # contiguous block of leaves (stable: keeps file order within a block).
         first_seen: list[dict[str, int]] = [{} for _ in range(depth)]
@@ -179,6 +196,21 @@ class Hierarchy:
 
     def __repr__(self) -> str:
         return f"Hierarchy({self.name!r}, values={len(self._rows)}, height={self.height})"
+
+
+def _check_labels(table: Sequence[tuple[str, ...]], name: str) -> None:
+    """Refuse a control character in a label above the values (one scan of the distinct labels)."""
+    labels = {label for row in table for label in row[1:]}
+    if control_character("".join(labels)) is None:
+        return
+    for row in table:
+        for level, label in enumerate(row[1:], start=1):
+            code = control_character(label)
+            if code is not None:
+                raise HierarchyError(
+                    f"{name}: the level-{level} label {label!r} of value {row[0]!r} holds the control "
+                    f"character {code}; labels are published, so they may not hold one"
+                )
 
 
 class HierarchyBuilder(Protocol):

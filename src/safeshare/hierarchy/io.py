@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 from safeshare.errors import HierarchyError
-from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.hierarchy.hierarchy import Hierarchy, control_character
 from safeshare.io import atomic_write_text
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def read_arx_csv(
@@ -80,11 +77,10 @@ def iter_arx_rows(lines: Iterable[str], name: str, delimiter: str = ";") -> Iter
         for row in reader:
             cells = [c.strip() for c in row]
             if any(cells):
-                if _CONTROL.search("".join(cells)):
-                    column, char = next((i, m) for i, c in enumerate(cells, 1) if (m := _CONTROL.search(c)))
+                if control_character("".join(cells)) is not None:
+                    column, code = next((i, k) for i, c in enumerate(cells, 1) if (k := control_character(c)))
                     raise HierarchyError(
-                        f"{name} line {start}, column {column}: control character "
-                        f"U+{ord(char.group()):04X} in a label"
+                        f"{name} line {start}, column {column}: control character {code} in a label"
                     )
                 yield start, cells
             start = reader.line_num + 1
@@ -122,7 +118,18 @@ def _collect(
 
 
 def format_arx_csv(hierarchy: Hierarchy, delimiter: str = ";") -> str:
-    """The ARX CSV text of ``hierarchy``."""
+    """The ARX CSV text of ``hierarchy``.
+
+    Raises :class:`HierarchyError` for a control character in any cell, the values
+    included: :func:`read_arx_csv` refuses such a file, so it is never written.
+    """
+    for row in hierarchy.rows:
+        code = control_character("".join(row))
+        if code is not None:
+            raise HierarchyError(
+                f"{hierarchy.name}: value {row[0]!r} holds the control character {code}; "
+                "a hierarchy file may not hold one (it would be refused when read)"
+            )
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
     writer.writerows(hierarchy.rows)

@@ -91,6 +91,8 @@ class Prec(InformationLoss):
         unknown = set(weights) - set(names)
         if unknown:
             raise InputError(f"prec weight for unknown quasi-identifier {sorted(unknown)[0]!r}")
+        self.weights = weights
+        """The configured per-QI weights (unlisted QIs weigh 1)."""
         self._heights = [h.height for h in evaluator.table.hierarchies]
         self._weights = [Fraction(weights.get(n, 1.0)) for n in names]
         if any(w < 0 for w in self._weights):
@@ -171,9 +173,6 @@ class NonUniformEntropy(InformationLoss):
 
     def value(self, node: Node, classes: Classes | None = None) -> float:
         return math.fsum(self._per_level[i][lv] for i, lv in enumerate(node))
-
-    def per_qi(self, node: Node) -> list[float]:
-        return [self._per_level[i][lv] for i, lv in enumerate(node)]
 
     def node_array(self) -> np.ndarray:
         return _outer_sum([np.asarray(v, dtype=np.float64) for v in self._per_level])

@@ -44,15 +44,14 @@ classes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from safeshare.config_checks import check_keys
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
-from safeshare.errors import ConfigError, InputError
+from safeshare.errors import InputError
 from safeshare.models.base import BoolArray
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.sensitive import (
@@ -62,9 +61,8 @@ from safeshare.models.sensitive import (
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.models.vocabulary import VARIANTS
 from safeshare.numerics import TOLERANCE
-
-VARIANTS = ("distinct", "entropy", "recursive")
 
 
 def _number(value: Any) -> bool:
@@ -239,29 +237,3 @@ def recursive_terms(pairs: ClassValueCounts, l: int) -> tuple[FloatArray, FloatA
     r1[cls[starts]] = cnt[starts]
     tail = np.bincount(cls, weights=cnt * (rank >= l - 1), minlength=n_slots).astype(np.float64)
     return r1, tail
-
-
-def from_config(params: Mapping[str, Any], where: str) -> LDiversity:
-    """``l-diversity: {l: 3, variant: distinct|entropy|recursive, c: 2}`` (errors name the key)."""
-    variant = params.get("variant", "distinct")
-    if variant not in VARIANTS:
-        raise ConfigError(f"{where}.variant: expected one of {', '.join(VARIANTS)}, got {variant!r}")
-    inapplicable = (
-        {"c": f"applies to variant: recursive only, not {variant}"} if variant != "recursive" else {}
-    )
-    check_keys(params, {"l", "variant", "c"}, where, inapplicable)
-    if "l" not in params:
-        raise ConfigError(f"{where}: missing l")
-    l = params["l"]  # noqa: E741
-    if variant == "entropy":
-        if not _number(l) or not math.isfinite(float(l)) or float(l) < 1:
-            raise ConfigError(f"{where}.l: expected a number >= 1, got {l!r}")
-    elif isinstance(l, bool) or not isinstance(l, int) or l < 1:
-        raise ConfigError(f"{where}.l: expected an integer >= 1, got {l!r}")
-    c = params.get("c")
-    if variant == "recursive":
-        if c is None:
-            raise ConfigError(f"{where}: missing c (recursive (c,l)-diversity: r1 < c (r_l + ... + r_m))")
-        if not _number(c) or not math.isfinite(float(c)) or float(c) <= 0:
-            raise ConfigError(f"{where}.c: expected a number > 0, got {c!r}")
-    return LDiversity(l, variant, c)

@@ -108,10 +108,8 @@ class MConcealing(PrivacyModel):
         pi = self.knowledge.inclusion_probability
         limit = self.m + 2 * TOLERANCE
         k = max(1, int(pi // limit))
-        while pi / k > limit:
+        while pi / k > limit:  # from floor(pi / limit), at most one step: the least c with pi / c <= limit
             k += 1
-        while k > 1 and pi / (k - 1) <= limit:
-            k -= 1
         return KAnonymity(k)
 
     def params(self) -> dict[str, Any]:

@@ -44,10 +44,8 @@ from safeshare.errors import InputError
 from safeshare.models.base import BoolArray, NodePrivacyModel
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
+from safeshare.risk.measures import DEFAULT_THRESHOLD
 from safeshare.risk.release_risk import MEASURES, check_estimator, release_risk
-
-#: The paper's §4.3 threshold on B.
-DEFAULT_THRESHOLD = 0.09
 
 
 class RiskThreshold(NodePrivacyModel):

@@ -25,13 +25,13 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.base import BoolArray, PrivacyModel
+from safeshare.models.vocabulary import DEFAULT_MIN_SIZE
 from safeshare.risk.small_cells import PopulationCells, read_population
 
 if TYPE_CHECKING:
     from safeshare.data.schema import Schema
 
 #: The paper's smallest publishable population group.
-DEFAULT_MIN_SIZE = 11
 
 
 class SmallCells(PrivacyModel):

@@ -68,7 +68,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from safeshare.config_checks import check_keys
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import ConfigError, HierarchyError, InputError
@@ -82,12 +81,12 @@ from safeshare.models.sensitive import (
     SensitiveRows,
     class_value_counts,
 )
+from safeshare.models.vocabulary import DISTANCES
 from safeshare.numerics import TOLERANCE
 
 if TYPE_CHECKING:
     from safeshare.data.schema import HierarchySpec, Schema
 
-DISTANCES = ("equal", "ordered", "hierarchical")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -385,30 +384,3 @@ def tree_emd(
         term = np.abs(pn - qn) - qn
         total += 0.5 * (np.bincount(pairs.cls[starts], weights=term, minlength=n_slots) + 1.0)
     return total / len(levels)
-
-
-def from_config(params: Mapping[str, Any], where: str) -> TCloseness:
-    """``t-closeness: {t: 0.2, distance: equal|ordered|hierarchical | {column: distance}}``."""
-    check_keys(params, {"t", "distance"}, where)
-    if "t" not in params:
-        raise ConfigError(f"{where}: missing t")
-    t = params["t"]
-    if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 <= float(t) <= 1.0:
-        raise ConfigError(f"{where}.t: expected a number in [0, 1], got {t!r}")
-    distance = params.get("distance")
-    if distance is not None:
-        if isinstance(distance, Mapping):
-            for column, kind in distance.items():
-                if not isinstance(column, str):
-                    raise ConfigError(f"{where}.distance.{column}: expected a column name, got {column!r}")
-                if kind not in DISTANCES:
-                    raise ConfigError(
-                        f"{where}.distance.{column}: expected one of {', '.join(DISTANCES)}, got {kind!r}"
-                    )
-            distance = {str(k): str(v) for k, v in distance.items()}
-        elif distance not in DISTANCES:
-            raise ConfigError(
-                f"{where}.distance: expected one of {', '.join(DISTANCES)} "
-                f"or a mapping column -> distance, got {distance!r}"
-            )
-    return TCloseness(t, distance)

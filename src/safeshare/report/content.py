@@ -21,10 +21,39 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
 from safeshare.data.schema import Schema
+
+
+@dataclass(frozen=True)
+class ReportWarning:
+    """What a data custodian should know before publishing, in a form a program can act on.
+
+    Attributes
+    ----------
+    code: a stable identifier: ``uninformative-qi`` (a QI released at its top level or with
+        one label), ``delta-above-one-over-n`` (epsilon-safe's delta exceeds 1/N),
+        ``not-differentially-private`` (epsilon-safe with the thesis' sensitivity).
+    message: the sentence shown to a person.
+    columns: the columns it is about (may be empty).
+    value: the figure it is about (a level, a delta; ``None`` when there is none).
+    """
+
+    code: str
+    message: str
+    columns: tuple[str, ...] = ()
+    value: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "columns": list(self.columns),
+            "value": self.value,
+            "message": self.message,
+        }
 
 
 def column_treatments(
@@ -52,7 +81,7 @@ def column_treatments(
     return out
 
 
-def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> list[str]:
+def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> list[ReportWarning]:
     """QIs generalized to their top level, or released with a single label: they carry no information."""
     out = []
     advice = "consider dropping it (role identifying), which may let the other columns keep more detail"
@@ -60,19 +89,22 @@ def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> li
         top = g["height"] > 0 and g["level"] >= g["height"]
         where = "its top level" if top else f"level {g['level']} of {g['height']}"
         if g["labels"] == 1 and g.get("examples"):
-            out.append(
+            message = (
                 f"quasi-identifier {g['qi']!r} is generalized to {where}, one label in every released "
                 f"record ({g['examples'][0]!r}): the column carries no information; {advice}"
             )
         elif top:
-            out.append(
+            message = (
                 f"quasi-identifier {g['qi']!r} is generalized to its top level ({g['labels']:,} labels "
                 f"released): the column carries little information; {advice}"
             )
+        else:
+            continue
+        out.append(ReportWarning("uninformative-qi", message, (str(g["qi"]),), int(g["level"])))
     return out
 
 
-def delta_warning(doc: Mapping[str, Any]) -> str | None:
+def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:
     """Epsilon-safe: warn when delta > 1/N (N = records before sampling).
 
     With delta >= 1/N the (beta, epsilon, delta) guarantee tolerates failing
@@ -92,22 +124,23 @@ def delta_warning(doc: Mapping[str, Any]) -> str | None:
     if float(log10_delta) <= -math.log10(n):
         return None
     shown = doc.get("delta_scientific") or f"{doc.get('delta', 10.0**log10_delta):.3g}"
-    return (
+    message = (
         f"delta = {shown} exceeds 1/N = 1/{n:,} = {1 / n:.3g} (N = records before sampling): "
         "the guarantee may fail for about one record or more; choose a larger k or a smaller "
         "beta or epsilon' (`safeshare dp params`)"
     )
+    return ReportWarning("delta-above-one-over-n", message, (), doc.get("delta"))
 
 
-def report_warnings(doc: Mapping[str, Any]) -> list[str]:
-    """Everything the report warns about, in the order shown."""
+def report_warnings(doc: Mapping[str, Any]) -> list[ReportWarning]:
+    """Everything the report of a release warns about, in the order shown."""
     out = uninformative_qi_warnings(doc.get("generalization", []))
     delta = delta_warning(doc)
     if delta is not None:
         out.append(delta)
     warning = doc.get("warning")  # epsilon-safe's non-DP calibration
     if isinstance(warning, str) and warning:
-        out.append(warning)
+        out.append(ReportWarning("not-differentially-private", warning, (), doc.get("sensitivity")))
     return out
 
 

@@ -240,7 +240,8 @@ def render_report(doc: dict[str, Any]) -> str:
         ],
         "config": doc.get("config"),
         "input": doc.get("input"),
-        "warnings": list(doc.get("warnings", [])),
+        # structured warnings ({code, columns, value, message}); their message is shown
+        "warnings": [w["message"] if isinstance(w, dict) else str(w) for w in doc.get("warnings", [])],
         "privacy": _privacy_rows(doc),
         "dp": _dp_rows(doc),
         "columns": _column_rows(doc),

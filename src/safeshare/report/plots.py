@@ -54,6 +54,7 @@ class SweepRow(Protocol):
     @property
     def information_loss_minus_bottom(self) -> float | None: ...
 
+
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 

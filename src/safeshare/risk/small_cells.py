@@ -19,18 +19,25 @@ import pandas as pd
 
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
+from safeshare.data.source import TableSource, check_unique_names, raw_header
 from safeshare.errors import DataError, InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
 
 
 def read_population(path: Path, columns: tuple[str, ...], delimiter: str = ",") -> pd.DataFrame:
-    """The population file's ``columns`` as text (a header line naming them is required)."""
+    """The population file's ``columns`` as text (a header line naming them is required).
+
+    Duplicate column names, also after stripping and case-folding (``sex`` and ``Sex``), are
+    refused as in every input (:func:`~safeshare.data.source.check_unique_names`): pandas
+    would use the first (or rename the second ``sex.1``) silently.
+    """
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=delimiter)
     except FileNotFoundError:
         raise InputError(f"population file {path}: not found") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(f"population file {path}: cannot be read as CSV ({exc})") from None
+    check_unique_names(raw_header(TableSource(path, "csv", delimiter)), f"population file {path}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise DataError(
@@ -62,7 +69,6 @@ class PopulationCells:
         names = list(table.qi_names)
         grouped = population.astype(str).groupby(names, sort=False).size().reset_index(name="_n")
         self.counts = grouped["_n"].to_numpy(dtype=np.int64)
-        self.size = len(population)
         self.table = table
         full_list = list(hierarchies) if hierarchies is not None else list(table.hierarchies)
         #: The hierarchies the population was generalized with (for the independent re-check).

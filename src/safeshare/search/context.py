@@ -7,14 +7,16 @@ the registry that imports them (:mod:`safeshare.search.strategy`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Lattice
+from safeshare.data.engines.base import Engine
 from safeshare.metrics.loss import InformationLoss, NonUniformEntropy
 from safeshare.models.base import PrivacyCriterion
 from safeshare.search.memo import MemoizedCriterion
@@ -53,3 +55,26 @@ class SearchContext:
             if known is not None:
                 return known
         return self.criterion.holds(self.evaluator.classes(node), self.table)
+
+
+@dataclass
+class Prepared:
+    """The records a strategy searches and releases, when the strategy prepares them first.
+
+    Most strategies search the input as it is; epsilon-safe (``dp/``) first draws a
+    Bernoulli sample (thesis §4.5.4) and searches and releases the sample. A strategy
+    that prepares its records has a method ``prepare(engine, schema, criterion) ->
+    Prepared``; :class:`~safeshare.workflows.anonymizer.Anonymizer` calls it before it
+    builds the frequency table, so that there is one anonymization path for every strategy.
+
+    Attributes
+    ----------
+    engine: the records to search and release (the input's engine when nothing changed).
+    sampled: whether ``engine`` holds a sample of the input's records (then the input is
+        not what is released, and the report's risk section compares the two).
+    report: what the preparation adds to report.json (the sample's size, the seed).
+    """
+
+    engine: Engine
+    sampled: bool = False
+    report: dict[str, Any] = field(default_factory=dict)

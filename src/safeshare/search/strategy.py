@@ -14,9 +14,9 @@ behind them are plain functions over a lattice and a predicate
 :func:`~safeshare.search.ola.ola_search`,
 :func:`~safeshare.search.exhaustive.exhaustive_search`), which other searches
 (the surveillance policy search) call with predicates of their own. Strategies are registered by
-name in :data:`STRATEGIES` so that configuration files and the command line
-can select them (``algorithm: ola``); a strategy's own parameters come from
-``algorithm_options``.
+name, with their typed options, in the one registry of algorithms
+(:data:`safeshare.config.algorithms.ALGORITHMS`), so that configuration files,
+the command line and Python select them alike (``algorithm: ola``).
 
 A strategy may change the privacy criterion the release is checked against:
 Inverse OLA, for instance, maximizes k instead of taking it, and returns the
@@ -28,25 +28,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from safeshare.errors import ConfigError
-from safeshare.search.anytime import make_anytime
-from safeshare.search.auto import make_auto
 from safeshare.search.best_first import BestFirstOLA
 from safeshare.search.context import SearchContext
-from safeshare.search.exhaustive import ExhaustiveSearch
-from safeshare.search.inverse_ola import make_inverse_ola
 from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.ola import ola_search
 from safeshare.search.result import SearchResult
 
 __all__ = [
     "OLA",
-    "STRATEGIES",
-    "ExhaustiveSearch",
     "SearchContext",
     "SearchStrategy",
     "StrategyFactory",
-    "make_strategy",
 ]
 
 
@@ -89,33 +81,5 @@ class OLA:
         )
 
 
+#: How a strategy is built from its options (e.g. :func:`~safeshare.search.inverse_ola.make_inverse_ola`).
 StrategyFactory = Callable[[Mapping[str, Any]], SearchStrategy]
-
-
-def _no_options(cls: type) -> StrategyFactory:
-    def factory(options: Mapping[str, Any]) -> SearchStrategy:
-        used = {k: v for k, v in options.items() if v is not None}
-        if used:
-            raise ConfigError(f"algorithm {cls.name!r} takes no option {sorted(used)[0]!r}")  # type: ignore[attr-defined]
-        return cls()  # type: ignore[no-any-return]
-
-    return factory
-
-
-#: The searches of this package by name. Strategies built on higher layers (epsilon-safe, in
-#: ``dp/``) are added by the workflow layer: :data:`safeshare.workflows.algorithms.ALGORITHMS`.
-STRATEGIES: dict[str, StrategyFactory] = {
-    "ola": _no_options(OLA),
-    "exhaustive": _no_options(ExhaustiveSearch),
-    "inverse-ola": make_inverse_ola,
-    "anytime": make_anytime,
-    "auto": make_auto(OLA()),
-}
-
-
-def make_strategy(name: str, options: Mapping[str, Any] | None = None) -> SearchStrategy:
-    """The strategy registered as ``name``, built with ``options``."""
-    factory = STRATEGIES.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown algorithm {name!r}; expected one of {', '.join(STRATEGIES)}")
-    return factory(dict(options or {}))

@@ -28,11 +28,16 @@ Formats (docs/surveillance.md has examples; examples/surveillance/ has synthetic
   ``region,date,age,race,sex,ethnicity`` plus any further columns.
 
 Counts larger than the population (more cases than people) are checked where
-both are known (:func:`check_cases_fit`).
+both are known (:func:`check_cases_fit`, :func:`check_forecasts_fit`). A header naming
+one column twice (also after stripping and case-folding: ``count`` and `` Count``) is
+refused: which of the two would be read is a guess. Whole counts above
+:data:`MAX_COUNT` (more people than live on Earth) are refused too, before any
+arithmetic can overflow.
 """
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,11 +54,39 @@ IntArray = npt.NDArray[np.int64]
 DateArray = npt.NDArray[np.datetime64]
 
 
+#: The largest whole count (people in a bin or a region, cases of a period) accepted: ten billion.
+MAX_COUNT = 10**10
+
+
+def _header(path: Path) -> list[str]:
+    """The header's column names, as the csv module reads them (empty for an empty file)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []  # pandas reports the problem with its own words below
+
+
+def _check_header(path: Path, names: Sequence[str]) -> None:
+    """Refuse a column named twice, also after stripping and case-folding (``count`` and ``Count``)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        key = str(name).strip().casefold()
+        if key in seen:
+            j = seen[key]
+            raise DataError(
+                f"{path}:1: column {str(name).strip()!r} ({i + 1}) has the name of column "
+                f"{str(names[j]).strip()!r} ({j + 1}); every column needs its own name"
+            )
+        seen[key] = i
+
+
 def _read_csv(path: Path | str, required: Sequence[str]) -> pd.DataFrame:
-    """All cells as strings; the header must name every required column (any order)."""
+    """All cells as strings; the header must name every required column (any order), each once."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
+    _check_header(path, _header(path))
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
@@ -76,14 +109,26 @@ def _first(mask: npt.NDArray[np.bool_]) -> int | None:
 
 
 def _ints(path: Path | str, frame: pd.DataFrame, column: str, minimum: int = 0) -> IntArray:
+    """Whole numbers in ``[minimum, MAX_COUNT]`` (checked on the text: no overflow on the way)."""
     values = frame[column].str.strip()
     bad = _first(~values.str.fullmatch(r"[+-]?\d+").to_numpy(dtype=bool))
     if bad is not None:
         raise DataError(f"{_where(path, frame, bad, column)}: {values.iloc[bad]!r} is not a whole number")
-    out: IntArray = np.asarray(values.astype(np.int64).to_numpy(), dtype=np.int64)
-    bad = _first(out < minimum)
+    digits = values.str.lstrip("+-").str.lstrip("0").str.len().to_numpy()
+    huge = digits > len(str(MAX_COUNT))  # refused on the text, before int64 could overflow
+    if huge.any():
+        out = np.where(values.str.startswith("-").to_numpy(dtype=bool), -MAX_COUNT - 1, MAX_COUNT + 1)
+        out[~huge] = values[~huge].astype(np.int64).to_numpy()
+    else:
+        out = np.asarray(values.astype(np.int64).to_numpy(), dtype=np.int64)
+    bad = _first((out < minimum) | (out > MAX_COUNT))
     if bad is not None:
-        raise DataError(f"{_where(path, frame, bad, column)}: {out[bad]} is below {minimum}")
+        why = (
+            f"is below {minimum}"
+            if out[bad] < minimum
+            else f"is larger than {MAX_COUNT:,} (the people on Earth)"
+        )
+        raise DataError(f"{_where(path, frame, bad, column)}: {values.iloc[bad]} {why}")
     return out
 
 
@@ -161,6 +206,9 @@ def read_population(path: Path | str, space: PolicySpace) -> Population:
         raise DataError(f"{path}:{row + 2}: the region and bin of line {first + 2} again")
     table = np.bincount(key, weights=counts, minlength=len(names) * space.n_bins)
     table = np.rint(table).astype(np.int64).reshape(len(names), space.n_bins)
+    big = _first(table.sum(axis=1) > MAX_COUNT)
+    if big is not None:
+        raise DataError(f"{path}: region {str(names[big])!r} has more than {MAX_COUNT:,} people")
     # keep the regions in order of first appearance
     first_seen = np.unique(region_idx, return_index=True)[1]
     keep = np.argsort(first_seen)
@@ -267,7 +315,9 @@ def read_forecasts(path: Path | str) -> pd.DataFrame:
     """Read Forecast Hub incident-case forecasts.
 
     Returns columns ``forecast_date, horizon, target_end_date, location, type,
-    quantile, value`` (dates as ``datetime64``, ``quantile`` NaN for points)."""
+    quantile, value, line`` (dates as ``datetime64``, ``quantile`` NaN for points, ``line`` the
+    file's line). Refused with file, line and column: a value that is not a finite count (``inf``,
+    ``nan``, negative), and the same forecast twice (same dates, location, type and quantile)."""
     cols = ["forecast_date", "target", "target_end_date", "location", "type", "quantile", "value"]
     frame = _read_csv(path, cols)
     target = frame["target"].str.strip()
@@ -296,11 +346,13 @@ def read_forecasts(path: Path | str) -> pd.DataFrame:
     if bad is not None:
         raise DataError(f"{where(bad, 'quantile')}: {qtext.iloc[bad]!r} is not a quantile level in [0, 1]")
     value = pd.to_numeric(frame["value"].str.strip(), errors="coerce").to_numpy(dtype=float)
-    bad = _first(~(value >= 0))
+    bad = _first(~((value >= 0) & (value <= MAX_COUNT)))  # NaN and inf fail too
     if bad is not None:
-        raise DataError(f"{where(bad, 'value')}: {frame['value'].iloc[bad]!r} is not a count >= 0")
+        raise DataError(
+            f"{where(bad, 'value')}: {frame['value'].iloc[bad]!r} is not a count in [0, {MAX_COUNT:,}]"
+        )
     loc = frame["location"].str.strip()
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "forecast_date": fdate.to_numpy().astype("datetime64[D]"),
             "horizon": horizon[keep].astype(int).to_numpy(),
@@ -309,8 +361,37 @@ def read_forecasts(path: Path | str) -> pd.DataFrame:
             "type": kind.to_numpy(dtype=str),
             "quantile": np.where(is_q, quant, np.nan),
             "value": value,
+            "line": line_of.astype(np.int64) + 2,
         }
     )
+    # the same forecast twice (even with the same value) is refused: which one counts is a guess
+    key = ["forecast_date", "horizon", "target_end_date", "location", "type", "quantile"]
+    bad = _first(out.duplicated(subset=key).to_numpy())
+    if bad is not None:
+        keys = out[key].fillna({"quantile": -1.0})
+        earlier = _first((keys.iloc[:bad] == keys.iloc[bad]).all(axis=1).to_numpy())
+        lines = out["line"].to_numpy()
+        raise DataError(
+            f"{path}:{int(lines[bad])}: the forecast of line {int(lines[earlier or 0])} "
+            "again (the same forecast_date, target, target_end_date, location, type and quantile); "
+            "each forecast must appear once"
+        )
+    return out
+
+
+def check_forecasts_fit(forecasts: pd.DataFrame, population: Population, where: str = "forecasts") -> None:
+    """Refuse a forecast of more new cases than the people of its region (regions of the population
+    table only: other locations are never used), naming the file's line and the ``value`` column."""
+    totals = population.totals
+    people = forecasts["location"].map(totals)
+    over = (forecasts["value"] > people).to_numpy(dtype=bool)  # NaN people (another location): False
+    bad = _first(over)
+    if bad is not None:
+        row = forecasts.iloc[bad]
+        raise DataError(
+            f"{where}:{int(row['line'])}: column 'value' (7): {row['value']:g} new cases forecast for "
+            f"region {row['location']!r}, which has only {totals[row['location']]:,} people"
+        )
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,25 @@ order. Each level has a one-character code; a policy's code is the characters
 of its levels in dimension order, e.g. ``1C*e`` (5-year ages, race
 white-or-black/other, sex suppressed, ethnicity shared).
 
-Default hierarchies (issue 10; the paper's Fig. 2):
+Default hierarchies: the paper's (Fig. 2 and its code, ``--hierarchies paper``):
 
 =========  ====================================================================
-age        ``0`` 1-year, ``1`` 5-year, ``2`` 15-year, ``3`` 30-year, ``4`` 60-year,
-           ``*`` suppressed (ages 0 .. 100, 100 meaning "100 and over")
+age        ``0`` 1-year, ``1`` 5-year to 89 then 90+, ``2`` 15-year to 89 then 90+,
+           ``3`` 0-29, 30-59, 60-89, 90+, ``4`` 0-59, 60+, ``*`` suppressed
+           (leaves 0 .. 100, 100 meaning "100 and over")
 race       ``A`` all seven (white, black, aian, asian, nhpi, other, multiple),
            ``B`` white/black/asian/other, ``C`` white-or-black/other, ``*``
 sex        ``s`` female/male, ``*``
 ethnicity  ``e`` hispanic/non-hispanic, ``*``
 =========  ====================================================================
 
-so 6 x 4 x 2 x 2 = 96 policies. User hierarchies are built with
+so 6 x 4 x 2 x 2 = 96 policies. The static k-anonymous comparison policy of the paper's Table 2 (ages
+0-17, 18-49, 50-64, 65+, the rest in full) merges races ``other`` and ``multiple`` ("Multiple/Other",
+as CDC's public-use data does): :attr:`PolicySpace.static_groups`.
+
+The hierarchies of issue 10 stay available by name, ``--hierarchies ages-to-100``: 5-year bands
+continue to 90-94, 95-99, 100+ (the coarser levels are the paper's), and the static policy shares all
+seven races. User hierarchies are built with
 :class:`Dimension` (or read from a mapping by :func:`space_from_mapping`);
 every level must coarsen the previous one, which is what makes the PK risk
 monotone along the lattice (see :mod:`.search`).
@@ -33,6 +40,7 @@ every fine bin to its group under a policy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -86,6 +94,9 @@ class Dimension:
             raise ConfigError(f"{where}: duplicate leaf labels")
         if not self.levels:
             raise ConfigError(f"{where}: no levels")
+        _text(self.name, "dimension name")
+        for label in (*self.leaves, *(g for lv in self.levels for g in (lv.code, *lv.groups))):
+            _text(label, where)
         codes = [lv.code for lv in self.levels]
         for code in codes:
             if len(code) != 1 or code.isspace():
@@ -127,13 +138,31 @@ def _coarsens(finer: Level, coarser: Level) -> bool:
 class PolicySpace:
     """The dimensions, their lattice, policy codes and the fine-bin grouping of each policy."""
 
-    def __init__(self, dimensions: Sequence[Dimension]) -> None:
+    def __init__(
+        self,
+        dimensions: Sequence[Dimension],
+        static_groups: Mapping[str, Sequence[str]] | None = None,
+        name: str = "custom",
+    ) -> None:
         if not dimensions:
             raise ConfigError("a policy space needs at least one dimension")
         names = [d.name for d in dimensions]
         if len(set(names)) != len(names):
             raise ConfigError(f"duplicate dimension names {names}")
         self.dimensions: tuple[Dimension, ...] = tuple(dimensions)
+        self.name = name
+        #: per dimension, the group label of each leaf under the static k-anonymous policy (Table 2);
+        #: dimensions not listed are shared in full (their leaves), ``age`` in the paper's four bands
+        self.static_groups: dict[str, tuple[str, ...]] = {}
+        for dim_name, groups in (static_groups or {}).items():
+            if dim_name not in names:
+                raise ConfigError(f"static policy: {dim_name!r} is not a dimension ({', '.join(names)})")
+            dim = self.dimensions[names.index(dim_name)]
+            if len(groups) != len(dim.leaves):
+                raise ConfigError(
+                    f"static policy: {dim_name!r} needs a group for each of its {len(dim.leaves)} leaves"
+                )
+            self.static_groups[dim_name] = tuple(_text(g, f"static policy {dim_name!r}") for g in groups)
         self.lattice = Lattice([d.height for d in dimensions], names)
         self._groupings: dict[Node, tuple[IntArray, int]] = {}
 
@@ -227,33 +256,52 @@ DEFAULT_ETHNICITIES = ("hispanic", "non-hispanic")
 MAX_AGE = 100
 
 
-def age_band_label(age: int, width: int, max_age: int = MAX_AGE) -> str:
-    """``lo-hi`` band of ``age`` for a band width, ``lo+`` for the band reaching ``max_age``."""
+#: The paper's top age band: every level coarser than single years ends with ``90+``.
+PAPER_OPEN_FROM = 90
+
+
+def age_band_label(age: int, width: int, max_age: int = MAX_AGE, open_from: int | None = None) -> str:
+    """``lo-hi`` band of ``age`` for a band width, ``lo+`` for the band reaching ``max_age``; with
+    ``open_from``, bands of width > 1 starting at or after it merge into ``{open_from}+``."""
     lo = (age // width) * width
     hi = lo + width - 1
     if width == 1:
         return str(age) if age < max_age else f"{max_age}+"
+    if open_from is not None and lo >= open_from:
+        return f"{open_from}+"
     return f"{lo}+" if hi >= max_age else f"{lo}-{hi}"
 
 
-def age_dimension(widths: Sequence[int] = (1, 5, 15, 30, 60), max_age: int = MAX_AGE) -> Dimension:
-    """Ages ``0 .. max_age`` (the last meaning "and over") in bands of the given widths, then suppressed.
+def age_dimension(
+    widths: Sequence[int] = (1, 5, 15, 30, 60), max_age: int = MAX_AGE, open_from: int | None = None
+) -> Dimension:
+    """Ages ``0 .. max_age`` (the last meaning "and over") in bands of the given widths, then suppressed;
+    with ``open_from`` (the paper's 90), every level coarser than single years ends with one open band.
 
-    Each width must be a multiple of the previous one so that every level coarsens the last."""
+    Each width must be a multiple of the previous one so that every level coarsens the last (and an
+    ``open_from`` that splits a band is refused the same way)."""
     for a, b in pairwise(widths):
         if b % a:
             raise ConfigError(f"age band widths {list(widths)}: {b} is not a multiple of {a}")
+    if open_from is not None:
+        if not 0 < open_from <= max_age:
+            raise ConfigError(f"open_from {open_from}: an age in [1, {max_age}] is required")
+        split = [w for w in widths if w > 1 and open_from % w and (open_from // w + 1) * w <= max_age]
+        if split:  # a band would straddle open_from: its label would hide ages of the open band
+            raise ConfigError(
+                f"open_from {open_from} splits a band of width {split[0]}: it must be a multiple of it"
+            )
     leaves = tuple(str(a) for a in range(max_age + 1))
     levels = [
-        Level(str(i), tuple(age_band_label(a, w, max_age) for a in range(max_age + 1)))
+        Level(str(i), tuple(age_band_label(a, w, max_age, open_from) for a in range(max_age + 1)))
         for i, w in enumerate(widths)
     ]
     levels.append(Level(SUPPRESSED, (SUPPRESSED,) * len(leaves)))
     return Dimension("age", leaves, tuple(levels))
 
 
-def default_space() -> PolicySpace:
-    """The issue's 96 policies: age 6 levels, race 4, sex 2, ethnicity 2."""
+def _race_sex_ethnicity() -> list[Dimension]:
+    """Race (all seven, white/black/asian/other, white-or-black/other, suppressed), sex, ethnicity."""
     race_b = {"white": "white", "black": "black", "asian": "asian"}
     race_c = {"white": "white-or-black", "black": "white-or-black"}
     race = Dimension(
@@ -272,7 +320,50 @@ def default_space() -> PolicySpace:
         DEFAULT_ETHNICITIES,
         (Level("e", DEFAULT_ETHNICITIES), Level(SUPPRESSED, (SUPPRESSED,) * 2)),
     )
-    return PolicySpace([age_dimension(), race, sex, eth])
+    return [race, sex, eth]
+
+
+#: The static policy's races of the paper and of CDC's public-use data: "other" and "multiple" merged.
+PAPER_STATIC_RACES = tuple("other/multiple" if r in ("other", "multiple") else r for r in DEFAULT_RACES)
+
+
+def paper_space() -> PolicySpace:
+    """The paper's 96 policies (Fig. 2 and its code): age 6 levels ending at 90+, race 4, sex 2,
+    ethnicity 2; the static policy merges races other and multiple (``--hierarchies paper``)."""
+    return PolicySpace(
+        [age_dimension(open_from=PAPER_OPEN_FROM), *_race_sex_ethnicity()],
+        static_groups={"race": PAPER_STATIC_RACES},
+        name="paper",
+    )
+
+
+def ages_to_100_space() -> PolicySpace:
+    """Issue 10's hierarchies (``--hierarchies ages-to-100``): 5-year bands to 95-99 and 100+; the
+    static policy shares all seven races."""
+    return PolicySpace([age_dimension(), *_race_sex_ethnicity()], name="ages-to-100")
+
+
+#: The policy spaces known by name (``--hierarchies NAME``); the first is the default.
+NAMED_SPACES = {"paper": paper_space, "ages-to-100": ages_to_100_space}
+
+
+def default_space() -> PolicySpace:
+    """The default policy space: the paper's (:func:`paper_space`)."""
+    return paper_space()
+
+
+#: Characters refused in names, labels and codes: they would reach the released files (C0 and C1
+#: controls such as NUL, a line break or ESC, and the Unicode line and paragraph separators).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _text(value: object, where: str) -> str:
+    """``value`` as a label, refusing control characters (``where`` names the key path)."""
+    text = str(value)
+    hit = _CONTROL.search(text)
+    if hit is not None:
+        raise ConfigError(f"{where}: {text!r} holds the control character U+{ord(hit.group()):04X}")
+    return text
 
 
 def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
@@ -303,8 +394,9 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
         name, leaves, levels_spec = d.get("name"), d.get("leaves"), d.get("levels")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{path}.name: a non-empty string is required")
+        _text(name, f"{path}.name")
         if "age_widths" in d:
-            widths, max_age = d["age_widths"], d.get("max_age", MAX_AGE)
+            widths, max_age, open_from = d["age_widths"], d.get("max_age", MAX_AGE), d.get("open_from")
             if (
                 not isinstance(widths, list)
                 or not widths
@@ -313,15 +405,17 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
                 raise ConfigError(f"{path}.age_widths: a non-empty list of whole numbers >= 1 is required")
             if not isinstance(max_age, int) or isinstance(max_age, bool) or max_age < 1:
                 raise ConfigError(f"{path}.max_age: a whole number >= 1 is required")
+            if open_from is not None and (not isinstance(open_from, int) or isinstance(open_from, bool)):
+                raise ConfigError(f"{path}.open_from: a whole number is required")
             try:
-                age = age_dimension(widths, max_age)
+                age = age_dimension(widths, max_age, open_from)
             except ConfigError as exc:
                 raise ConfigError(f"{path}.age_widths: {exc}") from None
             dims.append(Dimension(name, age.leaves, age.levels))
             continue
         if not isinstance(leaves, list) or not leaves:
             raise ConfigError(f"{path}.leaves: a non-empty list is required")
-        leaves_t = tuple(str(x) for x in leaves)
+        leaves_t = tuple(_text(x, f"{path}.leaves[{i}]") for i, x in enumerate(leaves))
         if not isinstance(levels_spec, list) or not levels_spec:
             raise ConfigError(f"{path}.levels: a non-empty list is required")
         levels = []
@@ -329,6 +423,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
             lpath = f"{path}.levels[{j}]"
             if not isinstance(lv, Mapping) or not isinstance(lv.get("code"), str):
                 raise ConfigError(f"{lpath}.code: a one-character string is required")
+            _text(lv["code"], f"{lpath}.code")
             if lv.get("suppress"):
                 levels.append(Level(lv["code"], (SUPPRESSED,) * len(leaves_t)))
                 continue
@@ -340,6 +435,7 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
                 raise ConfigError(f"{lpath}.groups: a mapping label -> leaves is required")
             of_leaf: dict[str, str] = {}
             for label, members in groups.items():
+                _text(label, f"{lpath}.groups")
                 for m in members if isinstance(members, list) else [members]:
                     if str(m) not in leaves_t:
                         raise ConfigError(f"{lpath}.groups.{label}: {m!r} is not a leaf of {name}")
@@ -358,19 +454,19 @@ def space_from_mapping(spec: Mapping[str, Any]) -> PolicySpace:
 
 
 def load_space(path: Path | str | None) -> PolicySpace:
-    """The policy space of a YAML or JSON file (:func:`space_from_mapping`); the default space for None.
+    """The policy space named ``path`` (:data:`NAMED_SPACES`: ``paper``, ``ages-to-100``), or of a YAML
+    or JSON file (:func:`space_from_mapping`; ``./paper`` for a file of that name); the default (the
+    paper's) for None.
 
-    Errors are one line naming the file and the key path."""
+    The file is read by the configuration's safe loader (:func:`safeshare.config_checks.read_yaml`: no
+    aliases, no duplicate keys, a size limit). Errors are one line naming the file and the key path."""
     if path is None:
         return default_space()
-    import yaml
+    if isinstance(path, str) and path in NAMED_SPACES:
+        return NAMED_SPACES[path]()
+    from safeshare.config_checks import read_yaml
 
-    try:
-        spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the hierarchies ({exc.strerror or exc})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a YAML/JSON file ({' '.join(str(exc).split())[:200]})") from None
+    spec = read_yaml(Path(path), "hierarchies")
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{path}: a mapping with 'dimensions' is required")
     try:

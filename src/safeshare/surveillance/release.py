@@ -26,12 +26,18 @@ levels, the date, no record added) with its ``population-bins`` check
 and the directory is published by :class:`safeshare.io.OutputDirectory` (lock, stage, one atomic
 swap): ``OUT`` is the complete previous release or the complete new one. A failed check publishes
 nothing.
+
+What is published says nothing about records it does not release (issue 18): a period that is not
+shared, or whose records are all suppressed, gets no file, and ``release.json`` lists only the files
+written (period, policy, records in the file). The records received, suppressed and kept back per
+period go, if asked for, to a custodian-only log outside the published folder.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,10 +48,11 @@ import pandas as pd
 from safeshare.core.lattice import Node
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
 from safeshare.errors import DataError, InputError, VerificationError
-from safeshare.io import OutputDirectory
+from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.surveillance.inputs import Population, _read_csv
 from safeshare.surveillance.policies import PolicySpace
 from safeshare.surveillance.search import DO_NOT_SHARE
+from safeshare.surveillance.simulate import check_k
 from safeshare.verify import Expectations, Verification, verify_release
 
 #: The ``date`` label of the records of other periods in a period's plan (all suppressed, never written).
@@ -118,16 +125,51 @@ class PeriodRelease:
 
 @dataclass
 class SurveillanceRelease:
+    """The periods of a release: every period with records (:attr:`periods`, the custodian's view) and
+    the files published (:attr:`released`, the only ones ``release.json`` describes)."""
+
     out_dir: Path
+    k: int = 11
+    weekly: bool = False
+    columns: list[str] = field(default_factory=list)
+    engine: str = "memory"
+    format: str = "csv"
     periods: list[PeriodRelease] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def released(self) -> list[PeriodRelease]:
+        """The periods with a published file (at least one record released)."""
+        return [p for p in self.periods if p.file is not None]
+
+    def published_doc(self) -> dict[str, Any]:
+        """``release.json``: what was released, and nothing about what was not (issue 18 item 3): no
+        "do not share" period, no period whose records were all suppressed, no count of records kept
+        back (neither per period nor in total)."""
         return {
+            "k": self.k,
+            "weekly": self.weekly,
+            "columns": self.columns,
+            "engine": self.engine,
+            "format": self.format,
+            "files": [
+                {"file": p.file, "period": p.period, "policy": p.policy, "records": p.records_out}
+                for p in self.released
+            ],
+            "records": sum(p.records_out for p in self.released),
+            "verified": True,
+        }
+
+    def custodian_doc(self) -> dict[str, Any]:
+        """The custodian-only log (never published): every period with records, shared or not, with
+        the records received, released and suppressed."""
+        return {
+            "note": "CUSTODIAN ONLY: describes records that were not released; do not publish this file",
+            "k": self.k,
+            "weekly": self.weekly,
             "periods": [vars(p) for p in self.periods],
             "records_in": sum(p.records_in for p in self.periods),
             "records_out": sum(p.records_out for p in self.periods),
             "suppressed": sum(p.suppressed for p in self.periods),
-            "verified": True,
         }
 
 
@@ -253,13 +295,17 @@ def _distinct_tuples(engine: Engine, population: Population, records_path: str) 
             idx[i] = index[value]
         leaves.append(idx)
     counts = grouped[COUNT_COLUMN].to_numpy(dtype=np.int64)
+    # nobody is a case twice: more records than people means a wrong population table or region
+    per_region = np.bincount(region, weights=counts, minlength=len(population.regions))
+    people = population.counts.sum(axis=1)
+    over = np.flatnonzero(per_region > people)
+    if over.size:
+        r = int(over[0])
+        raise DataError(
+            f"{records_path}: region {population.regions[r]!r} has {int(per_region[r]):,} case records "
+            f"but only {int(people[r]):,} people in the population table"
+        )
     return _Tuples(raw, counts, region, dates.to_numpy().astype("datetime64[D]"), leaves)
-
-
-def record_days(engine: Engine, population: Population, records_path: str = "case records") -> np.ndarray:
-    """The distinct diagnosis days of the records (for :func:`constant_schedule`)."""
-    out: np.ndarray = np.unique(_distinct_tuples(engine, population, records_path).day)
-    return out
 
 
 def plan_period(
@@ -302,6 +348,21 @@ def plan_period(
     return plan, int(tuples.counts[in_period].sum()), int(tuples.counts[kept].sum())
 
 
+def check_custodian_log(log: Path | None, out_dir: Path) -> None:
+    """The custodian log describes unreleased records, so it must lie outside the published folder."""
+    if log is None:
+        return
+    out = Path(os.path.realpath(out_dir))
+    where = Path(os.path.realpath(log))
+    if where == out or where.is_relative_to(out):
+        raise InputError(
+            f"--custodian-log {log}: it lies inside the published folder {out_dir}; "
+            "it describes records that are not released, so write it elsewhere"
+        )
+    if where.is_dir():
+        raise InputError(f"--custodian-log {log}: is a directory; give a file name")
+
+
 def release_cases(
     population: Population,
     engine: Engine,
@@ -312,17 +373,24 @@ def release_cases(
     keep: list[str] | None = None,
     records_path: str = "case records",
     fmt: OutputFormat = "csv",
+    custodian_log: Path | None = None,
 ) -> SurveillanceRelease:
-    """Write, verify and publish one release file per period (see the module docstring).
+    """Write, verify and publish one release file per period with records released (see the module
+    docstring).
 
     ``engine`` reads the case records; ``schedule`` is the weekly schedule or one policy for every
-    week; ``fmt`` is the release files' format (``csv`` or ``parquet``)."""
-    if k < 1:
-        raise InputError(f"--k: k must be >= 1, got {k}")
+    week; ``fmt`` is the release files' format (``csv`` or ``parquet``). A period that is not shared or
+    whose records are all suppressed gets no file, and ``release.json`` names only the files written:
+    nothing published tells of records not released. ``custodian_log`` (a file outside ``out_dir``)
+    receives every period's records in, out and suppressed, after the folder is published."""
+    check_k(k)
+    check_custodian_log(custodian_log, out_dir)
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--format: csv or parquet, got {fmt!r}")
     space = population.space
     keep = keep or []
+    if len(set(keep)) != len(keep):
+        raise InputError(f"--keep: a column is named twice ({', '.join(keep)})")
     for col in keep:
         if col not in engine.columns():
             raise InputError(f"--keep: {records_path} has no column {col!r}")
@@ -338,7 +406,7 @@ def release_cases(
             raise DataError(f"{where}: column 'date': {day} is in no week of the schedule")
     columns = ["region", "date", *space.names, *keep]
     rows = _population_rows(population)
-    result = SurveillanceRelease(Path(out_dir))
+    result = SurveillanceRelease(Path(out_dir), k, weekly, columns, engine.name, fmt)
     output = OutputDirectory(Path(out_dir))
     with output as stage:
         for period in np.unique(periods):
@@ -352,6 +420,12 @@ def release_cases(
             plan, records_in, records_out = plan_period(
                 population, tuples, in_period, node, label, k, columns, fmt
             )
+            if records_out == 0:
+                # every record suppressed: no (empty) file, whose name would tell that records came in
+                result.periods.append(
+                    PeriodRelease(label, space.format(node), None, records_in, 0, records_in)
+                )
+                continue
             name = f"release_{'week_' if weekly else ''}{label}.{fmt}"
             written = engine.write_release(plan, stage / name)
             check = verify_period(stage / name, fmt, population, node, k, columns, label, records_in, rows)
@@ -368,8 +442,8 @@ def release_cases(
             result.periods.append(
                 PeriodRelease(label, code, name, records_in, records_out, records_in - records_out)
             )
-        doc = {"k": k, "weekly": weekly, "columns": columns, "engine": engine.name, "format": fmt}
-        doc.update(result.to_dict())
-        (stage / "release.json").write_text(json.dumps(doc, indent=2) + "\n")
+        (stage / "release.json").write_text(json.dumps(result.published_doc(), indent=2) + "\n")
         output.publish()
+    if custodian_log is not None:
+        atomic_write_text(Path(custodian_log), json.dumps(result.custodian_doc(), indent=2) + "\n")
     return result

@@ -30,19 +30,28 @@ volume); below the smallest volume nothing is shared.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.search.ola import choose_best, find_minimal_nodes
-from safeshare.surveillance.inputs import Population
-from safeshare.surveillance.simulate import VolumeRisk, seeded, upper_quantile
+from safeshare.surveillance.inputs import MAX_COUNT, Population
+from safeshare.surveillance.simulate import (
+    VolumeRisk,
+    available_memory,
+    check_k,
+    check_seed,
+    check_sims,
+    seeded,
+    upper_quantile,
+)
 
 DO_NOT_SHARE = "do not share"
+#: The risk measures a policy can be searched for.
+RISKS = ("pk", "marketer")
 
 
 @dataclass(frozen=True)
@@ -54,16 +63,20 @@ class RiskCriterion:
     quantile: float = 0.975
     sims: int = 1000
     seed: int = 0
+    #: ``pk`` (PK_k of the records of one window) or ``marketer`` (the amortized risk of a cumulative
+    #: release, the paper's supplement: volumes are then the records released so far)
+    risk: str = "pk"
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise InputError(f"--k: k must be >= 1, got {self.k}")
-        if not 0 <= self.threshold <= 1:
+        if self.risk not in RISKS:
+            raise InputError(f"--risk: one of {', '.join(RISKS)}, got {self.risk!r}")
+        check_k(self.k)
+        if not 0 <= self.threshold <= 1:  # NaN fails too
             raise InputError(f"--threshold: a share in [0, 1] is required, got {self.threshold}")
         if not 0 < self.quantile <= 1:
             raise InputError(f"--quantile: a level in (0, 1] is required, got {self.quantile}")
-        if self.sims < 1:
-            raise InputError(f"--sims: at least 1 simulation is required, got {self.sims}")
+        check_sims(self.sims)
+        check_seed(self.seed)
 
 
 @dataclass
@@ -79,6 +92,8 @@ class VolumeResult:
     #: the first region over the threshold: the maximum over all regions for an acceptable policy, a
     #: value above the threshold (not necessarily the maximum) for the others
     upper: dict[Node, float] = field(default_factory=dict)
+    #: the regions searched at this volume: those with at least ``volume`` people (the paper's code too)
+    regions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -90,6 +105,29 @@ class PolicySearch:
     criterion: RiskCriterion
     results: list[VolumeResult]
     elapsed_s: float
+    #: volumes above the people of every region: not searched
+    unsearched: list[int] = field(default_factory=list)
+
+    def volume_notes(self, totals: dict[str, int]) -> str | None:
+        """One line on the volumes some region cannot hold (``None`` when every region holds every
+        volume): which regions each was searched without, and which volumes no region holds."""
+        parts = []
+        for res in self.results:
+            left_out = [r for r in self.regions if r not in res.regions]
+            if left_out:
+                shown = ", ".join(f"{r} ({totals[r]:,})" for r in left_out[:3])
+                more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+                parts.append(f"{res.volume:,} searched without {shown}{more}")
+        if self.unsearched:
+            parts.append(
+                f"{', '.join(f'{v:,}' for v in self.unsearched)} above every region's people: not searched"
+            )
+        if not parts:
+            return None
+        return (
+            "volumes above a region's people (each searched in the regions that can hold it): "
+            + "; ".join(parts)
+        )
 
     def acceptable_at(self, cases: float) -> list[Node]:
         """The acceptable policies for ``cases`` new cases: those of the largest volume <= cases."""
@@ -98,6 +136,15 @@ class PolicySearch:
             if res.volume <= cases:
                 out = res.acceptable
         return out
+
+    def acceptable_upto(self, cases: float) -> list[Node]:
+        """The policies acceptable at some searched volume <= ``cases`` (the paper's code drops a policy
+        found acceptable from the larger volumes: once acceptable, acceptable), in lattice order."""
+        out: set[Node] = set()
+        for res in self.results:
+            if res.volume <= cases:
+                out.update(res.acceptable)
+        return sorted(out)
 
     def min_volume(self) -> dict[Node, int | None]:
         """Per policy, the smallest searched volume at which it is acceptable (Fig. 3)."""
@@ -128,6 +175,47 @@ class PolicySearch:
         return rows
 
 
+class _RegionDraws:
+    """The regions' draws at one volume, kept for the policies checked next, least recently used
+    first out once they hold more than ``budget`` bytes: a category of hundreds of regions does not
+    hold every region's draws at once. An evicted region is drawn again from its own seed stream,
+    so its draws are the same (the search's result does not depend on the budget)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._draws: OrderedDict[str, VolumeRisk] = OrderedDict()
+
+    def get(self, region: str) -> VolumeRisk | None:
+        hit = self._draws.get(region)
+        if hit is not None:
+            self._draws.move_to_end(region)
+        return hit
+
+    def put(self, region: str, risk: VolumeRisk) -> VolumeRisk:
+        self._draws[region] = risk
+        while len(self._draws) > 1 and sum(r.nbytes for r in self._draws.values()) > self.budget:
+            self._draws.popitem(last=False)
+        return risk
+
+
+def check_volumes(volumes: Sequence[int]) -> list[int]:
+    """The distinct volumes, increasing; each a whole number of cases >= 1.
+
+    Volume 0 is refused: zero cases have PK 0 under every policy, so the band ``[0, next)`` would
+    share the finest policy with 1 .. next-1 cases. Below the smallest volume nothing is shared."""
+    vols = sorted({int(v) for v in volumes})
+    if not vols:
+        raise InputError("--volumes: at least one case volume is required")
+    if vols[0] < 1:
+        raise InputError(
+            f"--volumes: {vols[0]} is no case volume (each is a number of cases >= 1: below the smallest "
+            "volume nothing is shared, and zero cases would make every policy acceptable)"
+        )
+    if vols[-1] > MAX_COUNT:
+        raise InputError(f"--volumes: {vols[-1]} is more cases than {MAX_COUNT:,} (the people on Earth)")
+    return vols
+
+
 def search_policies(
     population: Population,
     regions: Sequence[str],
@@ -144,42 +232,51 @@ def search_policies(
     space = population.space
     if not regions:
         raise InputError("no regions to search")
-    vols = sorted({int(v) for v in volumes})
-    if not vols or vols[0] < 0:
-        raise InputError(f"case volumes must be >= 0, got {list(volumes)}")
+    vols = check_volumes(volumes)
     totals = population.totals
     for region in regions:
         population.region_index(region)
-        if totals[region] < vols[-1]:
-            raise InputError(
-                f"region {region!r} has {totals[region]} people, fewer than the case volume {vols[-1]}"
-            )
-    by_size = sorted(regions, key=lambda r: totals[r])  # small regions fail first: checks stop early
+    budget = available_memory() // 4  # the draws kept for re-use; evicted ones are drawn again
     start = time.perf_counter()
     results = []
+    unsearched = []
     for j, v in enumerate(vols):
+        # a volume is searched in the regions that can hold it (at least v people), as the paper's code
+        by_size = sorted((r for r in regions if totals[r] >= v), key=lambda r: totals[r])
+        if not by_size:
+            unsearched.append(v)
+            if progress is not None:
+                progress(j + 1, len(vols))
+            continue
         # draws are made lazily: a region is simulated only when a check reaches it
-        risks: dict[str, VolumeRisk] = {}
+        risks = _RegionDraws(budget)
         upper: dict[Node, float] = {}
 
-        def risk_of(region: str, v: int = v, risks: dict[str, VolumeRisk] = risks) -> VolumeRisk:
+        def risk_of(region: str, v: int = v, risks: _RegionDraws = risks) -> VolumeRisk:
             hit = risks.get(region)
             if hit is None:
                 index = population.region_index(region)
-                hit = risks[region] = VolumeRisk(
-                    population.of(region), v, crit.sims, seeded(crit.seed, index, v)
+                hit = risks.put(
+                    region, VolumeRisk(population.of(region), v, crit.sims, seeded(crit.seed, index, v))
                 )
             return hit
 
-        def predicate(node: Node, v: int = v, upper: dict[Node, float] = upper) -> bool:
-            if 0 < v < crit.k:
+        def predicate(
+            node: Node, v: int = v, upper: dict[Node, float] = upper, by_size: list[str] = by_size
+        ) -> bool:
+            if crit.risk == "pk" and v < crit.k:
                 upper[node] = 1.0  # fewer records than k: every group is smaller than k, PK_k = 1
                 return crit.threshold >= 1.0
             grouping = space.grouping(node)
             worst = 0.0
             for region in by_size:
-                pk = risk_of(region).pk(grouping, crit.k, key=node)
-                worst = max(worst, upper_quantile(pk, crit.quantile))
+                risk = risk_of(region)
+                values = (
+                    risk.pk(grouping, crit.k, key=node)
+                    if crit.risk == "pk"
+                    else risk.marketer(grouping, key=node)
+                )
+                worst = max(worst, upper_quantile(values, crit.quantile))
                 if worst > crit.threshold:
                     break  # one failing region settles it
             upper[node] = worst
@@ -193,23 +290,9 @@ def search_policies(
             minimal, checked, _ = find_minimal_nodes(space.lattice, predicate)
             passing = [n for n in space.policies() if any(space.lattice.leq(m, n) for m in minimal)]
         best, _ = choose_best(minimal, space.precision_loss)
-        results.append(VolumeResult(v, sorted(minimal), sorted(passing), best, checked, upper))
+        results.append(
+            VolumeResult(v, sorted(minimal), sorted(passing), best, checked, upper, tuple(by_size))
+        )
         if progress is not None:
             progress(j + 1, len(vols))
-    return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start)
-
-
-def categorize(population: Population, edges: Sequence[int]) -> dict[str, list[str]]:
-    """Regions by population size: ``edges = [1000, 50000]`` -> ``<1000``, ``1000-50000``, ``>=50000``."""
-    bounds = sorted(int(e) for e in edges)
-    out: dict[str, list[str]] = {}
-    for region, people in population.totals.items():
-        i = int(np.searchsorted(bounds, people, side="right"))
-        if i == 0:
-            name = f"<{bounds[0]}" if bounds else "all"
-        elif i == len(bounds):
-            name = f">={bounds[-1]}"
-        else:
-            name = f"{bounds[i - 1]}-{bounds[i]}"
-        out.setdefault(name, []).append(region)
-    return out
+    return PolicySearch(space, tuple(regions), crit, results, time.perf_counter() - start, unsearched)

@@ -44,8 +44,8 @@ How it is computed (vectorized across simulations; exact, not approximate):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -67,10 +67,76 @@ _BLOCK = 4_000_000
 _CACHE_CELLS = 1 << 17
 
 
+#: Bytes of one int64 block of the volume draw (simulations x populated bins) made at once: the draw is
+#: streamed into the narrow counts block by block, so its int64 output never holds every simulation.
+_DRAW_BLOCK_BYTES = 64 << 20
+#: Share of the available memory a run may plan to use (the rest is the interpreter, pandas, plots...).
+MEMORY_SHARE = 0.8
+
+
+def check_seed(seed: int) -> int:
+    """A seed is a whole number >= 0 (numpy's SeedSequence refuses negative entropy)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"--seed: a whole number >= 0 is required, got {seed!r}")
+    return int(seed)
+
+
 def seeded(seed: int, *key: int) -> np.random.Generator:
     """A generator for one (seed, key...) stream: independent streams per region/volume,
     reproducible whatever else is simulated."""
+    seed = check_seed(seed)
     return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=tuple(int(k) for k in key)))
+
+
+def available_memory() -> int:
+    """Bytes of memory a run may still allocate: psutil's ``available``, or less when the process's
+    address space is limited (``ulimit -v``)."""
+    import resource
+
+    import psutil
+
+    free = int(psutil.virtual_memory().available)
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        free = min(free, max(0, int(limit) - int(psutil.Process().memory_info().vms)))
+    return free
+
+
+def require_memory(needed: int, what: str, hint: str = "use fewer --sims") -> None:
+    """Refuse, with the figures, a computation whose arrays would not fit in the memory available
+    (:data:`MEMORY_SHARE` of it): estimated before anything is allocated, so a run fails in a moment
+    instead of swapping for minutes or being killed."""
+    budget = int(available_memory() * MEMORY_SHARE)
+    if needed > budget:
+        raise InputError(
+            f"{what} would need about {_gib(needed)} of memory, "
+            f"more than the {_gib(budget)} available; {hint}"
+        )
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def volume_bytes(populated_bins: int, volume: int, sims: int, cached: int = 8) -> int:
+    """Peak bytes of one :class:`VolumeRisk`: the narrow counts (populated bins x simulations), up to
+    ``cached`` roll-ups of the same size (the policies the search caches are coarser: a generous bound),
+    and one int64 block of the draw."""
+    narrow = np.dtype(count_dtype(volume)).itemsize
+    block = min(sims, _draw_block(populated_bins)) * populated_bins * 8
+    return (1 + cached) * sims * populated_bins * narrow + block
+
+
+def series_bytes(people: int, total_cases: int, periods: int, sims: int) -> int:
+    """Peak bytes of :func:`draw_series` and :func:`series_risk`: the ordered samples (int32), the window
+    loop's gathered groups (int32) and marketer weights (float64) of as many, the PK and marketer arrays
+    (simulations x periods, float64, and their quantiles), and the people (int32) with numpy's
+    permutation of them (int64)."""
+    return 16 * sims * total_cases + 32 * sims * periods + 12 * people
+
+
+def _draw_block(populated_bins: int) -> int:
+    return max(1, _DRAW_BLOCK_BYTES // (8 * max(1, populated_bins)))
 
 
 def _method(colors: IntArray, volume: int) -> Literal["count", "marginals"]:
@@ -84,11 +150,29 @@ def _method(colors: IntArray, volume: int) -> Literal["count", "marginals"]:
     return "count"
 
 
+#: The largest k accepted (more than any region's people: every record would be at risk).
+MAX_K = 10**10
+
+
+def check_k(k: int) -> int:
+    """``k`` is a whole number in ``[1, MAX_K]``."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"--k: k must be >= 1, got {k!r}")
+    if k > MAX_K:
+        raise InputError(f"--k: k must be at most {MAX_K:,} (more than any region's people), got {k}")
+    return int(k)
+
+
+def check_sims(sims: int) -> int:
+    """``sims`` is a whole number >= 1 (its memory is checked where the draws are sized)."""
+    if isinstance(sims, bool) or not isinstance(sims, (int, np.integer)) or sims < 1:
+        raise InputError(f"--sims: at least 1 simulation is required, got {sims!r}")
+    return int(sims)
+
+
 def _check(population: IntArray, total_cases: int, sims: int, k: int) -> None:
-    if sims < 1:
-        raise InputError(f"--sims: at least 1 simulation is required, got {sims}")
-    if k < 1:
-        raise InputError(f"--k: k must be >= 1, got {k}")
+    check_sims(sims)
+    check_k(k)
     if total_cases < 0:
         raise InputError(f"the number of cases must be >= 0, got {total_cases}")
     people = int(population.sum())
@@ -146,20 +230,35 @@ class VolumeRisk:
         self.sims = sims
         self._populated = np.flatnonzero(population > 0)
         colors = population[self._populated]
+        self._colors = colors
+        require_memory(
+            volume_bytes(colors.size, self.volume, sims),
+            f"--sims {sims}: {sims:,} simulations of {self.volume:,} cases in {colors.size:,} populated bins",
+        )
         dtype = count_dtype(self.volume)
         counts: npt.NDArray[Any]
-        if self.volume == 0 or colors.size == 0:
-            counts = np.zeros((colors.size, sims), dtype=dtype)
-        else:
-            drawn = rng.multivariate_hypergeometric(
-                colors, self.volume, size=sims, method=_method(colors, self.volume)
-            )
-            counts = np.ascontiguousarray(drawn.T, dtype=dtype)
+        counts = np.zeros((colors.size, sims), dtype=dtype)
+        if self.volume and colors.size:
+            # streamed in blocks of simulations (one block, the same draws, up to thousands of them):
+            # the int64 output never holds every simulation, and an interrupt is answered between blocks
+            method = _method(colors, self.volume)
+            step = _draw_block(colors.size)
+            for start in range(0, sims, step):
+                stop = min(sims, start + step)
+                drawn = rng.multivariate_hypergeometric(colors, self.volume, size=stop - start, method=method)
+                counts[:, start:stop] = drawn.T
         #: cache: key -> (group of each populated bin, n groups, groups x sims counts)
         self._cache: dict[object, tuple[IntArray, int, npt.NDArray[Any]]] = {
             "bins": (np.arange(colors.size, dtype=np.int64), colors.size, counts)
         }
         self._records: npt.NDArray[np.int32] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the counts of the bins and of every cached roll-up."""
+        return sum(counts.nbytes for _, _, counts in self._cache.values()) + (
+            self._records.nbytes if self._records is not None else 0
+        )
 
     @property
     def bin_counts(self) -> npt.NDArray[Any]:
@@ -227,6 +326,7 @@ class VolumeRisk:
 
     def at_risk(self, grouping: Grouping, k: int, key: object = None) -> npt.NDArray[np.int64]:
         """Per simulation, the number of records in a group of fewer than ``k`` (``PK_k x volume``)."""
+        check_k(k)
         if self.volume == 0:
             return np.zeros(self.sims, dtype=np.int64)
         # the shared definition of safeshare.risk.measures, along the groups of every simulation
@@ -238,6 +338,21 @@ class VolumeRisk:
         if self.volume == 0:
             return np.zeros(self.sims)
         out: FloatArray = self.at_risk(grouping, k, key) / self.volume
+        return out
+
+    def marketer(self, grouping: Grouping, key: object = None) -> FloatArray:
+        """The marketer (amortized) risk of releasing the drawn cases at once, per simulation:
+        ``(1/v) sum_g f_g / F_g`` (Dankar & El Emam 2010; the paper's supplement), from the rolled-up
+        group counts ``f_g`` and the people ``F_g`` of each group. Its expectation is exactly ``J/N``
+        (``J`` groups with people, ``N`` people) under uniform sampling; merging groups never raises it
+        (``(a+c)/(b+d) <= max(a/b, c/d)``), so it is monotone along the lattice for every draw."""
+        if self.volume == 0:
+            return np.zeros(self.sims)
+        dense, n_groups = self._dense(grouping)
+        people = np.bincount(dense, weights=self._colors, minlength=n_groups)
+        counts = self._counts(grouping, key)  # groups x sims
+        # the shared definition of safeshare.risk.measures, along the groups of every simulation
+        out: FloatArray = np.asarray(marketer_risk(counts, people[:, None], axis=0), dtype=np.float64)
         return out
 
     def pk_records(self, grouping: Grouping, k: int) -> FloatArray:
@@ -273,15 +388,24 @@ class SeriesDraw:
 
 
 def draw_series(
-    population: IntArray, cases: Sequence[int] | IntArray, sims: int, rng: np.random.Generator
+    population: IntArray,
+    cases: Sequence[int] | IntArray,
+    sims: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SeriesDraw:
-    """Draw the cases of every period without replacement from the region's people."""
+    """Draw the cases of every period without replacement from the region's people (``progress(done,
+    sims)`` is called as the simulations are drawn)."""
     population = np.asarray(population, dtype=np.int64)
     cases_arr = np.asarray(cases, dtype=np.int64)
     if (cases_arr < 0).any():
         raise InputError(f"period {int(np.flatnonzero(cases_arr < 0)[0]) + 1}: negative number of cases")
     total = int(cases_arr.sum())
     _check(population, total, sims, 1)
+    require_memory(
+        series_bytes(int(population.sum()), total, cases_arr.size, sims),
+        f"--sims {sims}: {sims:,} simulations of a series of {total:,} cases",
+    )
     populated = np.flatnonzero(population > 0)
     colors = population[populated]
     if total:
@@ -289,8 +413,11 @@ def draw_series(
         # order), looked up to its bin; several times faster than shuffling hypergeometric counts
         person_bin = np.repeat(np.arange(colors.size, dtype=np.int32), colors)
         order = np.empty((sims, total), dtype=np.int32)
+        every = max(1, sims // 100)
         for sim in range(sims):
             order[sim] = person_bin[rng.choice(person_bin.size, total, replace=False, shuffle=True)]
+            if progress is not None and (sim + 1) % every == 0:
+                progress(sim + 1, sims)
     else:
         order = np.zeros((sims, 0), dtype=np.int32)
     period = np.repeat(np.arange(cases_arr.size, dtype=np.int64), cases_arr)
@@ -299,11 +426,24 @@ def draw_series(
 
 @dataclass(frozen=True)
 class SeriesRisk:
-    """Per simulation and period: PK_k of the lagging window and marketer risk of the cumulative release."""
+    """Per simulation and period: PK_k of the lagging window and marketer risk of the cumulative release.
+
+    ``weight`` holds, per simulation and period, ``sum 1 / F_g(r)`` over the period's records (the
+    marketer risk's numerator, period by period: a release whose periods are generalized by different
+    policies adds each period's weight under its own policy); ``pk_more`` the PK of further ``k``."""
 
     pk: FloatArray  # sims x periods
     marketer: FloatArray  # sims x periods
     window_cases: IntArray  # records in each period's lagging window
+    weight: FloatArray | None = None  # sims x periods
+    k: int = 0
+    pk_more: dict[int, FloatArray] = field(default_factory=dict)
+
+    def pk_of(self, k: int) -> FloatArray:
+        """PK_k for ``k`` (the main one or one of ``ks``)."""
+        if k == self.k or (not self.k and not self.pk_more):
+            return self.pk
+        return self.pk_more[k]
 
     def band(self, what: str = "pk") -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(mean, lower, upper)`` per period (lower/upper: the 2.5% and 97.5% quantiles)."""
@@ -323,27 +463,43 @@ def _groups_of(draw: SeriesDraw, grouping: Grouping) -> tuple[IntArray, int, Flo
     return out_dense, n_groups, people
 
 
-def series_risk(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def series_risk(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The risk of releasing the drawn cases under one policy (see the module docstring), by whichever
     of two exact computations touches fewer cells: the window loop (:func:`series_risk_windows`,
     ``sims x cases x lag``) or the dense counts (:func:`series_risk_dense`, ``sims x periods x
-    groups``, for coarse policies: measured 2-3x faster up to ~100 groups over 200 periods)."""
+    groups``, for coarse policies: measured 2-3x faster up to ~100 groups over 200 periods). ``ks``:
+    further values of k measured on the same windows (``SeriesRisk.pk_of``)."""
     _check_series_args(k, lag)
     group_of_bin = np.asarray(grouping[0], dtype=np.int64)[draw.populated]
     n_groups = np.unique(group_of_bin).size
     if draw.cases.size * n_groups <= draw.order.shape[1]:
-        return series_risk_dense(draw, grouping, k, lag)
-    return series_risk_windows(draw, grouping, k, lag)
+        return series_risk_dense(draw, grouping, k, lag, ks)
+    return series_risk_windows(draw, grouping, k, lag, ks)
+
+
+#: The longest lagging window accepted, in periods (about 27 years of days).
+MAX_LAG = 10_000
+
+
+def check_lag(lag: int) -> int:
+    """``lag`` is a whole number of periods in ``[1, MAX_LAG]``."""
+    if isinstance(lag, bool) or not isinstance(lag, (int, np.integer)) or not 1 <= lag <= MAX_LAG:
+        raise InputError(
+            f"--lag: the lagging window must be a whole number of periods in [1, {MAX_LAG:,}], got {lag!r}"
+        )
+    return int(lag)
 
 
 def _check_series_args(k: int, lag: int) -> None:
-    if k < 1:
-        raise InputError(f"--k: k must be >= 1, got {k}")
-    if lag < 1:
-        raise InputError(f"--lag: the lagging window must be >= 1 period, got {lag}")
+    check_k(k)
+    check_lag(lag)
 
 
-def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def series_risk_windows(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The window loop: the records of period ``t``'s lagging window are one contiguous slice of every
     simulation's sequence, so each window is one ``bincount`` over ``simulations x groups`` and one
     gather (simulations in cache-sized chunks). The marketer risk needs no counts: ``sum_g f_g / F_g``
@@ -354,16 +510,18 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
     the class sizes of every window would cost the dense path's memory at fine policies); it is tested
     equal to those shared definitions (``tests/test_surveillance_simulate.py``)."""
     _check_series_args(k, lag)
+    more = _more_ks(k, ks)
     sims, periods = draw.order.shape[0], draw.cases.size
     dense, n_groups, people = _groups_of(draw, grouping)
     cum_cases = np.concatenate([[0], np.cumsum(draw.cases)])
     first = cum_cases[np.maximum(np.arange(1, periods + 1) - lag, 0)]
     window = cum_cases[1:] - first
-    pk = np.zeros((sims, periods))
+    pks = {kk: np.zeros((sims, periods)) for kk in (k, *more)}
     marketer = np.zeros((sims, periods))
+    weight = np.zeros((sims, periods))
     nonempty = np.flatnonzero(draw.cases > 0)
     if not nonempty.size:
-        return SeriesRisk(pk, marketer, window.astype(np.int64))
+        return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
     # simulations in chunks whose (chunk x groups) count array stays in cache: bincount zero-fills its
     # whole output each call, which for all simulations at fine policies cost more than the counting
     chunk = max(1, min(sims, _CACHE_CELLS // max(1, n_groups)))
@@ -379,18 +537,27 @@ def series_risk_windows(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: 
         for t, lo, hi in spans:
             keys = groups[:, lo:hi].ravel()
             size = np.bincount(keys, minlength=c * n_groups)
-            pk[start:stop, t] = (size[keys] < k).reshape(c, hi - lo).sum(axis=1) / (hi - lo)
+            sizes = size[keys]
+            for kk, pk in pks.items():
+                pk[start:stop, t] = (sizes < kk).reshape(c, hi - lo).sum(axis=1) / (hi - lo)
         # marketer: sum_g f_g / F_g = the sum of 1 / F_g(r) over the released records
-        per_period = np.zeros((c, periods))
+        per_period = weight[start:stop]
         weights = weight_of_bin[draw.order[start:stop]]
         per_period[:, nonempty] = np.add.reduceat(weights, cum_cases[nonempty], axis=1)
         marketer[start:stop] = np.divide(
             np.cumsum(per_period, axis=1), cumulative, out=np.zeros((c, periods)), where=cumulative > 0
         )
-    return SeriesRisk(pk, marketer, window.astype(np.int64))
+    return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
 
 
-def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1) -> SeriesRisk:
+def _more_ks(k: int, ks: Sequence[int]) -> list[int]:
+    """The further values of k (checked), without ``k`` itself and without repeats."""
+    return [check_k(kk) for kk in dict.fromkeys(ks) if kk != k]
+
+
+def series_risk_dense(
+    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+) -> SeriesRisk:
     """The risk from dense ``sims x periods x groups`` counts (chunked) and their cumulative sums,
     measured by the shared :func:`~safeshare.risk.measures.pk_share` and
     :func:`~safeshare.risk.measures.marketer_risk`; used for coarse policies, tested equal to the window
@@ -404,8 +571,11 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
     people = np.bincount(dense, weights=draw.population, minlength=n_groups)
     cum_cases = np.concatenate([[0], np.cumsum(draw.cases)])
     window = cum_cases[1:] - cum_cases[np.maximum(np.arange(1, periods + 1) - lag, 0)]
-    pk = np.zeros((sims, periods))
+    more = _more_ks(k, ks)
+    pks = {kk: np.zeros((sims, periods)) for kk in (k, *more)}
     marketer = np.zeros((sims, periods))
+    weight = np.zeros((sims, periods))
+    inverse = 1.0 / np.maximum(people, 1)
     chunk = max(1, _BLOCK // max(1, periods * n_groups))
     for start in range(0, sims, chunk):
         stop = min(sims, start + chunk)
@@ -418,9 +588,11 @@ def series_risk_dense(draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: in
         if lag < periods:
             lagged[:, lag:] = cum[:, : periods - lag]
         # the class sizes of every window and cumulative release, measured by the shared definitions
-        pk[start:stop] = pk_share(cum - lagged, k, axis=2)
+        for kk, pk in pks.items():
+            pk[start:stop] = pk_share(cum - lagged, kk, axis=2)
         marketer[start:stop] = marketer_risk(cum, people, axis=2)
-    return SeriesRisk(pk, marketer, window.astype(np.int64))
+        weight[start:stop] = per_period @ inverse
+    return SeriesRisk(pks[k], marketer, window.astype(np.int64), weight, k, {kk: pks[kk] for kk in more})
 
 
 def simulate_series(

@@ -4,6 +4,7 @@ No real census, case or forecast data can be shipped, so the examples are
 generated here, reproducibly::
 
     python -m safeshare.surveillance.synthetic --out examples/surveillance --seed 1
+    python -m safeshare.surveillance.synthetic --nation --out NATION --seed 1   # 200 counties, ~10 MB
 
 Regions are fake FIPS codes of a non-existent state 99 (``99001``, ...). The
 population of each region is a multinomial draw over the default fine bins
@@ -177,6 +178,87 @@ def case_records_frame(
     return pd.DataFrame(rows)
 
 
+#: The synthetic nation: counties per category of the paper's Table 2 (people from, to), 200 in all.
+NATION = (
+    (10, 200, 1_000),
+    (100, 1_000, 50_000),
+    (35, 50_000, 100_000),
+    (45, 100_000, 1_000_000),
+    (10, 1_000_000, 3_000_000),
+)
+#: New cases per person per day at the waves' base rate (about 2% of the people infected in 20 weeks).
+NATION_RATE = 8e-5
+
+
+def nation_frames(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
+    """A SYNTHETIC nation of 200 counties over the paper's five population-size categories: the
+    population table, daily cases (two waves, county-specific timing and size, fewer reports on
+    weekends) and 1 wk ahead point forecasts (the true weekly totals times a biased log-normal error).
+    Regions are fake FIPS codes of non-existent states 80-83."""
+    space = default_space()
+    age = _age_shares()
+    t = np.arange(DAYS, dtype=float)
+    weekday = t.astype(int) % 7
+    rhythm = np.where((weekday == 0) | (weekday == 6), 0.55, 1.12)
+    sizes = np.concatenate(
+        [np.exp(rng.uniform(np.log(lo), np.log(hi), n)).astype(np.int64) for n, lo, hi in NATION]
+    )
+    rows: list[pd.DataFrame] = []
+    cases: dict[str, np.ndarray] = {}
+    base_race = np.array([0.60, 0.13, 0.01, 0.06, 0.002, 0.06, 0.04])
+    for i, people in enumerate(sizes):
+        fips = f"{80 + i // 50}{(i % 50) * 2 + 1:03d}"
+        race = rng.dirichlet(base_race * 40)
+        hispanic = float(rng.beta(2, 10))
+        probs = np.einsum(
+            "a,r,s,e->arse", age, race, np.array([0.51, 0.49]), np.array([hispanic, 1 - hispanic])
+        )
+        counts = rng.multinomial(int(people), probs.ravel()).reshape(space.shape)
+        a, r, x, e = np.nonzero(counts)
+        rows.append(
+            pd.DataFrame(
+                {
+                    "region": fips,
+                    "age": a,
+                    "race": np.asarray(DEFAULT_RACES)[r],
+                    "sex": np.asarray(space.dimensions[2].leaves)[x],
+                    "ethnicity": np.asarray(space.dimensions[3].leaves)[e],
+                    "count": counts[a, r, x, e],
+                }
+            )
+        )
+        first, second = rng.uniform(30, 70), rng.uniform(95, 125)
+        wave = 0.3 + 2.5 * np.exp(-(((t - first) / 14) ** 2)) + 4.0 * np.exp(-(((t - second) / 16) ** 2))
+        rate = NATION_RATE * float(rng.lognormal(0.0, 0.4))
+        cases[fips] = rng.poisson(people * rate * wave * rhythm).astype(np.int64)
+    forecasts = forecast_frame(cases, rng)
+    return {
+        "population.csv": pd.concat(rows, ignore_index=True),
+        "cases_long.csv": case_series_frame(cases),
+        "forecasts.csv": forecasts[forecasts["type"] == "point"].reset_index(drop=True),
+    }
+
+
+def generate_nation(out: Path, seed: int) -> list[Path]:
+    """Write the SYNTHETIC nation (:func:`nation_frames`) into ``out``; returns the files written."""
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in nation_frames(rng).items():
+        path = out / name
+        frame.to_csv(path, index=False, lineterminator="\n")
+        written.append(path)
+    readme = out / "README.md"
+    readme.write_text(
+        "SYNTHETIC surveillance inputs: a nation of 200 made-up counties over the paper's five\n"
+        "population-size categories (fake FIPS codes of non-existent states 80-83), written by\n"
+        f"`python -m safeshare.surveillance.synthetic --nation --out DIR --seed {seed}`.\n"
+        "None of it describes real people or places.\n"
+    )
+    written.append(readme)
+    return written
+
+
 def generate(out: Path, seed: int) -> list[Path]:
     """Write every synthetic example into ``out``; returns the files written."""
     rng = np.random.default_rng(seed)
@@ -202,8 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="directory to write the CSV files into")
     parser.add_argument("--seed", type=int, default=1, help="seed of the generator (default 1)")
+    parser.add_argument(
+        "--nation", action="store_true", help="a nation of 200 counties over the paper's five categories"
+    )
     args = parser.parse_args(argv)
-    for path in generate(args.out, args.seed):
+    for path in (generate_nation if args.nation else generate)(args.out, args.seed):
         print(f"{path} ({path.stat().st_size:,} bytes)")
     return 0
 

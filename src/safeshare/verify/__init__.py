@@ -30,19 +30,24 @@ Checks:
   :mod:`safeshare.verify.risk`, :mod:`safeshare.verify.small_cells`,
   :mod:`safeshare.verify.population_bins`): one
   explicit table, filled by no import side effect. A model without an entry is
-  refused, never trusted.
+  refused, never trusted;
+* pseudonyms and shifted dates (:mod:`safeshare.verify.identifiers`), when the
+  expectations carry them (:func:`with_identifiers`): recomputed from the key for every
+  released record. Without them, a column with an identifier role is not allowed in the
+  release at all (:func:`allowed_release_columns`), so such a release cannot pass unchecked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from safeshare.numerics import suppression_limit
+from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.population_bins import check_population_bins
 from safeshare.verify.risk import check_risk
@@ -61,9 +66,12 @@ def _literal(text: str) -> str:
 #: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
 RELEASED_ROLES = frozenset({"quasi", "sensitive", "insensitive"})
 
+#: Roles whose columns are released transformed by a key: allowed only with their check.
+IDENTIFIER_ROLES = frozenset({"pseudonym", "shifted_date"})
+
 
 def allowed_release_columns(
-    header: Sequence[str], roles: Mapping[str, str], default_role: str | None
+    header: Sequence[str], roles: Mapping[str, str], default_role: str | None, identifiers: bool = False
 ) -> list[str]:
     """The release's columns, in input order, from the configuration alone.
 
@@ -71,8 +79,11 @@ def allowed_release_columns(
     name as configured; ``default_role``: the role of unlisted columns
     (``None``: they have none, hence are not allowed). Plain strings, so that
     this module depends on nothing of the search or of the release plan.
+    ``identifiers``: whether ``pseudonym`` and ``shifted_date`` columns are allowed
+    (only when the verifier re-checks them: :func:`with_identifiers`).
     """
-    return [c for c in header if str(roles.get(c, default_role)) in RELEASED_ROLES]
+    allowed = RELEASED_ROLES | IDENTIFIER_ROLES if identifiers else RELEASED_ROLES
+    return [c for c in header if str(roles.get(c, default_role)) in allowed]
 
 
 @dataclass
@@ -87,6 +98,10 @@ class Expectations:
     k: int = 1
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     delimiter: str = ","
+    #: pseudonyms and shifted dates to recompute from the key (:mod:`safeshare.verify.identifiers`)
+    identifiers: IdentifierExpectations | None = None
+    #: the allowed labels are every level's (a locally recoded release: :func:`expectations_any_level`)
+    any_level: bool = False
 
 
 @dataclass
@@ -176,7 +191,8 @@ def judge_release(
     for qi in qis:
         bad = sorted(labels[qi] - expected.allowed_labels[qi])
         if bad:
-            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of its chosen level")
+            where = "any level of its hierarchy" if expected.any_level else "its chosen level"
+            failures.append(f"column {qi!r} has value {bad[0]!r}, not a label of {where}")
     if records_out and qis and min_size < expected.k:
         failures.append(f"an equivalence class has {min_size} records, fewer than k = {expected.k}")
     return suppressed
@@ -219,6 +235,8 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         else:
             records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
+        if expected.identifiers is not None:
+            failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if records_out and qis:
             group = ", ".join(f"CAST({_quote(q)} AS VARCHAR)" for q in qis)
             for name, params in expected.models.items():
@@ -265,3 +283,59 @@ def expectations_for(
         delimiter=delimiter,
     )
 
+
+def expectations_any_level(
+    columns: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    hierarchy_rows: Mapping[str, Sequence[Sequence[str]]],
+    records_in: int,
+    max_suppression: float,
+    models: Mapping[str, Mapping[str, Any]],
+    delimiter: str = ",",
+) -> Expectations:
+    """:class:`Expectations` of a release that mixes generalization levels per record (local
+    recoding, :mod:`safeshare.workflows.local_recoding`).
+
+    Every QI value must be a label of the QI's configured hierarchy at *some* level (the
+    labels come from the hierarchies, never from the plan that chose the levels); the classes
+    are the records with identical released values, as for any release, so k-anonymity and
+    every model of :data:`EXTRA_CHECKS` are re-checked on them by :func:`verify_release`
+    unchanged, and so is the suppression limit over the whole input.
+    """
+    allowed = {qi: {str(label) for row in hierarchy_rows[qi] for label in row} for qi in quasi_identifiers}
+    k = int(models.get("k-anonymity", {}).get("k", 1))
+    return Expectations(
+        columns=list(columns),
+        quasi_identifiers=list(quasi_identifiers),
+        allowed_labels=allowed,
+        records_in=records_in,
+        max_suppression=max_suppression,
+        k=k,
+        models={name: dict(p) for name, p in models.items()},
+        delimiter=delimiter,
+        any_level=True,
+    )
+
+
+def with_identifiers(
+    expected: Expectations,
+    header: Sequence[str],
+    roles: Mapping[str, str],
+    default_role: str | None,
+    identifiers: IdentifierExpectations | None,
+) -> Expectations:
+    """``expected`` with its pseudonym and shifted-date columns allowed and re-checked.
+
+    The columns are recomputed from the configuration's roles with the identifier roles
+    allowed, and ``identifiers`` (built from the configuration and the key:
+    :meth:`IdentifierExpectations.from_schema`) is attached; ``None`` leaves ``expected``
+    as it is (no identifier column is then allowed in the release).
+    """
+    if identifiers is None:
+        return expected
+    columns = allowed_release_columns(header, roles, default_role, identifiers=True)
+    treated = {c for c in header if str(roles.get(c, default_role)) in IDENTIFIER_ROLES}
+    if treated != set(identifiers.columns):
+        missing = sorted(treated ^ set(identifiers.columns))
+        raise ValueError(f"the identifier checks and the roles disagree on column {missing[0]!r}")
+    return replace(expected, columns=columns, identifiers=identifiers)

@@ -83,4 +83,3 @@ def check_m_concealing(
             f"(largest {largest:.6g}, 1/m = {1 / largest:.4g})"
         ]
     return []
-

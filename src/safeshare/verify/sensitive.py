@@ -305,4 +305,3 @@ def _hierarchical(
     finally:
         con.execute(f"DROP TABLE {anc_name}")
         con.execute(f"DROP TABLE {par_name}")
-

@@ -1,4 +1,4 @@
-"""The anonymization workflow (thesis §4.3; DESIGN.md "Data flow").
+"""The anonymization workflow (thesis §4.3; docs/architecture.md, the data flow).
 
 ::
 
@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.config.algorithms import ALGORITHMS, make_strategy
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.lattice import Node
@@ -32,12 +34,10 @@ from safeshare.data.schema import Schema
 from safeshare.errors import InputError
 from safeshare.metrics.loss import InformationLoss, all_metric_values, make_metric
 from safeshare.models.base import NodeAssessment, PrivacyCriterion, PrivacyModel
-from safeshare.search.context import SearchContext
+from safeshare.search.context import Prepared, SearchContext
 from safeshare.search.memo import MemoizedCriterion
 from safeshare.search.progress import Progress
 from safeshare.search.result import SearchResult
-from safeshare.workflows.algorithms import ALGORITHMS, make_algorithm
-from safeshare.workflows.spec import AnonymizationSpec
 
 
 @dataclass
@@ -67,6 +67,9 @@ class AnonymizationResult:
     classes: Classes | None
     assessment: NodeAssessment | None
     timings: dict[str, float] = field(default_factory=dict)
+    #: what the strategy searched and releases: the input's records, or (epsilon-safe) a sample of
+    #: them, with what the preparation adds to the report; ``None`` when the search ran on a given table
+    prepared: Prepared | None = field(default=None, repr=False)
     #: node -> records failing the privacy models there, from the search's evaluations
     #: (reused by :func:`tradeoff`: the count does not depend on the suppression limit).
     failing: dict[Node, int] = field(default_factory=dict, repr=False)
@@ -231,7 +234,7 @@ class AnonymizationResult:
 class Anonymizer:
     """Find the optimal full-domain generalization of a table (thesis §4.3).
 
-    Built from one :class:`~safeshare.workflows.spec.AnonymizationSpec`, passed
+    Built from one :class:`~safeshare.config.spec.AnonymizationSpec`, passed
     whole: ``Anonymizer(spec)``. The short form of the Python API,
     ``Anonymizer(schema, [KAnonymity(5)], max_suppression=0.05, metric="entropy")``,
     builds that spec from the schema, the models and keyword options (the
@@ -251,7 +254,7 @@ class Anonymizer:
         self.spec = spec
         # Models over sensitive attributes learn the schema's sensitive columns here.
         self.criterion = spec.criterion()
-        self.strategy = make_algorithm(spec.algorithm, spec.algorithm_options)
+        self.strategy = make_strategy(spec.algorithm, spec.options)
 
     @property
     def schema(self) -> Schema:
@@ -265,15 +268,36 @@ class Anonymizer:
     def algorithm(self) -> str:
         return self.spec.algorithm
 
+    @property
+    def prepares(self) -> bool:
+        """Whether the strategy prepares its records before the search (epsilon-safe samples)."""
+        return hasattr(self.strategy, "prepare")
+
+    def prepare(self, engine: Engine) -> Prepared:
+        """The records the strategy searches and releases: ``engine``'s, unless the strategy
+        prepares them (epsilon-safe draws its Bernoulli sample here, thesis §4.5.4)."""
+        hook = getattr(self.strategy, "prepare", None)
+        if hook is None:
+            return Prepared(engine)
+        prepared: Prepared = hook(engine, self.schema, self.criterion)
+        return prepared
+
     def fit(
         self, engine: Engine, table: FrequencyTable | None = None, progress: Progress | None = None
     ) -> AnonymizationResult:
-        """Read the data through ``engine`` (or use a prepared ``table``) and search."""
+        """Prepare the records (:meth:`prepare`), read them through ``engine`` (or use a
+        ``table`` of the prepared records) and search."""
         timings: dict[str, float] = {}
+        start = time.perf_counter()
+        prepared = self.prepare(engine) if table is None else Prepared(engine)
+        if prepared.engine is not engine:
+            timings["prepare"] = time.perf_counter() - start
         if table is None:
-            table, t = build_frequency_table(engine, self.schema, self.criterion.sensitive_columns)
+            table, t = build_frequency_table(prepared.engine, self.schema, self.criterion.sensitive_columns)
             timings.update(t)
-        return self.fit_table(table, timings, progress=progress)
+        result = self.fit_table(table, timings, progress=progress)
+        result.prepared = prepared
+        return result
 
     def fit_table(
         self,

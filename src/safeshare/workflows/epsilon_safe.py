@@ -8,29 +8,27 @@ frequency table of the sampled records and runs the strategy through
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.tabulate import build_frequency_table
 from safeshare.data.engines.base import Engine
-from safeshare.dp.drbg import CryptoRandom
 from safeshare.dp.epsilon_safe import (
     NON_DP_WARNING,
     EpsilonSafeParams,
     EpsilonSafeStrategy,
     NodeDistribution,
+    check_epsilon_safe_schema,
     node_distribution,
     single_k,
 )
 from safeshare.dp.parameters import DPSParameters, format_log10
-from safeshare.dp.sampling import SampleDraw, sample_engine
-from safeshare.errors import ConfigError, InputError
-from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.dp.sampling import SampleDraw
+from safeshare.errors import ConfigError
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.spec import AnonymizationSpec
 
 __all__ = [
     "NON_DP_WARNING",
@@ -52,10 +50,6 @@ class EpsilonSafeResult:
     distribution: NodeDistribution
     timings: dict[str, float] = field(default_factory=dict)
 
-    def report(self) -> dict[str, Any]:
-        """Extra report.json entries (the search's own figures are in ``result.summary()``)."""
-        return {**self.draw.summary(), "suppression_limit_enforced": False}
-
 
 @dataclass
 class EpsilonSafeDryRun:
@@ -64,6 +58,8 @@ class EpsilonSafeDryRun:
     distribution: NodeDistribution
     draw: SampleDraw
     dps: DPSParameters
+    #: where ``distribution.csv`` and ``distribution.json`` were published (when they were)
+    path: Path | None = None
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -91,8 +87,9 @@ class EpsilonSafeAnonymizer:
     validated: its schema (every released column must be a QI), its one k-anonymity model
     (every class smaller than k is suppressed), its suppression limit (which shapes the
     utility, not enforced), its Prec weights, and ``algorithm_options["params"]``, the
-    :class:`EpsilonSafeParams` (built by :meth:`safeshare.config.RunConfig.spec` from the
-    ``dp:`` section and the command line). The sample is added at run time.
+    :class:`EpsilonSafeParams`. :meth:`fit` is :meth:`Anonymizer.fit` (the strategy draws
+    the sample in its ``prepare`` step, as every strategy that prepares its records);
+    :meth:`dry_run` computes the distribution without drawing a node.
     """
 
     def __init__(self, spec: AnonymizationSpec) -> None:
@@ -105,75 +102,37 @@ class EpsilonSafeAnonymizer:
         self.params: EpsilonSafeParams = spec.algorithm_options["params"]
         self.max_suppression = spec.max_suppression
         self.prec_weights = dict(spec.prec_weights)
-        self._refuse_release = (
-            not self.params.make_utility().differentially_private and not self.params.allow_non_dp
-        )
 
     def check_schema(self, columns: Sequence[str]) -> None:
         """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
-        self.schema.check_columns(columns)
-        qis = set(self.schema.quasi_identifiers)
-        for column in self.schema.released_columns(columns):
-            if column not in qis:
-                role = self.schema.role(column)
-                raise ConfigError(
-                    f"epsilon-safe anonymization treats every released column as a quasi-identifier "
-                    f"(thesis 4.5.2): column {column!r} has role {role.value}; give it role quasi with a "
-                    "hierarchy, or role identifying to drop it"
-                )
-        for qi in self.schema.quasi_identifiers:
-            spec = self.schema.hierarchy_spec(qi)
-            if not isinstance(spec, Hierarchy) and not getattr(spec, "data_independent", False):
-                raise ConfigError(
-                    f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
-                    "builder, whose levels depend on the data; give it a hierarchy file"
-                )
-
-    def _sample(self, engine: Engine) -> tuple[Engine, SampleDraw, DPSParameters, CryptoRandom]:
-        self.check_schema(engine.columns())
-        n_input = engine.n_records()
-        if n_input < self.k:
-            raise InputError(f"k = {self.k} exceeds the number of records ({n_input})")
-        dps = self.params.dps(self.k, n_input)  # fails early on impossible parameters
-        rng = CryptoRandom(self.params.seed)
-        sampled, draw = sample_engine(engine, self.params.beta, rng)
-        if draw.records_sampled < self.k:
-            raise InputError(
-                f"only {draw.records_sampled} of {n_input} records were sampled "
-                f"(beta = {self.params.beta:g}), fewer than k = {self.k}"
-            )
-        return sampled, draw, dps, rng
+        check_epsilon_safe_schema(self.schema, columns)
 
     def dry_run(self, engine: Engine) -> EpsilonSafeDryRun:
         """Sample and compute the distribution over every node, without drawing one."""
-        sampled, draw, dps, _ = self._sample(engine)
-        table, _ = build_frequency_table(sampled, self.schema)
+        strategy = EpsilonSafeStrategy(self.params)
+        prepared = strategy.prepare(engine, self.schema, self.criterion)
+        assert strategy.draw is not None and strategy.records_before_sampling is not None
+        dps = self.params.dps(self.k, strategy.records_before_sampling)
+        table, _ = build_frequency_table(prepared.engine, self.schema)
         dist = node_distribution(
-            table, self.k, self.max_suppression, self.params, draw.records_in, self.prec_weights or None
+            table,
+            self.k,
+            self.max_suppression,
+            self.params,
+            strategy.draw.records_in,
+            self.prec_weights or None,
         )
-        return EpsilonSafeDryRun(dist, draw, dps)
+        return EpsilonSafeDryRun(dist, strategy.draw, dps)
 
     def fit(self, engine: Engine) -> EpsilonSafeResult:
         """Sample, draw a node, and prepare the release of the sampled records."""
-        if self._refuse_release:
-            raise ConfigError(
-                "sensitivity 'thesis' is not differentially private: a release needs allow_non_dp "
-                "(--allow-non-dp); use --dry-run to study it"
-            )
-        start = time.perf_counter()
-        sampled, draw, dps, rng = self._sample(engine)
-        timings = {"sample": time.perf_counter() - start}
-        options: dict[str, Any] = {
-            **self.spec.algorithm_options,
-            "records_before_sampling": draw.records_in,
-            "generator": rng.stream("mechanism"),
-        }
-        if self.prec_weights:
-            options["prec_weights"] = self.prec_weights
-        spec = dataclasses.replace(self.spec, metric="prec", algorithm_options=options)
-        anonymizer = Anonymizer(spec)
-        result = anonymizer.fit(sampled)
-        result.timings = {**timings, **result.timings}
+        anonymizer = Anonymizer(self.spec)
+        result = anonymizer.fit(engine)
         strategy = anonymizer.strategy
         assert isinstance(strategy, EpsilonSafeStrategy) and strategy.distribution is not None
-        return EpsilonSafeResult(result, sampled, draw, dps, strategy.distribution, result.timings)
+        assert strategy.draw is not None and result.prepared is not None
+        assert strategy.records_before_sampling is not None
+        dps = self.params.dps(self.k, strategy.records_before_sampling)
+        return EpsilonSafeResult(
+            result, result.prepared.engine, strategy.draw, dps, strategy.distribution, result.timings
+        )

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
+from safeshare.core.evaluation import Evaluator
+from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
-from safeshare.errors import InputError, VerificationError
+from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
-from safeshare.report.content import column_treatments, portable_paths, report_warnings
+from safeshare.report.content import portable_paths, report_warnings
+from safeshare.risk.measures import risk_measures
 from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
@@ -35,17 +38,59 @@ from safeshare.verify import (
     verify_release,
 )
 from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.result import (
+    Provenance,
+    Release,
+    UtilityOutcome,
+    choice_of,
+    input_profile,
+    output_of,
+    privacy_of,
+)
 
 
 @dataclass
 class PublishedRelease:
-    """Where the outputs went, and the report that describes them."""
+    """Where the outputs went, and the :class:`Release` that describes them."""
 
     release: Path
     report_json: Path
     report_html: Path
-    report: dict[str, Any]
+    result: Release
     verification: Verification
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """report.json (:attr:`Release.report`)."""
+        return self.result.report
+
+
+@dataclass
+class ReleaseContext:
+    """What a release's report says besides the search's result (all optional).
+
+    Attributes
+    ----------
+    config: the configuration file (reported by its name only).
+    source: the input file (reported relative to the configuration's directory).
+    settings: the validated configuration, every key (report.json's ``provenance.settings``).
+    population_size: N of the risk section; ``None``: the input is the whole population.
+    input_table: the frequency table of the whole input when the search ran on a sample of
+        it (epsilon-safe): the risk section then compares the input with the sampled release.
+    tradeoff: the suppression / loss curve (:func:`~safeshare.workflows.anonymizer.tradeoff`).
+    m_concealing: report.json's ``m``, ``inverse_m`` and ``m_concealing`` of the release.
+    timings: seconds of earlier phases (reading the input, ...).
+    """
+
+    config: str | Path | None = None
+    source: str | Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    population_size: int | None = None
+    input_table: FrequencyTable | None = None
+    tradeoff: list[dict[str, Any]] | None = None
+    tradeoff_skipped: str | None = None
+    m_concealing: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -78,127 +123,282 @@ def release_expectations(
     )
 
 
+def check_releasable(
+    result: AnonymizationResult, population_size: int | None, input_records: int | None = None
+) -> None:
+    """Refuse, before anything is written, a result without a node or an impossible N."""
+    if not result.found:
+        stop = result.search.extra.get("stop_reason")
+        if result.search.extra.get("search") == "anytime" and stop in ("time_limit", "max_evaluations"):
+            raise InputError(
+                f"the anytime search found no qualifying node before its {str(stop).replace('_', ' ')}; "
+                "raise time_limit or max_evaluations"
+            )
+        raise InputError(
+            "no generalization satisfies the privacy models within the suppression limit "
+            f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
+        )
+    records = input_records if input_records is not None else result.table.n_records
+    if population_size is not None and population_size < records:
+        raise InputError(f"population_size {population_size} is smaller than the input ({records} records)")
+
+
+def stage_release(
+    result: AnonymizationResult,
+    engine: Engine,
+    stage: Path,
+    fmt: OutputFormat,
+    delimiter: str,
+    timings: dict[str, float],
+) -> Verification:
+    """Apply the chosen node to every record of ``engine`` into ``stage`` and verify the file.
+
+    Raises :class:`VerificationError` when the written release fails the independent check
+    (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
+    """
+    input_columns = engine.columns()
+    plan = result.release_plan(input_columns, fmt, delimiter)
+    name = release_name(fmt)
+    start = time.perf_counter()
+    written = engine.write_release(plan, stage / name)
+    timings["apply"] = time.perf_counter() - start
+    start = time.perf_counter()
+    expected = release_expectations(result, input_columns, delimiter)
+    verification = verify_release(stage / name, fmt, expected)
+    if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
+        from safeshare.verify.spark import verify_release_spark
+
+        again = verify_release_spark(cast(Any, engine).spark, stage / name, expected)
+        verification.checks[engine.name] = again.to_dict()
+        verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
+        verification.passed = verification.passed and again.passed
+    timings["verify"] = time.perf_counter() - start
+    if not verification.passed:
+        raise VerificationError(
+            "the written release failed its independent privacy check: " + "; ".join(verification.failures)
+        )
+    if written != verification.records_out:
+        raise VerificationError(
+            f"the engine wrote {written} records but the release holds {verification.records_out}"
+        )
+    if verification.suppressed_records != result.suppressed_records:
+        raise VerificationError(
+            f"{verification.suppressed_records} records were suppressed, "
+            f"the search expected {result.suppressed_records}"
+        )
+    return verification
+
+
+def build_release(
+    result: AnonymizationResult,
+    engine: Engine,
+    fmt: OutputFormat,
+    delimiter: str,
+    context: ReleaseContext,
+    verification: Verification | None,
+    out_dir: Path | None,
+    timings: Mapping[str, float],
+) -> Release:
+    """The :class:`Release` of ``result`` (written to ``out_dir`` and verified, or not written)."""
+    input_columns = engine.columns()
+    released_columns = result.schema.released_columns(input_columns)
+    config, source = portable(context.config, context.source)
+    sampling = (
+        dict(result.prepared.report) if result.prepared is not None and result.prepared.sampled else None
+    )
+    records = context.input_table.n_records if context.input_table is not None else result.records_in
+    seeds = {"dp": result.search.extra["seed"]} if "seed" in result.search.extra else {}
+    release = Release(
+        input=input_profile(result, source, input_columns, released_columns, records),
+        choice=choice_of(result),
+        output=output_of(result, release_name(fmt), fmt, out_dir),
+        privacy=privacy_of(result),
+        risk=release_risk(result, context.population_size, context.input_table),
+        utility=UtilityOutcome(
+            tradeoff=tuple(context.tradeoff) if context.tradeoff is not None else None,
+            tradeoff_skipped=context.tradeoff_skipped,
+            m_concealing=context.m_concealing,
+        ),
+        provenance=Provenance(
+            config=config,
+            settings=dict(context.settings),
+            version=_version(),
+            seeds=seeds,
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            engine=engine.name,
+            engine_settings=engine.settings(),
+        ),
+        verification=verification,
+        sampling=sampling,
+        timings=dict(timings),
+        peak_rss_mb=peak_rss_mb(),
+        fit=result,
+    )
+    release.warnings = report_warnings(release.report)
+    return release
+
+
+def write_reports(release: Release, directory: Path, html: bool = True) -> None:
+    """report.json (:attr:`Release.report`) and report.html (rendered from it) into ``directory``."""
+    if html:
+        from safeshare.report.html import render_report
+
+        start = time.perf_counter()
+        release.timings["report"] = 0.0
+        atomic_write_text(directory / "report.html", render_report(release.report))
+        release.timings["report"] = time.perf_counter() - start
+    atomic_write_text(
+        directory / "report.json", json.dumps(release.report, indent=2, default=_json_default) + "\n"
+    )
+
+
 def write_release(
     result: AnonymizationResult,
     engine: Engine,
     out_dir: Path,
     fmt: OutputFormat = "csv",
     delimiter: str = ",",
-    report: dict[str, Any] | None = None,
     html: bool = True,
     population_size: int | None = None,
+    context: ReleaseContext | None = None,
 ) -> PublishedRelease:
     """Apply the chosen node to every record, verify the written file, report, publish.
 
-    ``report`` holds extra entries for report.json (configuration, timings of
-    earlier phases, trade-off curve...). ``population_size`` (N) is the population the risk
-    section assumes (:mod:`safeshare.risk.report_risk`); ``None``: the input is the population.
+    ``engine`` holds the records the search ran on (for epsilon-safe, the sample:
+    ``result.prepared.engine``). ``population_size`` (N) is the population the risk
+    section assumes; ``None``: the input is the population. ``context`` adds what the
+    report says besides the result (the configuration, the trade-off curve, ...).
 
     Raises :class:`InputError` when no node qualifies and
     :class:`VerificationError` when the written release fails verification;
     in both cases nothing is written to ``out_dir``.
     """
-    if not result.found:
-        raise InputError(
-            "no generalization satisfies the privacy models within the suppression limit "
-            f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
-        )
-    if population_size is not None and population_size < result.table.n_records:
-        raise InputError(
-            f"population_size {population_size} is smaller than the input ({result.table.n_records} records)"
-        )
+    context = context or ReleaseContext(population_size=population_size)
+    if population_size is not None:
+        context.population_size = population_size
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"output path {out_dir} exists and is not a directory")
-    timings = dict(result.timings)
-    input_columns = engine.columns()
-    plan = result.release_plan(input_columns, fmt, delimiter)
-    name = release_name(fmt)
+    check_releasable(
+        result,
+        context.population_size,
+        context.input_table.n_records if context.input_table is not None else None,
+    )
     output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
     with output as stage:
-        start = time.perf_counter()
-        written = engine.write_release(plan, stage / name)
-        timings["apply"] = time.perf_counter() - start
-        start = time.perf_counter()
-        expected = release_expectations(result, input_columns, delimiter)
-        verification = verify_release(stage / name, fmt, expected)
-        if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
-            from safeshare.verify.spark import verify_release_spark
-
-            again = verify_release_spark(cast(Any, engine).spark, stage / name, expected)
-            verification.checks[engine.name] = again.to_dict()
-            verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
-            verification.passed = verification.passed and again.passed
-        timings["verify"] = time.perf_counter() - start
-        if not verification.passed:
-            raise VerificationError(
-                "the written release failed its independent privacy check: "
-                + "; ".join(verification.failures)
-            )
-        if written != verification.records_out:
-            raise VerificationError(
-                f"the engine wrote {written} records but the release holds {verification.records_out}"
-            )
-        if verification.suppressed_records != result.suppressed_records:
-            raise VerificationError(
-                f"{verification.suppressed_records} records were suppressed, "
-                f"the search expected {result.suppressed_records}"
-            )
-        doc: dict[str, Any] = {
-            "safeshare_version": _version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "engine": engine.name,
-            "engine_settings": {**engine.settings(), "peak_rss_mb": peak_rss_mb()},
-            "release": name,
-            **result.summary(),
-            "verified": True,
-            "verification": verification.to_dict(),
-            "class_size_histogram": class_size_histogram(result),
-            "risk": risk_section(input_class_sizes(result), result.released_class_sizes, population_size),
-        }
-        for key, value in (report or {}).items():
-            doc.setdefault(key, value)
-        doc.setdefault("columns", column_treatments(result.schema, input_columns, plan.columns))
-        portable_paths(doc)
-        doc["warnings"] = [*doc.get("warnings", []), *report_warnings(doc)]
-        start = time.perf_counter()
-        timings["report"] = 0.0
-        doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
-        if html:
-            from safeshare.report.html import render_report
-
-            atomic_write_text(stage / "report.html", render_report(doc))
-        timings["report"] = time.perf_counter() - start
-        doc["elapsed_s"] = {k: round(v, 6) for k, v in timings.items()}
-        atomic_write_text(stage / "report.json", json.dumps(doc, indent=2, default=_json_default) + "\n")
+        release = _write_into(result, engine, stage, fmt, delimiter, context, html, out_dir)
         output.publish()  # seal, swap atomically with the previous output, discard it
+    assert release.verification is not None
+    name = release_name(fmt)
     return PublishedRelease(
         release=out_dir / name,
         report_json=out_dir / "report.json",
         report_html=out_dir / "report.html",
-        report=doc,
-        verification=verification,
+        result=release,
+        verification=release.verification,
     )
+
+
+def write_release_files(
+    result: AnonymizationResult,
+    engine: Engine,
+    directory: Path,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    context: ReleaseContext | None = None,
+    html: bool = True,
+) -> Release:
+    """:func:`write_release` into a new ``directory`` inside a private stage that is published
+    as a whole later (``sweep --write-releases``): written and verified, not locked or swapped."""
+    context = context or ReleaseContext()
+    check_releasable(result, context.population_size)
+    directory.mkdir(parents=True, exist_ok=False)
+    return _write_into(result, engine, directory, fmt, delimiter, context, html, directory)
+
+
+def _write_into(
+    result: AnonymizationResult,
+    engine: Engine,
+    stage: Path,
+    fmt: OutputFormat,
+    delimiter: str,
+    context: ReleaseContext,
+    html: bool,
+    out_dir: Path,
+) -> Release:
+    timings = {**context.timings, **result.timings}
+    verification = stage_release(result, engine, stage, fmt, delimiter, timings)
+    release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
+    write_reports(release, stage, html)
+    return release
+
+
+def release_risk(
+    result: AnonymizationResult, population_size: int | None, input_table: FrequencyTable | None = None
+) -> dict[str, Any]:
+    """report.json's ``risk``: the input's and the release's risk, same estimator, same N.
+
+    When the search ran on the input (``input_table`` is ``None``), the input's classes
+    are those of the search's table (:func:`input_class_sizes`). When it ran on a sample
+    of the input (epsilon-safe), ``input_table`` is the whole input's table: its classes
+    are the input side, N is ``population_size`` or the input's record count, and, when
+    the input is the population, every released class's population size ``F_j`` is
+    counted exactly on the input at the chosen node.
+    """
+    if input_table is None:
+        return risk_section(input_class_sizes(result), result.released_class_sizes, population_size)
+    sizes = Evaluator(input_table).classes(input_table.lattice.bottom).nonempty
+    doc = risk_section(sizes, result.released_class_sizes, population_size)
+    if population_size is None and result.node is not None and doc["release"] is not None:
+        f, F = released_population_sizes(result, input_table)
+        exact = risk_measures(f, F, doc["population_size"], doc["threshold"]).to_dict()
+        exact["estimated"] = False
+        exact["B_estimate"] = doc["release"]["B_estimate"]
+        doc["release"] = exact
+        doc["population"] = (
+            "the input, taken as the whole population; the release is a sample of it (exact risks)"
+        )
+    return doc
+
+
+def released_population_sizes(
+    result: AnonymizationResult, population: FrequencyTable
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes ``f_j`` of the released classes and ``F_j`` of the same classes in ``population``.
+
+    Classes are matched by their generalized labels at the chosen node (the two tables
+    share the QIs and the data-independent hierarchies).
+    """
+    import pandas as pd
+
+    assert result.node is not None
+    qis = list(result.table.qi_names)
+    rows = result.released_rows
+    sample = result.table.labels_at(result.node)[rows]
+    sample["_f"] = result.table.counts[rows]
+    f = sample.groupby(qis, sort=False)["_f"].sum()
+    whole = population.labels_at(result.node)
+    whole["_F"] = population.counts
+    F = whole.groupby(qis, sort=False)["_F"].sum()
+    joined = pd.concat([f, F], axis=1, join="inner")
+    if len(joined) != len(f):
+        raise DataError("a released class is not in the input: the input changed since the sample was drawn")
+    return joined["_f"].to_numpy(np.int64), joined["_F"].to_numpy(np.int64)
+
+
+def portable(config: str | Path | None, source: str | Path | None) -> tuple[str | None, str | None]:
+    """The configuration by its name and the input relative to the configuration's directory."""
+    doc: dict[str, Any] = {"config": str(config) if config is not None else None, "input": source}
+    if source is not None:
+        doc["input"] = str(source)
+    portable_paths(doc)
+    return doc["config"], doc["input"]
 
 
 def input_class_sizes(result: AnonymizationResult) -> np.ndarray:
     """Sizes of the input's classes on the raw quasi-identifiers (the lattice's bottom node)."""
     bottom = result.table.lattice.bottom
     return result.evaluator.classes(bottom).nonempty
-
-
-def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:
-    """Released classes by size, in bins 1, 2, ..., 10, 11-20, 21-50, ... (for the HTML report)."""
-    sizes = result.released_class_sizes
-    edges = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001]
-    out = []
-    for lo, hi in zip(edges, [*edges[1:], None], strict=True):
-        mask = sizes >= lo if hi is None else (sizes >= lo) & (sizes < hi)
-        count = int(mask.sum())
-        if count or (hi is not None and hi <= 11):
-            label = str(lo) if hi == lo + 1 else (f"{lo}+" if hi is None else f"{lo}-{hi - 1}")
-            out.append({"label": label, "low": lo, "classes": count, "records": int(sizes[mask].sum())})
-    return out
 
 
 def _version() -> str:

@@ -35,16 +35,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from safeshare.config.spec import AnonymizationSpec
+from safeshare.config_checks import parse_fractions
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
+from safeshare.data.engines.base import Engine
 from safeshare.errors import ConfigError, InputError
 from safeshare.metrics.loss import metric_name
 from safeshare.models.k_anonymity import KAnonymity, check_k
-from safeshare.options import parse_fractions
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.spec import AnonymizationSpec
+from safeshare.workflows.monitor import SILENT, Monitor
 
 #: Columns of sweep.csv, in order.
 SWEEP_COLUMNS = (
@@ -121,7 +123,7 @@ class SweepGrid:
         """The grid from command-line lists (``"5,25,100"``, ``"0,0.01,0.05,10%"``, ``"prec,entropy"``).
 
         Suppression limits are fractions of the records or explicit percents, as
-        ``anonymize --max-suppression`` (:func:`safeshare.options.parse_fraction`).
+        ``anonymize --max-suppression`` (:func:`safeshare.config_checks.parse_fraction`).
         """
         ks = []
         for item in _parse_list(k, "--k"):
@@ -242,6 +244,8 @@ class SweepResult:
     utility: dict[str, Any] | None = None
     compare_thesis: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    #: the published directory (set by :func:`sweep`)
+    path: Path | None = None
 
     @property
     def baseline_accuracy(self) -> float | None:
@@ -290,9 +294,8 @@ class SweepResult:
         """Write sweep.csv, sweep.json (with ``meta``), the accuracy table and the figures
         into ``directory``; returns the paths written.
 
-        The files are written one by one: to publish a sweep atomically, write it
-        into a staging directory (:func:`safeshare.io.staging_directory`) and
-        :func:`safeshare.io.publish` it, as ``safeshare sweep`` does.
+        The files are written one by one: to publish a sweep atomically, write it into
+        the stage of a :class:`safeshare.io.OutputDirectory`, as :func:`sweep` does.
         """
         from safeshare.io import atomic_write_text
 
@@ -432,3 +435,99 @@ class Sweep:
             compare_thesis=compare_thesis,
             timings=timings,
         )
+
+
+def sweep(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> SweepResult:
+    """``safeshare sweep CONFIG --out DIR``: the configuration's search over a grid of k x
+    suppression limit x metric on one frequency table (thesis §6.1.1-6.1.2).
+
+    Writes ``sweep.csv`` (one row per configuration), ``sweep.json`` and the thesis'
+    Fig. 6.1-style plot ``loss_vs_suppression.png/.svg``; with ``utility`` also
+    ``accuracy_table.csv`` (Table 6.1) and ``loss_vs_accuracy.png/.svg`` (Fig. 6.2); with
+    ``write_releases`` every configuration's verified release. The directory is published
+    as one unit (:class:`~safeshare.io.OutputDirectory`).
+
+    Keywords are the command's options: ``out``, ``k`` (values of k), ``max_suppression``
+    (fractions or percents), ``metric`` (lists, or comma texts), ``utility``, ``test``,
+    ``target``, ``test_skip_rows``, ``missing``, ``strip_target_dot``, ``compare_thesis``,
+    ``write_releases``, ``plots``.
+    """
+    from safeshare.config import load_config
+    from safeshare.config.commands import SweepOptions
+    from safeshare.config.commands import options as validated
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
+    from safeshare.io import OutputDirectory
+    from safeshare.utility.thesis import is_thesis_setting
+    from safeshare.workflows.anonymizer import build_frequency_table
+    from safeshare.workflows.utility import utility_task
+
+    started = time.perf_counter()
+    opts = validated(SweepOptions, options)
+    cfg = load_config(config)
+    grid = SweepGrid(
+        tuple(opts.k), tuple(round(f * 100.0, 9) for f in opts.max_suppression), tuple(opts.metric)
+    )
+    runner = Sweep(cfg.spec(), grid)
+    output = OutputDirectory(opts.out)
+    output.preflight()
+    task = None
+    engine: Engine
+    t0 = time.perf_counter()
+    with monitor.phase("reading the data"):
+        if opts.utility:
+            engine, task = utility_task(cfg, opts)
+        else:
+            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
+    read_s = time.perf_counter() - t0
+    try:
+        with monitor.phase("building the frequency table"):
+            table, table_timings = build_frequency_table(engine, cfg.schema, runner.sensitive_columns)
+            evaluator = Evaluator(table)
+        thesis = bool(opts.compare_thesis)
+        if opts.compare_thesis is None and task is not None:
+            assert opts.target is not None
+            thesis = is_thesis_setting(cfg.schema.quasi_identifiers, opts.target)
+        with output as stage:
+            on_result = _release_writer(cfg, engine, stage / "releases") if opts.write_releases else None
+            with monitor.progress("sweep", len(grid)) as advance:
+                result = runner.run(
+                    table,
+                    evaluator,
+                    utility=task,
+                    compare_thesis=thesis,
+                    on_result=on_result,
+                    progress=(lambda i, row: advance(i + 1)) if advance is not None else None,
+                )
+            result.timings = {"read": read_s, **table_timings, **result.timings}
+            result.timings["total"] = time.perf_counter() - started
+            meta = {
+                "config": Path(config).name,
+                "input": cfg.settings()["input"].get("path"),
+                "algorithm": cfg.algorithm,
+                "privacy_models": {m.name: m.params() for m in runner.base_models},
+                "test": Path(opts.test).name if opts.test is not None else None,
+                "releases_written": opts.write_releases,
+                "settings": cfg.settings(),
+            }
+            result.write(stage, meta, opts.plots)
+            output.publish()
+    finally:
+        engine.close()
+    result.path = Path(opts.out)
+    return result
+
+
+def _release_writer(cfg: Any, engine: Any, directory: Path) -> OnResult:
+    """Write each configuration's verified release into ``directory/k{K}_sup{S}_{metric}``."""
+    from safeshare.workflows.release import ReleaseContext, write_release_files
+
+    def write(row: SweepRow, result: AnonymizationResult) -> None:
+        if not result.found:
+            return
+        name = f"k{row.k}_sup{row.max_suppression_pct:g}_{row.metric}"
+        context = ReleaseContext(config=cfg.path, source=cfg.source.path, settings=cfg.settings())
+        write_release_files(
+            result, engine, directory / name, cfg.release_format, cfg.output_delimiter, context
+        )
+
+    return write

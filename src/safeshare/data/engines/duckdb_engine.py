@@ -83,10 +83,9 @@ the column's name. (DuckDB's own CSV quoting differs: it quotes empty strings,
 
 Known differences with the memory engine:
 
-* Parquet/SQL ``TIMESTAMP``: pandas pads fractional seconds to the precision
-  of the whole column (``03:04:05.000`` when another row has milliseconds),
-  DuckDB prints each value minimally (``03:04:05``). ``BLOB``, ``TIME``,
-  ``INTERVAL`` and nested types: DuckDB's ``CAST`` text.
+* ``BLOB``, ``TIME``, ``INTERVAL`` and nested types: DuckDB's ``CAST`` text.
+  (Timestamps agree: the memory engine renders each value as DuckDB's ``CAST``,
+  :func:`safeshare.data.source.timestamp_text`; a time-zone aware one in UTC on both.)
 * ``UBIGINT`` values above ``2**63-1``: digits here; the memory engine's
   ``astype("Int64")`` wraps them around (``2**64-1`` becomes ``-1``).
 * CSV: errors where pandas reads something: mixed line endings (``\\n`` and
@@ -124,7 +123,8 @@ import pandas as pd
 import psutil
 import pyarrow as pa
 
-from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
+from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
     check_unique_names,
@@ -195,6 +195,8 @@ def text_expression(column_sql: str, duckdb_type: str) -> str:
         return f"CASE WHEN {c} IS NULL OR isnan({d}) THEN '' ELSE CAST({d} AS VARCHAR) END"
     if t == "VARCHAR":
         return f"COALESCE({c}, '')"
+    if t == "TIMESTAMP WITH TIME ZONE":  # UTC, not the session's time zone: the machine's
+        return f"COALESCE(CAST(timezone('UTC', {c}) AS VARCHAR) || '+00', '')"
     return f"COALESCE(CAST({c} AS VARCHAR), '')"
 
 
@@ -325,6 +327,10 @@ SQL = Callable[[str], str]
 
 def _same(x: str) -> str:
     return x
+
+
+def _coalesced(x: str) -> str:
+    return f"COALESCE({x}, '')"
 
 
 @dataclass(frozen=True)
@@ -462,6 +468,7 @@ class DuckDBEngine(Engine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | Path | None = None,
+        identifiers: IdentifierTreatment | None = None,
     ) -> None:
         default_memory, default_threads = machine_defaults()
         self._setup(str(source.path), source.missing)
@@ -494,6 +501,8 @@ class DuckDBEngine(Engine):
                 self._init_parquet(source)
             else:
                 self._init_csv(source)
+            if identifiers is not None:
+                self._treat(identifiers)
         except BaseException:
             self.close()
             raise
@@ -513,6 +522,14 @@ class DuckDBEngine(Engine):
         self._groups: tuple[frozenset[int], str] | None = None
         self._uid = f"{os.getpid()}_{next(_counter)}"
         self._registered: list[str] = []
+        #: with an identifier treatment: the columns and scan as read, before it (see _treat)
+        self._raw_columns: list[_Column] = []
+        self._source_scan: Callable[[], str] = lambda: ""
+        self._treated: dict[int, str] = {}  # column index -> SQL of its treated text over __t
+        self._treatment_joins: list[str] = []
+        self._treatment_reads: list[int] = []
+        self._temp_tables: list[str] = []
+        self._restore_optimizers: str | None = None
         #: the memory limit the release's COPY ran with, when it was raised above the connection's
         self._release_memory_limit: str | None = None
 
@@ -539,6 +556,7 @@ class DuckDBEngine(Engine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | Path | None = None,
+        identifiers: IdentifierTreatment | None = None,
     ) -> DuckDBEngine:
         """An engine over a table/view name or a ``SELECT`` query of an open connection.
 
@@ -576,6 +594,12 @@ class DuckDBEngine(Engine):
         names = [str(r[0]) for r in described]
         self._typed_columns(names, names, [str(r[1]) for r in described], strip=strip)
         self._scan = lambda: f"SELECT * FROM {relation_sql}"
+        if identifiers is not None:
+            try:
+                self._treat(identifiers)
+            except BaseException:
+                self.close()
+                raise
         return self
 
     # ------------------------------------------------------------------ reading
@@ -687,15 +711,23 @@ class DuckDBEngine(Engine):
             check_unique_names(fields, str(source.path))
         return len(fields), fields if source.header else []
 
-    def _text(self, relation: str, keys: dict[int, str], keep: Sequence[str] = ()) -> str:
+    def _text(
+        self,
+        relation: str,
+        keys: dict[int, str],
+        keep: Sequence[str] = (),
+        columns: Sequence[_Column] | None = None,
+    ) -> str:
         """``relation`` -> columns ``__v{i}``, the text of column ``i`` whose key is ``keys[i]``.
 
         One projection level per normalization step; ``keep`` (column names of
-        ``relation``) are passed through.
+        ``relation``) are passed through. ``columns``: the column definitions (default:
+        the engine's; the raw ones, before the identifier treatment, where it reads those).
         """
+        cols = self._columns if columns is None else columns
         sql, refs = relation, dict(keys)
         for level in range(3):
-            exprs = [f"{self._columns[i].steps[level](ref)} AS __v{i}" for i, ref in refs.items()]
+            exprs = [f"{cols[i].steps[level](ref)} AS __v{i}" for i, ref in refs.items()]
             sql = f"SELECT {', '.join([*exprs, *keep])} FROM ({sql})"
             refs = {i: f"__v{i}" for i in refs}
         return sql
@@ -724,6 +756,19 @@ class DuckDBEngine(Engine):
                 if self._field_count_error(exc):
                     continue
                 raise DataError(f"{action} {self.label}: {one_line(exc)}") from None
+
+    def _joins_as_written_sql(self) -> str:
+        """The ``disabled_optimizers`` value that keeps joins as written: every record probes
+        the small hash tables on the right. DuckDB cannot estimate a CSV scan's size and, left
+        to itself, may build a hash table of all the records (out of memory at a million)."""
+        optimizers = self._setting("disabled_optimizers")
+        return quote_literal(
+            ",".join(dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN]))
+        )
+
+    def _joins_as_written(self) -> contextlib.AbstractContextManager[None]:
+        """For the duration of the block: joins as written (:meth:`_joins_as_written_sql`)."""
+        return self._temporarily("disabled_optimizers", self._joins_as_written_sql())
 
     def _field_count_error(self, exc: duckdb.Error) -> bool:
         """On DuckDB's "Expected Number of Columns" error: raise the one-line error naming the
@@ -766,6 +811,174 @@ class DuckDBEngine(Engine):
             name, self._groups = self._groups[1], None
             with contextlib.suppress(duckdb.Error):
                 self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    # ------------------------------------------------------------------ identifiers
+    def _treat(self, treatment: IdentifierTreatment) -> None:
+        """Build the treatment's mapping tables, then read every record through them.
+
+        From here on :meth:`_scan` is :meth:`_treated_scan`: the input's scan with each
+        treated column replaced by its treated text (a VARCHAR column under the same
+        name), so that :meth:`grouped_counts`, :meth:`n_records` and :meth:`write_release`
+        see treated values only. The raw columns and scan stay for
+        :meth:`raw_grouped_batches`. The tables are temporary tables of the connection,
+        built in Python over distinct texts (:mod:`safeshare.data.identifiers.treatment`):
+        the key never appears in SQL.
+        """
+        names = self.columns()
+        for column in treatment.read_columns:
+            self._index(column)
+        self._raw_columns = list(self._columns)
+        self._source_scan = self._scan
+        absent = ", ".join(quote_literal(t) for t in sorted(missing_set(self._missing)))
+        uid = f"{self._uid}_{next(_counter)}"
+        treated: dict[int, str] = {}
+        joins: list[str] = []
+        try:
+            for j, shifted in enumerate(treatment.shifted_dates):
+                d, p = self._index(shifted.name), self._index(shifted.person)
+                persons = self._table(f"__safeshare_shift_{uid}_{j}", "v VARCHAR, s INTEGER")
+                for chunk in self._distinct_texts(p, present=d, skip_missing=False):
+                    shifts = treatment.shift_map(shifted, chunk, self._missing)
+                    self._insert(
+                        persons, {"v": pa.array(chunk, pa.string()), "s": pa.array(shifts, pa.int32())}
+                    )
+                dates = self._table(f"__safeshare_days_{uid}_{j}", "v VARCHAR, o INTEGER")
+                first, last = None, None
+                for chunk in self._distinct_texts(d):
+                    days = treatment.day_map(shifted, chunk)
+                    first = min([*days, *([first] if first is not None else [])])
+                    last = max([*days, *([last] if last is not None else [])])
+                    self._insert(dates, {"v": pa.array(chunk, pa.string()), "o": pa.array(days, pa.int32())})
+                texts = self._table(f"__safeshare_dates_{uid}_{j}", "o INTEGER, t VARCHAR")
+                if first is not None and last is not None:
+                    span = list(treatment.day_range(shifted, first, last))
+                    text = treatment.day_texts(shifted, span)
+                    self._insert(texts, {"o": pa.array(span, pa.int32()), "t": pa.array(text, pa.string())})
+                joins += [
+                    f"LEFT JOIN {persons} AS __sp{j} ON __sp{j}.v = __t.__v{p}",
+                    f"LEFT JOIN {dates} AS __sd{j} ON __sd{j}.v = __t.__v{d}",
+                    f"LEFT JOIN {texts} AS __st{j} ON __st{j}.o = __sd{j}.o + __sp{j}.s",
+                ]
+                treated[d] = f"CASE WHEN __t.__v{d} IN ({absent}) THEN __t.__v{d} ELSE __st{j}.t END"
+            for j, pseudonym in enumerate(treatment.pseudonyms):
+                i = self._index(pseudonym.name)
+                table = self._table(f"__safeshare_pseudonyms_{uid}_{j}", "v VARCHAR, h VARCHAR")
+                for chunk in self._distinct_texts(i):
+                    hashed = treatment.pseudonym_map(pseudonym, chunk)
+                    self._insert(
+                        table, {"v": pa.array(chunk, pa.string()), "h": pa.array(hashed, pa.string())}
+                    )
+                row = _single_row(self.con.execute(f"SELECT COUNT(*), COUNT(DISTINCT h) FROM {table}"))
+                assert row is not None
+                treatment.check_pseudonyms(pseudonym, int(row[0]), int(row[1]))
+                joins.append(f"LEFT JOIN {table} AS __ip{j} ON __ip{j}.v = __t.__v{i}")
+                treated[i] = f"CASE WHEN __t.__v{i} IN ({absent}) THEN __t.__v{i} ELSE __ip{j}.h END"
+        except UnplacedValue as exc:
+            raise located(exc, self.label, names, self.source, self._missing) from None
+        self._treated = treated
+        self._treatment_reads = sorted({*treated, *(self._index(c) for c in treatment.person_columns)})
+        self._treatment_joins = joins
+        self._columns = [
+            _Column(c.name, c.raw, _same, (_coalesced, _same, _same)) if i in treated else c
+            for i, c in enumerate(self._raw_columns)
+        ]
+        self._drop_groups()
+        # every statement now joins the mapping tables: keep those joins as written, from here on
+        # (a caller's connection gets its setting back at close)
+        self._restore_optimizers = self._setting("disabled_optimizers")
+        self.con.execute(f"SET disabled_optimizers = {self._joins_as_written_sql()}")
+        self._scan = self._treated_scan
+        self.identifiers = treatment
+
+    def _treated_scan(self) -> str:
+        """The input's scan with the treated columns replaced (see :meth:`_treat`)."""
+        raw = self._raw_columns
+        reads = self._treatment_reads
+        keys = ", ".join(f"{raw[i].key_sql()} AS __k{i}" for i in reads)
+        keyed = f"SELECT *, {keys} FROM ({self._source_scan()})"
+        text = self._text(keyed, {i: f"__k{i}" for i in reads}, keep=[c.raw for c in raw], columns=raw)
+        select = ", ".join(
+            f"{self._treated[i]} AS {c.raw}" if i in self._treated else f"__t.{c.raw} AS {c.raw}"
+            for i, c in enumerate(raw)
+        )
+        return f"SELECT {select} FROM ({text}) AS __t {' '.join(self._treatment_joins)}"
+
+    def _table(self, name: str, columns: str) -> str:
+        """A new temporary table, dropped by :meth:`close`."""
+        self.con.execute(f"CREATE TEMP TABLE {name} ({columns})")
+        self._temp_tables.append(name)
+        return name
+
+    def _insert(self, table: str, columns: dict[str, pa.Array]) -> None:
+        name = f"__safeshare_rows_{self._uid}_{next(_counter)}"
+        self.con.register(name, pa.table(columns))
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+        finally:
+            self.con.unregister(name)
+
+    def _distinct_texts(
+        self, i: int, present: int | None = None, skip_missing: bool = True, batch: int = 1_000_000
+    ) -> Iterator[list[str]]:
+        """The distinct texts of raw column ``i`` (without missing ones when ``skip_missing``),
+        over the records where raw column ``present`` is not missing, in lists of ``batch``.
+
+        Held once as Arrow text (a few bytes a value) while the batches are treated."""
+        raw = self._raw_columns
+        wanted = [i] if present is None else sorted({i, present})
+        absent = ", ".join(quote_literal(t) for t in sorted(missing_set(self._missing)))
+        conditions = ([f"__v{i} NOT IN ({absent})"] if skip_missing else []) + (
+            [f"__v{present} NOT IN ({absent})"] if present is not None else []
+        )
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+
+        def sql(scan: str) -> str:
+            keys = ", ".join(f"{raw[k].key_sql()} AS __k{k}" for k in wanted)
+            text = self._text(
+                f"SELECT DISTINCT {keys} FROM ({scan})", {k: f"__k{k}" for k in wanted}, columns=raw
+            )
+            return f"SELECT DISTINCT __v{i} FROM ({text}){where}"
+
+        values = self._materialized(lambda: sql(self._source_scan())).column(0)
+        for start in range(0, len(values), batch):
+            yield [str(v) for v in values.slice(start, batch).to_pylist()]
+
+    def _materialized(self, make_sql: Callable[[], str]) -> pa.Table:
+        """The result of a query over the input as an Arrow table: stored by :meth:`_run` (its
+        error handling) in a temporary table first, then read once as Arrow."""
+        name = f"__safeshare_result_{self._uid}_{next(_counter)}"
+        self._run(lambda _: f"CREATE TEMP TABLE {name} AS {make_sql()}")
+        try:
+            return self.con.sql(f"SELECT * FROM {name}").to_arrow_table()
+        finally:
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    def raw_grouped_batches(
+        self, columns: Sequence[str], batch_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The input's distinct tuples of ``columns`` before the identifier treatment, with counts."""
+        if self.identifiers is None:
+            yield from super().raw_grouped_batches(columns, batch_rows)
+            return
+        raw = self._raw_columns
+        indices = list(dict.fromkeys(self._index(c) for c in columns))
+
+        def sql(scan: str) -> str:
+            keys = ", ".join(f"{raw[i].key_sql()} AS __k{i}" for i in indices)
+            distinct = f"SELECT {keys}, COUNT(*) AS __n FROM ({scan}) GROUP BY ALL"
+            text = self._text(distinct, {i: f"__k{i}" for i in indices}, keep=["__n"], columns=raw)
+            outs = ", ".join(f"__v{i} AS {quote_identifier(raw[i].name)}" for i in indices)
+            return (
+                f"SELECT {outs}, CAST(SUM(__n) AS BIGINT) AS {quote_identifier(COUNT_COLUMN)} "
+                f"FROM ({text}) GROUP BY ALL"
+            )
+
+        table = self._materialized(lambda: sql(self._source_scan()))
+        if table.num_rows == 0:
+            yield table.to_pandas()
+            return
+        for chunk in table.to_batches(max_chunksize=batch_rows):
+            yield chunk.to_pandas()
 
     # ------------------------------------------------------------------ Engine API
 
@@ -868,19 +1081,13 @@ class DuckDBEngine(Engine):
                 query = f"SELECT {select} FROM ({source}) AS __src {join}{order_by}"
                 return f"COPY ({query}) TO {target_sql} ({options})"
 
-            # The joins as written: every record probes small hash tables. DuckDB cannot estimate
-            # a CSV scan's size and, left to itself, may build a hash table of all the records.
-            optimizers = self._setting("disabled_optimizers")
-            disabled = ",".join(
-                dict.fromkeys([*filter(None, optimizers.split(",")), *_KEEP_JOINS_AS_WRITTEN])
-            )
             release_memory: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
             if self._default_memory:  # the default limit, raised for large releases
                 limit = f"{release_memory_mb(self.n_records())}MB"
                 release_memory = self._temporarily("memory_limit", quote_literal(limit))
             with (
                 release_memory,
-                self._temporarily("disabled_optimizers", quote_literal(disabled)),
+                self._joins_as_written(),
                 # the COPY writes the rows in the ORDER BY's order only with this on (the sort
                 # itself spills to temp_directory past memory_limit: still out of core)
                 self._temporarily("preserve_insertion_order", "true"),
@@ -980,11 +1187,106 @@ class DuckDBEngine(Engine):
         name = f"__safeshare_keep_{clone._uid}"
         self.con.register(name, pa.table({"p": pa.array(np.flatnonzero(keep), pa.int64())}))
         clone._registered = [name]
-        clone._scan = lambda: (
-            f"SELECT __s.* EXCLUDE (file_row_number) FROM read_parquet({path}, file_row_number=true) AS __s "
-            f"SEMI JOIN {name} AS __keep ON __s.file_row_number = __keep.p"
-        )
+        clone._temp_tables = []  # the treatment's tables stay this engine's (dropped by its close)
+
+        def sampled_scan() -> str:
+            return (
+                "SELECT __s.* EXCLUDE (file_row_number) "
+                f"FROM read_parquet({path}, file_row_number=true) AS __s "
+                f"SEMI JOIN {name} AS __keep ON __s.file_row_number = __keep.p"
+            )
+
+        if self.identifiers is not None:
+            clone._source_scan = sampled_scan
+            clone._scan = clone._treated_scan
+        else:
+            clone._scan = sampled_scan
         return clone
+
+    # ------------------------------------------------------------------ local recoding
+    def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
+        """One ``COPY`` joining every record, on its raw QI tuple, to its released labels.
+
+        A locally recoded release (:class:`MixedReleasePlan`) gives each distinct raw QI
+        tuple its own labels. The distinct key tuples of the QIs (the table kept by
+        :meth:`grouped_counts`, or one pass) are turned into text, joined (inner) to the plan's
+        ``keys`` registered as an Arrow table, giving per key tuple the labels, their sort
+        codes and CSV fields; every record then joins that small table on its QI keys (``IS
+        NOT DISTINCT FROM``; inner, so a tuple the plan does not list is not written). The
+        rest is :meth:`write_release`'s: the same row order (a QI by its label's code, numbered
+        in code point order of all its labels), the same CSV text, the same settings.
+        """
+        out_idx = [self._index(c) for c in plan.columns]
+        qis = plan.quasi_identifiers
+        qi_idx = [self._index(qi) for qi in qis]
+        uid = f"{self._uid}_{next(_counter)}"
+        name = f"__safeshare_mixed_{uid}"
+        keys = plan.keys[qis].astype(str)
+        labels = plan.labels[qis].astype(str)
+        codes = [{label: n + 1 for n, label in enumerate(sorted(set(labels[qi])))} for qi in qis]
+        columns: dict[str, pa.Array] = {}
+        for j, qi in enumerate(qis):
+            columns[f"v{j}"] = pa.array(keys[qi].tolist(), pa.string())
+            columns[f"l{j}"] = pa.array(labels[qi].tolist(), pa.string())
+            columns[f"c{j}"] = pa.array([codes[j][v] for v in labels[qi]], pa.int64())
+        self.con.register(name, pa.table(columns))
+        try:
+            groups = self._distinct_keys(qi_idx)
+            distinct = f"SELECT DISTINCT {', '.join(f'__k{i}' for i in qi_idx)} FROM {groups}"
+            text = self._text(distinct, {i: f"__k{i}" for i in qi_idx}, keep=[f"__k{i}" for i in qi_idx])
+            picks = ", ".join(
+                f"t.__k{i} AS k{j}, a.l{j}, a.c{j}, {csv_field(f'a.l{j}', plan.delimiter)} AS f{j}"
+                for j, i in enumerate(qi_idx)
+            )
+            on = " AND ".join(f"t.__v{i} = a.v{j}" for j, i in enumerate(qi_idx))
+            mapped = f"SELECT {picks} FROM ({text}) AS t JOIN {name} AS a ON {on}"
+            cond = " AND ".join(f"__src.__k{i} IS NOT DISTINCT FROM __mx.k{j}" for j, i in enumerate(qi_idx))
+            join = f"JOIN ({mapped}) AS __mx ON {cond}"
+            values = {i: f"__src.__v{i}" for i in out_idx}
+            fields = {i: csv_field(f"__src.__v{i}", plan.delimiter) for i in out_idx}
+            for j, i in enumerate(qi_idx):
+                values[i], fields[i] = f"__mx.l{j}", f"__mx.f{j}"
+            out = [values[i] for i in out_idx]
+            if plan.format == "parquet":
+                select = ", ".join(
+                    f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
+                )
+                options = "FORMAT parquet, COMPRESSION snappy"
+            else:
+                line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
+                if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
+                    line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
+                select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
+                options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
+            qi_code = {i: (f"__mx.c{j}", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
+            order = ", ".join(f"{key} ASC NULLS FIRST" for key in _sort_keys(out_idx, qi_code))
+            order_by = f" ORDER BY {order}" if order else ""
+            text_idx = {i: self._columns[i].key_sql() for i in dict.fromkeys(out_idx) if i not in qi_idx}
+            key_cols = [f"{self._columns[i].key_sql()} AS __k{i}" for i in qi_idx]
+
+            def sql(scan: str, tmp: Path) -> str:
+                keyed = f"SELECT {', '.join(['*', *key_cols])} FROM ({scan})"
+                source = self._text(keyed, text_idx, keep=[f"__k{i}" for i in qi_idx])
+                query = f"SELECT {select} FROM ({source}) AS __src {join}{order_by}"
+                return f"COPY ({query}) TO {quote_literal(str(tmp))} ({options})"
+
+            release_memory: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+            if self._default_memory:
+                limit = f"{release_memory_mb(self.n_records())}MB"
+                release_memory = self._temporarily("memory_limit", quote_literal(limit))
+            with (
+                release_memory,
+                self._joins_as_written(),
+                self._temporarily("preserve_insertion_order", "true"),
+                atomic_path(Path(target)) as tmp,
+            ):
+                copied = self._run(lambda scan: sql(scan, tmp), action="cannot write the release of")
+                row = _single_row(copied)
+            assert row is not None
+            return int(row[0])
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(name)
 
     def close(self) -> None:
         if getattr(self, "_closed", True):
@@ -993,6 +1295,12 @@ class DuckDBEngine(Engine):
         for name in self._registered:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(name)
+        for name in self._temp_tables:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        if self._temp_tables and self._restore_optimizers is not None:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute(f"SET disabled_optimizers = {quote_literal(self._restore_optimizers)}")
         self._closed = True
         if self._finalizer is not None:
             self._finalizer()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +12,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
+from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
     check_field_counts,
@@ -148,20 +149,92 @@ class MemoryEngine(Engine):
     data: a :class:`TableSource` to read, or a DataFrame (its values are
         rendered as text like the DuckDB engine does).
     missing: missing-value tokens, for a DataFrame input.
+    identifiers: pseudonyms and shifted dates to apply to every record as it is read
+        (:mod:`safeshare.data.identifiers.treatment`); the raw text of the columns it reads
+        is kept apart for the verifier (:meth:`raw_grouped_batches`).
     """
 
     name = "memory"
 
-    def __init__(self, data: TableSource | pd.DataFrame, missing: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        data: TableSource | pd.DataFrame,
+        missing: Sequence[str] = (),
+        identifiers: IdentifierTreatment | None = None,
+    ) -> None:
         if isinstance(data, pd.DataFrame):
             frame = data.copy()
             frame.columns = [str(c) for c in frame.columns]
             frame = normalize_missing(frame.apply(text_column), tuple(missing))
             self.label = "DataFrame"
+            self._missing = tuple(missing)
         else:
             frame = read_frame(data)
             self.label = str(data.path)
+            self._missing = tuple(data.missing)
         self.frame: pd.DataFrame = frame.reset_index(drop=True)
+        self._raw: pd.DataFrame | None = None
+        if identifiers is not None:
+            self._treat(identifiers, None if isinstance(data, pd.DataFrame) else data)
+
+    def _treat(self, treatment: IdentifierTreatment, source: TableSource | None) -> None:
+        """Replace the treated columns by their pseudonyms and shifted dates (module
+        :mod:`~safeshare.data.identifiers.treatment`); keep the raw text of what it reads."""
+        columns = self.columns()
+        for column in treatment.read_columns:
+            if column not in columns:
+                raise DataError(f"{self.label}: unknown column {column!r}")
+        raw = self.frame[treatment.read_columns].copy()
+        absent = missing_set(self._missing)
+        frame = self.frame.copy()
+        try:
+            for shifted in treatment.shifted_dates:
+                dates, persons = raw[shifted.name], raw[shifted.person]
+                present = ~dates.isin(absent)
+                unique_persons = pd.unique(persons[present])
+                shifts = treatment.shift_map(shifted, list(unique_persons), self._missing)
+                unique_dates = pd.unique(dates[present])
+                days = dict(zip(unique_dates, treatment.day_map(shifted, list(unique_dates)), strict=True))
+                out = dates.copy()
+                if days:
+                    treatment.day_range(shifted, min(days.values()), max(days.values()))
+                    moved = dates[present].map(days).astype("int64") + persons[present].map(
+                        dict(zip(unique_persons, shifts, strict=True))
+                    ).astype("int64")
+                    targets = np.unique(moved.to_numpy()).tolist()
+                    texts = dict(zip(targets, treatment.day_texts(shifted, targets), strict=True))
+                    out[present] = moved.map(texts)
+                frame[shifted.name] = out
+            for pseudonym in treatment.pseudonyms:
+                values = raw[pseudonym.name]
+                present = ~values.isin(absent)
+                unique = pd.unique(values[present])
+                hashed = treatment.pseudonym_map(pseudonym, list(unique))
+                treatment.check_pseudonyms(pseudonym, len(unique), len(set(hashed)))
+                out = values.copy()
+                out[present] = values[present].map(dict(zip(unique, hashed, strict=True)))
+                frame[pseudonym.name] = out
+        except UnplacedValue as exc:
+            raise located(
+                exc, self.label, columns, source, self._missing, row=_first_row(raw, exc, absent)
+            ) from None
+        self.frame = frame
+        self._raw = raw
+        self.identifiers = treatment
+
+    def raw_grouped_batches(
+        self, columns: Sequence[str], batch_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The input's distinct tuples of ``columns`` before the identifier treatment, with counts."""
+        if self._raw is None:
+            yield from super().raw_grouped_batches(columns, batch_rows)
+            return
+        cols = list(dict.fromkeys(columns))
+        frame = pd.concat([self._raw, self.frame.drop(columns=list(self._raw.columns))], axis=1)[cols]
+        grouped = frame.groupby(cols, sort=True, dropna=False).size().reset_index(name=COUNT_COLUMN)
+        grouped[COUNT_COLUMN] = grouped[COUNT_COLUMN].astype("int64")
+        for start in range(0, max(len(grouped), 1), batch_rows):
+            yield grouped.iloc[start : start + batch_rows].reset_index(drop=True)
 
     def columns(self) -> list[str]:
         return list(self.frame.columns)
@@ -203,6 +276,46 @@ class MemoryEngine(Engine):
             else:
                 out.to_csv(tmp, index=False, sep=plan.delimiter)
         return len(out)
+
+    # ------------------------------------------------------------------ local recoding
+    def mixed_frame(self, plan: MixedReleasePlan) -> pd.DataFrame:
+        """The release of a :class:`MixedReleasePlan` as a DataFrame, in release order: each
+        record's raw QI tuple looked up in the plan's keys; a tuple not listed is not written."""
+        qis = plan.quasi_identifiers
+        keys: pd.Index
+        records: pd.Index
+        if len(qis) == 1:
+            keys = pd.Index(plan.keys[qis[0]].astype(str))
+            records = pd.Index(self.frame[qis[0]])
+        else:
+            keys = pd.MultiIndex.from_frame(plan.keys[qis].astype(str))
+            records = pd.MultiIndex.from_frame(self.frame[qis])
+        position = keys.get_indexer(records)
+        keep = position >= 0
+        out = self.frame.loc[keep, plan.columns].copy()
+        at = position[keep]
+        for qi in qis:
+            if qi in out.columns:
+                out[qi] = plan.labels[qi].astype(str).to_numpy()[at]
+        return release_order(out.reset_index(drop=True))
+
+    def write_mixed_release(self, plan: MixedReleasePlan, target: Path) -> int:
+        out = self.mixed_frame(plan)
+        with atomic_path(target) as tmp:
+            if plan.format == "parquet":
+                out.to_parquet(tmp, index=False)
+            else:
+                out.to_csv(tmp, index=False, sep=plan.delimiter)
+        return len(out)
+
+
+def _first_row(raw: pd.DataFrame, error: UnplacedValue, absent: frozenset[str]) -> int | None:
+    """The first record (0-based) holding the value ``error`` is about (for its line number)."""
+    hits = raw[error.column] == error.value
+    if error.requires is not None:  # a missing person matters only where the date is present
+        hits &= ~raw[error.requires].isin(absent)
+    found = np.flatnonzero(hits.to_numpy())
+    return int(found[0]) if found.size else None
 
 
 def release_order(frame: pd.DataFrame) -> pd.DataFrame:

@@ -55,6 +55,10 @@ class SampledMemoryEngine(MemoryEngine):
         self.frame: pd.DataFrame = base.frame.loc[keep].reset_index(drop=True)
         self.label = getattr(base, "label", "the input")
         self.source_records = base.n_records()
+        # the identifier treatment was applied to every record of base: keep it, and its raw values
+        self._missing = base._missing
+        self.identifiers = base.identifiers
+        self._raw = None if base._raw is None else base._raw.loc[keep].reset_index(drop=True)
 
 
 def restrict_engine(engine: Engine, keep: npt.NDArray[np.bool_]) -> Engine:

@@ -66,6 +66,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
+from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
     check_field_counts,
@@ -110,36 +111,7 @@ class SparkOptions:
     driver_memory: str | None = None
 
 
-SPARK_KEYS = ("master", "app_name", "executor_memory", "shuffle_partitions", "driver_memory")
 _MASTER = re.compile(r"^(local(\[(\d+|\*)\])?|spark://[A-Za-z0-9.\-]+:\d+)$")
-
-
-def parse_spark_options(raw: Any, where: str) -> SparkOptions:
-    """The ``spark:`` mapping of a configuration as :class:`SparkOptions` (one-line errors)."""
-    from safeshare.errors import ConfigError
-
-    if raw is None:
-        return SparkOptions()
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping, e.g. spark: {{master: 'local[2]'}}")
-    unknown = [k for k in raw if k not in SPARK_KEYS]
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; expected one of {', '.join(SPARK_KEYS)}")
-    for key in ("master", "app_name", "executor_memory", "driver_memory"):
-        if key in raw and not isinstance(raw[key], str):
-            raise ConfigError(f'{where}.{key}: expected a text, got {raw[key]!r} (quote it: "...")')
-    master = raw.get("master", "local[2]")
-    check_master(master, f"{where}.master")
-    parts = raw.get("shuffle_partitions", 8)
-    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
-        raise ConfigError(f"{where}.shuffle_partitions: expected an integer >= 1, got {parts!r}")
-    for key in ("executor_memory", "driver_memory"):
-        size = raw.get(key)
-        if size is not None and not re.fullmatch(r"\d+[kmgt]?", size.lower()):
-            raise ConfigError(f"{where}.{key}: expected a size such as 2g or 512m, got {size!r}")
-    return SparkOptions(
-        master, raw.get("app_name", "safeshare"), raw.get("executor_memory"), parts, raw.get("driver_memory")
-    )
 
 
 def check_master(master: str, where: str) -> str:
@@ -264,11 +236,20 @@ class SparkEngine(Engine):
     source: the input (``TableSource.table`` set: a table of the session's catalog).
     options: how to start Spark (ignored when ``session`` is given).
     session: an existing SparkSession to use (not stopped by :meth:`close`).
+    identifiers: pseudonyms and shifted dates applied to every record as it is read
+        (:mod:`safeshare.data.identifiers.treatment`): the mapping tables are built on the
+        driver from distinct texts and joined to the records (broadcast when small).
     """
 
     name = "spark"
 
-    def __init__(self, source: TableSource, options: SparkOptions | None = None, session: Any = None) -> None:
+    def __init__(
+        self,
+        source: TableSource,
+        options: SparkOptions | None = None,
+        session: Any = None,
+        identifiers: IdentifierTreatment | None = None,
+    ) -> None:
         self.source = source
         self.label = f"table {source.table}" if source.table else str(source.path)
         self._missing = tuple(source.missing)
@@ -287,6 +268,119 @@ class SparkEngine(Engine):
         self._names = cols
         self.df = frame.toDF(*[f"_c{i}" for i in range(len(cols))])
         self._kinds = [_kind(f.dataType) for f in self.df.schema.fields]
+        #: before the identifier treatment: the records and column kinds as read
+        self._raw_df, self._raw_kinds = self.df, list(self._kinds)
+        if identifiers is not None:
+            self._treat(identifiers)
+
+    # ------------------------------------------------------------------ identifiers
+    def _treat(self, treatment: IdentifierTreatment) -> None:
+        """Replace the treated columns by their treated text (mapping tables joined on the
+        raw text of the column and of its person); every later step reads ``self.df``."""
+        from pyspark.sql import functions as F
+
+        for column in treatment.read_columns:
+            self._index(column)
+        absent = sorted(missing_set(self._missing))
+        reads = sorted({self._index(c) for c in treatment.read_columns})
+        frame = self.df.select("*", *[self._text(i).alias(f"__t{i}") for i in reads])
+        treated: dict[int, Any] = {}
+
+        def distinct(i: int, present: int | None, skip_missing: bool) -> list[str]:
+            rows = frame
+            if skip_missing:
+                rows = rows.where(~F.col(f"__t{i}").isin(absent))
+            if present is not None:
+                rows = rows.where(~F.col(f"__t{present}").isin(absent))
+            return [str(v) for v in self._collect(rows.select(f"__t{i}").distinct())[f"__t{i}"]]
+
+        def lookup(table: pd.DataFrame, schema: str) -> Any:
+            out = self.spark.createDataFrame(table, schema=schema)
+            return F.broadcast(out) if len(table) <= BROADCAST_LIMIT else out
+
+        try:
+            for j, shifted in enumerate(treatment.shifted_dates):
+                d, p = self._index(shifted.name), self._index(shifted.person)
+                persons = distinct(p, d, skip_missing=False)
+                shifts = treatment.shift_map(shifted, persons, self._missing)
+                dates = distinct(d, None, skip_missing=True)
+                days = treatment.day_map(shifted, dates)
+                span = list(treatment.day_range(shifted, min(days), max(days))) if days else []
+                texts = treatment.day_texts(shifted, span)
+                frame = frame.join(
+                    lookup(
+                        pd.DataFrame({f"__spv{j}": persons, f"__sps{j}": shifts}),
+                        f"__spv{j} string, __sps{j} int",
+                    ),
+                    F.col(f"__t{p}") == F.col(f"__spv{j}"),
+                    "left",
+                )
+                frame = frame.join(
+                    lookup(
+                        pd.DataFrame({f"__sdv{j}": dates, f"__sdo{j}": days}),
+                        f"__sdv{j} string, __sdo{j} int",
+                    ),
+                    F.col(f"__t{d}") == F.col(f"__sdv{j}"),
+                    "left",
+                )
+                frame = frame.join(
+                    lookup(
+                        pd.DataFrame({f"__sto{j}": span, f"__stt{j}": texts}),
+                        f"__sto{j} int, __stt{j} string",
+                    ),
+                    F.col(f"__sto{j}") == F.col(f"__sdo{j}") + F.col(f"__sps{j}"),
+                    "left",
+                )
+                treated[d] = F.when(F.col(f"__t{d}").isin(absent), F.col(f"__t{d}")).otherwise(
+                    F.col(f"__stt{j}")
+                )
+            for j, pseudonym in enumerate(treatment.pseudonyms):
+                i = self._index(pseudonym.name)
+                values = distinct(i, None, skip_missing=True)
+                hashed = treatment.pseudonym_map(pseudonym, values)
+                treatment.check_pseudonyms(pseudonym, len(values), len(set(hashed)))
+                frame = frame.join(
+                    lookup(
+                        pd.DataFrame({f"__ipv{j}": values, f"__iph{j}": hashed}),
+                        f"__ipv{j} string, __iph{j} string",
+                    ),
+                    F.col(f"__t{i}") == F.col(f"__ipv{j}"),
+                    "left",
+                )
+                treated[i] = F.when(F.col(f"__t{i}").isin(absent), F.col(f"__t{i}")).otherwise(
+                    F.col(f"__iph{j}")
+                )
+        except UnplacedValue as exc:
+            raise located(exc, self.label, self._names, self.source, self._missing) from None
+        self.df = frame.select(
+            *[
+                (treated[i] if i in treated else F.col(f"_c{i}")).alias(f"_c{i}")
+                for i in range(len(self._names))
+            ]
+        )
+        self._kinds = ["string" if i in treated else kind for i, kind in enumerate(self._kinds)]
+        self._groups = None
+        self.identifiers = treatment
+
+    def raw_grouped_batches(
+        self, columns: Sequence[str], batch_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The input's distinct tuples of ``columns`` before the identifier treatment, with counts."""
+        if self.identifiers is None:
+            yield from super().raw_grouped_batches(columns, batch_rows)
+            return
+        indices = list(dict.fromkeys(self._index(c) for c in columns))
+        grouped = self._raw_df.groupBy(*[self._key(i, self._raw_df).alias(f"k{i}") for i in indices]).count()
+        keys = self._collect(grouped.withColumnRenamed("count", "n"))
+        text = pd.DataFrame(
+            {self._names[i]: render_keys(keys[f"k{i}"], self._raw_kinds[i], self._missing) for i in indices}
+        )
+        text[COUNT_COLUMN] = keys["n"].astype("int64").to_numpy()
+        names = [self._names[i] for i in indices]
+        out = text.groupby(names, sort=True, dropna=False)[COUNT_COLUMN].sum().reset_index()
+        out[COUNT_COLUMN] = out[COUNT_COLUMN].astype("int64")
+        for start in range(0, max(len(out), 1), batch_rows):
+            yield out.iloc[start : start + batch_rows].reset_index(drop=True)
 
     # ------------------------------------------------------------------ reading
     def _read(self, source: TableSource) -> tuple[Any, list[str]]:
@@ -347,12 +441,13 @@ class SparkEngine(Engine):
         return frame, list(source.names) if source.names else header
 
     # ------------------------------------------------------------------ keys and text
-    def _key(self, i: int) -> Any:
-        """The string key of column ``i`` (see the module docstring)."""
+    def _key(self, i: int, frame: Any = None) -> Any:
+        """The string key of column ``i`` of ``frame`` (default: the records as the engine
+        reads them, after any identifier treatment; see the module docstring)."""
         from pyspark.sql import functions as F
 
         c = F.col(f"_c{i}")
-        field = self.df.schema.fields[i]
+        field = (self.df if frame is None else frame).schema.fields[i]
         from pyspark.sql import types as T
 
         if isinstance(field.dataType, T.StringType):
@@ -575,13 +670,3 @@ def _double_text_udf() -> Any:
         return keys.map(one)
 
     return text
-
-
-@contextlib.contextmanager
-def spark_session(options: SparkOptions | None = None) -> Iterator[Any]:
-    """A SparkSession for the duration of the block (stopped afterwards)."""
-    session = build_session(options or SparkOptions())
-    try:
-        yield session
-    finally:
-        session.stop()

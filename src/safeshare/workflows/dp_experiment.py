@@ -1,4 +1,4 @@
-"""The experiments of thesis §6.2.2-6.2.3 (Figures 6.3, 6.4, C.1, C.2), reproduced and extended.
+"""The ``dp experiment`` use case: thesis §6.2.2-6.2.3 (Figures 6.3, 6.4, C.1, C.2), reproduced and extended.
 
 Setting (thesis §6.2.2): UCI Adult with a column subset whose lattice has 108
 nodes (every column a quasi-identifier), ``k = 50``, ``beta = 0.75``, a 5%
@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.config import load_config
+from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.tabulate import build_frequency_table
 from safeshare.dp.drbg import CryptoRandom
 from safeshare.dp.epsilon_safe import EpsilonSafeParams, lattice_data
@@ -44,10 +45,9 @@ from safeshare.dp.mechanism import ExponentialMechanism
 from safeshare.dp.sampling import sample_engine
 from safeshare.dp.scores import LatticeData, make_utility
 from safeshare.errors import ConfigError
-from safeshare.io import atomic_write, atomic_write_text, publish, staging_directory
+from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
-from safeshare.workflows.spec import AnonymizationSpec
 
 EPSILON_PRIMES = (0.01, 0.1, 0.5, 1.0, 2.0)
 PENALTIES = (
@@ -97,7 +97,7 @@ def stored_samples(
     config: Path, n_samples: int = 10, seed: int = 2024, beta: float = 0.75
 ) -> list[StoredSample]:
     """Draw ``n_samples`` Bernoulli(``beta``) samples of the configured data (seeds ``seed + i``)."""
-    from safeshare.data.engines.factory import make_engine
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
 
     cfg = load_config(config)
     ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]
@@ -112,7 +112,7 @@ def stored_samples(
         algorithm_options={"params": params},
     )
     checker = EpsilonSafeAnonymizer(spec)
-    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
+    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
     out = []
     try:
         checker.check_schema(engine.columns())
@@ -292,8 +292,39 @@ def plot(results: pd.DataFrame, directory: Path) -> list[Path]:
 
 
 def run_experiments(config: Path, out_dir: Path, n_samples: int = 10, seed: int = 2024) -> list[Path]:
-    """Draw the stored samples, evaluate every setting, write CSV + JSON + PNG (atomically)."""
-    samples = stored_samples(config, n_samples, seed)
+    """Draw the stored samples, evaluate every setting, write CSV + JSON + PNG into ``out_dir``,
+    published as one unit (:class:`~safeshare.io.OutputDirectory`); the files written."""
+    return dp_experiment(out=out_dir, config=config, simulations=n_samples, seed=seed).files
+
+
+@dataclass(frozen=True)
+class DPExperiment:
+    """The result of :func:`dp_experiment`: the shape checks (dp_experiments.json) and the files."""
+
+    checks: dict[str, Any]
+    results: pd.DataFrame
+    path: Path
+    files: list[Path]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out": self.path.name, "files": [p.name for p in self.files], **self.checks}
+
+
+def dp_experiment(**options: Any) -> DPExperiment:
+    """``safeshare dp experiment --out DIR``: thesis §6.2.2-6.2.3 (Figures 6.3, 6.4, C.1, C.2).
+
+    Keywords are the command's options: ``out``, ``config`` (default
+    examples/adult/adult-dp.yaml), ``simulations`` (stored Bernoulli samples to average
+    over, default 10), ``seed`` (of the first sample, default 2024).
+    """
+    from safeshare.config.commands import DPExperimentOptions
+    from safeshare.config.commands import options as validated
+
+    opts = validated(DPExperimentOptions, options)
+    output = OutputDirectory(opts.out)
+    output.preflight()
+    config = opts.config if opts.config is not None else default_config()
+    samples = stored_samples(config, opts.simulations, opts.seed)
     results = evaluate(samples)
     checks = shape_checks(results)
     checks["samples"] = [
@@ -302,10 +333,9 @@ def run_experiments(config: Path, out_dir: Path, n_samples: int = 10, seed: int 
     ]
     checks["lattice_nodes"] = int(samples[0].data.prec.size)
     checks["good_nodes_per_sample"] = [int(good_nodes(s.data).sum()) for s in samples]
-    out_dir = Path(out_dir)
-    with staging_directory(out_dir) as stage:
+    with output as stage:
         atomic_write(stage / "dp_experiments.csv", lambda p: results.to_csv(p, index=False))
         atomic_write_text(stage / "dp_experiments.json", json.dumps(checks, indent=2, default=float) + "\n")
-        plot(results, stage)
-        moved = publish(stage, out_dir)
-    return moved
+        names = ["dp_experiments.csv", "dp_experiments.json", *(p.name for p in plot(results, stage))]
+        output.publish()
+    return DPExperiment(checks, results, Path(opts.out), [Path(opts.out) / name for name in names])

@@ -3,10 +3,12 @@
 One value says everything a run needs to choose a node: the schema, the
 privacy models, the suppression limit, the loss metric, the algorithm and its
 options, the Prec weights. It is built once, from a configuration file
-(:meth:`safeshare.config.RunConfig.spec`) or from Python, validated here and
+(:meth:`safeshare.config.ConfigFile.spec`) or from Python, validated here and
 nowhere else, and passed whole (``Anonymizer(spec)``, ``Sweep(spec, grid)``);
 a variation of a run is ``dataclasses.replace(spec, max_suppression=0.1)``,
-validated again on construction.
+validated again on construction. The algorithm and its options are checked against
+the one registry of algorithms (:data:`safeshare.config.algorithms.ALGORITHMS`): the
+options become the algorithm's typed options model (:attr:`AnonymizationSpec.options`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pydantic import BaseModel
+
+from safeshare.config.algorithms import algorithm, algorithm_options
 from safeshare.data.schema import Schema
 from safeshare.errors import ConfigError
 from safeshare.metrics.loss import metric_name
 from safeshare.models.base import PrivacyCriterion, PrivacyModel
-from safeshare.workflows.algorithms import ALGORITHMS, SPEC_CHECKS
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -37,7 +41,7 @@ class AnonymizationSpec:
     privacy: the privacy models (e.g. ``(KAnonymity(5),)``).
     max_suppression: the largest fraction of records that may be suppressed, in [0, 1].
     metric: ``prec``, ``dm_star`` or ``entropy`` (thesis §5.1); aliases are normalized.
-    algorithm: a name of :data:`safeshare.workflows.algorithms.ALGORITHMS`.
+    algorithm: a name of :data:`safeshare.config.algorithms.ALGORITHMS`.
     algorithm_options: the algorithm's own parameters (e.g. ``{"max_loss": 0.5}``;
         epsilon-safe: ``{"params": EpsilonSafeParams(...)}``).
     prec_weights: optional per-QI weights of the Prec metric.
@@ -50,6 +54,8 @@ class AnonymizationSpec:
     algorithm: str = "ola"
     algorithm_options: Mapping[str, Any] = field(default_factory=dict)
     prec_weights: Mapping[str, float] = field(default_factory=dict)
+    #: the algorithm's validated options (its pydantic model in the registry)
+    options: BaseModel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.privacy, PrivacyModel) or not isinstance(self.privacy, Sequence):
@@ -60,15 +66,14 @@ class AnonymizationSpec:
         object.__setattr__(self, "prec_weights", _frozen(self.prec_weights))
         criterion = self.criterion()  # binds the models to the schema; checks the suppression limit
         object.__setattr__(self, "max_suppression", float(self.max_suppression))
-        factory = ALGORITHMS.get(self.algorithm)
-        if factory is None:
-            known = ", ".join(ALGORITHMS)
-            raise ConfigError(f"unknown algorithm {self.algorithm!r}; expected one of {known}")
-        check = SPEC_CHECKS.get(self.algorithm)
-        if check is not None:  # completed at run time (epsilon-safe: the sample); check what is given
-            check(self.algorithm_options, criterion)
-        else:
-            factory(dict(self.algorithm_options))  # the options are valid for this algorithm
+        entry = algorithm(self.algorithm)
+        object.__setattr__(self, "options", algorithm_options(self.algorithm, self.algorithm_options))
+        if entry.metrics is not None and self.metric not in entry.metrics:
+            raise ConfigError(
+                f"metric: algorithm {self.algorithm} scores nodes by {' or '.join(entry.metrics)}"
+            )
+        if entry.check is not None:
+            entry.check(criterion)
         if self.prec_weights and self.metric != "prec":
             raise ConfigError("prec_weights apply to the prec metric only")
 

@@ -1,0 +1,288 @@
+"""The specifications of the commands that take no configuration file: their options, typed.
+
+Each command's options (``safeshare inspect --qi ... --k ...``) and the keywords of its
+Python function (:func:`safeshare.api.inspect`) build the same frozen pydantic model,
+validated once; every error names the option (``--k: expected an integer >= 1, got 0``).
+The options that read a data file are one model, :class:`DataOptions`, shared by every
+command that reads one (docs/cli.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from safeshare.config_checks import (
+    Count,
+    Flag,
+    PositiveInt,
+    Section,
+    Text,
+    TextList,
+    checked,
+    choice,
+    comma_list,
+    option_error,
+    refuse,
+)
+from safeshare.data.source import TableSource
+from safeshare.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def options(model: type[M], values: Mapping[str, Any]) -> M:
+    """``model`` validated from keyword ``values`` (``None``: not given); errors name the option."""
+    try:
+        return model.model_validate({key: value for key, value in values.items() if value is not None})
+    except ValidationError as exc:
+        raise option_error(exc) from None
+
+
+class DataOptions(Section):
+    """How to read a data file given on the command line (the same options in every command)."""
+
+    delimiter: Text = ","
+    header: Flag = True
+    names: TextList | None = None
+    missing: TextList = Field(default_factory=list)
+    skip_rows: Count = 0
+
+    def source(self, path: str | Path) -> TableSource:
+        """The :class:`TableSource` of ``path`` read with these options."""
+        return TableSource(
+            Path(path),
+            delimiter=self.delimiter,
+            header=self.header,
+            names=tuple(self.names) if self.names else None,
+            missing=tuple(self.missing),
+            skip_rows=self.skip_rows,
+        )
+
+
+#: The keywords of :class:`DataOptions`, for the use cases that take them.
+DATA_KEYWORDS = tuple(DataOptions.model_fields)
+
+
+def _unique(value: Any, where: str) -> list[str]:
+    """Columns (comma text or list): at least one, none twice."""
+    items = comma_list(value)
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) and v for v in items):
+        raise ConfigError(f"{where}: give at least one column")
+    twice = next((q for i, q in enumerate(items) if q in items[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"{where}: column {twice!r} is given twice")
+    return list(items)
+
+
+Columns = Annotated[list[str], checked(_unique)]
+
+
+def _knowledge(value: Any, where: str) -> dict[str, float]:
+    from safeshare.risk.knowledge import parse_knowledge, parse_knowledge_option
+
+    if isinstance(value, str):
+        return parse_knowledge_option(value, where)
+    return parse_knowledge(value, where)
+
+
+class InspectOptions(DataOptions):
+    """``safeshare inspect``: equivalence classes of raw data (thesis ch. 3)."""
+
+    qi: Columns
+    k: PositiveInt = 5
+    knowledge: Annotated[dict[str, float] | None, checked(_knowledge, allow_none=True)] = None
+
+
+class HierarchyCheckOptions(DataOptions):
+    """``safeshare hierarchy check``: a hierarchy file, optionally against a data column."""
+
+    hierarchy_delimiter: Text = ";"
+    data: Path | None = None
+    column: Text | None = None
+
+    @model_validator(mode="after")
+    def _column(self) -> HierarchyCheckOptions:
+        if self.data is not None and not self.column:
+            raise refuse("required with --data", key="column")
+        return self
+
+
+def _builder_spec(value: Any, where: str) -> dict[str, Any]:
+    """``--spec``: a builder as YAML text (``{type: intervals, widths: [5, 10]}``) or a mapping.
+
+    Text is parsed by the configuration's loader (:func:`~safeshare.config_checks.parse_yaml`:
+    no aliases, no duplicate keys, at most 1 MiB, no integer beyond a float)."""
+    from safeshare.config_checks import parse_yaml
+
+    parsed = parse_yaml(value, where, "hierarchy spec") if isinstance(value, str) else value
+    if not isinstance(parsed, Mapping):
+        raise ConfigError(f"{where}: expected a mapping such as '{{type: intervals, widths: [5, 10]}}'")
+    return dict(parsed)
+
+
+class HierarchyBuildOptions(DataOptions):
+    """``safeshare hierarchy build``: a hierarchy for a column, written as an ARX CSV file."""
+
+    column: Text
+    spec: Annotated[dict[str, Any], checked(_builder_spec)]
+    out: Path
+
+
+class FlattenOptions(DataOptions):
+    """``safeshare flatten``: the first n events of each person, side by side (thesis §4.2)."""
+
+    key: Text
+    events: PositiveInt
+    out: Path
+    event_key: Text | None = None
+    order_by: TextList = Field(default_factory=list)
+    order_numeric: Flag = False
+    order_dates: Text | None = None
+    columns: TextList | None = None
+    prefix: Text | None = None
+    descending: Flag = False
+    pad: str = ""
+    orphans: Annotated[str, checked(choice("error", "drop"))] = "error"
+
+
+__all__ = [
+    "DATA_KEYWORDS",
+    "DataOptions",
+    "FlattenOptions",
+    "HierarchyBuildOptions",
+    "HierarchyCheckOptions",
+    "InspectOptions",
+    "options",
+]
+
+
+class LearningOptions(Section):
+    """The classifier task of ``utility`` and ``sweep --utility`` (thesis §5.3)."""
+
+    test: Path | None = None
+    target: Text | None = None
+    test_skip_rows: Count = 0
+    #: tokens the classifier reads as missing (default ``?``; the configuration's are added)
+    missing: TextList | None = None
+    strip_target_dot: Flag = True
+
+
+class UtilityOptions(LearningOptions):
+    """``safeshare utility``: accuracy of a classifier trained on the release."""
+
+    test: Path
+    target: Text
+    out: Path
+
+
+def _ks(value: Any, where: str) -> list[int]:
+    items = comma_list(value)
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{where}: expected a comma-separated list such as '5,25,100', got {value!r}")
+    out = []
+    for item in items:
+        try:
+            k = int(item) if isinstance(item, str) else item
+        except ValueError:
+            raise ConfigError(f"{where}: expected integers >= 1, got {item!r}") from None
+        from safeshare.config_checks import check_positive_int
+
+        out.append(check_positive_int(k, where))
+    return out
+
+
+def _limits(value: Any, where: str) -> list[float]:
+    from safeshare.config_checks import parse_fractions
+
+    return parse_fractions(value, where)
+
+
+def _metrics(value: Any, where: str) -> list[str]:
+    from safeshare.config.file import _metric
+
+    items = comma_list(value)
+    if not isinstance(items, list) or not items or not all(items):
+        raise ConfigError(f"{where}: expected a comma-separated list such as 'prec,entropy', got {value!r}")
+    return [_metric(item, where) for item in items]
+
+
+class SweepOptions(LearningOptions):
+    """``safeshare sweep``: OLA over a grid of k x suppression limit x metric (thesis §6.1)."""
+
+    out: Path
+    k: Annotated[list[int], checked(_ks)] = Field(default_factory=lambda: [5, 25, 100])
+    max_suppression: Annotated[list[float], checked(_limits)] = Field(
+        default_factory=lambda: [0.0, 0.01, 0.05, 0.1, 0.2, 0.5]
+    )
+    metric: Annotated[list[str], checked(_metrics)] = Field(
+        default_factory=lambda: ["prec", "dm_star", "entropy"]
+    )
+    utility: Flag = False
+    compare_thesis: Flag | None = None
+    write_releases: Flag = False
+    plots: Flag = True
+
+    @model_validator(mode="after")
+    def _task(self) -> SweepOptions:
+        if self.utility and (self.test is None or self.target is None):
+            raise refuse("--utility needs --test TEST_FILE and --target COLUMN", key=None)
+        if not self.utility and (self.test is not None or self.target is not None):
+            raise refuse("--test and --target are used with --utility only", key=None)
+        return self
+
+
+def _seed(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: expected an integer >= 0, got {value!r}")
+    return value
+
+
+#: A seed: an integer >= 0 in every command (``--seed``).
+Seed = Annotated[int, checked(_seed)]
+
+
+class DPExperimentOptions(Section):
+    """``safeshare dp experiment``: thesis §6.2.2-6.2.3."""
+
+    out: Path
+    config: Path | None = None
+    simulations: PositiveInt = 10
+    seed: Seed = 2024
+
+
+def _open_unit(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) < 1.0:
+        raise ConfigError(f"{where}: expected a number in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _non_negative(value: Any, where: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0.0 <= float(value) < float("inf")
+    ):
+        raise ConfigError(f"{where}: expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+class DPParamsOptions(Section):
+    """``safeshare dp params``: delta = D(k, beta, epsilon - epsilon'), or the parameter left out."""
+
+    k: PositiveInt | None = None
+    beta: Annotated[float | None, checked(_open_unit, allow_none=True)] = None
+    epsilon: Annotated[float | None, checked(_non_negative, allow_none=True)] = None
+    epsilon_prime: Annotated[float | None, checked(_non_negative, allow_none=True)] = None
+    delta: Annotated[float | None, checked(_open_unit, allow_none=True)] = None
+    n: PositiveInt | None = None
+    grid: Flag = False
+
+    @model_validator(mode="after")
+    def _n(self) -> DPParamsOptions:
+        if not self.grid and self.n is None:
+            raise refuse("the number of records of the input is required", key="n")
+        return self

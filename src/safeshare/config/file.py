@@ -1,0 +1,795 @@
+"""The configuration of an anonymization run: one frozen pydantic model, :class:`ConfigFile`.
+
+Example (paths are relative to the configuration file)::
+
+    input:
+      path: adult.data          # CSV (optionally .gz) or Parquet
+      header: false
+      names: [age, workclass, ...]
+      delimiter: ","
+      missing: []               # tokens meaning "missing", e.g. ["?"]
+      skip_rows: 0
+      ragged: error             # error | pad (pad short rows with empty values)
+    default_role: identifying   # unlisted columns: identifying (drop) | insensitive (keep);
+                                # without it, every column must be listed
+    attributes:
+      age: {role: quasi, hierarchy: hierarchies/age.csv}
+      zip: {role: quasi, hierarchy: {type: masking}}
+      fnlwgt: {role: identifying}
+      notes: {role: text}
+      capital-gain: {role: sensitive}
+      diagnosis: {role: sensitive, hierarchy: hierarchies/icd.csv}   # t-closeness distance
+    privacy:
+      k-anonymity: {k: 5}
+      l-diversity: {l: 2, columns: [diagnosis]}   # some sensitive columns only (default: all)
+    max_suppression: 5%         # a fraction (0.05) or a percent (5%)
+    metric: prec                # prec | dm_star | entropy
+    algorithm: ola              # ola | exhaustive | inverse-ola | anytime | auto | epsilon-safe
+    max_loss: 0.5               # inverse-ola: largest normalized information loss
+    time_limit: 60              # anytime, auto: seconds of search (docs/anytime.md)
+    max_evaluations: 20000      # anytime, auto: node evaluations at most
+    exact_max_nodes: 500000     # auto: largest lattice searched exactly by OLA
+    dp: {beta: 0.75, epsilon_prime: 0.5}   # epsilon-safe (docs/differential-privacy.md)
+    knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
+    population_size: 1000000    # N of the report's risk section (default: the input is the population)
+    engine: memory              # memory | duckdb | spark
+    spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
+    duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
+    output: {format: csv, delimiter: ","}
+
+One model, validated once: :func:`load_config` reads the YAML (safely,
+:func:`safeshare.config_checks.read_yaml`), applies the overrides (the options of
+``safeshare anonymize`` or Python keywords, by the same names: ``k``,
+``max_suppression``, ``beta``, ``spark_master``...) to the mapping, and validates the
+whole. Every error is one line naming the file and the key path (or the option that gave
+the value). The frozen :class:`ConfigFile` then gives the run's objects: its
+:attr:`~ConfigFile.source`, :attr:`~ConfigFile.schema`, :attr:`~ConfigFile.privacy` and
+:meth:`~ConfigFile.spec`. docs/config.schema.json is its JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+
+from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys
+from safeshare.config_checks import (
+    Count,
+    Flag,
+    Fraction,
+    MemorySize,
+    Number,
+    PositiveInt,
+    Seconds,
+    Section,
+    Text,
+    UnitInterval,
+    check_keys,
+    check_text,
+    checked,
+    choice,
+    read_yaml,
+    refuse,
+    validation_error,
+)
+from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
+from safeshare.errors import ConfigError, InputError
+from safeshare.models.registry import ModelParams, model_params
+
+if TYPE_CHECKING:
+    from safeshare.config.spec import AnonymizationSpec
+    from safeshare.data.engines.base import OutputFormat
+    from safeshare.data.schema import HierarchySpec, Schema
+    from safeshare.data.source import TableSource
+    from safeshare.models.base import PrivacyModel
+
+# Validating a configuration imports no data, model or search module (a mistake is reported
+# in a fraction of a second): what builds the run's objects (the input, the schema with its
+# hierarchies, the models, the spec) imports them when it is first used.
+#: The roles of a column (data.schema.Role, without importing it; tests/test_config.py checks they agree).
+ROLES = ("identifying", "quasi", "sensitive", "insensitive", "text")
+
+ENGINES = ("memory", "duckdb", "spark")
+METRICS = ("prec", "dm_star", "entropy")
+METRIC_ALIASES = {"dm*": "dm_star", "dmstar": "dm_star", "dm-star": "dm_star", "nue": "entropy"}
+#: Top-level keys that are known but not read: the reason is the error message.
+NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
+
+#: The overrides :func:`load_config` accepts (the options of ``safeshare anonymize`` by their
+#: Python names), each with the key path it sets in the configuration.
+OVERRIDES: dict[str, tuple[str, ...]] = {
+    "k": ("privacy", "k-anonymity", "k"),
+    "max_suppression": ("max_suppression",),
+    "metric": ("metric",),
+    "algorithm": ("algorithm",),
+    "engine": ("engine",),
+    "max_loss": ("max_loss",),
+    "time_limit": ("time_limit",),
+    "max_evaluations": ("max_evaluations",),
+    "exact_max_nodes": ("exact_max_nodes",),
+    "population_size": ("population_size",),
+    "duckdb_memory_limit": ("duckdb", "memory_limit"),
+    "duckdb_threads": ("duckdb", "threads"),
+    "spark_master": ("spark", "master"),
+    **{("utility_function" if key == "utility" else key): ("dp", key) for key in DP_OPTIONS},
+}
+
+
+def option_name(keyword: str) -> str:
+    """The command-line option of an override keyword (``max_suppression`` -> ``--max-suppression``)."""
+    return "--" + keyword.replace("_", "-")
+
+
+# ------------------------------------------------------------------ sections
+def _ragged(value: Any, where: str) -> str:
+    return choice("error", "pad")(value, where)
+
+
+class InputSection(Section):
+    """``input:``: the data file and how to read it (a text alone is the path)."""
+
+    path: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: A Spark SQL table instead of a file (``--engine spark``).
+    table: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    format: Annotated[
+        str | None,
+        checked(choice("csv", "parquet"), allow_none=True),
+        WithJsonSchema({"enum": ["csv", "parquet"]}),
+    ] = None
+    delimiter: Text = ","
+    header: Flag = True
+    names: Annotated[
+        list[str] | None,
+        BeforeValidator(lambda v: _names(v)),
+        WithJsonSchema({"type": "array", "items": {"type": "string"}}),
+    ] = None
+    missing: Annotated[
+        list[Text],
+        BeforeValidator(lambda v: _tokens(v)),
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+    ] = Field(default_factory=list)
+    skip_rows: Count = 0
+    encoding: Text = "utf-8"
+    ragged: Annotated[str, checked(_ragged), WithJsonSchema({"enum": ["error", "pad"]})] = "error"
+
+
+def _names(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise refuse("expected a list of column names")
+    return value
+
+
+def _tokens(value: Any) -> Any:
+    if not isinstance(value, list | str):
+        raise refuse("expected a list of tokens")
+    return [value] if isinstance(value, str) else value
+
+
+def _hierarchy_shape(value: Any, where: str) -> Any:
+    if not isinstance(value, str | Mapping):
+        raise ConfigError(f"{where}: expected a file path or a builder mapping with 'type'")
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _builder_schema() -> dict[str, Any]:
+    """JSON Schema of a hierarchy: a file, or a builder mapping (``type`` and its keys)."""
+    from safeshare.hierarchy.builders import BUILDERS, builder_keys
+
+    builders = [
+        {
+            "type": "object",
+            "properties": {"type": {"const": kind}, **{key: {} for key in builder_keys(kind)}},
+            "required": ["type"],
+            "additionalProperties": False,
+        }
+        for kind in BUILDERS
+    ]
+    return {"anyOf": [{"type": "string"}, *builders]}
+
+
+class AttributeSection(Section):
+    """One column of ``attributes:`` (a text alone is the role)."""
+
+    role: Annotated[
+        str,
+        checked(lambda v, w: _role(v, w)),
+        WithJsonSchema({"enum": list(ROLES)}),
+    ]
+    hierarchy: Annotated[
+        str | dict[str, Any] | None,
+        checked(_hierarchy_shape),
+        # the builders' keys are added by config_json_schema (hierarchy/ is not imported here)
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}]}),
+    ] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_alone(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"role": value}
+        if not isinstance(value, Mapping) or "role" not in value:
+            raise refuse("expected a mapping with a role")
+        return value
+
+
+def _role(value: Any, where: str) -> str:
+    return check_text(value, where)
+
+
+def _output_delimiter(value: Any, where: str) -> str:
+    """One character that cannot be confused with a quote or a line end."""
+    text = check_text(value, where)
+    if len(text) != 1 or text in {'"', "\n", "\r"}:
+        raise ConfigError(f"{where}: expected one character other than a quote or a line end, got {text!r}")
+    return text
+
+
+def _output_format(value: Any, where: str) -> str:
+    if value not in ("csv", "parquet"):
+        raise ConfigError(f"{where}: expected csv or parquet, got {value!r}")
+    return str(value)
+
+
+class OutputSection(Section):
+    """``output:``: the release's format and delimiter."""
+
+    format: Annotated[
+        str | None, checked(_output_format, allow_none=True), WithJsonSchema({"enum": ["csv", "parquet"]})
+    ] = None
+    delimiter: Annotated[
+        str, checked(_output_delimiter), WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1})
+    ] = ","
+
+
+class DuckDBSection(Section):
+    """``duckdb:``: the DuckDB engine's resources (default: from the machine)."""
+
+    memory_limit: MemorySize | None = None
+    threads: PositiveInt | None = None
+
+
+def _master(value: Any, where: str) -> str:
+    from safeshare.data.engines.spark_engine import check_master  # no pyspark import
+
+    return check_master(check_text(value, where), where)
+
+
+def _spark_size(value: Any, where: str) -> str:
+    import re
+
+    text = check_text(value, where)
+    if not re.fullmatch(r"\d+[kmgt]?", text.lower()):
+        raise ConfigError(f"{where}: expected a size such as 2g or 512m, got {value!r}")
+    return text
+
+
+class SparkSection(Section):
+    """``spark:``: how to reach Spark (``--engine spark``, docs/engines.md)."""
+
+    master: Annotated[
+        str,
+        checked(_master),
+        WithJsonSchema({"type": "string", "pattern": r"^(local(\[(\d+|\*)\])?|spark://.+:\d+)$"}),
+    ] = "local[2]"
+    app_name: Text = "safeshare"
+    executor_memory: Annotated[str | None, checked(_spark_size, allow_none=True)] = None
+    driver_memory: Annotated[str | None, checked(_spark_size, allow_none=True)] = None
+    shuffle_partitions: PositiveInt = 8
+
+
+def _mapping_or_empty(message: str) -> BeforeValidator:
+    def validate(value: Any) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise refuse(message)
+        return value or {}
+
+    return BeforeValidator(validate)
+
+
+def _metric(value: Any, where: str) -> str:
+    text = check_text(value, where)
+    name = METRIC_ALIASES.get(text.strip().lower(), text.strip().lower())
+    if name not in METRICS:
+        raise ConfigError(f"{where}: unknown metric {value!r}; expected one of {', '.join(METRICS)}")
+    return name
+
+
+def _default_role(value: Any, where: str) -> str:
+    """``default_role``: what unlisted columns are (identifying = drop, insensitive = keep)."""
+    if isinstance(value, str) and value.strip().lower() in ("identifying", "insensitive"):
+        return value.strip().lower()
+    raise ConfigError(
+        f"{where}: expected identifying (drop unlisted columns) or insensitive (keep them), got {value!r}"
+    )
+
+
+def _privacy(value: Any, where: str) -> dict[str, ModelParams]:
+    if not isinstance(value, Mapping) or not value:
+        raise ConfigError(f"{where}: expected a mapping of model -> parameters")
+    out: dict[str, ModelParams] = {}
+    for name, params in value.items():
+        validated = model_params(name, params, where)
+        key = next(k for k, cls in _registered() if type(validated) is cls)
+        out[key] = validated
+    return out
+
+
+def _registered() -> list[tuple[str, type[ModelParams]]]:
+    from safeshare.models.registry import PRIVACY_MODELS
+
+    return list(PRIVACY_MODELS.items())
+
+
+def _name_key(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f'{where}: expected a name as key, got {value!r} (quote it: "...")')
+    return value
+
+
+class ConfigFile(Section):
+    """A configuration file (docs/configuration.md); published as docs/config.schema.json."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        defer_build=True,
+        title="safeshare configuration",
+        json_schema_extra={"required": ["input", "attributes"]},
+    )
+
+    input: Annotated[
+        InputSection,
+        BeforeValidator(lambda v: _input(v)),
+    ] = Field(default=None, validate_default=True)
+    attributes: Annotated[
+        dict[Annotated[str, checked(_name_key)], AttributeSection],
+        BeforeValidator(lambda v: _attributes(v)),
+    ] = Field(default=None, validate_default=True)
+    default_role: Annotated[
+        str | None,
+        checked(_default_role, allow_none=True),
+        WithJsonSchema({"enum": ["identifying", "insensitive"]}),
+    ] = None
+    #: ``privacy:``, each model's validated parameters (:attr:`privacy` gives the models)
+    privacy_params: Annotated[
+        dict[str, ModelParams] | None,
+        checked(_privacy, allow_none=True),
+        WithJsonSchema({"type": "object"}),  # replaced by the registry's (config_json_schema)
+    ] = Field(default=None, alias="privacy")
+    max_suppression: Fraction = 0.0
+    metric: Annotated[str, checked(_metric), WithJsonSchema({"enum": list(METRICS)})] = "prec"
+    algorithm: Annotated[
+        str, checked(lambda v, w: _algorithm(v, w)), WithJsonSchema({"enum": list(ALGORITHMS)})
+    ] = "ola"
+    max_loss: UnitInterval | None = None
+    time_limit: Seconds | None = None
+    max_evaluations: PositiveInt | None = None
+    exact_max_nodes: PositiveInt | None = None
+    dp: EpsilonSafeOptions | None = None
+    knowledge: Annotated[
+        dict[str, float] | None,
+        checked(lambda v, w: _knowledge(v, w), allow_none=True),
+        WithJsonSchema(
+            {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}}
+        ),
+    ] = None
+    #: ``population_size:``, N of the report's risk section (:attr:`population_size` gives the N used)
+    population_size_key: PositiveInt | None = Field(default=None, alias="population_size")
+    prec_weights: Annotated[
+        dict[str, Number], _mapping_or_empty("expected a mapping of quasi-identifier -> number")
+    ] = Field(default_factory=dict)
+    engine: Annotated[str, checked(choice(*ENGINES)), WithJsonSchema({"enum": list(ENGINES)})] = "memory"
+    spark_section: Annotated[
+        SparkSection, _mapping_or_empty("expected a mapping, e.g. spark: {master: 'local[2]'}")
+    ] = Field(default=SparkSection(), alias="spark")
+    duckdb_section: Annotated[
+        DuckDBSection, _mapping_or_empty("expected a mapping with memory_limit and/or threads")
+    ] = Field(default=DuckDBSection(), alias="duckdb")
+    output: Annotated[OutputSection, _mapping_or_empty("expected a mapping, e.g. output: {format: csv}")] = (
+        OutputSection()
+    )
+
+    _path: Path = PrivateAttr(default=Path("config.yaml"))
+    _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _overrides: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _applicable(cls, data: Any, info: ValidationInfo) -> Any:
+        """Keys of another algorithm than the run's, and what does not combine, are errors."""
+        if not isinstance(data, Mapping):
+            return data
+        options: Mapping[str, str] = (info.context or {}).get("options", {})
+        name = data.get("algorithm", "ola")
+        if not isinstance(name, str) or name not in ALGORITHMS:
+            return data  # the algorithm's own error
+        why = f"--algorithm {name}" if "algorithm" in options else f"algorithm is {name}"
+        for key, owners in config_keys().items():
+            if key in data and name not in owners:
+                if key in options or any(path.startswith(f"{key}.") for path in options):
+                    option = options.get(key) or next(
+                        o for p, o in options.items() if p.startswith(f"{key}.")
+                    )
+                    raise refuse(
+                        f"{option} applies to --algorithm {' or '.join(owners)} only: "
+                        f"algorithm {name!r} takes no option {key!r}"
+                        if key != "dp"
+                        else f"{option} applies to --algorithm {' or '.join(owners)} only ({why})"
+                    )
+                raise refuse(f"applies to algorithm: {' or '.join(owners)} only ({why})", key=key)
+        return data
+
+    @model_validator(mode="after")
+    def _combined(self) -> ConfigFile:
+        """What the algorithm requires of the other settings."""
+        entry = ALGORITHMS[self.algorithm]
+        if entry.section == "dp" and self.knowledge is not None:
+            raise refuse(
+                f"not supported with algorithm {self.algorithm} "
+                "(every released column is a quasi-identifier)",
+                key="knowledge",
+            )
+        if self.privacy_params is None and entry.needs_privacy:
+            raise refuse(
+                "missing; e.g. privacy: {k-anonymity: {k: 5}} "
+                "(only --algorithm inverse-ola, which maximizes k, runs without one)",
+                key="privacy",
+            )
+        if entry.metrics is not None and self.metric not in entry.metrics:
+            raise refuse(
+                f"algorithm {self.algorithm} scores nodes by {' or '.join(entry.metrics)}", key="metric"
+            )
+        return self
+
+    # -------------------------------------------------------------- the run's objects
+    @property
+    def path(self) -> Path:
+        """The configuration file (relative paths in it are relative to its directory)."""
+        return self._path
+
+    @property
+    def base_dir(self) -> Path:
+        return self._path.parent
+
+    @cached_property
+    def source(self) -> TableSource:
+        """The input, as a :class:`TableSource`."""
+        from safeshare.data.source import TableSource
+
+        where = f"{self._path}: input"
+        spec = self.input
+        if spec.table is not None:  # a Spark SQL table (--engine spark)
+            others = sorted(k for k in spec.model_fields_set if k not in ("table", "missing"))
+            if others:
+                raise ConfigError(f"{where}.{others[0]}: not used with 'table' (a Spark SQL table)")
+            return TableSource(path=Path(spec.table), table=spec.table, missing=tuple(spec.missing))
+        assert spec.path is not None
+        path = Path(spec.path)
+        try:
+            return TableSource(
+                path=path if path.is_absolute() else (self.base_dir / path).resolve(),
+                format=cast(Any, spec.format),
+                delimiter=spec.delimiter,
+                header=spec.header,
+                names=tuple(spec.names) if spec.names else None,
+                missing=tuple(spec.missing),
+                skip_rows=spec.skip_rows,
+                encoding=spec.encoding,
+                ragged=cast(Any, spec.ragged),
+            )
+        except InputError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    @cached_property
+    def schema(self) -> Schema:  # type: ignore[override]  # (pydantic v1's deprecated schema())
+        """The role of every column and the QIs' hierarchies (files are checked here, read lazily)."""
+        from safeshare.data.schema import Attribute, Role, Schema
+
+        where = f"{self._path}: attributes"
+        attrs = []
+        for column, entry in self.attributes.items():
+            here = f"{where}.{column}"
+            role = Role.parse(entry.role, column)
+            given = "hierarchy" in entry.model_fields_set
+            hierarchy = None
+            if role is Role.QUASI:
+                if not given:
+                    raise ConfigError(f"{here}: a quasi-identifier needs a hierarchy")
+                hierarchy = self._hierarchy(entry.hierarchy, f"{here}.hierarchy")
+            elif role is Role.SENSITIVE and given:  # for t-closeness' hierarchical distance
+                hierarchy = self._hierarchy(entry.hierarchy, f"{here}.hierarchy")
+            attrs.append(Attribute(column, role, hierarchy))
+        schema = Schema.from_attributes(attrs)
+        if self.default_role is not None:
+            schema.default_role = Role.parse(self.default_role)
+        return schema
+
+    def _hierarchy(self, spec: Any, where: str) -> HierarchySpec:
+        from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+
+        if isinstance(spec, str):
+            # Read lazily: a run keeps only the file's rows for the values in its data.
+            p = Path(spec)
+            builder = FileBuilder(p if p.is_absolute() else self.base_dir / p)
+            builder.check_readable()
+            return builder
+        return cast("HierarchySpec", builder_from_spec(spec, self.base_dir, where))
+
+    @cached_property
+    def privacy(self) -> tuple[PrivacyModel, ...]:
+        """The configured privacy models (Inverse OLA without one: k-anonymity from k = 1)."""
+        if self.privacy_params is None:
+            from safeshare.models.k_anonymity import KAnonymity
+
+            return (KAnonymity(1),)
+        out = []
+        for name, params in self.privacy_params.items():
+            try:
+                out.append(params.build(self.base_dir))
+            except ConfigError as exc:
+                raise ConfigError(f"{self._path}: privacy.{name}.{exc}") from None
+        return tuple(out)
+
+    @property
+    def release_format(self) -> OutputFormat:
+        """The release format: as configured, else the input's format."""
+        fmt = self.output.format or ("parquet" if self.engine == "spark" else self.source.fmt)
+        return cast("OutputFormat", fmt)
+
+    @property
+    def output_delimiter(self) -> str:
+        return self.output.delimiter
+
+    @property
+    def spark(self) -> Any:
+        """The spark engine's SparkOptions (no pyspark import)."""
+        from safeshare.data.engines.spark_engine import SparkOptions
+
+        s = self.spark_section
+        return SparkOptions(s.master, s.app_name, s.executor_memory, s.shuffle_partitions, s.driver_memory)
+
+    @property
+    def duckdb(self) -> dict[str, Any]:
+        """The DuckDB engine's ``memory_limit`` and ``threads`` as configured (absent: machine defaults)."""
+        return self.duckdb_section.model_dump(exclude_none=True)
+
+    @property
+    def population_size(self) -> int | None:
+        """N of the report's risk section: ``population_size``, else the risk model's (they agree);
+        ``None``: the input is the whole population."""
+        risk = [m for m in self.privacy if m.name == "risk"]
+        from_model = getattr(risk[0], "population_size", None) if risk else None
+        return self.population_size_key if self.population_size_key is not None else from_model
+
+    def algorithm_options(self) -> dict[str, Any]:
+        """The search strategy's options from the configuration (epsilon-safe: ``{"params": ...}``)."""
+        entry = ALGORITHMS[self.algorithm]
+        if entry.section == "dp":
+            assert self.dp is not None
+            return {"params": self.dp.params()}
+        values = {key: getattr(self, key, None) for key in entry.options().model_fields}
+        return {key: value for key, value in values.items() if value is not None}
+
+    def spec(self) -> AnonymizationSpec:
+        """The run this configuration describes, as one frozen, validated specification."""
+        from safeshare.config.spec import AnonymizationSpec
+
+        try:
+            return AnonymizationSpec(
+                schema=self.schema,
+                privacy=self.privacy,
+                max_suppression=self.max_suppression,
+                metric=self.metric,
+                algorithm=self.algorithm,
+                algorithm_options=self.algorithm_options(),
+                prec_weights=self.prec_weights,
+            )
+        except ConfigError as exc:  # say which file
+            if str(exc).startswith(str(self._path)) or str(exc).startswith("--"):
+                raise
+            raise ConfigError(f"{self._path}: {exc}") from None
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
+        paths as written in the file, an absolute one by its name only."""
+        doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params"})
+        doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
+        doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
+        return cast(dict[str, Any], _portable(doc))
+
+    def with_overrides(self, **overrides: Any) -> ConfigFile:
+        """A new configuration: the file's mapping with these overrides (added to the ones it
+        was loaded with), validated again as a whole. The file is not read again."""
+        return parse_config(self._raw, self._path, **{**self._overrides, **overrides})
+
+
+def _portable(value: Any) -> Any:
+    """Absolute paths by their name only (a report never shows the custodian's directories)."""
+    if isinstance(value, dict):
+        return {key: _portable(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    if isinstance(value, str) and os.path.isabs(value) and len(value) > 1:
+        return PurePath(value).name
+    return value
+
+
+def _input(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"path": value}
+    if not isinstance(value, Mapping) or ("path" not in value and "table" not in value):
+        raise refuse("expected a mapping with at least 'path' (or 'table')")
+    return value
+
+
+def _attributes(value: Any) -> Any:
+    if not isinstance(value, Mapping) or not value:
+        raise refuse("expected a mapping of column -> {role: ...}")
+    return value
+
+
+def _knowledge(value: Any, where: str) -> dict[str, float]:
+    from safeshare.risk.knowledge import parse_knowledge
+
+    return parse_knowledge(value, where)
+
+
+def _algorithm(value: Any, where: str) -> str:
+    algorithm(value, where)
+    return str(value)
+
+
+TOP_LEVEL_KEYS = {field.alias or name for name, field in ConfigFile.model_fields.items()}
+#: The sections whose unknown keys are reported with their known keys (``extra="forbid"``).
+_SECTIONS: dict[str, type[Section]] = {
+    "": ConfigFile,
+    "input": InputSection,
+    "output": OutputSection,
+    "duckdb": DuckDBSection,
+    "spark": SparkSection,
+    "dp": EpsilonSafeOptions,
+}
+
+
+def _set(raw: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set ``raw[path[0]]...[path[-1]] = value``, copying the mappings on the way."""
+    here = raw
+    for key in path[:-1]:
+        child = here.get(key)
+        child = dict(child) if isinstance(child, Mapping) else {}
+        here[key] = child
+        here = child
+    here[path[-1]] = value
+
+
+def _with_overrides(
+    raw: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``raw`` with the overrides set at their key paths, and key path -> option name."""
+    out = dict(raw)
+    options: dict[str, str] = {}
+    for keyword, value in overrides.items():
+        if keyword not in OVERRIDES:
+            close = [k for k in OVERRIDES if k.replace("_", "") == keyword.replace("_", "")]
+            hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {', '.join(OVERRIDES)}"
+            raise ConfigError(f"unknown option {keyword!r}{hint}")
+        if value is None:
+            continue
+        path = OVERRIDES[keyword]
+        if keyword == "k":  # replaces the k-anonymity model, whatever its spelling
+            privacy = raw.get("privacy")
+            models = {
+                name: params
+                for name, params in (privacy.items() if isinstance(privacy, Mapping) else [])
+                if not (
+                    isinstance(name, str)
+                    and name.strip().lower().replace("_", "-") in ("k-anonymity", "kanonymity")
+                )
+            }
+            out["privacy"] = {"k-anonymity": {"k": value}, **models}
+        else:
+            _set(out, path, value)
+        options[".".join(path)] = option_name(keyword)
+    dp = out.get("dp")
+    if options.get("dp.utility") and isinstance(dp, Mapping) and dp.get("utility") == "safepub":
+        # the command line chose SafePub's score, which has no penalty: the file's penalty
+        # settings belonged to the file's utility (a penalty given as an option is still refused)
+        unused = {"penalty", "penalty_mode"} - {key.removeprefix("dp.") for key in options}
+        out["dp"] = {k: v for k, v in dp.items() if k not in unused}
+    return out, options
+
+
+def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> ConfigFile:
+    """Validate a configuration mapping read from ``path``, with ``overrides``."""
+    name = str(path)
+    check_keys(raw, TOP_LEVEL_KEYS, f"{name}:", NOT_READ)
+    merged, options = _with_overrides(raw, overrides)
+    try:
+        cfg = ConfigFile.model_validate(merged, context={"options": options})
+    except ValidationError as exc:
+        raise _config_error(exc, name, options) from None
+    cfg._path = path
+    cfg._raw = dict(raw)
+    cfg._overrides = {key: value for key, value in overrides.items() if value is not None}
+    # what needs the files: hierarchies, the input's options, the QI names of prec_weights
+    cfg.source  # noqa: B018
+    schema = cfg.schema
+    cfg.privacy  # noqa: B018
+    not_qi = {
+        c: f"not a quasi-identifier (role {a.role.value})"
+        for c, a in schema.attributes.items()
+        if a.role.value != "quasi"
+    }
+    check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
+    _check_population_size(cfg)
+    if cfg.engine == "spark" and cfg.output.format == "csv":
+        raise ConfigError(f"{name}: output.format: the spark engine writes Parquet releases only")
+    return cfg
+
+
+def _check_population_size(cfg: ConfigFile) -> None:
+    from_model = next((getattr(m, "population_size", None) for m in cfg.privacy if m.name == "risk"), None)
+    given = cfg.population_size_key
+    if given is not None and from_model is not None and from_model != given:
+        raise ConfigError(
+            f"{cfg.path}: population_size: {given} differs from privacy.risk.population_size {from_model}"
+        )
+
+
+def _config_error(exc: ValidationError, name: str, options: Mapping[str, str]) -> ConfigError:
+    """The first validation error as one line, naming the file and key path (or the option)."""
+    sections: dict[str, type[Section]] = dict(_SECTIONS)
+    error = exc.errors(include_url=False)[0]
+    loc = [str(p) for p in error["loc"] if p != "[key]"]
+    if len(loc) >= 2 and loc[0] == "attributes":
+        sections[".".join(loc[:2])] = AttributeSection
+    return validation_error(exc, f"{name}:", sections, options)
+
+
+def load_config(path: str | Path, **overrides: Any) -> ConfigFile:
+    """Read and validate a configuration file, with overrides by option name (``k=10``,
+    ``max_suppression="5%"``, ``algorithm="epsilon-safe"``, ``beta=0.5``, ``spark_master=...``)."""
+    path = Path(path)
+    raw = read_yaml(path)
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return parse_config(dict(raw), path, **overrides)
+
+
+def config_json_schema() -> str:
+    """The JSON Schema of a configuration file, for editors (docs/config.schema.json).
+
+    Generated from :class:`ConfigFile` and the registries (privacy models, algorithms,
+    hierarchy builders), with the short forms (``input: data.csv``, ``column: quasi``).
+    """
+    schema = ConfigFile.model_json_schema()
+    props = schema["properties"]
+    props["input"] = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/InputSection"}]}
+    props["attributes"] = {
+        "type": "object",
+        "additionalProperties": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/AttributeSection"}]},
+    }
+    from safeshare.models.registry import privacy_json_schema
+
+    schema["$defs"]["AttributeSection"]["properties"]["hierarchy"] = _builder_schema()
+    privacy = privacy_json_schema()
+    schema["$defs"].update(privacy.pop("$defs"))
+    schema["$defs"]["Privacy"] = privacy
+    props["privacy"] = {"$ref": "#/$defs/Privacy"}
+    return json.dumps(schema, indent=2) + "\n"

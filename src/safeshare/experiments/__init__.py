@@ -1,1 +1,0 @@
-"""Reproductions of the thesis experiments (figures), built on the workflows."""

@@ -1,0 +1,224 @@
+"""Disclosure warnings that look beyond the configured privacy model (issue 20).
+
+A release can satisfy its model and still disclose: k-anonymity bounds what an adversary
+learns from the quasi-identifiers the configuration names, not from the columns it keeps
+as they are, nor about the sensitive values of a class. These checks read the **written
+release** (DuckDB SQL over the file, as :mod:`safeshare.verify` does), hence only released
+records, and return structured warnings ``{code, columns, value, message}``. They never
+fail a release: they tell the custodian what to look at before publishing.
+
+* ``kept_column_identifying``: a kept column (insensitive or sensitive) whose values,
+  alone or with the released quasi-identifiers, single out more than 5 % of the released
+  records. Measured as the records unique on ``(QIs, column)`` that are not already unique
+  on the QIs alone (so a risk-only release with unique classes does not flag every
+  column), over the released records; the message also gives the share unique on the
+  column alone. An adversary who knows such a column (a follow-up time, a lab value, a
+  count) re-identifies those records whatever the QIs' generalization: make it a
+  quasi-identifier with a hierarchy, or drop it.
+* ``homogeneous_classes``: per sensitive column, the released classes (``GROUP BY`` the
+  QIs) in which every record has the same value, missing values aside: knowing a person's
+  QIs then reveals that value (attribute disclosure; Machanavajjhala et al.'s
+  homogeneity attack, which l-diversity prevents). ``value``: the share of released
+  records in such classes. Reported whether or not l-diversity was configured; the message
+  names the commonest such values with their share of all released records, since
+  learning a value that 90 % of people have tells an adversary less than learning a rare one.
+* ``singleton_classes``: released classes of a single record. Only a release without
+  k-anonymity (a risk-only release: ``risk: {threshold: ...}`` bounds an average) can hold
+  them; each such record's prosecutor risk is 1. ``value``: the share of released records
+  in them.
+
+Bounded: every figure is a ``GROUP BY`` over the file run by DuckDB with a memory limit,
+spilling to a private temporary directory, so the cost is a few scans of the release
+whatever its size.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+#: ``kept_column_identifying`` fires above this share of released records made unique.
+UNIQUE_SHARE = 0.05
+
+#: The largest number of example values a ``homogeneous_classes`` message names.
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class DisclosureWarning:
+    """One warning: a code, the columns concerned, its figure (a share of released records)
+    and one sentence for the custodian."""
+
+    code: str
+    columns: tuple[str, ...]
+    value: float
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "columns": list(self.columns),
+            "value": self.value,
+            "message": self.message,
+        }
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _relation(path: Path, fmt: str, delimiter: str) -> str:
+    p = _literal(str(path))
+    if fmt == "parquet":
+        return f"read_parquet({p})"
+    return (
+        f"read_csv({p}, all_varchar=true, header=true, delim={_literal(delimiter)}, "
+        "quote='\"', escape='\"', null_padding=false)"
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part:,} of {whole:,} released records ({part / whole:.1%})"
+
+
+def disclosure_warnings(
+    release: Path,
+    fmt: str,
+    quasi_identifiers: Sequence[str],
+    kept_columns: Sequence[str] = (),
+    sensitive_columns: Sequence[str] = (),
+    delimiter: str = ",",
+    missing: Sequence[str] = (),
+    unique_share: float = UNIQUE_SHARE,
+    memory_limit: str = "512MB",
+) -> list[DisclosureWarning]:
+    """The disclosure warnings of the release at ``release`` (see the module docstring).
+
+    ``quasi_identifiers``: the released QI columns (the classes); ``kept_columns``: the
+    columns released as they are that an adversary might know (the configuration's
+    insensitive and sensitive columns); ``sensitive_columns``: those whose values a class
+    may disclose; ``missing``: the missing-value tokens (a class whose only value is missing
+    discloses nothing).
+    """
+    if not 0 < unique_share < 1:
+        raise ValueError(f"unique_share must be in (0, 1), got {unique_share!r}")
+    with tempfile.TemporaryDirectory(prefix="safeshare-disclosure-") as spill:
+        con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2, "temp_directory": spill})
+        try:
+            return _warnings(
+                con,
+                _relation(Path(release), fmt, delimiter),
+                list(quasi_identifiers),
+                list(kept_columns),
+                list(sensitive_columns),
+                tuple(missing),
+                unique_share,
+            )
+        finally:
+            con.close()
+
+
+def _warnings(
+    con: duckdb.DuckDBPyConnection,
+    rel: str,
+    qis: list[str],
+    kept: list[str],
+    sensitive: list[str],
+    missing: tuple[str, ...],
+    unique_share: float,
+) -> list[DisclosureWarning]:
+    def text(column: str) -> str:
+        return f"COALESCE(CAST({_quote(column)} AS VARCHAR), '')"
+
+    def one(sql: str) -> tuple[Any, ...]:
+        row = con.execute(sql).fetchone()
+        assert row is not None
+        return tuple(row)
+
+    # the columns the warnings read, as text, stored once (DuckDB spills past its memory limit)
+    needed = list(dict.fromkeys([*qis, *kept, *sensitive]))
+    columns = ", ".join(f"{text(c)} AS {_quote(c)}" for c in needed) or "1 AS one"
+    con.execute(f"CREATE TEMP TABLE released AS SELECT {columns} FROM {rel}")
+    (total,) = one("SELECT COUNT(*) FROM released")
+    total = int(total)
+    if total == 0:
+        return []
+    out: list[DisclosureWarning] = []
+    group = ", ".join(text(q) for q in qis)
+    keys = f"{group}, " if group else ""
+
+    def uniques(columns_sql: str) -> int:
+        counts = f"SELECT COUNT(*) AS n FROM released GROUP BY {columns_sql}"
+        return int(one(f"SELECT COALESCE(SUM(n), 0) FROM ({counts}) WHERE n = 1")[0])
+
+    qi_uniques = uniques(group) if group else 0
+    if qi_uniques:
+        out.append(
+            DisclosureWarning(
+                "singleton_classes",
+                tuple(qis),
+                qi_uniques / total,
+                f"{qi_uniques:,} released classes hold a single record ({_share(qi_uniques, total)}): "
+                "their prosecutor risk is 1 (the release bounds an average risk, not each record's); "
+                "add k-anonymity (k >= 2) to the privacy models to remove them",
+            )
+        )
+    for column in kept:
+        alone = uniques(text(column))
+        together = uniques(f"{keys}{text(column)}") - qi_uniques
+        share = together / total
+        if share > unique_share:
+            out.append(
+                DisclosureWarning(
+                    "kept_column_identifying",
+                    (column, *qis),
+                    share,
+                    f"column {column!r}, kept as it is, makes {_share(together, total)} unique together "
+                    f"with the quasi-identifiers ({alone:,} on its own), more than {unique_share:.0%}: "
+                    "an adversary who knows it singles them out; make it a quasi-identifier with a "
+                    "hierarchy, or drop it",
+                )
+            )
+    absent = ", ".join(_literal(t) for t in dict.fromkeys([*missing, ""]))
+    for column in sensitive:
+        if not group:
+            break
+        value = text(column)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE homogeneous AS SELECT * FROM (SELECT COUNT(*) AS n, "
+            f"COUNT(DISTINCT {value}) AS d, MIN({value}) AS v FROM released GROUP BY {group}) "
+            f"WHERE d = 1 AND v NOT IN ({absent})"
+        )
+        classes, records = one("SELECT COUNT(*), COALESCE(SUM(n), 0) FROM homogeneous")
+        classes, records = int(classes), int(records)
+        if not classes:
+            continue
+        examples = con.execute(
+            "SELECT h.v, COUNT(*) AS c, ANY_VALUE(a.n) FROM homogeneous AS h "
+            f"JOIN (SELECT {value} AS v, COUNT(*) AS n FROM released GROUP BY 1) AS a ON a.v = h.v "
+            f"GROUP BY h.v ORDER BY c DESC, h.v LIMIT {EXAMPLES}"
+        ).fetchall()
+        shown = "; ".join(
+            f"{v!r} in {int(c):,}, the value of {int(n) / total:.1%} of all released records"
+            for v, c, n in examples
+        )
+        out.append(
+            DisclosureWarning(
+                "homogeneous_classes",
+                (column, *qis),
+                records / total,
+                f"{classes:,} released classes ({_share(records, total)}) hold a single value of {column!r} "
+                f"({shown}): whoever knows a person's quasi-identifiers learns it (attribute disclosure); "
+                "l-diversity (l >= 2) on this column would prevent it",
+            )
+        )
+    return out

@@ -1,0 +1,270 @@
+"""The ``anonymize`` use case: a configuration in, a verified :class:`Release` out.
+
+One path for every algorithm (thesis §4.3-4.5)::
+
+    configuration (+ overrides) -> specification, validated once
+      -> engine reads the input
+      -> the strategy prepares its records (epsilon-safe: a Bernoulli sample; others: as is)
+      -> frequency table -> search -> node
+      -> trade-off curve, m-concealing (when asked)
+      -> release written, verified independently, report rendered from the Release, published
+
+``safeshare anonymize CONFIG --out DIR [options]`` is this function with the same
+keywords (the options' names with ``_``), and prints the :class:`Release` it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from safeshare.errors import ConfigError
+from safeshare.options import TRADEOFF_AUTO_MAX
+from safeshare.workflows.monitor import SILENT, Monitor
+
+#: How a run selects the DuckDB engine, for the advice when the memory engine runs out of memory
+#: (the command's option and the API's keyword are both ``engine``; a configuration's key too).
+ENGINE_SWITCH = "--engine duckdb, or engine: duckdb in the configuration"
+
+if TYPE_CHECKING:
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.data.engines.base import Engine
+    from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+    from safeshare.workflows.epsilon_safe import EpsilonSafeDryRun
+    from safeshare.workflows.release import ReleaseContext
+    from safeshare.workflows.result import Release
+
+# The configuration is validated before the engine, the core and the searches are imported,
+# so that a mistake in it is reported at once (docs/cli.md); each step imports what it uses.
+
+
+def anonymize(
+    config: str | Path,
+    out: str | Path | None = None,
+    *,
+    monitor: Monitor = SILENT,
+    **overrides: Any,
+) -> Release:
+    """Anonymize the input of ``config`` and return the :class:`Release` (thesis §4.3).
+
+    ``out``: the directory that receives ``release.csv`` (or ``.parquet``), report.json and
+    report.html, published atomically only after the independent verification passed;
+    ``None`` chooses the node and describes the release without writing it (the Release
+    then has no ``verification``). ``overrides`` are the options of ``safeshare
+    anonymize`` by their Python names (``k=10``, ``max_suppression="5%"``,
+    ``algorithm="epsilon-safe"``, ``beta=0.5``, ``tradeoff=False``, ...), validated with
+    the file in one specification.
+    """
+    from safeshare.config import load_config
+
+    run_options = {key: overrides.pop(key) for key in ("tradeoff",) if key in overrides}
+    cfg = load_config(config, **overrides)
+    return run_anonymization(cfg, out, monitor=monitor, tradeoff=run_options.get("tradeoff"))
+
+
+def run_anonymization(
+    cfg: Any, out: str | Path | None, monitor: Monitor = SILENT, tradeoff: bool | None = None
+) -> Release:
+    """:func:`anonymize` of a loaded configuration (:func:`safeshare.config.load_config`)."""
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.anonymizer import Anonymizer
+    from safeshare.workflows.m_concealing import (
+        check_knowledge_columns,
+        concealment_report,
+        knowledge_columns,
+        report_knowledge,
+    )
+    from safeshare.workflows.release import ReleaseContext, check_releasable
+
+    anonymizer = Anonymizer(cfg.spec())
+    sampling = anonymizer.prepares
+    if tradeoff and sampling:
+        raise ConfigError(f"--tradeoff: does not apply to algorithm {cfg.algorithm} (it draws its node)")
+    knowledge = report_knowledge(cfg.knowledge, cfg.privacy)
+    out_dir = Path(out) if out is not None else None
+    if out_dir is not None:
+        # A foreign, locked or unwritable --out is refused before any data is read (checked
+        # again, under the lock, when the release is published).
+        OutputDirectory(out_dir).preflight()
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    with monitor.phase(f"reading {cfg.source.path.name}"):
+        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH)
+    timings["read"] = time.perf_counter() - start
+    try:
+        check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
+        result, input_table = _search(anonymizer, engine, timings, monitor, cfg.algorithm)
+        check_releasable(
+            result, cfg.population_size, input_table.n_records if input_table is not None else None
+        )
+        context = ReleaseContext(
+            config=cfg.path,
+            source=cfg.source.path,
+            settings=cfg.settings(),
+            population_size=cfg.population_size,
+            input_table=input_table,
+        )
+        if knowledge is not None:
+            with monitor.phase("measuring m-concealing of the release"):
+                t0 = time.perf_counter()
+                context.m_concealing = concealment_report(result, engine, knowledge)
+                result.timings["m_concealing"] = time.perf_counter() - t0
+        size = result.table.lattice.size
+        if tradeoff is None and not sampling and size > TRADEOFF_AUTO_MAX:
+            context.tradeoff_skipped = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
+            monitor.note(f"trade-off curve skipped: {context.tradeoff_skipped} to compute it")
+        elif (tradeoff is None or tradeoff) and not sampling:
+            with monitor.phase("suppression / loss trade-off"):
+                t0 = time.perf_counter()
+                context.tradeoff = tradeoff_curve(anonymizer, result)
+                result.timings["tradeoff"] = time.perf_counter() - t0
+        timings.update(result.timings)
+        released = result.prepared.engine if result.prepared is not None else engine
+        return _publish(result, released, cfg, context, out_dir, timings, monitor)
+    finally:
+        engine.close()
+
+
+def tradeoff_curve(anonymizer: Anonymizer, result: AnonymizationResult) -> list[dict[str, Any]]:
+    """:func:`~safeshare.workflows.anonymizer.tradeoff` (thesis Fig. 6.1)."""
+    from safeshare.workflows.anonymizer import tradeoff
+
+    return tradeoff(anonymizer, result)
+
+
+def _search(
+    anonymizer: Anonymizer, engine: Engine, timings: dict[str, float], monitor: Monitor, algorithm: str
+) -> tuple[AnonymizationResult, Any]:
+    """Prepare the records, build the frequency table and search; the input's own table too
+    when the strategy searched a sample of it (for the risk section)."""
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.core.tabulate import build_frequency_table
+    from safeshare.search.context import Prepared
+
+    prepared, input_table = Prepared(engine), None
+    if anonymizer.prepares:
+        t0 = time.perf_counter()
+        with monitor.phase(f"preparing the records ({anonymizer.algorithm})"):
+            prepared = anonymizer.prepare(engine)
+        timings["prepare"] = time.perf_counter() - t0
+    if prepared.sampled:  # the risk section compares the whole input with the sampled release
+        with monitor.phase("building the frequency table of the input"):
+            input_table, _ = build_frequency_table(engine, anonymizer.schema)
+    with monitor.phase("building the frequency table"):
+        table, table_timings = build_frequency_table(
+            prepared.engine, anonymizer.schema, anonymizer.criterion.sensitive_columns
+        )
+    timings.update(table_timings)
+    anonymizer.criterion.validate(table)  # bad input (k above N, ...) before any announcement
+    evaluator = Evaluator(table)
+    _announce(table, evaluator, algorithm, monitor)
+    with monitor.progress("searching", table.lattice.size) as progress:
+        result = anonymizer.fit_table(table, {}, evaluator=evaluator, progress=progress)
+    result.prepared = prepared
+    return result, input_table
+
+
+def _announce(table: Any, evaluator: Evaluator, algorithm: str, monitor: Monitor) -> None:
+    """The lattice size and an estimate of the search's cost.
+
+    The estimate times the classes of one mid-lattice node (the evaluator keeps them, so
+    the search does not pay twice) and multiplies by the lattice size: the cost if every
+    node were checked. OLA's tagging usually checks a small fraction.
+    """
+    if not monitor.wants_estimates:
+        return
+    lattice = table.lattice
+    t0 = time.perf_counter()
+    evaluator.classes(tuple(h // 2 for h in lattice.heights))
+    per_node = time.perf_counter() - t0
+    worst = per_node * lattice.size
+    how = {
+        "exhaustive": "every node is checked",
+        "anytime": "the anytime search checks far fewer and stops at its budget",
+        "auto": "OLA, or above exact_max_nodes the anytime search, checks far fewer",
+        "epsilon-safe": "epsilon-safe scores every node of the sample's lattice",
+    }.get(algorithm, "OLA usually checks far fewer")
+    monitor.note(
+        f"search: lattice of {lattice.size:,} nodes ({len(lattice.heights)} quasi-identifiers, "
+        f"{len(table.counts):,} distinct rows); about {per_node * 1e3:.2g} ms a node, "
+        f"at most ~{worst:.3g} s ({how})"
+    )
+
+
+def _publish(
+    result: AnonymizationResult,
+    engine: Engine,
+    cfg: Any,
+    context: ReleaseContext,
+    out_dir: Path | None,
+    timings: dict[str, float],
+    monitor: Monitor,
+) -> Release:
+    """Write, verify and publish the release into ``out_dir`` (or describe it, unwritten)."""
+    from safeshare.io import OutputDirectory
+    from safeshare.workflows.release import build_release, release_name, stage_release, write_reports
+
+    fmt, delimiter = cfg.release_format, cfg.output_delimiter
+    if out_dir is None:
+        return build_release(result, engine, fmt, delimiter, context, None, None, timings)
+    output = OutputDirectory(out_dir)
+    with monitor.phase("writing and verifying the release"), output as stage:
+        verification = stage_release(result, engine, stage, fmt, delimiter, timings)
+        release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
+        write_reports(release, stage)
+        output.publish()
+    assert (out_dir / release_name(fmt)).exists()
+    return release
+
+
+def anonymize_dry_run(
+    config: str | Path, out: str | Path, *, monitor: Monitor = SILENT, **overrides: Any
+) -> EpsilonSafeDryRun:
+    """``safeshare anonymize --dry-run``: epsilon-safe's distribution over every node of the
+    sample's lattice, written to ``out`` (``distribution.csv``, ``distribution.json``) for the
+    data custodian, no node drawn and nothing released (thesis §4.5.4)."""
+    import json
+
+    from safeshare.config import load_config
+    from safeshare.data.engines.factory import make_engine
+    from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
+    from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
+
+    cfg = load_config(config, **overrides)
+    if cfg.algorithm != "epsilon-safe":
+        raise ConfigError(f"--dry-run applies to algorithm epsilon-safe only (algorithm is {cfg.algorithm})")
+    anonymizer = EpsilonSafeAnonymizer(cfg.spec())
+    output = OutputDirectory(Path(out))
+    output.preflight()
+    with monitor.phase(f"reading {cfg.source.path.name}"):
+        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH)
+    try:
+        with monitor.phase("sampling and scoring every node"):
+            run = anonymizer.dry_run(engine)
+    finally:
+        engine.close()
+    frame = run.distribution.frame()
+    doc = run.document()
+    doc["config"] = Path(cfg.path).name
+    with output as stage:
+        atomic_write(stage / "distribution.csv", lambda p: frame.to_csv(p, index=False))
+        atomic_write_text(stage / "distribution.json", json.dumps(doc, indent=2, default=json_default) + "\n")
+        output.publish()
+    run.path = Path(out)
+    return run
+
+
+def json_default(obj: object) -> object:
+    """JSON of numpy scalars; non-finite floats as ``null``."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")

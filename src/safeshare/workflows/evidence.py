@@ -1,0 +1,418 @@
+"""The evidence a privacy officer signs: what a release assumes, guarantees and consists of.
+
+:func:`build_evidence` gathers, from explicit parameters, one plain typed structure
+(:class:`Evidence`) that the report renders (HTML, JSON) and the ledger can record:
+
+* the **attack models** in plain words (:class:`AttackModel`): the prosecutor, who knows
+  that a person is in the release and that person's quasi-identifiers; the journalist, who
+  knows a person's quasi-identifiers from a population register but not whether the person
+  is in the release; the marketer, who matches the whole release against such a register.
+  For each, how success is measured and what this release guarantees against it, with its
+  figure;
+* the **threshold** with its source (:class:`Threshold`): 0.09 is the figure of the
+  European Medicines Agency (Policy 0070 and its external guidance) and Health Canada (Public
+  Release of Clinical Information) for public release, and the one data custodians commonly
+  use (Jiang et al., PLoS ONE 17(6):e0269097, 2022, refs. 42-49); any other value is the
+  custodian's, with the reason they give (``threshold_reason``);
+* the **quasi-identifier inventory**: each QI with the hierarchy used, the chosen level and
+  the labels the release holds, in full;
+* what the **verifier re-checked** on the written file, each check by name with its
+  requirement (:class:`VerifierCheck`);
+* the **SHA-256** of the input file(s), the configuration, every hierarchy file and every
+  released file (:class:`FileDigest`; paths relative to ``base``, never absolute);
+* the software version, the engine, the seeds that were given, and the key's fingerprint
+  when identifiers were pseudonymized or dates shifted.
+
+Everything is a parameter (no dependency on the run's result object), so that the report,
+the ledger or a script can build it from what they hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from safeshare.io import files_of, sha256_file
+from safeshare.verify import Expectations, Verification
+
+#: The public-release threshold of EMA Policy 0070 and Health Canada (on the re-identification
+#: probability; a smallest class of 11 records gives 1/11 = 0.0909).
+PUBLIC_RELEASE_THRESHOLD = 0.09
+
+PUBLIC_RELEASE_SOURCE = (
+    "0.09 is the threshold for the public release of clinical data used by the European Medicines "
+    "Agency (Policy 0070 and its external guidance, v1.4, 2018) and Health Canada (Guidance document on "
+    "Public Release of Clinical Information, 2019), and the one data custodians commonly use "
+    "(Jiang et al., PLoS ONE 17(6):e0269097, 2022, refs. 42-49)"
+)
+
+
+@dataclass(frozen=True)
+class AttackModel:
+    """One adversary: what they know, how their success is measured, what the release bounds."""
+
+    name: str
+    adversary: str
+    measure: str
+    guarantee: str
+    value: float | None = None
+    bounded: bool = False
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The risk threshold of the release and where it comes from."""
+
+    value: float
+    measure: str
+    source: str
+    reason: str | None = None
+    public_release_figure: bool = False
+
+
+@dataclass(frozen=True)
+class QuasiIdentifierEvidence:
+    """One quasi-identifier: its hierarchy, the chosen level, and every released label."""
+
+    name: str
+    hierarchy: str
+    level: int
+    height: int
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VerifierCheck:
+    """One check the independent verifier ran on the written release."""
+
+    name: str
+    requirement: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    """A file of the release's evidence: its role, path (relative), SHA-256 and size."""
+
+    role: str
+    path: str
+    sha256: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The evidence section of a release (see the module docstring)."""
+
+    attack_models: tuple[AttackModel, ...]
+    threshold: Threshold | None
+    quasi_identifiers: tuple[QuasiIdentifierEvidence, ...]
+    verifier_checks: tuple[VerifierCheck, ...]
+    verified: bool
+    files: tuple[FileDigest, ...]
+    software_version: str
+    engine: str
+    seeds: Mapping[str, int | None] = field(default_factory=dict)
+    identifiers: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (the report's ``evidence`` section)."""
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ helpers for callers
+def describe_hierarchy(spec: Any, base: Path | None = None) -> str:
+    """A hierarchy or builder in words: a file by its path (relative to ``base``), a builder by
+    its type and parameters, a table by its size."""
+    path = getattr(spec, "path", None)
+    if getattr(spec, "type_name", None) == "file" and path is not None:
+        return f"file {_relative(Path(path), base)}"
+    rows = getattr(spec, "rows", None)
+    if rows is not None and not dataclasses.is_dataclass(spec):
+        return f"table of {len(rows)} values, {getattr(spec, 'height', '?')} levels above them"
+    if dataclasses.is_dataclass(spec):
+        params = []
+        for f in dataclasses.fields(spec):
+            if not f.init:
+                continue
+            value = getattr(spec, f.name)
+            shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+            params.append(f"{f.name}: {shown}")
+        return f"{getattr(spec, 'type_name', type(spec).__name__)} ({'; '.join(params)})"
+    return type(spec).__name__
+
+
+def hierarchy_files(specs: Mapping[str, Any]) -> list[Path]:
+    """The files of the hierarchies read from files (``FileBuilder``), for their SHA-256."""
+    out = []
+    for spec in specs.values():
+        if getattr(spec, "type_name", None) == "file" and getattr(spec, "path", None) is not None:
+            out.append(Path(spec.path))
+    return list(dict.fromkeys(out))
+
+
+def released_labels(
+    release: Path, fmt: str, columns: Sequence[str], delimiter: str = ","
+) -> dict[str, list[str]]:
+    """Every distinct value of each of ``columns`` in the written release, in code point order
+    (DuckDB SQL over the file: only what was released)."""
+    p = "'" + str(release).replace("'", "''") + "'"
+    if fmt == "parquet":
+        rel = f"read_parquet({p})"
+    else:
+        d = "'" + delimiter.replace("'", "''") + "'"
+        rel = f"read_csv({p}, all_varchar=true, header=true, delim={d}, quote='\"', escape='\"')"
+    con = duckdb.connect()
+    try:
+        out = {}
+        for column in columns:
+            q = '"' + column.replace('"', '""') + '"'
+            rows = con.execute(f"SELECT DISTINCT COALESCE(CAST({q} AS VARCHAR), '') FROM {rel}").fetchall()
+            out[column] = sorted(str(r[0]) for r in rows)
+        return out
+    finally:
+        con.close()
+
+
+def _relative(path: Path, base: Path | None) -> str:
+    if base is None:
+        return path.name
+    return os.path.relpath(Path(path).absolute(), Path(base).absolute())
+
+
+def _fraction(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".") if x else "0"
+
+
+# ------------------------------------------------------------------ the builder
+def build_evidence(
+    *,
+    expected: Expectations,
+    verification: Verification,
+    hierarchies: Mapping[str, str],
+    heights: Mapping[str, int],
+    levels: Mapping[str, int],
+    labels: Mapping[str, Sequence[str]],
+    files: Mapping[str, Sequence[Path]],
+    version: str,
+    engine: str,
+    base: Path | None = None,
+    population_size: int | None = None,
+    risk_estimate: float | None = None,
+    threshold_reason: str | None = None,
+    seeds: Mapping[str, int | None] | None = None,
+    identifiers: Mapping[str, Any] | None = None,
+) -> Evidence:
+    """The evidence of a verified release.
+
+    ``expected`` and ``verification``: what the verifier was told (from the configuration)
+    and found; ``hierarchies``: QI -> the hierarchy in words (:func:`describe_hierarchy`);
+    ``heights``/``levels``: QI -> hierarchy height and chosen level; ``labels``: QI -> the
+    released labels (:func:`released_labels`); ``files``: role (``input``, ``config``,
+    ``hierarchy``, ``release``, ``report``) -> paths, hashed here; ``population_size``: N
+    assumed by the risk figures (``None``: the input is the population); ``risk_estimate``:
+    the release's estimated B (or the configured measure) when computed;
+    ``threshold_reason``: the custodian's reason for the threshold; ``seeds``: the seeds
+    given; ``identifiers``: the identifier treatment (``IdentifierTreatment.describe()``:
+    columns and key fingerprint, never the key).
+    """
+    qis = list(expected.quasi_identifiers)
+    risk = expected.models.get("risk")
+    k = int(expected.k)
+    return Evidence(
+        attack_models=_attack_models(verification, qis, risk, k, population_size, risk_estimate),
+        threshold=_threshold(risk, k, threshold_reason),
+        quasi_identifiers=tuple(
+            QuasiIdentifierEvidence(
+                q, hierarchies.get(q, "?"), int(levels[q]), int(heights[q]), tuple(labels.get(q, ()))
+            )
+            for q in qis
+        ),
+        verifier_checks=_checks(expected, verification),
+        verified=verification.passed,
+        files=tuple(
+            FileDigest(role, _relative(path, base), sha256_file(path), path.stat().st_size)
+            for role, paths in files.items()
+            for given in paths
+            for path in files_of(Path(given))
+        ),
+        software_version=version,
+        engine=engine,
+        seeds=dict(seeds or {}),
+        identifiers=dict(identifiers) if identifiers is not None else None,
+    )
+
+
+def _attack_models(
+    verification: Verification,
+    qis: Sequence[str],
+    risk: Mapping[str, Any] | None,
+    k: int,
+    population_size: int | None,
+    risk_estimate: float | None,
+) -> tuple[AttackModel, ...]:
+    known = ", ".join(qis)
+    smallest, n_out, classes = (
+        verification.min_class_size,
+        verification.records_out,
+        verification.equivalence_classes,
+    )
+    worst = 1 / smallest if smallest else None
+    register = f"a population register of N = {population_size:,}" if population_size else "the input itself"
+    average = ""
+    if risk is not None:
+        estimate = f"; this release: {_fraction(risk_estimate)}" if risk_estimate is not None else ""
+        average = (
+            f"{risk.get('measure', 'B')} <= {_fraction(float(risk['threshold']))} "
+            f"({risk.get('estimator') or 'exact'}, N = {risk.get('population_size')}{estimate})"
+        )
+
+    if k >= 2:
+        prosecutor_bound = (
+            f"every released class holds at least k = {k} records, so no record's risk exceeds "
+            f"1/{k} = {_fraction(1 / k)}; the smallest released class holds {smallest} records"
+        )
+    elif smallest:
+        prosecutor_bound = (
+            f"not bounded for each record (no k-anonymity): the smallest released class holds {smallest} "
+            f"record(s), so some record's risk is {_fraction(1 / smallest)}; the threshold bounds an average"
+        )
+    else:
+        prosecutor_bound = "the release holds no record"
+    prosecutor = AttackModel(
+        "prosecutor",
+        f"knows that a given person is in the release, and knows that person's {known}",
+        "the chance of picking out the person's record: 1 / the size of the person's released class",
+        prosecutor_bound,
+        worst,
+        k >= 2,
+    )
+
+    if average:
+        journalist_bound = f"the average over the released records is bounded: {average}"
+    elif k >= 2:
+        journalist_bound = (
+            f"at most 1/{k}: a person's class in the population is at least their released class"
+        )
+    else:
+        journalist_bound = "not bounded by the configured models"
+    journalist = AttackModel(
+        "journalist",
+        f"knows a person's {known} from {register}, but not whether the person is in the release",
+        "the chance that a released record matching the person is theirs: 1 / the size of the person's "
+        "class in the population; averaged over the released records, this is B",
+        journalist_bound,
+        risk_estimate if average else (1 / k if k >= 2 else None),
+        bool(average) or k >= 2,
+    )
+
+    share = classes / n_out if n_out and population_size is None else None
+    if average:
+        marketer_bound = f"bounded by the threshold: {average}"
+    else:
+        marketer_bound = (
+            f"not bounded by a threshold; {classes:,} classes over {n_out:,} released records"
+            + (f" = {_fraction(share)}" if share is not None else "")
+        )
+    marketer = AttackModel(
+        "marketer",
+        f"matches every released record at once against {register}, which holds the {known}",
+        "the expected share of released records re-identified: (1/n) x the sum over classes of f/F, "
+        "which is B; J/n (classes over records) when the input is the population",
+        marketer_bound,
+        risk_estimate if average else share,
+        bool(average),
+    )
+    return prosecutor, journalist, marketer
+
+
+def _threshold(risk: Mapping[str, Any] | None, k: int, reason: str | None) -> Threshold | None:
+    reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
+    if risk is not None:
+        value, measure = (
+            float(risk["threshold"]),
+            f"{risk.get('measure', 'B')} (average re-identification risk)",
+        )
+    elif k >= 2:
+        value, measure = 1 / k, f"maximum prosecutor risk 1/k, k = {k}"
+    else:
+        return None
+    public = math.isclose(value, PUBLIC_RELEASE_THRESHOLD, rel_tol=0, abs_tol=1e-12)
+    if public:
+        source = PUBLIC_RELEASE_SOURCE
+    elif reason:
+        source = "chosen by the custodian"
+    else:
+        source = "chosen by the custodian, who gave no reason (threshold_reason)"
+    if not public and risk is None:
+        source += f"; for comparison, {PUBLIC_RELEASE_SOURCE} (a maximum risk of 0.09 needs k >= 12)"
+    return Threshold(value, measure, source, reason, public)
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    """The scalar and short-list parameters of a model, in words (reference data left out)."""
+    shown = []
+    for key, value in params.items():
+        if isinstance(value, bool | int | float | str):
+            shown.append(f"{key} = {value}")
+        elif isinstance(value, list | tuple) and len(value) <= 10 and all(isinstance(v, str) for v in value):
+            shown.append(f"{key} = {', '.join(value)}")
+    return "; ".join(shown)
+
+
+def _checks(expected: Expectations, verification: Verification) -> tuple[VerifierCheck, ...]:
+    failures = list(verification.failures)
+
+    def held(*prefixes: str) -> bool:
+        return not any(f.startswith(prefixes) for f in failures)
+
+    qis = ", ".join(expected.quasi_identifiers)
+    limit = verification.checks.get("suppression_limit")
+    out = [
+        VerifierCheck(
+            "columns",
+            "the release has exactly the columns the configuration's roles allow: "
+            + ", ".join(expected.columns),
+            held("release column"),
+        ),
+        VerifierCheck(
+            "labels",
+            f"every value of {qis} is a label of its hierarchy at the chosen level",
+            held("column ", "a quasi-identifier column"),
+        ),
+        VerifierCheck(
+            "k-anonymity",
+            f"every equivalence class ({qis}) holds at least k = {expected.k} records",
+            held("an equivalence class"),
+        ),
+        VerifierCheck(
+            "suppression",
+            f"at most {limit} of the {expected.records_in:,} input records suppressed "
+            f"(max_suppression {expected.max_suppression:g})",
+            held("the release has more records") and not any("suppressed, more than" in f for f in failures),
+        ),
+    ]
+    for name, params in expected.models.items():
+        if name == "k-anonymity":
+            continue
+        out.append(VerifierCheck(name, _params(params) or name, held(f"{name}:", "no independent check")))
+    ids = expected.identifiers
+    if ids is not None:
+        pseudo = ", ".join(c.column for c in ids.pseudonyms) or "none"
+        shifted = ", ".join(c.column for c in ids.shifted_dates) or "none"
+        out.append(
+            VerifierCheck(
+                "identifiers",
+                f"pseudonyms ({pseudo}) and shifted dates ({shifted}) recomputed from the key "
+                f"(fingerprint {ids.key.fingerprint}) for every released record; no raw identifier released",
+                held("identifiers:"),
+            )
+        )
+    return tuple(out)

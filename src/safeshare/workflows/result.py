@@ -1,0 +1,323 @@
+"""The one result of an anonymization run: :class:`Release`.
+
+Everything a user sees of a run is rendered from one :class:`Release`: the terminal
+summary (``safeshare anonymize``), report.json (:attr:`Release.report`, written as it
+is), report.html (rendered from :attr:`Release.report`), ``--json`` and the Python API
+(:func:`safeshare.api.anonymize` returns it). So they cannot disagree.
+
+A release is made of sections, each a field:
+
+* :attr:`Release.input`: the input's profile (source, records, every column's role and
+  treatment);
+* :attr:`Release.choice`: the chosen node and why (the search, its figures, one sentence);
+* :attr:`Release.output`: the release itself (file, records, classes, class-size histogram);
+* :attr:`Release.privacy`: the privacy models, the suppression limit, what the release achieves;
+* :attr:`Release.risk`: the re-identification risk of the input and of the release, with
+  the same estimator and the same population size N (exact values where the population
+  is known);
+* :attr:`Release.utility`: information loss (in :attr:`choice`), the suppression / loss
+  trade-off and m-concealing, when computed;
+* :attr:`Release.sampling`: epsilon-safe's Bernoulli sample and guarantee, when it ran;
+* :attr:`Release.verification`: the independent re-check of the written file;
+* :attr:`Release.provenance`: the configuration (its file name and every validated
+  setting), the version, the seeds;
+* :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}``;
+* :attr:`Release.timings`: seconds per phase (and :attr:`peak_rss_mb`): the only figures
+  that differ between two runs of the same configuration (with the creation time).
+
+Adding a section is adding a field here and its key in :meth:`Release.report`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safeshare.report.content import ReportWarning
+from safeshare.verify import Verification
+from safeshare.workflows.anonymizer import AnonymizationResult
+
+#: Keys of report.json that are measurements of one run, not results: two runs of the same
+#: configuration differ only in these and in ``engine_settings.peak_rss_mb`` (the CLI/API
+#: agreement test, tests/test_api.py, ignores them).
+MEASUREMENT_KEYS = ("created", "elapsed_s")
+
+
+@dataclass(frozen=True)
+class InputProfile:
+    """The input as the run read it.
+
+    ``source`` is portable (relative to the configuration's directory, never an absolute
+    local path); ``records`` counts every input record (before epsilon-safe's sampling);
+    ``columns`` lists every input column with its role and treatment (``dropped``,
+    ``generalized``, ``kept``).
+    """
+
+    source: str | None
+    records: int
+    quasi_identifiers: tuple[str, ...]
+    columns: tuple[Mapping[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen node and why: the search's figures and one sentence (:attr:`why`)."""
+
+    found: bool
+    node: tuple[int, ...] | None
+    levels: Mapping[str, int]
+    generalization: tuple[Mapping[str, Any], ...]
+    algorithm: str
+    metric: str
+    information_loss: float | None
+    information_loss_normalized: float | None
+    loss: Mapping[str, float]
+    checked_nodes: int
+    minimal_nodes: int | None
+    lattice_size: int
+    #: the strategy's own figures (Inverse OLA's k, anytime's bound and gap, epsilon-safe's draw, ...)
+    search: Mapping[str, Any]
+    why: str
+
+
+@dataclass(frozen=True)
+class Output:
+    """The release: its file name and format, and what it holds (released classes only)."""
+
+    file: str
+    format: str
+    records_in: int
+    records_out: int
+    suppressed_records: int
+    equivalence_classes: int
+    min_class_size: int
+    class_size_histogram: tuple[Mapping[str, Any], ...]
+    #: where it was published; ``None`` when the run wrote nothing (``out=None``)
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class PrivacyOutcome:
+    """The privacy models with the suppression limit, and what the released classes achieve.
+
+    ``k`` is the k of the release's k-anonymity (Inverse OLA: the k it achieved), ``None``
+    without one.
+    """
+
+    models: Mapping[str, Any]
+    max_suppression: float
+    achieved: Mapping[str, Any]
+    k: int | None = None
+
+
+@dataclass(frozen=True)
+class UtilityOutcome:
+    """What the release keeps beyond the loss of :class:`Choice`: the suppression / loss
+    trade-off (thesis Fig. 6.1) and the m-concealing of the release, when computed."""
+
+    tradeoff: tuple[Mapping[str, Any], ...] | None = None
+    #: why the trade-off curve was not computed (a large lattice), when it was not asked
+    tradeoff_skipped: str | None = None
+    m_concealing: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a release comes from: the configuration, the version, the seeds, the engine.
+
+    ``settings`` is the validated configuration with every key (defaults filled in and
+    command-line or Python overrides applied), paths relative to the configuration.
+    """
+
+    config: str | None
+    settings: Mapping[str, Any]
+    version: str
+    seeds: Mapping[str, Any]
+    created: str
+    engine: str
+    engine_settings: Mapping[str, Any]
+
+
+@dataclass
+class Release:
+    """The one result of ``anonymize`` (see the module docstring); report.json is :attr:`report`."""
+
+    input: InputProfile
+    choice: Choice
+    output: Output
+    privacy: PrivacyOutcome
+    risk: Mapping[str, Any]
+    utility: UtilityOutcome
+    provenance: Provenance
+    verification: Verification | None
+    warnings: list[ReportWarning] = field(default_factory=list)
+    #: epsilon-safe: the sample and the (beta, epsilon, delta) guarantee (``None`` otherwise)
+    sampling: Mapping[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float | None = None
+    #: the search's full result (frequency table, evaluator, classes) for further analysis
+    fit: AnonymizationResult | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def path(self) -> Path | None:
+        """The published release file (``None`` when nothing was written)."""
+        return self.output.path / self.output.file if self.output.path is not None else None
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.verification.passed
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """report.json: every section, in one mapping (the CLI writes exactly this)."""
+        choice, out = self.choice, self.output
+        doc: dict[str, Any] = {
+            "safeshare_version": self.provenance.version,
+            "created": self.provenance.created,
+            "engine": self.provenance.engine,
+            "engine_settings": {**self.provenance.engine_settings, "peak_rss_mb": self.peak_rss_mb},
+            "release": out.file,
+            "config": self.provenance.config,
+            "input": self.input.source,
+            "found": choice.found,
+            "node": list(choice.node) if choice.node is not None else None,
+            "levels": dict(choice.levels),
+            "generalization": [dict(g) for g in choice.generalization],
+            "metric": choice.metric,
+            "information_loss": choice.information_loss,
+            "information_loss_normalized": choice.information_loss_normalized,
+            "loss": dict(choice.loss),
+            "records_in": out.records_in,
+            "suppressed_records": out.suppressed_records,
+            "records_out": out.records_out,
+            "min_class_size": out.min_class_size,
+            "equivalence_classes": out.equivalence_classes,
+            "checked_nodes": choice.checked_nodes,
+            "minimal_nodes": choice.minimal_nodes,
+            "lattice_size": choice.lattice_size,
+            "algorithm": choice.algorithm,
+            "why": choice.why,
+            "privacy": {"models": dict(self.privacy.models), "max_suppression": self.privacy.max_suppression},
+            "privacy_achieved": dict(self.privacy.achieved),
+            **{key: value for key, value in choice.search.items() if key not in ("qualifying_nodes",)},
+            "verified": self.verified,
+            "verification": self.verification.to_dict() if self.verification is not None else None,
+            "class_size_histogram": [dict(b) for b in out.class_size_histogram],
+            "risk": dict(self.risk),
+        }
+        doc["k"] = self.privacy.k
+        doc["max_suppression"] = self.privacy.max_suppression
+        if self.sampling is not None:  # epsilon-safe: its k and suppression limit (which shapes the utility)
+            doc.update(self.sampling)
+        if self.utility.tradeoff is not None:
+            doc["tradeoff"] = [dict(t) for t in self.utility.tradeoff]
+        if self.utility.tradeoff_skipped is not None:
+            doc["tradeoff_skipped"] = self.utility.tradeoff_skipped
+        if self.utility.m_concealing is not None:
+            doc.update(self.utility.m_concealing)
+        doc["columns"] = [dict(c) for c in self.input.columns]
+        doc["provenance"] = {
+            "config": self.provenance.config,
+            "settings": dict(self.provenance.settings),
+            "version": self.provenance.version,
+            "seeds": dict(self.provenance.seeds),
+        }
+        doc["warnings"] = [w.to_dict() for w in self.warnings]
+        doc["elapsed_s"] = {key: round(value, 6) for key, value in self.timings.items()}
+        return doc
+
+
+def input_profile(
+    result: AnonymizationResult,
+    source: str | None,
+    input_columns: Sequence[str],
+    released_columns: Sequence[str],
+    records: int,
+) -> InputProfile:
+    from safeshare.report.content import column_treatments
+
+    return InputProfile(
+        source=source,
+        records=records,
+        quasi_identifiers=tuple(result.table.qi_names),
+        columns=tuple(column_treatments(result.schema, input_columns, released_columns)),
+    )
+
+
+def choice_of(result: AnonymizationResult) -> Choice:
+    """The chosen node and why, from the search's result."""
+    from safeshare.report.content import describe_search
+
+    summary = result.summary()
+    search = {key: value for key, value in result.search.extra.items() if key != "qualifying_nodes"}
+    return Choice(
+        found=result.found,
+        node=result.node,
+        levels=result.levels,
+        generalization=tuple(result.generalization()),
+        algorithm=result.search.algorithm,
+        metric=summary["metric"],
+        information_loss=summary["information_loss"],
+        information_loss_normalized=summary["information_loss_normalized"],
+        loss=summary["loss"],
+        checked_nodes=result.search.checked_nodes,
+        minimal_nodes=result.minimal_node_count(),
+        lattice_size=result.search.lattice_size,
+        search=search,
+        why=describe_search({**summary, **search}),
+    )
+
+
+def class_size_histogram(result: AnonymizationResult) -> list[dict[str, Any]]:
+    """Released classes by size, in bins 1, 2, ..., 10, 11-20, 21-50, ... (for the HTML report)."""
+    sizes = result.released_class_sizes
+    edges = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001]
+    out = []
+    for lo, hi in zip(edges, [*edges[1:], None], strict=True):
+        mask = sizes >= lo if hi is None else (sizes >= lo) & (sizes < hi)
+        count = int(mask.sum())
+        if count or (hi is not None and hi <= 11):
+            label = str(lo) if hi == lo + 1 else (f"{lo}+" if hi is None else f"{lo}-{hi - 1}")
+            out.append({"label": label, "low": lo, "classes": count, "records": int(sizes[mask].sum())})
+    return out
+
+
+def output_of(result: AnonymizationResult, file: str, fmt: str, path: Path | None) -> Output:
+    released = result.released_class_sizes
+    return Output(
+        file=file,
+        format=fmt,
+        records_in=result.records_in,
+        records_out=result.records_in - result.suppressed_records,
+        suppressed_records=result.suppressed_records,
+        equivalence_classes=int(released.size),
+        min_class_size=result.min_class_size,
+        class_size_histogram=tuple(class_size_histogram(result)),
+        path=path,
+    )
+
+
+def privacy_of(result: AnonymizationResult) -> PrivacyOutcome:
+    params = result.criterion.params()
+    ks = [getattr(m, "k", None) for m in result.criterion.models if hasattr(m, "k")]
+    return PrivacyOutcome(
+        models=params["models"],
+        max_suppression=params["max_suppression"],
+        achieved=result.privacy_achieved(),
+        k=ks[0] if ks else None,
+    )
+
+
+__all__ = [
+    "MEASUREMENT_KEYS",
+    "Choice",
+    "InputProfile",
+    "Output",
+    "PrivacyOutcome",
+    "Provenance",
+    "Release",
+    "ReportWarning",
+    "UtilityOutcome",
+]
