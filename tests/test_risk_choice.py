@@ -76,6 +76,13 @@ def test_the_worst_dataset_decides_and_ties_go_to_the_smaller_error(table: dict[
     assert choice.default_estimator(0.3) == "steady"
 
 
+def test_a_dataset_without_points_is_left_out_of_the_worst_case(table: dict[str, Any]) -> None:
+    for entry in table["uneven"].values():
+        entry["datasets"]["german"] = _stats(0, 0.0, math.nan)
+    assert choice.ranking(0.3)[0] == "uneven"  # 99 % on the two datasets it was evaluated on
+    assert choice.caveat("uneven", 0.3) is None
+
+
 def test_the_default_can_be_restricted_to_estimators_that_need_no_table(table: dict[str, Any]) -> None:
     assert choice.default_estimator(0.3, candidates=("uneven", "biased")) == "biased"
     with pytest.raises(InputError, match="no evaluated estimator"):
@@ -107,8 +114,10 @@ def test_the_measured_table_covers_every_registered_estimator_in_every_band() ->
         assert set(bands) == set(choice.BANDS), name
         for entry in bands.values():
             assert set(entry["datasets"]) == set(choice.DATASET_NAMES)
-            for stats in (*entry["datasets"].values(), entry["pooled"]):
-                assert stats["points"] > 0 and 0.0 <= stats["within"] <= 1.0
+            evaluated = [s for s in entry["datasets"].values() if s["points"] > 0]
+            assert len(evaluated) >= 2 and entry["pooled"]["points"] == sum(s["points"] for s in evaluated)
+            for stats in (*evaluated, entry["pooled"]):
+                assert 0.0 <= stats["within"] <= 1.0
             if name in ("gaussian_copula", "dvine_copula", "average"):
                 lo, hi = entry["relative_error_quantiles"]
                 assert lo < 0.0 < hi

@@ -148,7 +148,11 @@ def main(argv: Sequence[str]) -> int:
             cells = []
             for ds in DATASETS:
                 s = table[name][band]["datasets"][ds]  # type: ignore[index]
-                cells.append(f"{s['within']:.0%} ({s['points']}), {s['median_relative_error']:+.0%}")
+                cells.append(
+                    f"{s['within']:.0%} ({s['points']}), {s['median_relative_error']:+.0%}"
+                    if s["points"]
+                    else "not evaluated"
+                )
             print(f"| {name} | f {band} | " + " | ".join(cells) + " |")
     print()
     print_choice(table)

@@ -34,7 +34,6 @@ import math
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -374,20 +373,21 @@ def run_points(
                 progress()
         return results
     # spawn, not fork: the parent may hold threads (BLAS, the vine library) that fork would copy mid-lock.
+    # On an interrupt (or any error) the workers are terminated at once: waiting for the points
+    # they are computing could take minutes.
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        jobs, mp_context=ctx, initializer=_init_worker, initargs=(population, settings)
-    ) as pool:
-        futures = [pool.submit(_worker_point, p) for p in range(settings.points)]
-        try:
-            for fut in as_completed(futures):
-                results.append(fut.result())
-                if progress:
-                    progress()
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(population, settings))
+    try:
+        for result in pool.imap_unordered(_worker_point, range(settings.points)):
+            results.append(result)
+            if progress:
+                progress()
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     results.sort(key=lambda r: r.point)
     return results
 

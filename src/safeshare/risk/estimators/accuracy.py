@@ -9,7 +9,7 @@ relative error to the estimate as the score: with ``q_lo``, ``q_hi`` the conform
 97.5 % quantiles of ``r = (estimate - B) / estimate`` over the evaluation points of the same
 sampling-fraction band (:data:`~safeshare.risk.estimators.measured.ACCURACY`, three datasets),
 
-    B in [ B_ (1 - q_hi),  B_ (1 - q_lo) ]  union  B_mc_interval_,  clipped to [1/N, 1].
+    B in [ B_ (1 - q_hi),  B_ (1 - q_lo) ],  widened to contain B_mc_interval_,  clipped to [1/N, 1].
 
 Its coverage is marginal: over populations and quasi-identifier sets like those of the
 evaluation, 95 % of such intervals hold the true B; for one population it may be more or less

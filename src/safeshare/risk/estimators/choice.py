@@ -53,14 +53,17 @@ def _band_text(label: str) -> str:
 
 
 def _worst(entry: dict[str, Any]) -> tuple[float, float]:
-    """(worst share within ±0.05, worst median absolute error) over the datasets, failures as misses."""
+    """(worst share within ±0.05, worst median absolute error) over the datasets the estimator was
+    evaluated on, failures as misses."""
     within, mae = [], []
     for stats in entry["datasets"].values():
-        points = stats["points"]
+        points = stats["points"]  # failures included
+        if not points:
+            continue  # not evaluated on this dataset
         ok = points - stats["failed"]
-        within.append(stats["within"] * ok / points if points else 0.0)
+        within.append(stats["within"] * ok / points)
         mae.append(stats["median_abs_error"] if math.isfinite(stats["median_abs_error"]) else math.inf)
-    return min(within), max(mae)
+    return (min(within), max(mae)) if within else (0.0, math.inf)
 
 
 def ranking(sampling_fraction: float, candidates: Iterable[str] | None = None) -> list[str]:
