@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN    := $(BIN)/python
 
-.PHONY: demo test test-all mutation bench lint typecheck clean spark-cluster spark-cluster-stop
+.PHONY: demo test test-all mutation bench lint typecheck clean spark-cluster spark-cluster-stop chromium
 
 $(RUN):
 	$(PYTHON) -m venv $(VENV)
@@ -30,12 +30,19 @@ demo: $(VENV)/.installed
 	@echo "release, report.json and report.html are in out/demo/"
 
 ## test: lint, type-check and the representative test suite (CI runs this)
-test: $(VENV)/.installed-test lint typecheck
+test: $(VENV)/.installed-test lint typecheck chromium
 	$(RUN) -m pytest -q -m "not slow"
 
 ## test-all: every test, including the exhaustive grids marked slow
-test-all: $(VENV)/.installed-test lint typecheck
+test-all: $(VENV)/.installed-test lint typecheck chromium
 	$(RUN) -m pytest -q
+
+## chromium: Debian's Chromium for the browser tests of `safeshare ui` (tests/test_ui_browser.py),
+## installed where apt-get can (as root); elsewhere those tests are skipped with the reason.
+chromium:
+	@test -x /usr/bin/chromium || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+		(apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium not installed: the browser tests of safeshare ui will be skipped"; }
 
 ## mutation: mutation testing of the core modules with their fast tests (slow; not part of
 ## `make test`): a score per module and the surviving mutants (docs/testing.md).

@@ -21,6 +21,7 @@ import yaml
 from safeshare import api
 from safeshare.config.algorithms import ALGORITHMS, config_keys
 from safeshare.config.file import TOP_LEVEL_KEYS
+from safeshare.data.identifiers import write_new_key
 from safeshare.errors import ConfigError, InputError
 from safeshare.workflows.result import MEASUREMENT_KEYS
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
@@ -32,6 +33,12 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     """A report without what measures one run (times, the creation time, the peak memory)."""
     doc = {key: value for key, value in report.items() if key not in MEASUREMENT_KEYS}
     doc["engine_settings"] = {k: v for k, v in doc["engine_settings"].items() if k != "peak_rss_mb"}
+    if doc.get("evidence") is not None:  # released files are named by their output directory
+        files = [
+            {**f, "path": Path(f["path"]).name} if f["role"] == "release" else f
+            for f in doc["evidence"]["files"]
+        ]
+        doc["evidence"] = {**doc["evidence"], "files": files}
     return doc
 
 
@@ -173,6 +180,8 @@ def _base(algorithm: str) -> dict[str, Any]:
         config["dp"] = {"beta": 0.8, "epsilon_prime": 1.0, "utility": "safepub", "seed": 3}
     if algorithm == "inverse-ola":
         config["max_loss"] = 0.5
+    if algorithm == "node":
+        config["levels"] = {"age": 2, "zip": 2, "sex": 1}  # the top node: qualifies under every walk
     return config
 
 
@@ -191,6 +200,7 @@ WALK: dict[str, tuple[Any, Any]] = {
     "max_loss": (0.6, lambda r: r["max_loss"] == 0.6),
     "time_limit": (30.0, lambda r: r["provenance"]["settings"]["time_limit"] == 30.0),
     "max_evaluations": (50, lambda r: r["provenance"]["settings"]["max_evaluations"] == 50),
+    "levels": ({"age": 1, "zip": 2, "sex": 1}, lambda r: r["levels"] == {"age": 1, "zip": 2, "sex": 1}),
     "exact_max_nodes": (5, lambda r: r["exact_max_nodes"] == 5 and r["search"] == "anytime"),
     "dp": ({"beta": 0.6, "epsilon_prime": 1.0, "utility": "safepub", "seed": 3}, lambda r: r["beta"] == 0.6),
     "knowledge": ({"diagnosis": 0.5}, lambda r: r["m"] > 0 and "m_concealing" in r),
@@ -203,6 +213,21 @@ WALK: dict[str, tuple[Any, Any]] = {
     "spark": ({"app_name": "walk"}, lambda r: r["provenance"]["settings"]["spark"]["app_name"] == "walk"),
     "duckdb": ({"threads": 1}, lambda r: r["provenance"]["settings"]["duckdb"]["threads"] == 1),
     "output": ({"format": "parquet"}, lambda r: r["release"] == "release.parquet"),
+    # issue 20: the key of pseudonyms (id becomes one), the evidence, the cover and the ledger
+    "key_file": (
+        "walk.key",
+        lambda r: (
+            {c["name"]: c["treatment"] for c in r["columns"]}["id"] == "pseudonymized"
+            and r["provenance"]["settings"]["key_file"].startswith("given (key fingerprint ")
+        ),
+    ),
+    "threshold_reason": (
+        "an agreement",
+        lambda r: r["provenance"]["settings"]["threshold_reason"] == "an agreement",
+    ),
+    "purpose": ("a study", lambda r: r["certificate"]["purpose"] == "a study"),
+    "ledger": ("walk.jsonl", lambda r: r["certificate"]["ledger"] == "walk.jsonl"),
+    "approved_by": ("A. Officer", lambda r: r["certificate"]["approved_by"] == "A. Officer"),
 }
 
 #: (key, algorithm) pairs that are refused, with the reason (not silently dropped).
@@ -210,6 +235,8 @@ REFUSED = {
     ("knowledge", "epsilon-safe"): "not supported with algorithm epsilon-safe",
     ("metric", "epsilon-safe"): "scores nodes by prec",
     ("engine", "epsilon-safe"): "Parquet",  # DuckDB numbers CSV rows unstably: sampling is refused
+    # every column epsilon-safe releases is a quasi-identifier (thesis §4.5.2): a pseudonym is not
+    ("key_file", "epsilon-safe"): "column 'id' has role pseudonym",
 }
 
 
@@ -240,6 +267,14 @@ def test_every_setting_reaches_every_algorithm(
         pass  # the base configuration names it
     elif key == "exact_max_nodes" and algorithm == "auto":
         config.update({key: value, "max_evaluations": 100})
+    elif key == "key_file":
+        key_path = walk_dir / value
+        if not key_path.exists():
+            write_new_key(key_path)
+        config["attributes"] = {**config["attributes"], "id": {"role": "pseudonym", "length": 20}}
+        config[key] = value
+    elif key == "ledger":
+        config.update({key: value, "approved_by": "walker"})
     else:
         config[key] = value
     path = walk_dir / f"{algorithm}-{key}.yaml"

@@ -98,6 +98,7 @@ def test_the_commands_are_all_there() -> None:
         "dp params",
         "dp experiment",
         "ledger verify",
+        "ui",
         "version",
     }
 

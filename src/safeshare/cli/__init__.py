@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 
 from safeshare.cli import anonymize as anonymize_commands
 from safeshare.cli import experiments as experiment_commands
+from safeshare.cli import ui as ui_command  # typer only; the web stack loads when it runs
 from safeshare.cli.common import JsonOption, QuietOption, emit
 from safeshare.cli.dp import dp_app
 from safeshare.console import out
@@ -98,6 +99,7 @@ anonymize_commands.register(app)  # anonymize, inspect, hierarchy check|build, f
 experiment_commands.register(app)  # utility, sweep
 app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
 # risk (issue 9), surveil (issue 10) and ledger (issue 20): LAZY_GROUPS
+ui_command.register(app)  # the browser workbench (issue 23)
 
 T = TypeVar("T")
 

@@ -115,6 +115,17 @@ def anonymize(
     allow_non_dp: Annotated[
         bool, typer.Option("--allow-non-dp", help="epsilon-safe: allow --sensitivity thesis releases.")
     ] = False,
+    key_file: Annotated[
+        Path | None,
+        typer.Option("--key-file", help="Key of pseudonyms and shifted dates (hex, mode 0600; never shown)."),
+    ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option("--ledger", help="Append the published release to this ledger (JSON lines)."),
+    ] = None,
+    approved_by: Annotated[
+        str | None, typer.Option("--approved-by", help="Who approved the release (report cover, ledger).")
+    ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
     from safeshare.workflows import (
@@ -144,6 +155,9 @@ def anonymize(
         "reference_size": reference_size,
         "seed": seed,
         "allow_non_dp": allow_non_dp or None,
+        "key_file": key_file,
+        "ledger": ledger,
+        "approved_by": approved_by,
     }
     monitor = ConsoleMonitor(quiet or as_json)
     if dry_run:
@@ -174,12 +188,16 @@ def anonymize(
 def print_release(release: Release) -> None:
     """The terminal summary of a :class:`Release` (rendered from it alone)."""
     from rich.table import Table
+    from rich.text import Text
 
     report = release.report
     title = "safeshare: release verified" if release.verified else "safeshare: release (not written)"
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
+    headline = report.get("headline") or {}
+    if headline.get("text"):
+        table.add_row("result", Text(headline["text"]), style="bold green" if release.verified else None)
     levels = ", ".join(f"{q}={lv}" for q, lv in report["levels"].items())
     table.add_row("levels", levels)
     table.add_row(
@@ -217,16 +235,31 @@ def print_release(release: Release) -> None:
                 values = ", ".join(f"{c} {v:.4g}" for c, v in achieved[how].items() if v is not None)
                 table.add_row(name, f"{how} per column: {values}")
     risk = report["risk"]
-    if risk.get("release") is not None:
+    if risk.get("release") is not None:  # the prosecutor figure is in the headline, with its context
         b = risk["release"].get("B")
+        how = f"estimated by {risk['estimator']}" if risk["release"].get("estimated") else "exact"
         table.add_row(
             "risk (release)",
-            f"prosecutor max {risk['release']['prosecutor']['max']:.4g}, "
-            f"B {'n/a' if b is None else f'{b:.4g}'} (N = {risk['population_size']:,})",
+            f"B {'n/a' if b is None else f'{b:.4g}'} ({how}, N = {risk['population_size']:,})",
         )
     table.add_row("search", report["why"])
     for warning in release.warnings:
-        table.add_row("warning", warning.message, style="yellow")
+        # Text, not markup: a message quotes labels of the data ("[20-30[") and names a code
+        table.add_row("warning", Text(f"{warning.code}: {warning.message}"), style="yellow")
+    evidence = report.get("evidence")
+    if evidence is not None:
+        checks = ", ".join(c["name"] for c in evidence["verifier_checks"])
+        table.add_row("re-checked", f"{checks} (independently, on the written file)")
+        table.add_row("evidence", f"SHA-256 of {len(evidence['files'])} files in report.json and report.html")
+    certificate = report.get("certificate") or {}
+    if certificate.get("approved_by"):
+        table.add_row("approved by", certificate["approved_by"])
+    if release.ledger_entry is not None:
+        entry = release.ledger_entry
+        table.add_row(
+            "ledger",
+            f"entry {entry['seq']} appended to {entry['path']} (SHA-256 {entry['entry_sha256'][:16]}...)",
+        )
     table.add_row("time", ", ".join(f"{k} {v:.2f}s" for k, v in report["elapsed_s"].items()))
     if release.path is not None:
         table.add_row("output", f"{release.path} (+ report.json, report.html)")

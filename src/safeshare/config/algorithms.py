@@ -54,6 +54,12 @@ def _auto_options() -> type[BaseModel]:
     return AutoOptions
 
 
+def _fixed_node_options() -> type[BaseModel]:
+    from safeshare.config.strategy_options import FixedNodeOptions
+
+    return FixedNodeOptions
+
+
 def _epsilon_safe_options() -> type[BaseModel]:
     from safeshare.dp.config import EpsilonSafeOptions
 
@@ -117,6 +123,12 @@ def _auto(options: Any) -> SearchStrategy:
     return make_auto(OLA())(options.model_dump(exclude_none=True))
 
 
+def _fixed_node(options: Any) -> SearchStrategy:
+    from safeshare.search.fixed import FixedNode
+
+    return FixedNode(options.levels)
+
+
 def _epsilon_safe(options: Any) -> SearchStrategy:
     from safeshare.dp.epsilon_safe import EpsilonSafeStrategy
 
@@ -141,6 +153,11 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "anytime": Algorithm(_anytime, _anytime_options, "branch and bound within a time/evaluation budget"),
     "auto": Algorithm(_auto, _auto_options, "ola up to exact_max_nodes, else anytime"),
+    "node": Algorithm(
+        _fixed_node,
+        _fixed_node_options,
+        "the node of the configured levels, released if it satisfies the privacy models",
+    ),
     "epsilon-safe": Algorithm(
         _epsilon_safe,
         _epsilon_safe_options,

@@ -19,16 +19,22 @@ Example (paths are relative to the configuration file)::
       notes: {role: text}
       capital-gain: {role: sensitive}
       diagnosis: {role: sensitive, hierarchy: hierarchies/icd.csv}   # t-closeness distance
+      mrn: {role: pseudonym, length: 16}        # HMAC-SHA256 under key_file, 16 hex digits
+      admitted: {role: shifted_date, person: mrn, max_days: 180}      # per-person shift
+      discharged: {role: shifted_date, person: mrn, max_days: 180,
+                   hierarchy: {type: dates, levels: [month, year]}}  # a QI, shifted first
+    key_file: release.key       # hex, >= 64 digits, mode 0600 (never shown; its fingerprint is)
     privacy:
       k-anonymity: {k: 5}
       l-diversity: {l: 2, columns: [diagnosis]}   # some sensitive columns only (default: all)
     max_suppression: 5%         # a fraction (0.05) or a percent (5%)
     metric: prec                # prec | dm_star | entropy
-    algorithm: ola              # ola | exhaustive | inverse-ola | anytime | auto | epsilon-safe
+    algorithm: ola              # ola | exhaustive | inverse-ola | anytime | auto | node | epsilon-safe
     max_loss: 0.5               # inverse-ola: largest normalized information loss
     time_limit: 60              # anytime, auto: seconds of search (docs/anytime.md)
     max_evaluations: 20000      # anytime, auto: node evaluations at most
     exact_max_nodes: 500000     # auto: largest lattice searched exactly by OLA
+    levels: {age: 1, sex: 0}    # node: the one node to release (every QI), if it qualifies
     dp: {beta: 0.75, epsilon_prime: 0.5}   # epsilon-safe (docs/differential-privacy.md)
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
     population_size: 1000000    # N of the report's risk section (default: the input is the population)
@@ -36,6 +42,10 @@ Example (paths are relative to the configuration file)::
     spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
     duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
     output: {format: csv, delimiter: ","}
+    threshold_reason: "..."     # why the risk threshold is what it is (the report's evidence)
+    purpose: "..."              # what the release is for (the report's cover)
+    ledger: releases.jsonl      # append every published release (hash chain; docs/report.md)
+    approved_by: "J. Doe, privacy officer"   # required with ledger (--approved-by)
 
 One model, validated once: :func:`load_config` reads the YAML (safely,
 :func:`safeshare.config_checks.read_yaml`), applies the overrides (the options of
@@ -94,6 +104,7 @@ from safeshare.models.registry import ModelParams, model_params
 if TYPE_CHECKING:
     from safeshare.config.spec import AnonymizationSpec
     from safeshare.data.engines.base import OutputFormat
+    from safeshare.data.identifiers import IdentifierTreatment
     from safeshare.data.schema import HierarchySpec, Schema
     from safeshare.data.source import TableSource
     from safeshare.models.base import PrivacyModel
@@ -102,7 +113,7 @@ if TYPE_CHECKING:
 # in a fraction of a second): what builds the run's objects (the input, the schema with its
 # hierarchies, the models, the spec) imports them when it is first used.
 #: The roles of a column (data.schema.Role, without importing it; tests/test_config.py checks they agree).
-ROLES = ("identifying", "quasi", "sensitive", "insensitive", "text")
+ROLES = ("identifying", "quasi", "sensitive", "insensitive", "text", "pseudonym", "shifted_date")
 
 ENGINES = ("memory", "duckdb", "spark")
 METRICS = ("prec", "dm_star", "entropy")
@@ -126,8 +137,17 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "duckdb_memory_limit": ("duckdb", "memory_limit"),
     "duckdb_threads": ("duckdb", "threads"),
     "spark_master": ("spark", "master"),
+    "key_file": ("key_file",),
+    "ledger": ("ledger",),
+    "approved_by": ("approved_by",),
+    "threshold_reason": ("threshold_reason",),
+    "purpose": ("purpose",),
     **{("utility_function" if key == "utility" else key): ("dp", key) for key in DP_OPTIONS},
 }
+
+
+#: Overrides that are paths: relative to the working directory (in the file: to the file's directory).
+PATH_OVERRIDES = frozenset({"key_file", "ledger"})
 
 
 def option_name(keyword: str) -> str:
@@ -216,6 +236,14 @@ class AttributeSection(Section):
         # the builders' keys are added by config_json_schema (hierarchy/ is not imported here)
         WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}]}),
     ] = None
+    #: ``pseudonym``: hex digits of the pseudonym (16 to 64, default 16)
+    length: PositiveInt | None = None
+    #: ``shifted_date``: the column that identifies the person whose dates share one shift
+    person: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: ``shifted_date``: the largest shift in days (the shift is in [-max_days, max_days] \\ {0})
+    max_days: PositiveInt | None = None
+    #: ``shifted_date``: the dates' strptime format (default ISO, %Y-%m-%d)
+    date_format: Annotated[str | None, checked(check_text, allow_none=True)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -381,6 +409,7 @@ class ConfigFile(Section):
     time_limit: Seconds | None = None
     max_evaluations: PositiveInt | None = None
     exact_max_nodes: PositiveInt | None = None
+    levels: dict[str, Count] | None = None
     dp: EpsilonSafeOptions | None = None
     knowledge: Annotated[
         dict[str, float] | None,
@@ -404,6 +433,17 @@ class ConfigFile(Section):
     output: Annotated[OutputSection, _mapping_or_empty("expected a mapping, e.g. output: {format: csv}")] = (
         OutputSection()
     )
+    #: The secret key of pseudonyms and shifted dates: a file of hex digits (at least 64), mode 0600.
+    #: Never shown: reports give the key's fingerprint only.
+    key_file: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: Why the risk threshold is what it is (shown in the report's evidence beside the threshold).
+    threshold_reason: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: What the release is for (the report's cover: what a privacy officer signs).
+    purpose: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: A release ledger (JSON lines, a hash chain) that every published release is appended to.
+    ledger: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: Who approved the release (the report's cover and the ledger entry; required with ``ledger``).
+    approved_by: Annotated[str | None, checked(check_text, allow_none=True)] = None
 
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -512,9 +552,26 @@ class ConfigFile(Section):
                 if not given:
                     raise ConfigError(f"{here}: a quasi-identifier needs a hierarchy")
                 hierarchy = self._hierarchy(entry.hierarchy, f"{here}.hierarchy")
-            elif role is Role.SENSITIVE and given:  # for t-closeness' hierarchical distance
+            elif role in (Role.SENSITIVE, Role.SHIFTED_DATE) and given:
+                # sensitive: t-closeness' hierarchical distance; a shifted date: a quasi-identifier,
+                # generalized after the shift
                 hierarchy = self._hierarchy(entry.hierarchy, f"{here}.hierarchy")
-            attrs.append(Attribute(column, role, hierarchy))
+            elif given:
+                raise ConfigError(f"{here}.hierarchy: a column of role {role.value} has no hierarchy")
+            try:
+                attrs.append(
+                    Attribute(
+                        column,
+                        role,
+                        hierarchy,
+                        length=entry.length,
+                        person=entry.person,
+                        max_days=entry.max_days,
+                        date_format=entry.date_format,
+                    )
+                )
+            except ConfigError as exc:  # "column 'x': ..." -> the file and the key path
+                raise ConfigError(f"{here}: {str(exc).removeprefix(f'column {column!r}: ')}") from None
         schema = Schema.from_attributes(attrs)
         if self.default_role is not None:
             schema.default_role = Role.parse(self.default_role)
@@ -530,6 +587,36 @@ class ConfigFile(Section):
             builder.check_readable()
             return builder
         return cast("HierarchySpec", builder_from_spec(spec, self.base_dir, where))
+
+    @cached_property
+    def identifiers(self) -> IdentifierTreatment | None:
+        """The treatment of the ``pseudonym`` and ``shifted_date`` columns, with the key read
+        from ``key_file`` (relative to the configuration); ``None`` without such columns."""
+        from safeshare.data.identifiers import IdentifierTreatment, load_key
+
+        if not self.schema.identifier_columns:
+            return None
+        if self.key_file is None:
+            first = self.schema.identifier_columns[0]
+            raise ConfigError(
+                f"{self._path}: attributes.{first}: pseudonyms and shifted dates need a key: add "
+                "key_file: PATH (or --key-file; make one with: openssl rand -hex 32 > release.key; "
+                "chmod 600 release.key)"
+            )
+        path = Path(self.key_file)
+        try:
+            key = load_key(path if path.is_absolute() else self.base_dir / path)
+            return IdentifierTreatment.from_schema(self.schema, key)
+        except ConfigError as exc:
+            raise ConfigError(f"{self._path}: key_file: {exc}") from None
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """The release ledger (relative to the configuration's directory), if any."""
+        if self.ledger is None:
+            return None
+        path = Path(self.ledger)
+        return path if path.is_absolute() else self.base_dir / path
 
     @cached_property
     def privacy(self) -> tuple[PrivacyModel, ...]:
@@ -608,8 +695,13 @@ class ConfigFile(Section):
     def settings(self) -> dict[str, Any]:
         """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
         paths as written in the file, an absolute one by its name only."""
-        doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params"})
+        # the key file is named nowhere: the key is identified by its fingerprint
+        doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params", "key_file"})
         doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
+        treatment = self.identifiers
+        doc["key_file"] = (
+            None if treatment is None else f"given (key fingerprint {treatment.key.fingerprint})"
+        )
         doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
         return cast(dict[str, Any], _portable(doc))
 
@@ -691,6 +783,8 @@ def _with_overrides(
             raise ConfigError(f"unknown option {keyword!r}{hint}")
         if value is None:
             continue
+        if keyword in PATH_OVERRIDES:  # a path given as an option is relative to where it is given
+            value = str(Path(str(value)).absolute())
         path = OVERRIDES[keyword]
         if keyword == "k":  # replaces the k-anonymity model, whatever its spelling
             privacy = raw.get("privacy")
@@ -734,10 +828,23 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
     not_qi = {
         c: f"not a quasi-identifier (role {a.role.value})"
         for c, a in schema.attributes.items()
-        if a.role.value != "quasi"
+        if not a.is_quasi
     }
     check_keys(cfg.prec_weights, schema.quasi_identifiers, f"{name}: prec_weights", not_qi)
+    if cfg.levels is not None:
+        check_keys(cfg.levels, schema.quasi_identifiers, f"{name}: levels", not_qi)
+        missing = [q for q in schema.quasi_identifiers if q not in cfg.levels]
+        if missing:
+            raise ConfigError(
+                f"{name}: levels: missing the level of {', '.join(missing)} (one per quasi-identifier)"
+            )
     _check_population_size(cfg)
+    _check_identifiers(cfg)
+    if cfg.ledger is not None and cfg.approved_by is None:
+        raise ConfigError(
+            f"{name}: ledger: a ledger entry names who approved the release: add approved_by: "
+            "(or --approved-by 'J. Doe, privacy officer')"
+        )
     if cfg.engine == "spark" and cfg.output.format == "csv":
         raise ConfigError(f"{name}: output.format: the spark engine writes Parquet releases only")
     return cfg
@@ -749,6 +856,17 @@ def _check_population_size(cfg: ConfigFile) -> None:
     if given is not None and from_model is not None and from_model != given:
         raise ConfigError(
             f"{cfg.path}: population_size: {given} differs from privacy.risk.population_size {from_model}"
+        )
+
+
+def _check_identifiers(cfg: ConfigFile) -> None:
+    """Pseudonyms and shifted dates need a key file (read now: a bad key is refused before any
+    data is read); a key file without such columns is a mistake."""
+    if cfg.schema.identifier_columns:
+        cfg.identifiers  # noqa: B018
+    elif cfg.key_file is not None:
+        raise ConfigError(
+            f"{cfg.path}: key_file: no column has the role pseudonym or shifted_date, so no key is used"
         )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from safeshare.config_checks import PositiveInt, Seconds, Section, UnitInterval, refuse
+from safeshare.config_checks import Count, PositiveInt, Seconds, Section, UnitInterval, refuse
 
 
 class NoOptions(Section):
@@ -44,3 +44,19 @@ class AutoOptions(AnytimeOptions):
     search's budget above it."""
 
     exact_max_nodes: PositiveInt | None = None
+
+
+class FixedNodeOptions(Section):
+    """``node``: the levels of the one node to release, quasi-identifier -> level (search/fixed.py)."""
+
+    levels: dict[str, Count]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and not data.get("levels"):
+            raise refuse(
+                "algorithm 'node' needs levels, the level of every quasi-identifier "
+                "(levels: {age: 1, sex: 0, ...} in the configuration)"
+            )
+        return data

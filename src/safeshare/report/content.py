@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from safeshare.data.schema import Schema
+from safeshare.data.schema import Role, Schema
 
 
 @dataclass(frozen=True)
@@ -63,21 +63,29 @@ def column_treatments(
 
     Treatment is ``dropped`` (not in the release), ``generalized`` (a
     quasi-identifier, released through its hierarchy at the chosen level,
-    possibly level 0) or ``kept`` (released as it is). Reports render the
+    possibly level 0), ``pseudonymized`` (a keyed pseudonym), ``shifted`` (a date
+    moved by its person's secret shift), ``shifted, generalized`` (a shifted date
+    that is a quasi-identifier) or ``kept`` (released as it is). Reports render the
     ``columns`` key of the report when a caller provides it; this is the
     fallback derived from the schema and the written release's columns.
     """
+
     released = set(released_columns)
     qis = set(schema.quasi_identifiers)
     out = []
     for name in input_columns:
+        role = schema.role(name)
         if name not in released:
             treatment = "dropped"
+        elif role is Role.PSEUDONYM:
+            treatment = "pseudonymized"
+        elif role is Role.SHIFTED_DATE:
+            treatment = "shifted, generalized" if name in qis else "shifted"
         elif name in qis:
             treatment = "generalized"
         else:
             treatment = "kept"
-        out.append({"name": name, "role": schema.role(name).value, "treatment": treatment})
+        out.append({"name": name, "role": role.value, "treatment": treatment})
     return out
 
 
@@ -233,47 +241,34 @@ def portable_paths(doc: dict[str, Any]) -> None:
         doc["input"] = _relative(str(source), base) if base is not None else Path(source).name
 
 
-def _risk_value(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{float(value):.4g}"
-
-
 def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The report's risk section as rows ``(measure, input, release)`` (class sizes only)."""
+    """The report's risk section as rows ``(measure, kind, input key, release key)``.
+
+    Each figure is named by its key path in report.json (``risk.release.B``) and its kind
+    (``count``, ``risk``, ``share``: a share of records, shown as a percentage), so that the
+    HTML shows report.json's figures and nothing else (class sizes only).
+    """
     risk = doc.get("risk")
     if not isinstance(risk, Mapping):
         return None
-    sides = [risk.get("input") or {}, risk.get("release") or {}]
     estimator = str(risk.get("estimator", ""))
-
-    def get(side: Mapping[str, Any], *path: str) -> Any:
-        value: Any = side
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        return value
-
+    threshold = risk.get("threshold")
     spec = [
-        ("records", ("n",)),
-        ("equivalence classes", ("classes",)),
-        ("prosecutor risk, highest (1 / smallest class)", ("prosecutor", "max")),
-        ("prosecutor risk, mean (J / n)", ("prosecutor", "mean")),
+        ("records", "count", "n"),
+        ("equivalence classes", "count", "classes"),
+        ("prosecutor risk, highest (1 / smallest class)", "risk", "prosecutor.max"),
+        ("prosecutor risk, mean (J / n)", "risk", "prosecutor.mean"),
         (
-            f"records with prosecutor risk above {risk.get('threshold')}",
-            ("prosecutor", "share_above_threshold"),
+            f"share of records with prosecutor risk above {threshold}",
+            "share",
+            "prosecutor.share_above_threshold",
         ),
-        ("journalist risk, highest", ("journalist", "max")),
-        ("journalist risk, mean", ("journalist", "mean")),
-        ("marketer risk", ("marketer",)),
-        ("A = J / N (population-to-sample match rate)", ("A",)),
-        ("B (sample-to-population match rate)", ("B",)),
-        (f"B estimated by {estimator}", ("B_estimate", estimator)),
+        ("journalist risk, highest", "risk", "journalist.max"),
+        ("journalist risk, mean", "risk", "journalist.mean"),
+        ("marketer risk", "risk", "marketer"),
+        ("A = J / N (population-to-sample match rate)", "risk", "A"),
+        ("B (sample-to-population match rate)", "risk", "B"),
+        (f"B estimated by {estimator}", "risk", f"B_estimate.{estimator}"),
     ]
-    rows = [(label, *(_risk_value(get(s, *path)) for s in sides)) for label, path in spec]
-    return {
-        "population_size": _risk_value(risk.get("population_size")),
-        "population": risk.get("population"),
-        "rows": rows,
-    }
+    rows = [(label, kind, f"risk.input.{path}", f"risk.release.{path}") for label, kind, path in spec]
+    return {"population": risk.get("population"), "rows": rows}

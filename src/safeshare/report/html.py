@@ -56,6 +56,46 @@ def _num(v: Any, digits: int = 6) -> str:
     return f"{float(v):.{digits}g}"
 
 
+#: How a figure of report.json is written in the page, by kind (tests/test_report_evidence.py
+#: reads every figure back and compares it with report.json's value).
+FIGURE_KINDS = ("count", "risk", "share", "bytes", "text")
+
+
+def value_at(doc: Any, path: str) -> Any:
+    """The value of report.json at a dotted key path (``risk.release.B``, ``evidence.files.0.sha256``)."""
+    value = doc
+    for key in path.split("."):
+        if isinstance(value, list | tuple):
+            value = value[int(key)] if key.isdigit() and int(key) < len(value) else None
+        elif isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value
+
+
+def format_figure(value: Any, kind: str) -> str:
+    """A figure as shown: counts with thousands separators, risks with 4 significant digits,
+    shares of records as percentages (3 significant digits); ``–`` for none."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    if kind == "text":
+        return str(value)
+    if kind in ("count", "bytes"):
+        return f"{int(value):,}"
+    if kind == "share":
+        return f"{100 * float(value):.3g}%"
+    return f"{float(value):.4g}"
+
+
+def figure(doc: dict[str, Any], path: str, kind: str = "risk") -> Markup:
+    """The figure of report.json at ``path``, marked with its key so that a reader (or a test)
+    can tell where it comes from: ``<span class="fig" data-key=... data-kind=...>``."""
+    assert kind in FIGURE_KINDS, kind
+    text = format_figure(value_at(doc, path), kind)
+    return Markup('<span class="fig" data-key="{}" data-kind="{}">{}</span>').format(path, kind, text)
+
+
 def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """(what, value) rows of the privacy table: the models, what the release achieves, the risk."""
     privacy = doc.get("privacy", {})
@@ -80,13 +120,23 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(
             ("equivalence classes", f"{doc['equivalence_classes']:,} (smallest {smallest:,} records)")
         )
-        rows.append(
-            (
-                "re-identification risk (prosecutor)",
-                f"at most 1/{smallest:,} = {1 / max(smallest, 1):.4f} per record; "
-                f"average {doc['equivalence_classes'] / max(int(doc.get('records_out', 0)), 1):.4f}",
+        k = doc.get("k")
+        if isinstance(k, int) and k >= 2:
+            prosecutor = (
+                f"at most 1/{k} per record (k-anonymity, k = {k}); the smallest class holds "
+                f"{smallest:,} records: 1/{smallest:,} = {1 / max(smallest, 1):.4f}"
             )
-        )
+        else:  # never the bare 1.0 of a singleton: it comes with what bounds the release
+            prosecutor = (
+                f"not bounded per record (no k-anonymity): the smallest class holds {smallest:,} "
+                f"record{'s' if smallest != 1 else ''}"
+                + (
+                    "; the risk threshold bounds the average B (above)"
+                    if "risk" in privacy.get("models", {})
+                    else ""
+                )
+            )
+        rows.append(("re-identification risk (prosecutor)", prosecutor))
     for name, achieved in doc.get("privacy_achieved", {}).items():  # l, t ... of the released classes
         for how in ("min", "max"):
             if how in achieved:
@@ -149,7 +199,9 @@ def _generalization_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             f"{label} ({count:,})"
             for label, count in zip(g["examples"], g.get("example_records", []), strict=False)
         ] or list(g["examples"])
-        more = ", …" if g["labels"] > len(g["examples"]) else ""
+        more = ""
+        if g["labels"] > len(g["examples"]):  # examples here; every label in the evidence section
+            more = ", … (every label: the evidence section)" if doc.get("evidence") else ", …"
         rows.append(
             {
                 "qi": g["qi"],
@@ -170,6 +222,21 @@ def _column_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
         detail = f"level {g['level']} of {g['height']}" if g is not None else ""
         rows.append({**c, "detail": detail})
     return rows
+
+
+def _risk(doc: dict[str, Any]) -> dict[str, Any] | None:
+    section = risk_rows(doc)
+    if section is None:
+        return None
+    rows = [
+        (label, figure(doc, before, kind), figure(doc, after, kind))
+        for label, kind, before, after in section["rows"]
+    ]
+    return {
+        "population_size": figure(doc, "risk.population_size", "count"),
+        "population": section["population"],
+        "rows": rows,
+    }
 
 
 def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -214,6 +281,210 @@ def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The result's figures (report.json's ``headline``), each marked with its key."""
+    head = doc.get("headline")
+    if not isinstance(head, dict):
+        return None
+    rows: list[tuple[str, Markup]] = []
+    risk = head.get("risk")
+    if isinstance(risk, dict):
+        relation = "≤" if risk.get("holds") else ">"
+        rows.append(
+            (
+                f"{risk.get('measure')}, achieved against the threshold",
+                Markup("{} {} {}").format(
+                    figure(doc, "headline.risk.achieved"), relation, figure(doc, "headline.risk.threshold")
+                ),
+            )
+        )
+        how = "re-checked by the verifier on the written release" if risk.get("rechecked") else "not written"
+        estimator = f"estimator {risk.get('estimator')}, " if risk.get("estimator") else ""
+        rows.append(
+            (
+                "how it was measured",
+                Markup("{}population N = {}; {}").format(
+                    estimator, figure(doc, "headline.risk.population_size", "count"), how
+                ),
+            )
+        )
+        source = risk.get("reason") or risk.get("source") or ""
+        rows.append(("why this threshold", Markup("{}").format(source)))
+    prosecutor = head.get("prosecutor")
+    if isinstance(prosecutor, dict):
+        if prosecutor.get("bounded"):
+            value = Markup("at most 1/{} = {} per record (smallest class {})").format(
+                prosecutor.get("k"),
+                figure(doc, "headline.prosecutor.max"),
+                figure(doc, "headline.prosecutor.smallest_class", "count"),
+            )
+        else:
+            value = Markup(
+                "not bounded per record (no k-anonymity): the smallest class holds {} record(s), whose "
+                "prosecutor risk is {}; {}"
+            ).format(
+                figure(doc, "headline.prosecutor.smallest_class", "count"),
+                figure(doc, "headline.prosecutor.max"),
+                "the threshold bounds an average" if isinstance(risk, dict) else "no threshold applies",
+            )
+        rows.append(("prosecutor risk", value))
+    return {"text": head.get("text"), "verified": bool(head.get("verified")), "rows": rows}
+
+
+def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The cover a privacy officer signs: data set, purpose, threshold and reason, result,
+    hashes, approver (report.json's ``certificate``, ``headline`` and ``evidence``)."""
+    cert = doc.get("certificate")
+    if not isinstance(cert, dict):
+        return None
+    evidence = doc.get("evidence") or {}
+    threshold = evidence.get("threshold") or {}
+
+    def param(name: str, key: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return value
+        return figure(doc, f"privacy.models.{name}.{key}", "count" if isinstance(value, int) else "risk")
+
+    models = Markup(", ").join(
+        Markup("{} ({})").format(
+            name,
+            Markup(", ").join(
+                Markup("{}={}").format(k, param(name, k, v)) for k, v in params.items() if v is not None
+            ),
+        )
+        for name, params in doc.get("privacy", {}).get("models", {}).items()
+    )
+    rows: list[tuple[str, Any]] = [
+        (
+            "data set",
+            Markup("{} ({} records in, {} released)").format(
+                cert.get("data_set") or "–",
+                figure(doc, "records_in", "count"),
+                figure(doc, "records_out", "count"),
+            ),
+        ),
+        ("purpose", cert.get("purpose") or "not stated (purpose: in the configuration)"),
+        ("privacy models", models),
+    ]
+    if threshold:
+        reason = threshold.get("reason")
+        rows.append(
+            (
+                "threshold",
+                Markup("{} = {}: {}{}").format(
+                    threshold.get("measure"),
+                    figure(doc, "evidence.threshold.value"),
+                    threshold.get("source"),
+                    Markup("; reason given: {}").format(reason) if reason else "",
+                ),
+            )
+        )
+    rows.append(("result", (doc.get("headline") or {}).get("text") or "–"))
+    rows.append(
+        ("verified", "yes: re-checked independently on the written file" if doc.get("verified") else "no")
+    )
+    hashes = [
+        (i, f)
+        for i, f in enumerate(evidence.get("files", []))
+        if f.get("role") in ("release", "input", "config")
+    ]
+    return {
+        "rows": rows,
+        "hashes": [
+            (f["role"], f["path"], figure(doc, f"evidence.files.{i}.sha256", "text")) for i, f in hashes
+        ],
+        "approved_by": cert.get("approved_by"),
+        "ledger": cert.get("ledger"),
+    }
+
+
+def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The evidence section (report.json's ``evidence``), figures marked with their keys."""
+    evidence = doc.get("evidence")
+    if not isinstance(evidence, dict):
+        return None
+    attacks = []
+    for i, a in enumerate(evidence.get("attack_models", [])):
+        value = figure(doc, f"evidence.attack_models.{i}.value") if a.get("value") is not None else "–"
+        attacks.append({**a, "figure": value})
+    files = [
+        {
+            **f,
+            "size": figure(doc, f"evidence.files.{i}.bytes", "bytes"),
+            "digest": figure(doc, f"evidence.files.{i}.sha256", "text"),
+        }
+        for i, f in enumerate(evidence.get("files", []))
+    ]
+    seeds = ", ".join(f"{k} = {v}" for k, v in (evidence.get("seeds") or {}).items()) or "none given"
+    ids = evidence.get("identifiers")
+    identifiers = None
+    if isinstance(ids, dict):
+        parts = [
+            f"{p['column']} (pseudonym, HMAC-SHA256, {p['length']} hex digits)"
+            for p in ids.get("pseudonyms", [])
+        ]
+        parts += [
+            f"{d['column']} (shifted per {d['person']} by up to {d['max_days']} days, format {d['format']})"
+            for d in ids.get("shifted_dates", [])
+        ]
+        identifiers = {"columns": "; ".join(parts), "fingerprint": ids.get("key_fingerprint")}
+    return {
+        "attacks": attacks,
+        "threshold": evidence.get("threshold"),
+        "qis": evidence.get("quasi_identifiers", []),
+        "checks": evidence.get("verifier_checks", []),
+        "files": files,
+        "software": [
+            ("safeshare", evidence.get("software_version")),
+            ("engine", evidence.get("engine")),
+            ("seeds", seeds),
+        ],
+        "identifiers": identifiers,
+    }
+
+
+def _rechecked(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What the verifier re-checked beyond classes and suppression, each model by name, with
+    the re-computed figure against its threshold (report.json's ``verification.checks.models``)."""
+    models = ((doc.get("verification") or {}).get("checks") or {}).get("models") or {}
+    rows: list[tuple[str, Any]] = []
+    for name, check in models.items():
+        params = check.get("params", {})
+        verdict = "holds" if check.get("passed") else "FAILS"
+        if "value" in check and "threshold" in params:
+            rows.append(
+                (
+                    f"{name} re-checked",
+                    Markup("{} = {} against the threshold {}: {} ({}N = {})").format(
+                        params.get("measure", ""),
+                        figure(doc, f"verification.checks.models.{name}.value"),
+                        figure(doc, f"verification.checks.models.{name}.params.threshold"),
+                        verdict,
+                        f"{params['estimator']}, " if params.get("estimator") else "",
+                        figure(doc, f"verification.checks.models.{name}.params.population_size", "count"),
+                    ),
+                )
+            )
+        else:
+            shown = ", ".join(f"{k} = {v}" for k, v in params.items())
+            rows.append((f"{name} re-checked", f"{shown}: {verdict}"))
+    if "identifiers" in ((doc.get("verification") or {}).get("checks") or {}):
+        ids = doc["verification"]["checks"]["identifiers"]
+        rows.append(
+            (
+                "identifiers re-checked",
+                Markup(
+                    "{}: pseudonyms and shifted dates recomputed from the key (fingerprint {}) for {} records"
+                ).format(
+                    ", ".join(ids.get("columns", [])),
+                    ids.get("key_fingerprint"),
+                    figure(doc, "verification.checks.identifiers.records_checked", "count"),
+                ),
+            )
+        )
+    return rows
+
+
 def render_report(doc: dict[str, Any]) -> str:
     """Render ``report.json``'s content as a standalone HTML page."""
     hist = doc.get("class_size_histogram", [])
@@ -240,8 +511,17 @@ def render_report(doc: dict[str, Any]) -> str:
         ],
         "config": doc.get("config"),
         "input": doc.get("input"),
-        # structured warnings ({code, columns, value, message}); their message is shown
-        "warnings": [w["message"] if isinstance(w, dict) else str(w) for w in doc.get("warnings", [])],
+        # structured warnings ({code, columns, value, message}): the code and the message
+        "warnings": [
+            {"code": w.get("code", ""), "message": w.get("message", "")}
+            if isinstance(w, dict)
+            else {"code": "", "message": str(w)}
+            for w in doc.get("warnings", [])
+        ],
+        "headline": _headline(doc),
+        "certificate": _certificate(doc),
+        "evidence": _evidence(doc),
+        "rechecked": _rechecked(doc),
         "privacy": _privacy_rows(doc),
         "dp": _dp_rows(doc),
         "columns": _column_rows(doc),
@@ -250,7 +530,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "loss": _loss_rows(doc),
         "histogram": histogram,
         "tradeoff": _tradeoff(doc),
-        "risk": risk_rows(doc),
+        "risk": _risk(doc),
         "verification": [
             ("passed", str(ver.get("passed"))),
             ("records in the release", _num(ver.get("records_out", 0))),

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from safeshare.data.schema import Role, Schema
+from safeshare.data.schema import Schema
 from safeshare.errors import DataError, InputError
 
 #: Missing tokens of the learning task when none are given (UCI Adult writes ``?``).
@@ -99,7 +99,7 @@ def infer_features(frame: pd.DataFrame, schema: Schema, target: str, missing: fr
             f"target column {target!r} has role {role.value!r} and is not released; "
             "predict a sensitive or insensitive column"
         )
-    if role is Role.QUASI:
+    if target in schema.quasi_identifiers:  # a quasi column, or a shifted date with a hierarchy
         raise InputError(
             f"target column {target!r} is a quasi-identifier (it would be generalized); "
             "predict a sensitive or insensitive column"

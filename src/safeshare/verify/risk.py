@@ -23,17 +23,27 @@ from safeshare.numerics import TOLERANCE
 from safeshare.risk.release_risk import release_risk
 
 
-def check_risk(
+def risk_figures(
     con: duckdb.DuckDBPyConnection, relation: str, group: str, params: Mapping[str, Any]
-) -> list[str]:
-    """Failures of the risk threshold on the release (empty when it holds)."""
+) -> dict[str, Any]:
+    """The risk threshold re-checked on the release: ``{measure, threshold, value, estimator,
+    population_size, failures}`` (``value`` ``None`` when it cannot be computed). Recorded in
+    the verification's ``checks["risk"]`` (what the report says was re-checked, with the figure)."""
     try:
         measure = str(params.get("measure", "B"))
         threshold = float(params["threshold"])
         population = int(params["population_size"])
         estimator = str(params.get("estimator", ""))
     except (KeyError, TypeError, ValueError):
-        return [f"risk: malformed parameters {dict(params)!r}"]
+        return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
+    doc: dict[str, Any] = {
+        "measure": measure,
+        "threshold": threshold,
+        "estimator": estimator or None,
+        "population_size": population,
+        "value": None,
+        "failures": [],
+    }
     rows = con.execute(f"SELECT COUNT(*) FROM {relation} GROUP BY {group}").fetchall()
     sizes = np.array([int(r[0]) for r in rows], dtype=np.int64)
     try:
@@ -42,9 +52,19 @@ def check_risk(
         else:
             value = release_risk(sizes, population, measure, estimator)
     except InputError as exc:
-        return [f"risk: {exc}"]
+        doc["failures"] = [f"risk: {exc}"]
+        return doc
     if math.isnan(value):
-        return [f"risk: the {estimator} estimator has no solution for the release's class sizes"]
+        doc["failures"] = [f"risk: the {estimator} estimator has no solution for the release's class sizes"]
+        return doc
+    doc["value"] = float(value)
     if value > threshold + TOLERANCE:
-        return [f"risk: {measure} = {value:.6g} on the release, above the threshold {threshold:g}"]
-    return []
+        doc["failures"] = [f"risk: {measure} = {value:.6g} on the release, above the threshold {threshold:g}"]
+    return doc
+
+
+def check_risk(
+    con: duckdb.DuckDBPyConnection, relation: str, group: str, params: Mapping[str, Any]
+) -> list[str]:
+    """Failures of the risk threshold on the release (empty when it holds)."""
+    return list(risk_figures(con, relation, group, params)["failures"])

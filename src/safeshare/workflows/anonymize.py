@@ -91,7 +91,9 @@ def run_anonymization(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     with monitor.phase(f"reading {cfg.source.path.name}"):
-        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH)
+        engine = make_engine(
+            cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH, identifiers=cfg.identifiers
+        )
     timings["read"] = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
@@ -105,6 +107,10 @@ def run_anonymization(
             settings=cfg.settings(),
             population_size=cfg.population_size,
             input_table=input_table,
+            threshold_reason=cfg.threshold_reason,
+            purpose=cfg.purpose,
+            approved_by=cfg.approved_by,
+            ledger=_relative_to(cfg.ledger_path, cfg.base_dir) if cfg.ledger_path is not None else None,
         )
         if knowledge is not None:
             with monitor.phase("measuring m-concealing of the release"):
@@ -202,21 +208,97 @@ def _publish(
     timings: dict[str, float],
     monitor: Monitor,
 ) -> Release:
-    """Write, verify and publish the release into ``out_dir`` (or describe it, unwritten)."""
+    """Write, verify and publish the release into ``out_dir`` (or describe it, unwritten).
+
+    Written: the verifier re-checks the staged file (pseudonyms and shifted dates recomputed
+    from the key), the disclosure warnings and the evidence are computed over the staged file,
+    the reports rendered from the one :class:`Release`, everything published at once; then,
+    with a ledger, one entry is appended for the published files.
+    """
     from safeshare.io import OutputDirectory
-    from safeshare.workflows.release import build_release, release_name, stage_release, write_reports
+    from safeshare.workflows.release import (
+        build_release,
+        release_name,
+        stage_release,
+        verifier_expectations,
+        write_reports,
+    )
+    from safeshare.workflows.release_evidence import release_evidence, release_warnings
 
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:
         return build_release(result, engine, fmt, delimiter, context, None, None, timings)
+    ledger = cfg.ledger_path
+    if ledger is not None and not ledger.parent.is_dir():  # refused before anything is written
+        raise ConfigError(f"{cfg.path}: ledger: directory {ledger.parent} does not exist")
+    identifiers = cfg.identifiers
+    missing = tuple(cfg.source.missing)
+    name = release_name(fmt)
     output = OutputDirectory(out_dir)
     with monitor.phase("writing and verifying the release"), output as stage:
-        verification = stage_release(result, engine, stage, fmt, delimiter, timings)
+        expected = verifier_expectations(result, engine, delimiter, identifiers, missing)
+        verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
         release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
+        t0 = time.perf_counter()
+        released_columns = verification.checks.get("columns", [])
+        release.warnings += release_warnings(stage / name, fmt, result, released_columns, delimiter, missing)
+        inputs = [cfg.source.path] if cfg.source.table is None else []
+        evidence = release_evidence(
+            result=result,
+            expected=expected,
+            verification=verification,
+            staged=stage / name,
+            published=out_dir,
+            fmt=fmt,
+            delimiter=delimiter,
+            base=cfg.base_dir,
+            config=cfg.path,
+            inputs=inputs,
+            version=release.provenance.version,
+            engine=release.provenance.engine,
+            population_size=cfg.population_size,
+            threshold_reason=cfg.threshold_reason,
+            seeds=release.provenance.seeds,
+            identifiers=identifiers,
+        )
+        release.evidence = evidence.to_dict()
+        release.timings["evidence"] = time.perf_counter() - t0
         write_reports(release, stage)
         output.publish()
-    assert (out_dir / release_name(fmt)).exists()
+    assert (out_dir / name).exists()
+    if ledger is not None:
+        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, inputs, identifiers)
     return release
+
+
+def _append_to_ledger(
+    ledger: Path, cfg: Any, release: Release, published: Path, inputs: list[Path], identifiers: Any
+) -> dict[str, Any]:
+    """Append the published release to the ledger (after publishing: the entry records the
+    files as they are in the output directory)."""
+    from safeshare.workflows.evidence import hierarchy_files
+    from safeshare.workflows.ledger import append_entry
+    from safeshare.workflows.release_evidence import ledger_entry
+
+    specs = {n: a.hierarchy for n, a in cfg.schema.attributes.items() if a.hierarchy is not None}
+    out_dir = published.parent
+    files = {
+        "input": inputs,
+        "config": [cfg.path],
+        "hierarchy": hierarchy_files(specs),
+        "release": [published],
+        "report": [out_dir / "report.json", out_dir / "report.html"],
+    }
+    fingerprint = identifiers.key.fingerprint if identifiers is not None else None
+    entry = ledger_entry(ledger, release.report, files, cfg.approved_by, fingerprint)
+    written = append_entry(ledger, entry)
+    return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
+
+
+def _relative_to(path: Path, base: Path) -> str:
+    import os
+
+    return os.path.relpath(path.absolute(), base.absolute())
 
 
 def anonymize_dry_run(
@@ -239,7 +321,9 @@ def anonymize_dry_run(
     output = OutputDirectory(Path(out))
     output.preflight()
     with monitor.phase(f"reading {cfg.source.path.name}"):
-        engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH)
+        engine = make_engine(
+            cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=ENGINE_SWITCH, identifiers=cfg.identifiers
+        )
     try:
         with monitor.phase("sampling and scoring every node"):
             run = anonymizer.dry_run(engine)

@@ -112,7 +112,9 @@ def stored_samples(
         algorithm_options={"params": params},
     )
     checker = EpsilonSafeAnonymizer(spec)
-    engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
+    engine = make_engine(
+        cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH, identifiers=cfg.identifiers
+    )
     out = []
     try:
         checker.check_schema(engine.columns())

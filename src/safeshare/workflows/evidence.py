@@ -228,7 +228,7 @@ def build_evidence(
     k = int(expected.k)
     return Evidence(
         attack_models=_attack_models(verification, qis, risk, k, population_size, risk_estimate),
-        threshold=_threshold(risk, k, threshold_reason),
+        threshold=threshold_of(risk, k, threshold_reason),
         quasi_identifiers=tuple(
             QuasiIdentifierEvidence(
                 q, hierarchies.get(q, "?"), int(levels[q]), int(heights[q]), tuple(labels.get(q, ()))
@@ -333,7 +333,8 @@ def _attack_models(
     return prosecutor, journalist, marketer
 
 
-def _threshold(risk: Mapping[str, Any] | None, k: int, reason: str | None) -> Threshold | None:
+def threshold_of(risk: Mapping[str, Any] | None, k: int, reason: str | None) -> Threshold | None:
+    """The threshold of a release and its source: the risk model's, else 1/k (k >= 2), else ``None``."""
     reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
     if risk is not None:
         value, measure = (

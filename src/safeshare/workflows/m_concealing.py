@@ -110,7 +110,8 @@ def check_knowledge_columns(columns: Sequence[str], schema: Schema, available: S
             shown = ", ".join(list(available)[:20])
             raise DataError(f"unknown knowledge column {column!r}: the input has columns {shown}")
         role = schema.role(column)
-        if role is Role.QUASI:
+        attr = schema.attributes.get(column)
+        if role is Role.QUASI or (attr is not None and attr.is_quasi):  # a shifted date with a hierarchy too
             raise ConfigError(
                 f"knowledge column {column!r} is a quasi-identifier; QIs are always known to the adversary"
             )

@@ -25,6 +25,7 @@ import numpy as np
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
+from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import portable_paths, report_warnings
@@ -36,13 +37,16 @@ from safeshare.verify import (
     allowed_release_columns,
     expectations_for,
     verify_release,
+    with_identifiers,
 )
+from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.result import (
     Provenance,
     Release,
     UtilityOutcome,
     choice_of,
+    headline,
     input_profile,
     output_of,
     privacy_of,
@@ -91,6 +95,16 @@ class ReleaseContext:
     tradeoff_skipped: str | None = None
     m_concealing: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: the custodian's reason for the risk threshold (the headline and the evidence)
+    threshold_reason: str | None = None
+    #: the printable cover: what the release is for, who approved it, the ledger it goes to
+    purpose: str | None = None
+    approved_by: str | None = None
+    ledger: str | None = None
+    #: pseudonyms and shifted dates: the verifier recomputes them from the key (``None``: none)
+    identifiers: IdentifierTreatment | None = None
+    #: the input's missing-value tokens (released as they are by the identifier treatment)
+    missing: tuple[str, ...] = ()
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -123,6 +137,36 @@ def release_expectations(
     )
 
 
+def verifier_expectations(
+    result: AnonymizationResult,
+    engine: Engine,
+    delimiter: str,
+    identifiers: IdentifierTreatment | None,
+    missing: Sequence[str] = (),
+) -> Expectations:
+    """What the verifier must find in the release: the configuration's roles and models
+    (:func:`~safeshare.workflows.release.release_expectations`) and, with an identifier
+    treatment, every pseudonym and shifted date recomputed from the key and the raw input
+    (:func:`~safeshare.verify.with_identifiers`)."""
+    header = engine.columns()
+    expected = release_expectations(result, header, delimiter)
+    if identifiers is None:
+        return expected
+    schema = result.schema
+    table = result.table
+    checks = IdentifierExpectations.from_schema(
+        schema,
+        identifiers.key,
+        engine.raw_grouped_batches,
+        missing,
+        {q: h.rows for q, h in zip(table.qi_names, table.hierarchies, strict=True)},
+        result.levels,
+    )
+    roles = {name: attr.role.value for name, attr in schema.attributes.items()}
+    default = schema.default_role.value if schema.default_role is not None else None
+    return with_identifiers(expected, header, roles, default, checks)
+
+
 def check_releasable(
     result: AnonymizationResult, population_size: int | None, input_records: int | None = None
 ) -> None:
@@ -133,6 +177,15 @@ def check_releasable(
             raise InputError(
                 f"the anytime search found no qualifying node before its {str(stop).replace('_', ' ')}; "
                 "raise time_limit or max_evaluations"
+            )
+        if result.search.algorithm == "node":
+            levels = ", ".join(
+                f"{q}={lv}"
+                for q, lv in zip(result.table.qi_names, result.search.extra["requested_node"], strict=True)
+            )
+            raise InputError(
+                f"the node of the configured levels ({levels}) does not satisfy the privacy models within "
+                f"the suppression limit ({result.criterion.max_suppression:.0%}); nothing written"
             )
         raise InputError(
             "no generalization satisfies the privacy models within the suppression limit "
@@ -150,8 +203,12 @@ def stage_release(
     fmt: OutputFormat,
     delimiter: str,
     timings: dict[str, float],
+    expected: Expectations | None = None,
 ) -> Verification:
     """Apply the chosen node to every record of ``engine`` into ``stage`` and verify the file.
+
+    ``expected``: what the verifier must find (default: :func:`release_expectations` of the
+    configuration's roles; the anonymize use case adds the identifier checks).
 
     Raises :class:`VerificationError` when the written release fails the independent check
     (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
@@ -163,7 +220,8 @@ def stage_release(
     written = engine.write_release(plan, stage / name)
     timings["apply"] = time.perf_counter() - start
     start = time.perf_counter()
-    expected = release_expectations(result, input_columns, delimiter)
+    if expected is None:
+        expected = release_expectations(result, input_columns, delimiter)
     verification = verify_release(stage / name, fmt, expected)
     if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
         from safeshare.verify.spark import verify_release_spark
@@ -235,6 +293,14 @@ def build_release(
         fit=result,
     )
     release.warnings = report_warnings(release.report)
+    release.headline = headline(release.report, context.threshold_reason)
+    release.certificate = {
+        "data_set": source,
+        "records": records,
+        "purpose": context.purpose,
+        "approved_by": context.approved_by,
+        "ledger": context.ledger,
+    }
     return release
 
 
@@ -327,7 +393,10 @@ def _write_into(
     out_dir: Path,
 ) -> Release:
     timings = {**context.timings, **result.timings}
-    verification = stage_release(result, engine, stage, fmt, delimiter, timings)
+    expected = None
+    if context.identifiers is not None:
+        expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
+    verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
     release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
     write_reports(release, stage, html)
     return release

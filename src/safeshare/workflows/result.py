@@ -21,7 +21,17 @@ A release is made of sections, each a field:
 * :attr:`Release.verification`: the independent re-check of the written file;
 * :attr:`Release.provenance`: the configuration (its file name and every validated
   setting), the version, the seeds;
-* :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}``;
+* :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}`` (among
+  them the disclosure warnings over the written release, :mod:`safeshare.verify.disclosure`);
+* :attr:`Release.headline`: the result in one sentence with its figures (the achieved risk
+  against the threshold, re-checked on the file; the prosecutor figure with its context);
+* :attr:`Release.evidence`: what a privacy officer signs (attack models, threshold and its
+  source, QIs with hierarchies and every released label, the verifier's checks, SHA-256 of
+  every file; :mod:`safeshare.workflows.evidence`), when the release was written;
+* :attr:`Release.certificate`: the cover of the printable report (data set, purpose, approver,
+  ledger);
+* :attr:`Release.ledger_entry`: the ledger line appended after publishing (not in report.json,
+  which is written before it);
 * :attr:`Release.timings`: seconds per phase (and :attr:`peak_rss_mb`): the only figures
   that differ between two runs of the same configuration (with the creation time).
 
@@ -38,6 +48,7 @@ from typing import Any
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.evidence import threshold_of
 
 #: Keys of report.json that are measurements of one run, not results: two runs of the same
 #: configuration differ only in these and in ``engine_settings.peak_rss_mb`` (the CLI/API
@@ -157,6 +168,14 @@ class Release:
     sampling: Mapping[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: float | None = None
+    #: the result in one sentence with its figures (:func:`headline`)
+    headline: Mapping[str, Any] | None = None
+    #: the evidence section (``Evidence.to_dict()``), when the release was written
+    evidence: Mapping[str, Any] | None = None
+    #: the printable cover: data set, purpose, approver, ledger
+    certificate: Mapping[str, Any] | None = None
+    #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
+    ledger_entry: Mapping[str, Any] | None = field(default=None, compare=False)
     #: the search's full result (frequency table, evaluator, classes) for further analysis
     fit: AnonymizationResult | None = field(default=None, repr=False, compare=False)
 
@@ -225,6 +244,9 @@ class Release:
             "seeds": dict(self.provenance.seeds),
         }
         doc["warnings"] = [w.to_dict() for w in self.warnings]
+        doc["headline"] = dict(self.headline) if self.headline is not None else None
+        doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
+        doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
         doc["elapsed_s"] = {key: round(value, 6) for key, value in self.timings.items()}
         return doc
 
@@ -308,6 +330,78 @@ def privacy_of(result: AnonymizationResult) -> PrivacyOutcome:
         achieved=result.privacy_achieved(),
         k=ks[0] if ks else None,
     )
+
+
+def _fig(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dict[str, Any]:
+    """The result in one sentence and its figures, from report.json's sections.
+
+    With a risk threshold: the achieved measure (re-checked by the verifier on the written
+    file when it was written, else the search's) against the threshold, with where the
+    threshold comes from. With k-anonymity: the prosecutor bound 1/k and the smallest class.
+    The largest prosecutor risk of a release without k-anonymity is never shown alone: it
+    comes with the smallest class and the statement that the threshold bounds an average.
+    """
+    models = dict(doc.get("privacy", {}).get("models", {}))
+    checks = (doc.get("verification") or {}).get("checks", {}).get("models", {})
+    achieved = doc.get("privacy_achieved", {})
+    k = doc.get("k")
+    smallest = int(doc.get("min_class_size") or 0)
+    verified = bool(doc.get("verified"))
+    out: dict[str, Any] = {"verified": verified, "written": doc.get("verification") is not None}
+    parts: list[str] = []
+    risk = models.get("risk")
+    if isinstance(risk, Mapping):
+        measure = str(risk.get("measure", "B"))
+        rechecked = checks.get("risk", {})
+        value = rechecked.get("value") if "value" in rechecked else achieved.get("risk", {}).get(measure)
+        threshold = float(risk["threshold"])
+        source = threshold_of(risk, int(k or 1), threshold_reason)
+        holds = value is not None and value <= threshold + 1e-9
+        out["risk"] = {
+            "measure": measure,
+            "achieved": value,
+            "threshold": threshold,
+            "holds": holds,
+            "rechecked": bool(rechecked),
+            "estimator": risk.get("estimator"),
+            "population_size": rechecked.get("params", {}).get(
+                "population_size", risk.get("population_size")
+            ),
+            "source": source.source if source is not None else None,
+            "reason": source.reason if source is not None else None,
+            "public_release_figure": bool(source is not None and source.public_release_figure),
+        }
+        shown = "no estimate" if value is None else _fig(float(value))
+        where = "re-checked on the written release" if rechecked else "as found by the search (not written)"
+        origin = (
+            "the EMA / Health Canada public-release threshold"
+            if out["risk"]["public_release_figure"]
+            else (
+                f"the custodian's threshold: {source.reason}"
+                if source and source.reason
+                else "the custodian's threshold"
+            )
+        )
+        parts.append(f"{measure} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
+    if isinstance(k, int) and k >= 2:
+        out["prosecutor"] = {"bounded": True, "k": k, "max": 1 / k, "smallest_class": smallest}
+        parts.append(
+            f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
+            f"so no record's prosecutor risk exceeds 1/{k} = {_fig(1 / k)}"
+        )
+    elif smallest:
+        out["prosecutor"] = {"bounded": False, "k": None, "max": 1 / smallest, "smallest_class": smallest}
+        parts.append(
+            f"prosecutor risk not bounded per record (no k-anonymity): the smallest released class holds "
+            f"{smallest:,} record{'s' if smallest != 1 else ''}"
+            + ("; the threshold bounds an average" if isinstance(risk, Mapping) else "")
+        )
+    out["text"] = "; ".join(parts) if parts else "no privacy figure"
+    return out
 
 
 __all__ = [

@@ -477,7 +477,14 @@ def sweep(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Swee
         if opts.utility:
             engine, task = utility_task(cfg, opts)
         else:
-            engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb, switch=CONFIG_SWITCH)
+            engine = make_engine(
+                cfg.engine,
+                cfg.source,
+                cfg.spark,
+                cfg.duckdb,
+                switch=CONFIG_SWITCH,
+                identifiers=cfg.identifiers,
+            )
     read_s = time.perf_counter() - t0
     try:
         with monitor.phase("building the frequency table"):
@@ -525,7 +532,13 @@ def _release_writer(cfg: Any, engine: Any, directory: Path) -> OnResult:
         if not result.found:
             return
         name = f"k{row.k}_sup{row.max_suppression_pct:g}_{row.metric}"
-        context = ReleaseContext(config=cfg.path, source=cfg.source.path, settings=cfg.settings())
+        context = ReleaseContext(
+            config=cfg.path,
+            source=cfg.source.path,
+            settings=cfg.settings(),
+            identifiers=cfg.identifiers,
+            missing=tuple(cfg.source.missing),
+        )
         write_release_files(
             result, engine, directory / name, cfg.release_format, cfg.output_delimiter, context
         )

@@ -1,0 +1,1149 @@
+"""The workbench's pages and JSON API (Starlette): :func:`create_app`.
+
+Screens, in the order of the work (each ``/p/<project>/<screen>``): data, privacy, run,
+explore, risk, release, surveillance. The JSON API under ``/api`` (docs/ui.md) is what the
+pages' script calls and what a script may call. No handler computes anything: the figures are
+the use cases' (through :mod:`safeshare.ui.services` and the files a run wrote), and the
+handlers only read, render and write the project's configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup, escape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from safeshare.errors import InputError
+from safeshare.ui import services
+from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
+from safeshare.ui.runs import RunError, RunManager, read_json
+from safeshare.ui.uploads import Upload, UploadError, read_upload
+
+HERE = Path(__file__).parent
+ROLES = ("quasi", "identifying", "sensitive", "insensitive", "text")
+SCREENS = (
+    ("data", "1 Data"),
+    ("privacy", "2 Privacy"),
+    ("run", "3 Run"),
+    ("explore", "4 Explore"),
+    ("risk", "5 Risk"),
+    ("release", "6 Release"),
+    ("surveillance", "7 Surveillance"),
+)
+#: files of a run's output that may be downloaded
+RELEASE_FILES = ("release.csv", "release.parquet", "report.json", "report.html")
+
+
+@dataclass
+class Settings:
+    workdir: Path
+    token: str
+    host: str
+    port: int
+    max_upload: int = 4 << 30
+    #: distinct values kept per column for hierarchy previews
+    values_limit: int = 5000
+
+
+class Context:
+    """What the handlers share: the settings, the projects, the runs, the templates."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = ProjectStore(settings.workdir)
+        self.runs = RunManager()
+        self.templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,
+            undefined=jinja2.ChainableUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.templates.filters["num"] = _num
+        self.templates.filters["pct"] = _pct
+        self.templates.filters["zip"] = lambda a, b: list(zip(a, b, strict=False))
+        self.templates.globals["screens"] = SCREENS
+        self.templates.globals["roles"] = ROLES
+
+    def render(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.templates.get_template(name).render(**values), status_code=status)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value:
+            return "–"
+        if value == 0:
+            return "0"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * float(value):.2f}%"
+
+
+def _error(exc: Exception, status: int = 400) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(exc).split())}, status_code=status)
+
+
+def ctx_of(request: Request) -> Context:
+    ctx: Context = request.app.state.ctx
+    return ctx
+
+
+def project_of(request: Request) -> Project:
+    return ctx_of(request).store.get(request.path_params["pid"])
+
+
+def latest_run(ctx: Context, project: Project, kind: str) -> str | None:
+    for run_id in project.run_ids():
+        job = read_json(project.directory / "runs" / run_id / "job.json") or {}
+        if job.get("kind") == kind:
+            return run_id
+    return None
+
+
+def chosen_run(request: Request, project: Project, kind: str = "anonymize") -> str | None:
+    run_id = request.query_params.get("run")
+    if run_id:
+        project.run_dir(run_id)  # checks it
+        return run_id
+    return latest_run(ctx_of(request), project, kind)
+
+
+def back(url: str, error: str | None = None, notice: str | None = None) -> RedirectResponse:
+    sep = "&" if "?" in url else "?"
+    if error:
+        url += f"{sep}error={quote(' '.join(error.split()))}"
+    elif notice:
+        url += f"{sep}notice={quote(notice)}"
+    return RedirectResponse(url, status_code=303)
+
+
+# --------------------------------------------------------------------------- project building
+def _move_into(upload: Upload, project: Project, field: str, folder: str) -> list[str]:
+    """Move the uploaded files of ``field`` into the project's ``folder``; their relative paths."""
+    moved = []
+    for saved in upload.files_of(field):
+        target = project.directory / folder / check_name(saved.name)
+        shutil.move(str(saved.path), target)
+        moved.append(f"{folder}/{saved.name}")
+    return moved
+
+
+def _csv_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _input_section(upload: Upload, path: str) -> dict[str, Any]:
+    section: dict[str, Any] = {"path": path}
+    if upload.value("header", "yes") in ("no", "false", "0", "off"):
+        section["header"] = False
+    names = _csv_list(upload.value("names"))
+    if names:
+        section["names"] = names
+    delimiter = upload.value("delimiter")
+    if delimiter and delimiter != ",":
+        section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
+    missing = _csv_list(upload.value("missing"))
+    if missing:
+        section["missing"] = missing
+    return section
+
+
+def build_project(ctx: Context, upload: Upload) -> Project:
+    """A project from an upload: a configuration and/or a data file, hierarchies, or a file
+    picked under the work directory. Starts the profile run when there is an input."""
+    project = ctx.store.create(upload.value("name"))
+    try:
+        configs = upload.files_of("config")
+        data = _move_into(upload, project, "data", "data")
+        hierarchies = _move_into(upload, project, "hierarchies", "hierarchies")
+        picked = upload.value("path")
+        if configs:
+            from safeshare.config_checks import parse_yaml
+
+            doc = parse_yaml(configs[0].path.read_text(encoding="utf-8"), configs[0].name)
+            if not isinstance(doc, Mapping):
+                raise InputError(f"{configs[0].name}: expected a mapping at the top level")
+            config = dict(doc)
+            section = dict(config.get("input") or {})
+            if data:
+                section["path"] = data[0]
+            elif picked:
+                section["path"] = _relative_to(ctx.store.inside(picked), project.directory)
+            config["input"] = section
+            _point_hierarchies(config, hierarchies)
+        else:
+            if data:
+                path = data[0]
+            elif picked:
+                path = _relative_to(ctx.store.inside(picked), project.directory)
+            else:
+                raise InputError(
+                    "give a data file (CSV or Parquet), a file under the work directory, or a config"
+                )
+            config = {
+                "input": _input_section(upload, path),
+                "privacy": {"k-anonymity": {"k": 5}},
+                "max_suppression": 0.05,
+                "metric": "prec",
+                "algorithm": "ola",
+            }
+        project.save_config(config)
+        if config.get("input", {}).get("path"):
+            start_profile(ctx, project)
+    except BaseException:
+        shutil.rmtree(project.directory, ignore_errors=True)
+        raise
+    return project
+
+
+def _relative_to(path: Path, base: Path) -> str:
+    import os
+
+    return Path(os.path.relpath(path, base)).as_posix()
+
+
+def _point_hierarchies(config: dict[str, Any], uploaded: list[str]) -> None:
+    """Hierarchy files the configuration names and that were uploaded: point at the uploads."""
+    by_name = {Path(p).name: p for p in uploaded}
+    attributes = config.get("attributes")
+    if not isinstance(attributes, dict):
+        return
+    for spec in attributes.values():
+        if not isinstance(spec, dict):
+            continue
+        hierarchy = spec.get("hierarchy")
+        if isinstance(hierarchy, str) and Path(hierarchy).name in by_name:
+            spec["hierarchy"] = by_name[Path(hierarchy).name]
+        elif isinstance(hierarchy, dict) and hierarchy.get("type") == "file":
+            name = Path(str(hierarchy.get("path", ""))).name
+            if name in by_name:
+                hierarchy["path"] = by_name[name]
+
+
+def start_profile(ctx: Context, project: Project) -> str:
+    section = project.config().get("input") or {}
+    return ctx.runs.start(
+        project.directory, "profile", {"input": section, "values_limit": ctx.settings.values_limit}
+    )
+
+
+def start_run(ctx: Context, project: Project, kind: str) -> str:
+    """Start an ``anonymize`` or ``estimate`` run on a snapshot of the configuration
+    (``run-<run>.yaml``: what "copy as YAML" shows for that run)."""
+    from safeshare.ui.runs import new_run_id
+
+    services.check_config(project.config_path)  # bad configuration: refused before a child starts
+    run_id = new_run_id()
+    name = project.snapshot(run_id)
+    try:
+        return ctx.runs.start(project.directory, kind, {"config": name}, run_id=run_id)
+    except BaseException:
+        (project.directory / name).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- pages
+async def home(request: Request) -> Response:
+    ctx = ctx_of(request)
+    return ctx.render(
+        "home.html",
+        projects=ctx.store.all(),
+        files=ctx.store.data_files(),
+        workdir=str(ctx.settings.workdir),
+        error=request.query_params.get("error"),
+        notice=None,
+        project=None,
+        screen=None,
+        run_id=None,
+    )
+
+
+async def create_project_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    try:
+        upload = await _upload(request, ctx)
+    except UploadError as exc:
+        return back("/", str(exc))
+    try:
+        project = build_project(ctx, upload)
+    except (InputError, RunError) as exc:
+        return back("/", str(exc))
+    finally:
+        upload.discard()
+    return back(f"/p/{project.id}/data")
+
+
+def _page(request: Request, project: Project, screen: str, **values: Any) -> dict[str, Any]:
+    return {
+        "project": project,
+        "screen": screen,
+        "error": request.query_params.get("error"),
+        "notice": request.query_params.get("notice"),
+        **values,
+    }
+
+
+async def data_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    config = project.config()
+    profile = project.profile()
+    profiling = latest_run(ctx, project, "profile")
+    profile_state = ctx.runs.state(project.directory / "runs" / profiling) if profiling else None
+    attributes = config.get("attributes") or {}
+    columns = project.columns()
+    rows = []
+    suggestions = {c["name"]: c for c in (profile or {}).get("columns", [])}
+    for name in columns:
+        spec = attributes.get(name) or {}
+        hierarchy = spec.get("hierarchy") if isinstance(spec, dict) else None
+        rows.append(
+            {
+                "name": name,
+                "profile": suggestions.get(name),
+                "role": spec.get("role") if isinstance(spec, dict) else None,
+                "hierarchy": hierarchy,
+                "hierarchy_text": _hierarchy_text(hierarchy),
+            }
+        )
+    return ctx.render(
+        "data.html",
+        **_page(
+            request,
+            project,
+            "data",
+            config=config,
+            input=config.get("input") or {},
+            rows=rows,
+            profile=profile,
+            profile_state=profile_state,
+            profile_run=profiling,
+            builders=services.builder_types(),
+            run_id=None,
+        ),
+    )
+
+
+def _hierarchy_text(hierarchy: Any) -> str:
+    if hierarchy is None:
+        return ""
+    if isinstance(hierarchy, str):
+        return hierarchy
+    return dump_yaml(hierarchy).strip() if isinstance(hierarchy, Mapping) else str(hierarchy)
+
+
+async def save_roles(request: Request) -> Response:
+    project = project_of(request)
+    form = await request.form()
+    config = project.config()
+    attributes = dict(config.get("attributes") or {})
+    for name in project.columns():
+        role = form.get(f"role-{name}")
+        if role is None:
+            continue
+        role = str(role)
+        if role not in ROLES:
+            return back(
+                f"/p/{project.id}/data", f"role {role!r} of {name!r}: expected one of {', '.join(ROLES)}"
+            )
+        previous = attributes.get(name) if isinstance(attributes.get(name), dict) else {}
+        spec: dict[str, Any] = {"role": role}
+        if role in ("quasi", "sensitive") and previous and previous.get("hierarchy") is not None:
+            spec["hierarchy"] = previous["hierarchy"]
+        attributes[name] = spec
+    config["attributes"] = attributes
+    project.save_config(config)
+    return back(f"/p/{project.id}/data", notice="roles saved")
+
+
+async def set_hierarchy(request: Request) -> Response:
+    """A column's hierarchy: an uploaded ARX CSV file, or a builder given as YAML."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    try:
+        upload = await _upload(request, ctx)
+    except UploadError as exc:
+        return back(f"/p/{project.id}/data", str(exc))
+    try:
+        column = upload.value("column")
+        if column not in project.columns():
+            raise InputError(f"unknown column {column!r}")
+        config = project.config()
+        attributes = dict(config.get("attributes") or {})
+        spec = dict(attributes.get(column) or {"role": "quasi"})
+        files = upload.files_of("file")
+        if files:
+            services.read_hierarchy_text(files[0].path.read_text(encoding="utf-8"), column)
+            name = check_name(files[0].name)
+            target = project.directory / "hierarchies" / name
+            shutil.move(str(files[0].path), target)
+            first = target.read_text(encoding="utf-8").partition("\n")[0]
+            relative = f"hierarchies/{name}"
+            spec["hierarchy"] = (
+                relative
+                if ";" in first or "," not in first
+                else {"type": "file", "path": relative, "delimiter": ","}
+            )
+        else:
+            from safeshare.config_checks import parse_yaml
+
+            builder = parse_yaml(upload.value("builder"), f"hierarchy of {column}")
+            if not isinstance(builder, Mapping) or "type" not in builder:
+                raise InputError(
+                    f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}"
+                )
+            spec["hierarchy"] = dict(builder)
+        values = project.values(column)
+        if values is not None:  # the hierarchy must cover the data: checked now, not at run time
+            services.hierarchy_preview(spec["hierarchy"], project.directory, values, column)
+        attributes[column] = spec
+        config["attributes"] = attributes
+        project.save_config(config)
+    except (InputError, UnicodeDecodeError) as exc:
+        return back(f"/p/{project.id}/data", str(exc))
+    finally:
+        upload.discard()
+    return back(f"/p/{project.id}/data", notice=f"hierarchy of {column} set")
+
+
+async def hierarchy_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    column = request.path_params["column"]
+    if column not in project.columns():
+        return ctx.render(
+            "message.html", 404, message=f"unknown column {column!r}", project=project, screen="data"
+        )
+    spec = ((project.config().get("attributes") or {}).get(column) or {}).get("hierarchy")
+    values = project.values(column)
+    levels: list[dict[str, Any]] = []
+    error = None
+    if spec is None:
+        error = "no hierarchy set for this column"
+    elif values is None:
+        error = "the column's values are not profiled (too many distinct values, or no profile yet)"
+    else:
+        try:
+            h = services.hierarchy_preview(spec, project.directory, values, column)
+            for level in range(h.height + 1):
+                labels = list(h.labels(level))
+                levels.append({"level": level, "count": len(labels), "labels": labels[:40]})
+        except InputError as exc:
+            error = str(exc)
+    return ctx.render(
+        "hierarchy.html",
+        **_page(
+            request, project, "data", column=column, spec=_hierarchy_text(spec), levels=levels, run_id=None
+        ),
+        preview_error=error,
+    )
+
+
+async def input_settings(request: Request) -> Response:
+    """The input's reading options (header, names, delimiter, missing tokens); re-profiles."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    config = project.config()
+    section = dict(config.get("input") or {})
+    section["header"] = str(form.get("header", "yes")) == "yes"
+    if section["header"]:
+        section.pop("header")
+    names = _csv_list(str(form.get("names", "")))
+    if names:
+        section["names"] = names
+    else:
+        section.pop("names", None)
+    missing = _csv_list(str(form.get("missing", "")))
+    if missing:
+        section["missing"] = missing
+    else:
+        section.pop("missing", None)
+    delimiter = str(form.get("delimiter", ","))
+    if delimiter in ("", ","):
+        section.pop("delimiter", None)
+    else:
+        section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
+    config["input"] = section
+    project.save_config(config)
+    try:
+        start_profile(ctx, project)
+    except RunError as exc:
+        return back(f"/p/{project.id}/data", str(exc))
+    return back(f"/p/{project.id}/data", notice="input options saved; profiling again")
+
+
+def _privacy_values(config: Mapping[str, Any]) -> dict[str, Any]:
+    privacy = config.get("privacy") or {}
+    risk = privacy.get("risk") or {}
+    ld = privacy.get("l-diversity") or {}
+    tc = privacy.get("t-closeness") or {}
+    mc = privacy.get("m-concealing") or {}
+    knowledge = mc.get("knowledge") or {}
+    return {
+        "k": (privacy.get("k-anonymity") or {}).get("k", ""),
+        "l": ld.get("l", ""),
+        "l_variant": ld.get("variant", "distinct"),
+        "t": tc.get("t", ""),
+        "m": mc.get("m", ""),
+        "knowledge": ",".join(f"{k}={v}" for k, v in knowledge.items())
+        if isinstance(knowledge, dict)
+        else "",
+        "threshold": risk.get("threshold", ""),
+        "population_size": config.get("population_size", risk.get("population_size", "")),
+        "max_suppression": config.get("max_suppression", 0),
+        "metric": config.get("metric", "prec"),
+        "algorithm": config.get("algorithm", "ola"),
+        "engine": config.get("engine", "memory"),
+    }
+
+
+async def privacy_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    config = project.config()
+    estimate_run = latest_run(ctx, project, "estimate")
+    estimate_state = ctx.runs.state(project.directory / "runs" / estimate_run) if estimate_run else None
+    estimate = (
+        read_json(project.directory / "runs" / estimate_run / "estimate.json") if estimate_run else None
+    )
+    problem = None
+    try:
+        services.check_config(project.config_path)
+    except InputError as exc:
+        problem = " ".join(str(exc).split())
+    return ctx.render(
+        "privacy.html",
+        **_page(
+            request,
+            project,
+            "privacy",
+            values=_privacy_values(config),
+            reason=project.meta.get("threshold_reason", ""),
+            metrics=services.metrics(),
+            algorithms=services.algorithms(),
+            estimate=estimate,
+            estimate_state=estimate_state,
+            estimate_run=estimate_run,
+            problem=problem,
+            run_id=None,
+        ),
+    )
+
+
+def _number(form: Mapping[str, Any], key: str, kind: type) -> Any:
+    text = str(form.get(key, "")).strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise InputError(f"{key}: expected a number, got {text!r}") from None
+
+
+async def save_privacy(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    try:
+        config = project.config()
+        privacy: dict[str, Any] = {}
+        k = _number(form, "k", int)
+        if k is not None:
+            privacy["k-anonymity"] = {"k": k}
+        l_value = _number(form, "l", float)
+        if l_value is not None:
+            variant = str(form.get("l_variant", "distinct"))
+            privacy["l-diversity"] = {
+                "l": int(l_value) if l_value == int(l_value) else l_value,
+                "variant": variant,
+            }
+        t = _number(form, "t", float)
+        if t is not None:
+            privacy["t-closeness"] = {"t": t}
+        m = _number(form, "m", float)
+        if m is not None:
+            knowledge = {}
+            for part in _csv_list(str(form.get("knowledge", ""))):
+                column, _, probability = part.partition("=")
+                knowledge[column.strip()] = float(probability)
+            privacy["m-concealing"] = {"m": m, "knowledge": knowledge}
+        threshold = _number(form, "threshold", float)
+        population = _number(form, "population_size", int)
+        if threshold is not None:
+            risk: dict[str, Any] = {"measure": "B", "threshold": threshold}
+            privacy["risk"] = risk
+        for key in list(config.get("privacy") or {}):
+            if key not in ("k-anonymity", "l-diversity", "t-closeness", "m-concealing", "risk"):
+                privacy[key] = config["privacy"][key]  # models the screen does not show are kept
+        config["privacy"] = privacy
+        if population is not None:
+            config["population_size"] = population
+        else:
+            config.pop("population_size", None)
+        suppression = str(form.get("max_suppression", "0")).strip() or "0"
+        config["max_suppression"] = float(suppression.rstrip("%")) / (100 if suppression.endswith("%") else 1)
+        for key in ("metric", "algorithm", "engine"):
+            value = str(form.get(key, "")).strip()
+            if value:
+                config[key] = value
+        if config.get("engine") == "memory":
+            config.pop("engine")
+        project.save_config(config)
+        project.set_meta(threshold_reason=str(form.get("threshold_reason", "")).strip()[:500])
+        if form.get("estimate"):
+            start_run(ctx, project, "estimate")
+    except (InputError, RunError, ValueError) as exc:
+        return back(f"/p/{project.id}/privacy", str(exc))
+    return back(f"/p/{project.id}/privacy", notice="privacy settings saved")
+
+
+async def run_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = chosen_run(request, project)
+    state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
+    problem = None
+    try:
+        services.check_config(project.config_path)
+    except InputError as exc:
+        problem = " ".join(str(exc).split())
+    return ctx.render(
+        "run.html",
+        **_page(
+            request,
+            project,
+            "run",
+            run_id=run_id,
+            state=state,
+            problem=problem,
+            config_text=project.config_text(),
+        ),
+    )
+
+
+async def start_run_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    try:
+        run_id = start_run(ctx, project, "anonymize")
+    except (InputError, RunError) as exc:
+        return back(f"/p/{project.id}/run", str(exc))
+    return back(f"/p/{project.id}/run?run={run_id}")
+
+
+@lru_cache(maxsize=4)
+def _view(path: str, mtime: float) -> Any:
+    from safeshare.workflows.explore import LatticeView
+
+    return LatticeView.read(Path(path))
+
+
+def view_of(project: Project, run_id: str) -> Any:
+    directory = project.run_dir(run_id)
+    lattice = directory / "lattice.json"
+    if not lattice.is_file():
+        raise InputError(f"run {run_id} has no lattice (it did not finish)")
+    return _view(str(directory), lattice.stat().st_mtime)
+
+
+async def explore_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = chosen_run(request, project)
+    if run_id is None:
+        return ctx.render(
+            "message.html",
+            message="no run yet: start one on the Run screen",
+            project=project,
+            screen="explore",
+            run_id=None,
+        )
+    try:
+        view = view_of(project, run_id)
+    except InputError as exc:
+        return ctx.render("message.html", message=str(exc), project=project, screen="explore", run_id=run_id)
+    from safeshare.ui.hasse import hasse_svg
+
+    drawn = len(view.nodes) <= 10_000 and view.complete
+    limit = int(request.query_params.get("limit", "200") or 200)
+    return ctx.render(
+        "explore.html",
+        **_page(
+            request,
+            project,
+            "explore",
+            run_id=run_id,
+            view=view,
+            counts=view.counts(),
+            svg=Markup(hasse_svg(view)) if drawn else None,
+            ranked=view.by_loss(limit if limit > 0 else None),
+            limit=limit,
+        ),
+    )
+
+
+async def node_fragment(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = request.path_params["rid"]
+    from safeshare.workflows.explore import node_detail
+
+    try:
+        detail = node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
+    except InputError as exc:
+        return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
+    return ctx.render(
+        "node.html", node=detail, chart=Markup(_histogram_svg(detail)), project=project, run_id=run_id
+    )
+
+
+async def release_node(request: Request) -> Response:
+    """Release the node picked in Explore: the project's configuration takes ``algorithm: node``
+    with that node's ``levels`` (so "copy as YAML" reproduces it), and a run starts; the node
+    is checked against the models like a searched one and released only if it qualifies."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    try:
+        view = view_of(project, request.path_params["rid"])
+        parts = str(form.get("levels", "")).split(",")
+        if len(parts) != len(view.quasi_identifiers) or not all(p.strip().isdigit() for p in parts):
+            raise InputError(f"levels: expected {len(view.quasi_identifiers)} levels joined by ','")
+        config = project.config()
+        config["algorithm"] = "node"
+        config["levels"] = {q: int(p) for q, p in zip(view.quasi_identifiers, parts, strict=True)}
+        project.save_config(config)
+        run_id = start_run(ctx, project, "anonymize")
+    except (InputError, RunError) as exc:
+        return back(f"/p/{project.id}/explore", str(exc))
+    return back(f"/p/{project.id}/run?run={run_id}")
+
+
+def _histogram_svg(detail: Mapping[str, Any], width: int = 380) -> str:
+    from safeshare.report.svg import bar_chart
+
+    bins = [b for b in detail.get("histogram", []) if b["classes"] or b["low"] <= 10]
+    return bar_chart(
+        [b["label"] for b in bins],
+        [b["classes"] for b in bins],
+        "released classes by size",
+        "classes",
+        width=width,
+        height=200,
+    )
+
+
+async def compare_fragment(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    from safeshare.workflows.explore import node_detail
+
+    try:
+        view = view_of(project, request.path_params["rid"])
+        keys = [k for k in request.query_params.get("nodes", "").split(";") if k][:4]
+        details = [node_detail(view, key) for key in keys]
+    except InputError as exc:
+        return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
+    charts = [Markup(_histogram_svg(d, 260)) for d in details]
+    return ctx.render(
+        "compare.html", nodes=list(zip(details, charts, strict=True)), qis=view.quasi_identifiers
+    )
+
+
+async def risk_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = chosen_run(request, project)
+    risk = read_json(project.run_dir(run_id) / "risk.json") if run_id else None
+    report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
+    if risk is None:
+        return ctx.render(
+            "message.html",
+            message="no finished run yet: start one on the Run screen",
+            project=project,
+            screen="risk",
+            run_id=run_id,
+        )
+    return ctx.render("risk.html", **_page(request, project, "risk", run_id=run_id, risk=risk, report=report))
+
+
+async def release_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = chosen_run(request, project)
+    if run_id is None:
+        return ctx.render(
+            "message.html",
+            message="no run yet: start one on the Run screen",
+            project=project,
+            screen="release",
+            run_id=None,
+        )
+    directory = project.run_dir(run_id)
+    state = ctx.runs.state(directory)
+    report = read_json(directory / "out" / "report.json")
+    config_name = f"run-{run_id}.yaml"
+    config_text = (
+        (project.directory / config_name).read_text(encoding="utf-8")
+        if (project.directory / config_name).is_file()
+        else ""
+    )
+    config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
+    out_hint = f"out/{project.id}"
+    files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
+    return ctx.render(
+        "release.html",
+        **_page(
+            request,
+            project,
+            "release",
+            run_id=run_id,
+            state=state,
+            report=report,
+            files=files,
+            config_text=config_text,
+            config_path=config_path,
+            cli=f"safeshare anonymize {config_path} --out {out_hint}",
+            python=(
+                "from safeshare import api\n\n"
+                f'release = api.anonymize("{config_path}", "{out_hint}")\n'
+                'print(release.report["levels"])'
+            ),
+            reason=project.meta.get("threshold_reason", ""),
+        ),
+    )
+
+
+async def surveillance_page(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = latest_run(ctx, project, "surveil-simulate")
+    state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
+    result = read_json(project.run_dir(run_id) / "surveillance.json") if run_id else None
+    chart = None
+    if result:
+        from safeshare.ui.charts import bands_svg
+
+        title = (
+            f"PK{result['k']}: mean and 95% range, region {result['region']}, "
+            f"lag {result['lag']}, {result['simulations']} simulations"
+        )
+        chart = Markup(bands_svg(result["periods"], result["bands"], title))
+    return ctx.render(
+        "surveillance.html",
+        **_page(
+            request,
+            project,
+            "surveillance",
+            run_id=None,
+            state=state,
+            result=result,
+            chart=chart,
+            files=ctx.store.data_files(),
+        ),
+    )
+
+
+async def start_surveillance(request: Request) -> Response:
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    try:
+        params = {
+            "population": str(ctx.store.inside(str(form.get("population", "")))),
+            "cases": str(ctx.store.inside(str(form.get("cases", "")))),
+            "region": str(form.get("region", "")).strip(),
+            "policies": _csv_list(str(form.get("policies", ""))),
+            "k": int(str(form.get("k", "11")) or 11),
+            "lag": int(str(form.get("lag", "1")) or 1),
+            "simulations": int(str(form.get("simulations", "200")) or 200),
+            "seed": int(str(form.get("seed", "0")) or 0),
+            "threshold": float(str(form.get("threshold", "0.01")) or 0.01),
+            "quantile": float(str(form.get("quantile", "0.975")) or 0.975),
+            "volumes": [int(v) for v in _csv_list(str(form.get("volumes", "")))],
+            "layout": str(form.get("layout", "long")),
+        }
+        ctx.runs.start(project.directory, "surveil-simulate", params)
+    except (InputError, RunError, ValueError) as exc:
+        return back(f"/p/{project.id}/surveillance", str(exc))
+    return back(f"/p/{project.id}/surveillance")
+
+
+async def run_file(request: Request) -> Response:
+    """A file of a run's output: the release (download) and its reports."""
+    project = project_of(request)
+    name = request.path_params["name"]
+    if name not in RELEASE_FILES and name not in ("simulation.svg",):
+        return PlainError(f"{name}: not a file of a run", 404)
+    path = project.run_dir(request.path_params["rid"]) / "out" / name
+    if not path.is_file():
+        return PlainError(f"{name}: not written by this run", 404)
+    if name == "report.html":
+        return FileResponse(path, media_type="text/html; charset=utf-8")
+    download = request.query_params.get("download") is not None or name.startswith("release")
+    return FileResponse(
+        path, filename=f"{project.id}-{request.path_params['rid']}-{name}" if download else None
+    )
+
+
+def PlainError(message: str, status: int) -> Response:
+    return Response(message + "\n", status_code=status, media_type="text/plain; charset=utf-8")
+
+
+# --------------------------------------------------------------------------- JSON API
+async def _upload(request: Request, ctx: Context) -> Upload:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > ctx.settings.max_upload:
+        raise UploadError(f"upload larger than the limit of {ctx.settings.max_upload:,} bytes", 413)
+    incoming = ctx.store.root
+    incoming.mkdir(parents=True, exist_ok=True)
+    if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        import secrets
+
+        form = await request.form()  # text fields only: nothing is written
+        folder = incoming / f".incoming-{secrets.token_hex(6)}"
+        folder.mkdir(mode=0o700)
+        return Upload(folder, {key: [str(v) for v in form.getlist(key)] for key in form})
+    return await read_upload(
+        request.headers.get("content-type", ""), request.stream(), incoming, ctx.settings.max_upload
+    )
+
+
+def _project_doc(ctx: Context, project: Project) -> dict[str, Any]:
+    return {
+        "id": project.id,
+        "name": project.name,
+        "config": project.config(),
+        "config_yaml": project.config_text(),
+        "profile": project.profile(),
+        "runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()],
+    }
+
+
+async def api_projects(request: Request) -> Response:
+    ctx = ctx_of(request)
+    if request.method == "GET":
+        return JSONResponse({"projects": [{"id": p.id, "name": p.name} for p in ctx.store.all()]})
+    try:
+        upload = await _upload(request, ctx)
+    except UploadError as exc:
+        return _error(exc, exc.status)
+    try:
+        project = build_project(ctx, upload)
+    except (InputError, RunError) as exc:
+        return _error(exc)
+    finally:
+        upload.discard()
+    return JSONResponse(_project_doc(ctx, project), status_code=201)
+
+
+async def api_project(request: Request) -> Response:
+    ctx = ctx_of(request)
+    try:
+        project = project_of(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    return JSONResponse(_project_doc(ctx, project))
+
+
+async def api_config(request: Request) -> Response:
+    """PUT the configuration (YAML text, or JSON); GET it as YAML."""
+    try:
+        project = project_of(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    if request.method == "GET":
+        return Response(project.config_text(), media_type="application/yaml")
+    body = await request.body()
+    if len(body) > 1 << 20:
+        return _error(InputError("configuration larger than 1 MiB"), 413)
+    try:
+        text = body.decode("utf-8")
+        if request.headers.get("content-type", "").startswith("application/json"):
+            text = dump_yaml(json.loads(text))
+        project.save_config_text(text)
+    except (InputError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return _error(exc)
+    return JSONResponse({"id": project.id, "config_yaml": project.config_text()})
+
+
+async def api_runs(request: Request) -> Response:
+    ctx = ctx_of(request)
+    try:
+        project = project_of(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    if request.method == "GET":
+        return JSONResponse(
+            {"runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()]}
+        )
+    try:
+        doc = json.loads((await request.body()) or b"{}")
+        kind = doc.get("kind", "anonymize") if isinstance(doc, dict) else "anonymize"
+        if kind in ("anonymize", "estimate"):
+            run_id = start_run(ctx, project, kind)
+        elif kind == "profile":
+            run_id = start_profile(ctx, project)
+        else:
+            raise InputError(f"kind {kind!r}: expected anonymize, estimate or profile")
+    except RunError as exc:
+        return _error(exc, 409)
+    except (InputError, ValueError) as exc:
+        return _error(exc)
+    return JSONResponse(ctx.runs.state(project.run_dir(run_id)), status_code=202)
+
+
+def _run_dir(request: Request) -> tuple[Project, Path]:
+    project = project_of(request)
+    return project, project.run_dir(request.path_params["rid"])
+
+
+async def api_run(request: Request) -> Response:
+    ctx = ctx_of(request)
+    try:
+        _, directory = _run_dir(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    return JSONResponse(ctx.runs.state(directory))
+
+
+async def api_cancel(request: Request) -> Response:
+    ctx = ctx_of(request)
+    try:
+        _, directory = _run_dir(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    cancelled = ctx.runs.cancel(directory)
+    return JSONResponse(
+        {"cancelled": cancelled, **ctx.runs.state(directory)}, status_code=202 if cancelled else 409
+    )
+
+
+async def api_run_json(request: Request) -> Response:
+    """report.json, the lattice view, the risk comparison or the estimate of a run."""
+    try:
+        _, directory = _run_dir(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    what = request.path_params["what"]
+    path = {
+        "report": directory / "out" / "report.json",
+        "lattice": directory / "lattice.json",
+        "risk": directory / "risk.json",
+        "estimate": directory / "estimate.json",
+        "surveillance": directory / "surveillance.json",
+    }.get(what)
+    if path is None:
+        return _error(InputError(f"{what}: unknown"), 404)
+    if not path.is_file():
+        return _error(InputError(f"{what}: not written by this run"), 404)
+    return Response(path.read_bytes(), media_type="application/json")
+
+
+async def api_node(request: Request) -> Response:
+    from safeshare.workflows.explore import node_detail
+
+    try:
+        project, _ = _run_dir(request)
+        return JSONResponse(
+            node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
+        )
+    except InputError as exc:
+        return _error(exc, 404)
+
+
+async def api_files(request: Request) -> Response:
+    try:
+        _, directory = _run_dir(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    return JSONResponse({"files": [n for n in RELEASE_FILES if (directory / "out" / n).is_file()]})
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    if request.url.path.startswith("/api/"):
+        return _error(exc if isinstance(exc, InputError) else InputError("not found"), 404)
+    return PlainError(f"not found: {exc}", 404)
+
+
+def create_app(settings: Settings) -> Any:
+    """The workbench: pages, the JSON API and the static files, behind the
+    :class:`~safeshare.ui.security.Guard`."""
+    from safeshare.ui.security import Guard
+
+    ctx = Context(settings)
+    pid = "/p/{pid:str}"
+    run = "/api/projects/{pid:str}/runs/{rid:str}"
+    routes = [
+        Route("/", home),
+        Route("/favicon.ico", lambda r: Response(status_code=204)),
+        Route("/projects", create_project_page, methods=["POST"]),
+        Route(f"{pid}", lambda r: RedirectResponse(f"/p/{r.path_params['pid']}/data", 303)),
+        Route(f"{pid}/data", data_page),
+        Route(f"{pid}/input", input_settings, methods=["POST"]),
+        Route(f"{pid}/roles", save_roles, methods=["POST"]),
+        Route(f"{pid}/hierarchy", set_hierarchy, methods=["POST"]),
+        Route(f"{pid}/hierarchy/{{column:str}}", hierarchy_page),
+        Route(f"{pid}/privacy", privacy_page),
+        Route(f"{pid}/privacy", save_privacy, methods=["POST"]),
+        Route(f"{pid}/run", run_page),
+        Route(f"{pid}/run", start_run_page, methods=["POST"]),
+        Route(f"{pid}/explore", explore_page),
+        Route(f"{pid}/risk", risk_page),
+        Route(f"{pid}/release", release_page),
+        Route(f"{pid}/surveillance", surveillance_page),
+        Route(f"{pid}/surveillance", start_surveillance, methods=["POST"]),
+        Route(f"{pid}/runs/{{rid:str}}/node", node_fragment),
+        Route(f"{pid}/runs/{{rid:str}}/release-node", release_node, methods=["POST"]),
+        Route(f"{pid}/runs/{{rid:str}}/compare", compare_fragment),
+        Route(f"{pid}/runs/{{rid:str}}/files/{{name:str}}", run_file),
+        Route("/api/projects", api_projects, methods=["GET", "POST"]),
+        Route("/api/projects/{pid:str}", api_project),
+        Route("/api/projects/{pid:str}/config", api_config, methods=["GET", "PUT"]),
+        Route("/api/projects/{pid:str}/runs", api_runs, methods=["GET", "POST"]),
+        Route(run, api_run),
+        Route(f"{run}/cancel", api_cancel, methods=["POST"]),
+        Route(f"{run}/files", api_files),
+        Route(f"{run}/files/{{name:str}}", run_file),
+        Route(f"{run}/nodes/{{levels:str}}", api_node),
+        Route(f"{run}/{{what:str}}", api_run_json),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+
+    async def input_error(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _error(exc, 404 if "no such" in str(exc) else 400)
+        return PlainError(f"error: {exc}", 404 if "no such" in str(exc) else 400)
+
+    app = Starlette(routes=routes, exception_handlers={InputError: input_error, 404: not_found})
+    app.state.ctx = ctx
+    return Guard(app, settings.token, settings.host, settings.port)
+
+
+__all__ = ["Context", "Settings", "create_app"]

@@ -1,0 +1,64 @@
+"""Charts of the workbench that the report has not: the PK band plot (rendering only)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+COLORS = ("#3a6fd8", "#d8453a", "#3aa657", "#e0a200", "#7a4fd8", "#1d9bb0")
+
+
+def bands_svg(
+    periods: Sequence[str],
+    bands: Sequence[Mapping[str, Any]],
+    title: str,
+    width: int = 900,
+    height: int = 320,
+) -> str:
+    """Mean and 95% band of PK per period, one colour per policy (``bands``: policy, mean, lower, upper)."""
+    left, right, top, bottom = 60, 150, 30, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = max(len(periods), 2)
+    ymax = max([float(v) for b in bands for v in b["upper"]] + [1e-9])
+
+    def x(i: int) -> float:
+        return left + plot_w * i / (n - 1)
+
+    def y(v: float) -> float:
+        return top + plot_h - plot_h * float(v) / ymax
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}" data-testid="pk-bands">',
+        f'<text x="{left + plot_w / 2}" y="18" text-anchor="middle" class="chart-title">'
+        f"{escape(title)}</text>",
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axis"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
+    ]
+    for t in range(5):
+        v = ymax * t / 4
+        parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" class="tick">{v:.3g}</text>')
+        parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + plot_w}" y2="{y(v):.1f}" class="grid"/>')
+    for i in range(0, len(periods), max(1, len(periods) // 8)):
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">'
+            f"{escape(periods[i])}</text>"
+        )
+    for j, band in enumerate(bands):
+        color = COLORS[j % len(COLORS)]
+        upper = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(band["upper"]))
+        lower = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in reversed(list(enumerate(band["lower"]))))
+        mean = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(band["mean"]))
+        parts.append(f'<polygon points="{upper} {lower}" fill="{color}" fill-opacity="0.18" stroke="none"/>')
+        parts.append(f'<polyline points="{mean}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        ly = top + 14 + 16 * j
+        parts.append(f'<rect x="{left + plot_w + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
+        parts.append(
+            f'<text x="{left + plot_w + 26}" y="{ly}" class="tick">{escape(str(band["policy"]))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+__all__ = ["bands_svg"]

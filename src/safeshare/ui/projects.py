@@ -1,0 +1,221 @@
+"""Projects: a configuration and its files in one directory under the work directory.
+
+A project is ``<workdir>/safeshare-projects/<id>/``::
+
+    config.yaml          the configuration the screens edit (the one source of truth)
+    data/                uploaded input files
+    hierarchies/         uploaded hierarchy files (ARX CSV)
+    profile.json         the columns' profile (a profile run); values.json their distinct values
+    run-<run>.yaml       the configuration a run used, as it was (its "copy as YAML")
+    runs/<run>/          one run (safeshare.ui.runs)
+
+Paths in ``config.yaml`` are relative to the project directory, as in any configuration, so
+``safeshare anonymize <project>/run-<run>.yaml --out DIR`` repeats a run exactly. The
+configuration is edited as a mapping (so the keys the screens do not show, ``duckdb:`` or
+``knowledge:``, are kept) and validated by the library when a run starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safeshare.errors import InputError
+
+#: Characters allowed in an uploaded file's name (no separator, no leading dot).
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}$")
+PROJECT_ID = re.compile(r"^[a-z0-9-]{6,40}$")
+RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
+#: Input files a project may take (also offered from the work directory).
+DATA_SUFFIXES = (".csv", ".csv.gz", ".data", ".txt", ".tsv", ".parquet", ".pq")
+
+
+def check_name(name: str, what: str = "file name") -> str:
+    """``name`` when it is a plain file name (no directory part, no traversal, no control
+    character); :class:`InputError` otherwise."""
+    if not isinstance(name, str) or not SAFE_NAME.match(name) or ".." in name:
+        raise InputError(f"{what} {name!r} is not allowed: use letters, digits and . _ - ( ) + only")
+    return name
+
+
+def dump_yaml(doc: Mapping[str, Any]) -> str:
+    """A configuration as YAML, keys in the order given."""
+    return yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+
+
+class Project:
+    """One project directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @property
+    def id(self) -> str:
+        return self.directory.name
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "config.yaml"
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.directory / "project.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        return data if isinstance(data, dict) else {}
+
+    def set_meta(self, **values: Any) -> None:
+        meta = {**self.meta, **values}
+        (self.directory / "project.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("name") or self.id)
+
+    def config(self) -> dict[str, Any]:
+        """The configuration as a mapping (empty before anything was set)."""
+        try:
+            text = self.config_path.read_text(encoding="utf-8")
+        except OSError:
+            return {}
+        from safeshare.config_checks import parse_yaml
+
+        doc = parse_yaml(text, str(self.config_path)) if text.strip() else {}
+        return dict(doc) if isinstance(doc, Mapping) else {}
+
+    def config_text(self) -> str:
+        try:
+            return self.config_path.read_text(encoding="utf-8")
+        except OSError:
+            return ""
+
+    def save_config(self, doc: Mapping[str, Any]) -> None:
+        from safeshare.io import atomic_write_text
+
+        atomic_write_text(self.config_path, dump_yaml(doc))
+
+    def save_config_text(self, text: str) -> None:
+        """Replace the configuration by ``text`` (it must parse as a YAML mapping)."""
+        from safeshare.config_checks import parse_yaml
+        from safeshare.io import atomic_write_text
+
+        doc = parse_yaml(text, "config.yaml")
+        if not isinstance(doc, Mapping):
+            raise InputError("config.yaml: expected a mapping at the top level")
+        atomic_write_text(self.config_path, text if text.endswith("\n") else text + "\n")
+
+    def snapshot(self, run_id: str) -> str:
+        """Copy the configuration as ``run-<run>.yaml`` (what the run uses); its file name."""
+        from safeshare.io import atomic_write_text
+
+        name = f"run-{run_id}.yaml"
+        atomic_write_text(self.directory / name, self.config_text())
+        return name
+
+    def profile(self) -> dict[str, Any] | None:
+        try:
+            doc = json.loads((self.directory / "profile.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def values(self, column: str) -> list[str] | None:
+        try:
+            doc = json.loads((self.directory / "values.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        found = doc.get(column) if isinstance(doc, dict) else None
+        return found if isinstance(found, list) else None
+
+    def run_dir(self, run_id: str) -> Path:
+        if not RUN_ID.match(run_id):
+            raise InputError(f"run {run_id!r}: no such run")
+        directory = self.directory / "runs" / run_id
+        if not directory.is_dir():
+            raise InputError(f"run {run_id!r}: no such run")
+        return directory
+
+    def run_ids(self) -> list[str]:
+        runs = self.directory / "runs"
+        if not runs.is_dir():
+            return []
+        return sorted((p.name for p in runs.iterdir() if p.is_dir() and RUN_ID.match(p.name)), reverse=True)
+
+    def columns(self) -> list[str]:
+        """The input's columns: the profile's, else the configuration's ``names``."""
+        prof = self.profile()
+        if prof:
+            return [c["name"] for c in prof["columns"]]
+        names = self.config().get("input", {}).get("names")
+        return [str(n) for n in names] if isinstance(names, list) else []
+
+
+class ProjectStore:
+    """The projects under one work directory."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir.resolve()
+        self.root = self.workdir / "safeshare-projects"
+
+    def create(self, name: str = "") -> Project:
+        self.root.mkdir(parents=True, exist_ok=True)
+        project_id = time.strftime("%Y%m%d-") + secrets.token_hex(4)
+        directory = self.root / project_id
+        directory.mkdir(mode=0o700)
+        for sub in ("data", "hierarchies", "runs"):
+            (directory / sub).mkdir()
+        project = Project(directory)
+        project.set_meta(name=name.strip()[:100] or project_id, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        return project
+
+    def get(self, project_id: str) -> Project:
+        if not PROJECT_ID.match(project_id) or not (self.root / project_id / "project.json").is_file():
+            raise InputError(f"project {project_id!r}: no such project")
+        return Project(self.root / project_id)
+
+    def all(self) -> list[Project]:
+        if not self.root.is_dir():
+            return []
+        found = [Project(p) for p in self.root.iterdir() if (p / "project.json").is_file()]
+        return sorted(found, key=lambda p: p.id, reverse=True)
+
+    def data_files(self, limit: int = 500, depth: int = 4) -> list[str]:
+        """Input files under the work directory (relative paths, at most ``depth`` folders down,
+        hidden folders and the projects' own skipped), at most ``limit``."""
+        import os
+
+        out: list[str] = []
+        for top, dirs, files in os.walk(self.workdir):
+            rel_top = Path(top).relative_to(self.workdir)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and not (rel_top == Path(".") and d == self.root.name)
+                and len(rel_top.parts) < depth
+            )
+            for name in sorted(files):
+                if name.lower().endswith(DATA_SUFFIXES) and not name.startswith("."):
+                    out.append((rel_top / name).as_posix())
+                    if len(out) >= limit:
+                        return out
+        return out
+
+    def inside(self, relative: str) -> Path:
+        """The file ``relative`` names under the work directory (:class:`InputError` when it
+        leaves it, through ``..`` or a link, or is not a file)."""
+        path = (self.workdir / relative).resolve()
+        if not path.is_relative_to(self.workdir) or not path.is_file():
+            raise InputError(f"{relative!r} is not a file under the work directory")
+        return path
+
+
+__all__ = ["DATA_SUFFIXES", "Project", "ProjectStore", "check_name", "dump_yaml"]

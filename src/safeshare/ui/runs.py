@@ -1,0 +1,177 @@
+"""Runs in child processes: start, observe, cancel (:class:`RunManager`).
+
+A run is a directory ``<project>/runs/<id>/`` holding ``job.json`` (what to do), and, written by
+the child (:mod:`safeshare.ui.worker`): ``progress.json`` while it runs, its results, and
+``state.json`` when it ends. The server keeps only the child's :class:`subprocess.Popen`; the
+state it reports is read from those files, so a run's figures survive a restart of the server
+and the server's memory does not grow with the data.
+
+Cancel sends SIGTERM to the child, which exits as the command line does (143, nothing
+published, staging removed). When the server stops, its running children are terminated the
+same way (and killed if they have not exited within a few seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Kinds of run the worker knows.
+KINDS = ("profile", "estimate", "anonymize", "surveil-simulate")
+
+
+class RunError(Exception):
+    """A run cannot be started (another run of the project is active, an unknown kind)."""
+
+
+@dataclass
+class Run:
+    id: str
+    kind: str
+    directory: Path
+    process: subprocess.Popen[bytes] | None
+    #: the server sent SIGTERM (Cancel)
+    cancelled: bool = False
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class RunManager:
+    """The children of one server."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, Run] = {}
+        self._lock = threading.Lock()
+
+    def start(self, project_dir: Path, kind: str, params: dict[str, Any], run_id: str | None = None) -> str:
+        """Start a ``kind`` run of the project; its id (:class:`RunError` when one is active).
+        ``run_id``: the id to use (the caller prepared files named after it)."""
+        if kind not in KINDS:
+            raise RunError(f"unknown run kind {kind!r}; expected one of {', '.join(KINDS)}")
+        with self._lock:
+            for run in self._runs.values():
+                ended = (run.directory / "state.json").exists()  # the child may still be exiting
+                if run.directory.parent.parent == project_dir and self._alive(run) and not ended:
+                    raise RunError(
+                        f"run {run.id} ({run.kind}) of this project is still running; cancel it first"
+                    )
+            run_id = run_id or new_run_id()
+            directory = project_dir / "runs" / run_id
+            directory.mkdir(parents=True, mode=0o700)
+            job = {"kind": kind, "project": str(project_dir), "params": params, "id": run_id}
+            (directory / "job.json").write_text(json.dumps(job) + "\n", encoding="utf-8")
+            with open(directory / "stderr.txt", "wb") as stderr:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "safeshare.ui.worker", str(directory)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    cwd=project_dir,
+                    env=_child_env(),
+                )
+            self._runs[run_id] = Run(run_id, kind, directory, process)
+            return run_id
+
+    @staticmethod
+    def _alive(run: Run) -> bool:
+        return run.process is not None and run.process.poll() is None
+
+    def state(self, directory: Path) -> dict[str, Any]:
+        """The run's state: ``status`` (running, done, failed, cancelled), ``progress``, ``error``..."""
+        run_id = directory.name
+        job = read_json(directory / "job.json") or {}
+        state: dict[str, Any] | None = read_json(directory / "state.json")
+        run = self._runs.get(run_id)
+        if state is None:
+            if run is not None and self._alive(run):
+                state = {"status": "running"}
+            else:
+                # the child ended without its state (killed), or belongs to an earlier server
+                code = run.process.poll() if run is not None and run.process is not None else None
+                last = _last_line(directory / "stderr.txt")
+                if run is not None and run.cancelled and code in (-signal.SIGTERM, 128 + signal.SIGTERM):
+                    # terminated before its handler was installed (while Python started): nothing ran
+                    state = {"status": "cancelled", "error": "cancelled; nothing was published", "exit": code}
+                else:
+                    state = {
+                        "status": "failed" if run is not None else "unknown",
+                        "error": last
+                        or (f"the run ended with exit status {code}" if code is not None else None),
+                        "exit": code,
+                    }
+        state["id"] = run_id
+        state["kind"] = job.get("kind")
+        state["progress"] = read_json(directory / "progress.json")
+        return state
+
+    def cancel(self, directory: Path) -> bool:
+        """SIGTERM to the run's child; ``False`` when it is not running."""
+        run = self._runs.get(directory.name)
+        if run is None or not self._alive(run):
+            return False
+        assert run.process is not None
+        run.cancelled = True
+        run.process.send_signal(signal.SIGTERM)
+        return True
+
+    def wait(self, directory: Path, timeout: float) -> None:
+        """Wait for the run's child to exit (tests, shutdown)."""
+        run = self._runs.get(directory.name)
+        if run is not None and run.process is not None:
+            run.process.wait(timeout)
+
+    def shutdown(self, grace: float = 5.0) -> None:
+        """Terminate every running child (SIGTERM, then SIGKILL after ``grace`` seconds)."""
+        alive = [r for r in self._runs.values() if self._alive(r)]
+        for run in alive:
+            assert run.process is not None
+            run.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for run in alive:
+            assert run.process is not None
+            try:
+                run.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                run.process.kill()
+                run.process.wait()
+
+
+def _child_env() -> dict[str, str]:
+    """The server's environment, with the source tree the server runs from first on the path."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if package_root not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
+    return env
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        lines = [
+            line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
+    except OSError:
+        return None
+    return lines[-1] if lines else None
+
+
+__all__ = ["KINDS", "Run", "RunError", "RunManager", "read_json"]

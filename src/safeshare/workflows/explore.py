@@ -1,0 +1,480 @@
+"""The solution space of a run, node by node: :class:`LatticeView` and :class:`RiskComparison`.
+
+ARX's "explore results" perspective shows the generalization lattice coloured by what the
+search learnt (anonymous, not anonymous, the optimum) with each node's loss; a custodian
+compares candidate nodes before choosing one. This module computes those figures from a
+fitted run (:class:`~safeshare.workflows.anonymizer.AnonymizationResult`) on its frequency
+table, so they are the search's own numbers (the same evaluator, criterion and metric):
+
+* :func:`lattice_view`: every node of a lattice of at most ``max_nodes`` nodes (UCI Adult's
+  7,776: about 3 s of CPU), walked with :meth:`Evaluator.iter_classes` (each prefix of class
+  ids computed once), and for each node: whether it qualifies (the criterion's
+  :meth:`assess`, the search predicate), the records suppressed there, the loss under the
+  configured metric and every other one (normalized to [0, 1]), the released classes (count,
+  smallest; their sizes are kept for :func:`node_detail`) and the prosecutor risks ``max 1/f``
+  and ``J/n``. A larger
+  lattice is not walked: only the nodes the search itself evaluated (and the optimum) get
+  figures, the others are ``not-checked``.
+* :func:`node_detail`: one node's figures with its risk section (the report's
+  :func:`~safeshare.risk.report_risk.side`, on that node's released class sizes), computed from
+  the class sizes the view keeps.
+* :func:`risk_comparison`: the input against the release with every class-size estimator of
+  ``B`` side by side, the exact value where the population is known (the input taken as the
+  population), and the classes that drive the risk, by size.
+
+Everything here is computed from class sizes of *released* classes (suppressed classes are
+counted, never described): sizes and counts only, as in the report (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from safeshare.core.evaluation import Classes
+from safeshare.core.lattice import Node
+from safeshare.errors import InputError
+from safeshare.metrics.loss import METRICS, make_metric
+from safeshare.risk.classes import ClassSizeHistogram
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
+from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
+from safeshare.risk.release_risk import histogram_estimators
+from safeshare.risk.report_risk import side
+from safeshare.workflows.anonymizer import AnonymizationResult
+
+#: Lattices up to this many nodes are walked whole (the browser draws up to about 10,000).
+MAX_NODES = 10_000
+#: Bins of the class-size histograms (the report's: 1, 2, ..., 10, 11-20, 21-50, ...).
+SIZE_EDGES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001)
+
+Status = Literal["optimum", "anonymous", "not-anonymous", "not-checked"]
+
+
+def size_histogram(sizes: np.ndarray, counts: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """Classes and records by class size in :data:`SIZE_EDGES` bins (``counts``: classes of each
+    of ``sizes``, 1 each when ``None``); bins up to 10 are always listed, larger ones when used."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.ones_like(sizes) if counts is None else np.asarray(counts, dtype=np.int64)
+    out = []
+    for lo, hi in zip(SIZE_EDGES, [*SIZE_EDGES[1:], None], strict=True):
+        mask = sizes >= lo if hi is None else (sizes >= lo) & (sizes < hi)
+        classes = int(counts[mask].sum())
+        if classes or (hi is not None and hi <= 11):
+            label = str(lo) if hi == lo + 1 else (f"{lo}+" if hi is None else f"{lo}-{hi - 1}")
+            records = int((sizes[mask] * counts[mask]).sum())
+            out.append({"label": label, "low": lo, "classes": classes, "records": records})
+    return out
+
+
+@dataclass(frozen=True)
+class NodeFigures:
+    """One node of the lattice: its status and figures (``None`` when it was not evaluated)."""
+
+    levels: tuple[int, ...]
+    status: Status
+    #: whether the run's searches evaluated the node (OLA's, and the trade-off curve's), rather
+    #: than settling it by predictive tagging; known when the search memoizes (one privacy model)
+    searched: bool
+    #: the configured metric, normalized to [0, 1]
+    loss: float | None = None
+    #: every metric, normalized
+    losses: Mapping[str, float] = field(default_factory=dict)
+    suppressed: int | None = None
+    classes: int | None = None
+    min_class_size: int | None = None
+    prosecutor_max: float | None = None
+    prosecutor_mean: float | None = None
+
+    @property
+    def height(self) -> int:
+        return sum(self.levels)
+
+    @property
+    def key(self) -> str:
+        """The node as text: its levels joined by ``,`` (``"2,2,2,0,2,0,0,0,0"``)."""
+        return ",".join(map(str, self.levels))
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["levels"] = list(self.levels)
+        doc["losses"] = dict(self.losses)
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> NodeFigures:
+        values = dict(doc)
+        values["levels"] = tuple(values["levels"])
+        return cls(**values)
+
+
+@dataclass
+class LatticeView:
+    """The lattice of a run with per-node figures (see the module docstring)."""
+
+    quasi_identifiers: tuple[str, ...]
+    heights: tuple[int, ...]
+    size: int
+    metric: str
+    records: int
+    max_suppression: float
+    #: the chosen node (``None`` when none qualifies)
+    optimum: tuple[int, ...] | None
+    #: whether every node was evaluated (else only the searched ones)
+    complete: bool
+    #: N of the risk figures; ``None``: the input is the population (exact risks)
+    population_size: int | None
+    nodes: list[NodeFigures]
+    #: node -> (class sizes, number of classes of each size) of its released classes
+    class_sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        self._index = {n.levels: i for i, n in enumerate(self.nodes)}
+
+    def node(self, levels: Sequence[int] | str) -> NodeFigures:
+        """The figures of a node given as levels or as ``"2,2,0,..."`` (:class:`InputError` if unknown)."""
+        key = parse_node(levels, len(self.heights)) if isinstance(levels, str) else tuple(levels)
+        if len(key) != len(self.heights) or any(
+            not 0 <= lv <= h for lv, h in zip(key, self.heights, strict=True)
+        ):
+            raise InputError(f"node {','.join(map(str, key))}: not in the lattice of heights {self.heights}")
+        i = self._index.get(key)
+        return (
+            self.nodes[i] if i is not None else NodeFigures(levels=key, status="not-checked", searched=False)
+        )
+
+    def counts(self) -> dict[str, int]:
+        """Nodes per status (the not-checked ones included)."""
+        out = {"optimum": 0, "anonymous": 0, "not-anonymous": 0, "not-checked": self.size - len(self.nodes)}
+        for n in self.nodes:
+            out[n.status] += 1
+        return out
+
+    def by_loss(self, limit: int | None = None) -> list[NodeFigures]:
+        """Evaluated nodes by increasing loss (ties: fewer suppressed, then the levels)."""
+        ranked = sorted(
+            (n for n in self.nodes if n.loss is not None),
+            key=lambda n: (n.loss, n.suppressed or 0, n.levels),
+        )
+        return ranked if limit is None else ranked[:limit]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "heights": list(self.heights),
+            "size": self.size,
+            "metric": self.metric,
+            "records": self.records,
+            "max_suppression": self.max_suppression,
+            "optimum": list(self.optimum) if self.optimum is not None else None,
+            "complete": self.complete,
+            "population_size": self.population_size,
+            "counts": self.counts(),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+
+    def write(self, directory: Path) -> None:
+        """``lattice.json`` (:meth:`to_dict`) and ``lattice-sizes.npz`` (the class sizes) in ``directory``."""
+        from safeshare.io import atomic_write, atomic_write_text
+
+        keys = list(self.class_sizes)
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        for i, key in enumerate(keys):
+            offsets[i + 1] = offsets[i] + self.class_sizes[key][0].size
+        sizes = np.concatenate([self.class_sizes[k][0] for k in keys]) if keys else np.zeros(0, np.int64)
+        counts = np.concatenate([self.class_sizes[k][1] for k in keys]) if keys else np.zeros(0, np.int64)
+        nodes = np.array(keys, dtype=np.int16).reshape(len(keys), len(self.heights))
+
+        def save(path: Path) -> None:
+            with open(path, "wb") as fh:
+                np.savez_compressed(fh, nodes=nodes, offsets=offsets, sizes=sizes, counts=counts)
+
+        atomic_write(directory / "lattice-sizes.npz", save)
+        atomic_write_text(directory / "lattice.json", json.dumps(self.to_dict(), separators=(",", ":")))
+
+    @classmethod
+    def read(cls, directory: Path) -> LatticeView:
+        """The view :meth:`write` wrote."""
+        doc = json.loads((directory / "lattice.json").read_text(encoding="utf-8"))
+        class_sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        npz = directory / "lattice-sizes.npz"
+        if npz.exists():
+            with np.load(npz) as data:
+                offsets, sizes, counts = data["offsets"], data["sizes"], data["counts"]
+                for i, row in enumerate(data["nodes"].tolist()):
+                    lo, hi = int(offsets[i]), int(offsets[i + 1])
+                    class_sizes[tuple(row)] = (sizes[lo:hi], counts[lo:hi])
+        return cls(
+            quasi_identifiers=tuple(doc["quasi_identifiers"]),
+            heights=tuple(doc["heights"]),
+            size=int(doc["size"]),
+            metric=doc["metric"],
+            records=int(doc["records"]),
+            max_suppression=float(doc["max_suppression"]),
+            optimum=tuple(doc["optimum"]) if doc["optimum"] is not None else None,
+            complete=bool(doc["complete"]),
+            population_size=doc["population_size"],
+            nodes=[NodeFigures.from_dict(n) for n in doc["nodes"]],
+            class_sizes=class_sizes,
+        )
+
+
+def parse_node(text: str, q: int) -> tuple[int, ...]:
+    """``"2,0,1"`` -> ``(2, 0, 1)``, checked to have ``q`` levels."""
+    parts = text.split(",")
+    if len(parts) != q or not all(p.strip().isdigit() for p in parts):
+        raise InputError(f"node {text!r}: expected {q} levels joined by ','")
+    return tuple(int(p) for p in parts)
+
+
+def _figures(
+    result: AnonymizationResult,
+    classes: Classes,
+    metrics: Mapping[str, Any],
+    searched: bool,
+) -> tuple[NodeFigures, tuple[np.ndarray, np.ndarray]]:
+    node = classes.node
+    assessment = result.criterion.assess(classes, result.table)
+    keep = assessment.acceptable & (classes.sizes > 0)
+    released = classes.sizes[keep].astype(np.int64)
+    sizes, counts = np.unique(released, return_counts=True)
+    if node == result.node:
+        status: Status = "optimum"
+    else:
+        status = "anonymous" if assessment.qualifies else "not-anonymous"
+    n_out = int(released.sum())
+    figures = NodeFigures(
+        levels=tuple(int(v) for v in node),
+        status=status,
+        searched=searched,
+        loss=float(result.metric.normalized(node, classes)),
+        losses={name: float(m.normalized(node, classes)) for name, m in metrics.items()},
+        suppressed=int(assessment.suppressed_records),
+        classes=int(released.size),
+        min_class_size=int(released.min()) if released.size else 0,
+        prosecutor_max=float(1.0 / released.min()) if released.size else 0.0,
+        prosecutor_mean=float(released.size / n_out) if n_out else 0.0,
+    )
+    return figures, (sizes.astype(np.int64), counts.astype(np.int64))
+
+
+def lattice_view(
+    result: AnonymizationResult,
+    population_size: int | None = None,
+    max_nodes: int = MAX_NODES,
+    progress: Callable[[int], None] | None = None,
+) -> LatticeView:
+    """The :class:`LatticeView` of a fitted run (see the module docstring).
+
+    ``progress(done)`` is called every 256 nodes evaluated.
+    """
+    if max_nodes < 1:
+        raise InputError(f"max_nodes: expected at least 1, got {max_nodes}")
+    table, evaluator = result.table, result.evaluator
+    lattice = table.lattice
+    searched: set[Node] = set(result.failing)
+    metrics = {name: make_metric(name, evaluator) for name in METRICS}
+    complete = lattice.size <= max_nodes
+    figures: list[NodeFigures] = []
+    sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(classes: Classes) -> None:
+        fig, pairs = _figures(result, classes, metrics, classes.node in searched)
+        figures.append(fig)
+        sizes[fig.levels] = pairs
+        if progress is not None and len(figures) % 256 == 0:
+            progress(len(figures))
+
+    if complete:
+        for classes in evaluator.iter_classes():
+            add(classes)
+    else:
+        wanted: list[Node] = []
+        for node in (result.node, lattice.bottom, *sorted(searched)):
+            if node is not None and node not in wanted:
+                wanted.append(node)
+        for node in wanted[:max_nodes]:
+            add(evaluator.classes(node))
+    figures.sort(key=lambda n: (n.height, n.levels))
+    if progress is not None:
+        progress(len(figures))
+    return LatticeView(
+        quasi_identifiers=tuple(table.qi_names),
+        heights=tuple(lattice.heights),
+        size=lattice.size,
+        metric=result.metric.name,
+        records=table.n_records,
+        max_suppression=result.criterion.max_suppression,
+        optimum=tuple(result.node) if result.node is not None else None,
+        complete=complete,
+        population_size=population_size,
+        nodes=figures,
+        class_sizes=sizes,
+    )
+
+
+def node_detail(view: LatticeView, levels: Sequence[int] | str) -> dict[str, Any]:
+    """One node's figures with the histogram of its released class sizes and their risk
+    (:func:`~safeshare.risk.report_risk.side`,
+    the report's risk section for that node: same N, exact where the input is the population)."""
+    figures = view.node(levels)
+    doc = figures.to_dict()
+    doc["quasi_identifiers"] = list(view.quasi_identifiers)
+    doc["records"] = view.records
+    pairs = view.class_sizes.get(figures.levels)
+    if pairs is None:
+        doc["risk"], doc["histogram"] = None, []
+        return doc
+    doc["histogram"] = size_histogram(pairs[0], pairs[1])
+    released = np.repeat(pairs[0], pairs[1])
+    exact = view.population_size is None
+    n = view.records if exact else int(view.population_size or 0)
+    doc["risk"] = side(released, n, exact) if released.size else None
+    return doc
+
+
+# --------------------------------------------------------------------------- risk comparison
+@dataclass(frozen=True)
+class RiskSide:
+    """The risk of one side (input or release): the report's measures, every estimator's B, the
+    exact B where the population is known, and the risk by class size."""
+
+    measures: Mapping[str, Any]
+    #: estimator -> B (``None``: the estimator has no solution here)
+    estimates: Mapping[str, float | None]
+    exact_B: float | None
+    drivers: tuple[Mapping[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measures": dict(self.measures),
+            "estimates": dict(self.estimates),
+            "exact_B": self.exact_B,
+            "drivers": [dict(d) for d in self.drivers],
+        }
+
+
+@dataclass(frozen=True)
+class RiskComparison:
+    """Input against release, side by side (``None`` for an empty side)."""
+
+    population_size: int
+    exact: bool
+    population: str
+    estimators: tuple[str, ...]
+    threshold: float
+    input: RiskSide | None
+    release: RiskSide | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "population_size": self.population_size,
+            "exact": self.exact,
+            "population": self.population,
+            "estimators": list(self.estimators),
+            "threshold": self.threshold,
+            "input": self.input.to_dict() if self.input is not None else None,
+            "release": self.release.to_dict() if self.release is not None else None,
+        }
+
+
+def estimate_B(sizes: np.ndarray, population_size: int, estimator: str) -> float | None:
+    """``B`` by ``estimator`` from class sizes; ``None`` when it has no (finite) solution."""
+    try:
+        value = make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), population_size).B_
+    except (ValueError, ArithmeticError, InputError):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def risk_drivers(sizes: np.ndarray, exact: bool) -> list[dict[str, Any]]:
+    """Classes and records by class size; the prosecutor risk ``1/f`` of the bin's smallest class;
+    with an exact population (``F = f``) each class adds ``1/n`` to ``B = J/n``, so a bin's share of
+    B is its share of the classes."""
+    f = np.asarray(sizes, dtype=np.int64)
+    f = f[f > 0]
+    n, J = int(f.sum()), int(f.size)
+    out = []
+    for b in size_histogram(f):
+        if not b["classes"]:
+            continue
+        out.append(
+            {
+                **b,
+                "records_share": b["records"] / n if n else 0.0,
+                "prosecutor": 1.0 / b["low"],
+                "B_share": b["classes"] / J if exact and J else None,
+            }
+        )
+    return out
+
+
+def _risk_side(
+    sizes: np.ndarray, population_size: int, exact: bool, estimators: Iterable[str], threshold: float
+) -> RiskSide | None:
+    f = np.asarray(sizes, dtype=np.int64)
+    f = f[f > 0]
+    if f.size == 0:
+        return None
+    measures = risk_measures(f, f if exact else None, population_size, threshold).to_dict()
+    return RiskSide(
+        measures=measures,
+        estimates={name: estimate_B(f, population_size, name) for name in estimators},
+        exact_B=float(f.size / f.sum()) if exact else None,
+        drivers=tuple(risk_drivers(f, exact)),
+    )
+
+
+def risk_comparison(
+    input_sizes: np.ndarray,
+    release_sizes: np.ndarray,
+    population_size: int | None,
+    estimators: Sequence[str] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> RiskComparison:
+    """The input's classes (raw quasi-identifiers) against the release's released classes, with
+    every class-size estimator of B (:func:`~safeshare.risk.release_risk.histogram_estimators`).
+
+    ``population_size`` ``None``: the input is the population (N = its records), and every
+    population class size is known (``F = f``), so B is exact (``J/n``) beside the estimates;
+    otherwise the journalist and marketer risks are estimated (as in the report).
+    """
+    n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
+    exact = population_size is None
+    N = n_input if population_size is None else int(population_size)
+    if n_input > N:
+        raise InputError(f"population_size {N} is smaller than the input ({n_input} records)")
+    names = tuple(estimators) if estimators is not None else tuple(histogram_estimators())
+    return RiskComparison(
+        population_size=N,
+        exact=exact,
+        population="the input, taken as the whole population (exact risks)"
+        if exact
+        else "configured population_size (journalist and marketer risks estimated)",
+        estimators=names,
+        threshold=threshold,
+        input=_risk_side(np.asarray(input_sizes), N, exact, names, threshold),
+        release=_risk_side(np.asarray(release_sizes), N, exact, names, threshold),
+    )
+
+
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "MAX_NODES",
+    "LatticeView",
+    "NodeFigures",
+    "RiskComparison",
+    "RiskSide",
+    "lattice_view",
+    "node_detail",
+    "parse_node",
+    "risk_comparison",
+    "size_histogram",
+]

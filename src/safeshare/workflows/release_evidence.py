@@ -1,0 +1,179 @@
+"""What ``anonymize`` adds to a written release for the privacy officer who signs it (issue 20).
+
+The library parts are plain functions of explicit parameters (the identifier check,
+:mod:`safeshare.verify.identifiers`; the disclosure warnings, :mod:`safeshare.verify.disclosure`;
+the evidence, :mod:`safeshare.workflows.evidence`; the ledger, :mod:`safeshare.workflows.ledger`).
+This module calls them from one run's configuration and result, so that the terminal,
+report.json, report.html and the Python API show one result:
+
+* :func:`release_warnings`: the disclosure warnings over the written release file;
+* :func:`release_evidence`: the evidence section (attack models, threshold and its source,
+  the quasi-identifiers with their hierarchies and every released label, the verifier's
+  checks, SHA-256 of every file, software, engine, seeds, the key's fingerprint);
+* :func:`ledger_entry`: the ledger line of a published release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from safeshare.data.identifiers import IdentifierTreatment
+from safeshare.data.schema import Role, Schema
+from safeshare.io import files_of, sha256_file
+from safeshare.report.content import ReportWarning
+from safeshare.verify import Expectations, Verification
+from safeshare.verify.disclosure import disclosure_warnings
+from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.evidence import (
+    Evidence,
+    FileDigest,
+    build_evidence,
+    describe_hierarchy,
+    hierarchy_files,
+    released_labels,
+)
+
+
+def kept_columns(schema: Schema, released_columns: Sequence[str]) -> list[str]:
+    """The released columns an adversary may know as they are: sensitive and insensitive ones
+    (listed, or unlisted under ``default_role: insensitive``). Pseudonyms (keyed: nobody
+    outside knows them) and shifted dates (a date an adversary knows is not the one released)
+    are not; quasi-identifiers are the classes themselves."""
+    qis = set(schema.quasi_identifiers)
+    return [
+        c for c in released_columns if c not in qis and schema.role(c) in (Role.SENSITIVE, Role.INSENSITIVE)
+    ]
+
+
+def release_warnings(
+    release: Path,
+    fmt: str,
+    result: AnonymizationResult,
+    released_columns: Sequence[str],
+    delimiter: str,
+    missing: Sequence[str],
+) -> list[ReportWarning]:
+    """The disclosure warnings of the written ``release`` (``kept_column_identifying``,
+    ``homogeneous_classes``, ``singleton_classes``) as report warnings."""
+    schema = result.schema
+    found = disclosure_warnings(
+        release,
+        fmt,
+        list(result.table.qi_names),
+        kept_columns=kept_columns(schema, released_columns),
+        sensitive_columns=[c for c in schema.sensitive if c in released_columns],
+        delimiter=delimiter,
+        missing=missing,
+    )
+    return [ReportWarning(w.code, w.message, w.columns, w.value) for w in found]
+
+
+def release_evidence(
+    *,
+    result: AnonymizationResult,
+    expected: Expectations,
+    verification: Verification,
+    staged: Path,
+    published: Path,
+    fmt: str,
+    delimiter: str,
+    base: Path,
+    config: Path | None,
+    inputs: Sequence[Path],
+    version: str,
+    engine: str,
+    population_size: int | None,
+    threshold_reason: str | None,
+    seeds: Mapping[str, Any],
+    identifiers: IdentifierTreatment | None,
+) -> Evidence:
+    """The evidence of a verified release written at ``staged`` and published at ``published``.
+
+    Hashes are of the bytes written; released files are named by where they are published
+    (relative to the configuration's directory ``base``), not by the private stage.
+    """
+    schema = result.schema
+    table = result.table
+    qis = list(table.qi_names)
+    specs = {name: attr.hierarchy for name, attr in schema.attributes.items() if attr.hierarchy is not None}
+    files: dict[str, list[Path]] = {"input": list(inputs), "config": [config] if config is not None else []}
+    files["hierarchy"] = hierarchy_files(specs)
+    risk = verification.checks.get("models", {}).get("risk", {})
+    estimate = risk.get("value")
+    evidence = build_evidence(
+        expected=expected,
+        verification=verification,
+        hierarchies={q: describe_hierarchy(specs[q], base) for q in qis},
+        heights={q: h.height for q, h in zip(qis, table.hierarchies, strict=True)},
+        levels=result.levels,
+        labels=released_labels(staged, fmt, qis, delimiter),
+        files=files,
+        version=version,
+        engine=engine,
+        base=base,
+        population_size=population_size,
+        risk_estimate=float(estimate) if isinstance(estimate, int | float) else None,
+        threshold_reason=threshold_reason,
+        seeds=dict(seeds),
+        identifiers=identifiers.describe() if identifiers is not None else None,
+    )
+    released = tuple(
+        FileDigest(
+            "release",
+            os.path.relpath((published / path.relative_to(staged.parent)).absolute(), base.absolute()),
+            sha256_file(path),
+            path.stat().st_size,
+        )
+        for path in files_of(staged)
+    )
+    return dataclasses.replace(evidence, files=evidence.files + released)
+
+
+# ------------------------------------------------------------------ the ledger
+def ledger_entry(
+    ledger: Path,
+    doc: Mapping[str, Any],
+    files: Mapping[str, Sequence[Path]],
+    approved_by: str,
+    key_fingerprint: str | None,
+) -> dict[str, Any]:
+    """The ledger entry of a published release, from its report (report.json's content)."""
+    from safeshare.workflows.ledger import release_entry
+
+    risk = doc.get("risk") or {}
+    release = risk.get("release") or {}
+    figures = {
+        "population_size": risk.get("population_size"),
+        "B": release.get("B"),
+        "prosecutor_max": (release.get("prosecutor") or {}).get("max"),
+        "headline": (doc.get("headline") or {}).get("text"),
+    }
+    extra: dict[str, Any] = {
+        "engine": doc.get("engine"),
+        "seeds": (doc.get("provenance") or {}).get("seeds", {}),
+        "purpose": (doc.get("certificate") or {}).get("purpose"),
+        "warnings": [w.get("code") for w in doc.get("warnings", [])],
+    }
+    if key_fingerprint is not None:
+        extra["key_fingerprint"] = key_fingerprint
+    verification = doc.get("verification") or {}
+    return release_entry(
+        ledger,
+        files,
+        approved_by,
+        node=doc.get("node"),
+        levels=doc.get("levels"),
+        risk={k: v for k, v in figures.items() if v is not None and not _nan(v)},
+        verification={"passed": verification.get("passed"), "failures": verification.get("failures", [])},
+        version=str(doc.get("safeshare_version")),
+        extra=extra,
+    )
+
+
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)

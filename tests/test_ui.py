@@ -1,0 +1,305 @@
+"""``safeshare ui`` over HTTP, as a script (or an attacker) talks to it: the security rules, the
+JSON API, a run and its release against the command line's, cancel. The browser tests are in
+tests/test_ui_browser.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.ui_helpers import ROOT, adult_project, running_server, wait_idle, wait_run
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    workdir = tmp_path_factory.mktemp("workdir")
+    (workdir / "data.csv").write_text("age,sex\n30,F\n40,M\n", encoding="utf-8")
+    with running_server(workdir, "--max-upload-mb", "8") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def finished(server):
+    """The Adult demo as a project, run once through the API."""
+    with server.client() as client:
+        project = adult_project(client)
+        wait_idle(client, project["id"])
+        answer = client.post(f"/api/projects/{project['id']}/runs", json={"kind": "anonymize"})
+        assert answer.status_code == 202, answer.text
+        state = wait_run(client, project["id"], answer.json()["id"])
+        assert state["status"] == "done", state
+        return project["id"], state["id"]
+
+
+# --------------------------------------------------------------------------- security
+def test_every_request_needs_the_token(server) -> None:
+    with httpx.Client(base_url=server.base) as anonymous:
+        for path in ("/", "/api/projects", "/static/app.js", "/p/x/data"):
+            answer = anonymous.get(path)
+            assert answer.status_code == 403, path
+        assert anonymous.get("/?token=wrong").status_code == 403
+        entered = anonymous.get(f"/?token={server.token}", follow_redirects=False)
+        assert entered.status_code == 303 and entered.headers["location"] == "/"
+        cookie = entered.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert anonymous.get("/").status_code == 200  # the cookie from now on
+
+
+def test_a_foreign_host_header_is_refused(server) -> None:
+    """DNS rebinding: a page of evil.example re-pointed at 127.0.0.1 sends its own Host."""
+    with server.client() as client:
+        assert client.get("/").status_code == 200
+        assert client.get(f"http://localhost:{server.port}/").status_code == 200
+        for host in (
+            "evil.example",
+            f"evil.example:{server.port}",
+            "127.0.0.1:1",
+            f"127.0.0.2:{server.port}",
+        ):
+            assert client.get("/", headers={"Host": host}).status_code == 403, host
+
+
+def test_a_foreign_origin_cannot_change_state(server) -> None:
+    with server.client() as client:
+        for headers in (
+            {"Origin": "http://evil.example"},
+            {"Origin": "null"},
+            {"Referer": "http://evil.example/x"},
+        ):
+            answer = client.post("/api/projects", headers=headers, files={"data": ("d.csv", b"a\n1\n")})
+            assert answer.status_code == 403, headers
+            assert "cross-site" in answer.text
+        assert client.get("/api/projects", headers={"Origin": "http://evil.example"}).status_code == 200
+        same = client.post(
+            "/api/projects", headers={"Origin": server.base}, files={"data": ("d.csv", b"a\n1\n")}
+        )
+        assert same.status_code == 201
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../../escaped.csv",
+        "..\\escaped.csv",
+        "/etc/escaped.csv",
+        ".hidden.csv",
+        "a/../../escaped.csv",
+        "x\x00.csv",
+    ],
+)
+def test_traversal_in_an_upload_name_is_refused(server, name: str) -> None:
+    with server.client() as client:
+        before = (
+            sorted(p.name for p in (server.workdir / "safeshare-projects").glob("*"))
+            if (server.workdir / "safeshare-projects").exists()
+            else []
+        )
+        answer = client.post("/api/projects", files={"data": (name, b"a,b\n1,2\n")})
+        assert answer.status_code == 400, answer.text
+        assert "not allowed" in answer.json()["error"]
+    written = [p for p in server.workdir.parent.rglob("escaped.csv")] + list(Path("/etc").glob("escaped.csv"))
+    assert written == []
+    after = sorted(p.name for p in (server.workdir / "safeshare-projects").glob("*"))
+    assert after == before  # no project, no incoming folder left behind
+
+
+def test_uploads_are_size_limited(server) -> None:
+    with server.client() as client:
+        answer = client.post("/api/projects", files={"data": ("big.csv", b"a\n" + b"1\n" * (5 << 20))})
+        assert answer.status_code == 413
+    assert not list((server.workdir / "safeshare-projects").rglob("big.csv"))
+
+
+def test_files_are_picked_only_under_the_work_directory(server) -> None:
+    with server.client() as client:
+        for path in ("../outside.csv", "/etc/passwd", "data.csv/../../x"):
+            answer = client.post("/api/projects", data={"path": path})
+            assert answer.status_code == 400, path
+        assert client.post("/api/projects", data={"path": "data.csv"}).status_code == 201
+
+
+def test_answers_carry_a_strict_content_security_policy_and_escape_names(server) -> None:
+    with server.client() as client:
+        created = client.post("/api/projects", data={"path": "data.csv", "name": "<script>alert(1)</script>"})
+        pid = created.json()["id"]
+        page = client.get(f"/p/{pid}/data")
+        assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;" in page.text
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp.split("style-src")[0]
+        assert page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_server_binds_loopback_and_warns_for_another_address(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "safeshare",
+            "ui",
+            "--no-browser",
+            "--port",
+            "0",
+            "--host",
+            "0.0.0.0",
+            "--workdir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        assert line.startswith("safeshare ui: http://0.0.0.0:")
+        assert "warning: serving on 0.0.0.0" in process.stderr.readline()
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+# --------------------------------------------------------------------------- API and runs
+def test_a_run_through_the_api_gives_the_command_lines_release(server, finished, tmp_path: Path) -> None:
+    project, run = finished
+    with server.client() as client:
+        state = client.get(f"/api/projects/{project}/runs/{run}").json()
+        assert state["verified"] is True and state["exit"] == 0
+        report = client.get(f"/api/projects/{project}/runs/{run}/report").json()
+        assert report["verified"] and report["records_in"] == 32561
+        files = client.get(f"/api/projects/{project}/runs/{run}/files").json()["files"]
+        assert files == ["release.csv", "report.json", "report.html"]
+        release = client.get(f"/api/projects/{project}/runs/{run}/files/release.csv").content
+    config = server.workdir / "safeshare-projects" / project / f"run-{run}.yaml"
+    out = tmp_path / "cli"
+    done = subprocess.run(
+        [sys.executable, "-m", "safeshare", "anonymize", str(config), "--out", str(out), "--quiet"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "release.csv").read_bytes() == release
+    cli_report = json.loads((out / "report.json").read_text())
+    for key in ("node", "levels", "suppressed_records", "information_loss", "risk", "class_size_histogram"):
+        assert cli_report[key] == report[key], key
+
+
+def test_the_lattice_and_risk_of_a_run(server, finished) -> None:
+    project, run = finished
+    with server.client() as client:
+        report = client.get(f"/api/projects/{project}/runs/{run}/report").json()
+        lattice = client.get(f"/api/projects/{project}/runs/{run}/lattice").json()
+        assert lattice["size"] == len(lattice["nodes"]) == report["lattice_size"] == 7776
+        assert lattice["optimum"] == report["node"]
+        optimum = [n for n in lattice["nodes"] if n["status"] == "optimum"]
+        assert [n["levels"] for n in optimum] == [report["node"]]
+        key = ",".join(map(str, report["node"]))
+        node = client.get(f"/api/projects/{project}/runs/{run}/nodes/{key}").json()
+        assert (
+            node["suppressed"] == report["suppressed_records"]
+            and node["classes"] == report["equivalence_classes"]
+        )
+        assert node["risk"]["B"] == pytest.approx(report["risk"]["release"]["B"])
+        risk = client.get(f"/api/projects/{project}/runs/{run}/risk").json()
+        assert risk["release"]["exact_B"] == pytest.approx(report["risk"]["release"]["B"])
+        assert risk["input"]["exact_B"] == pytest.approx(report["risk"]["input"]["B"])
+        assert client.get(f"/api/projects/{project}/runs/{run}/nodes/1,2").status_code == 404
+
+
+def test_a_node_picked_in_explore_is_released_as_the_command_line_would(server, tmp_path: Path) -> None:
+    """Explore's "Release this node": the configuration takes ``algorithm: node`` with the node's
+    levels, the run releases exactly that node, verified, and its YAML reproduces the bytes."""
+    with server.client() as client:
+        project = adult_project(client)["id"]
+        wait_idle(client, project)
+        first = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
+        assert wait_run(client, project, first)["status"] == "done"
+        lattice = client.get(f"/api/projects/{project}/runs/{first}/lattice").json()
+        candidates = sorted(
+            (n for n in lattice["nodes"] if n["status"] == "anonymous" and n.get("loss") is not None),
+            key=lambda n: n["loss"],
+        )
+        chosen = candidates[0]["levels"]  # the best qualifying node after the optimum
+        assert chosen != lattice["optimum"]
+        answer = client.post(
+            f"/p/{project}/runs/{first}/release-node",
+            data={"levels": ",".join(map(str, chosen))},
+            follow_redirects=False,
+        )
+        assert answer.status_code == 303 and "run=" in answer.headers["location"], answer.text
+        second = answer.headers["location"].split("run=")[1]
+        state = wait_run(client, project, second)
+        assert state["status"] == "done" and state["verified"] is True, state
+        report = client.get(f"/api/projects/{project}/runs/{second}/report").json()
+        assert report["node"] == chosen and report["verified"]
+        release = client.get(f"/api/projects/{project}/runs/{second}/files/release.csv").content
+        bad = client.post(
+            f"/p/{project}/runs/{first}/release-node", data={"levels": "1,2"}, follow_redirects=False
+        )
+        assert bad.status_code == 303 and "error" in bad.headers["location"]
+    config = server.workdir / "safeshare-projects" / project / f"run-{second}.yaml"
+    assert "algorithm: node" in config.read_text()
+    out = tmp_path / "cli"
+    done = subprocess.run(
+        [sys.executable, "-m", "safeshare", "anonymize", str(config), "--out", str(out), "--quiet"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "release.csv").read_bytes() == release
+
+
+def test_cancel_stops_the_child_and_publishes_nothing(server, finished) -> None:
+    project, _ = finished
+    with server.client() as client:
+        started = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"})
+        run = started.json()["id"]
+        second = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"})
+        assert second.status_code == 409  # one run of a project at a time
+        cancelled = client.post(f"/api/projects/{project}/runs/{run}/cancel")
+        assert cancelled.status_code == 202
+        state = wait_run(client, project, run)
+    assert state["status"] == "cancelled", state
+    assert state["exit"] in (143, -15)  # -15: terminated while Python was starting, before anything ran
+    directory = server.workdir / "safeshare-projects" / project / "runs" / run
+    assert not (directory / "out" / "release.csv").exists()
+    assert not [
+        p for p in directory.iterdir() if p.name.startswith(".out.") and p.is_dir()
+    ]  # no staging left
+
+
+def test_bad_configurations_are_refused_before_a_child_starts(server) -> None:
+    with server.client() as client:
+        pid = client.post("/api/projects", data={"path": "data.csv"}).json()["id"]
+        wait_idle(client, pid)
+        answer = client.post(f"/api/projects/{pid}/runs", json={"kind": "anonymize"})
+        assert answer.status_code == 400 and "error" in answer.json()
+        put = client.put(
+            f"/api/projects/{pid}/config", content=b"input: {path: data.csv}\ninput: {path: x}\n"
+        )
+        assert put.status_code == 400 and "duplicate" in put.json()["error"]
+        assert client.get("/api/projects/nope").status_code == 404
+
+
+def test_the_command_line_does_not_import_the_web_stack() -> None:
+    """`safeshare --help` stays fast: Starlette, uvicorn and python-multipart load only in `ui`."""
+    code = (
+        "import sys, safeshare.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'python_multipart'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -1,0 +1,108 @@
+"""A real ``safeshare ui`` server for the tests (a child process, as a user starts it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+ADULT_DIR = ROOT / "examples" / "adult"
+ADULT_YAML = ADULT_DIR / "adult.yaml"
+HIERARCHIES = sorted((ADULT_DIR / "hierarchies").glob("*.csv"))
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    url: str
+    base: str
+    token: str
+    port: int
+    workdir: Path
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        """A client holding the token as a bearer header (a script's way in)."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+@contextmanager
+def running_server(workdir: Path, *extra: str) -> Iterator[Server]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "safeshare",
+            "ui",
+            "--no-browser",
+            "--port",
+            "0",
+            "--workdir",
+            str(workdir),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("safeshare ui: http://127.0.0.1:"), (
+            line,
+            process.stderr.read() if process.stderr else "",
+        )
+        url = line.removeprefix("safeshare ui: ")
+        base, _, token = url.partition("/?token=")
+        yield Server(process, url, base, token, int(base.rsplit(":", 1)[1]), workdir)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def adult_project(client: httpx.Client) -> dict:
+    """A project from the Adult demo's configuration, data and hierarchy files (the JSON API)."""
+    files = [
+        ("config", ("adult.yaml", ADULT_YAML.read_bytes())),
+        ("data", ("adult.data", (ADULT_DIR / "adult.data").read_bytes())),
+    ]
+    files += [("hierarchies", (h.name, h.read_bytes())) for h in HIERARCHIES]
+    answer = client.post("/api/projects", files=files, data={"name": "adult"})
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def wait_run(client: httpx.Client, project: str, run: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = client.get(f"/api/projects/{project}/runs/{run}").json()
+        if state["status"] != "running":
+            return state
+        time.sleep(0.3)
+    raise AssertionError(f"run {run} still running after {timeout} s")
+
+
+def wait_idle(client: httpx.Client, project: str, timeout: float = 120) -> None:
+    """Wait for every run of the project (the profile run a new project starts) to end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = client.get(f"/api/projects/{project}/runs").json()["runs"]
+        if all(r["status"] != "running" for r in runs):
+            return
+        time.sleep(0.3)
+    raise AssertionError("runs still going")
