@@ -18,7 +18,6 @@ from safeshare.risk.estimators.benedetti_franconi import individual_risk
 from safeshare.risk.estimators.entropy import expected_inverse_binomial
 from safeshare.risk.estimators.snb import snb_expected_c1_c2
 from safeshare.risk.measures import class_sizes, risk_measures
-from safeshare.risk.synthesis import synthetic_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 COLS = list(ADULT_COLUMNS)
@@ -138,21 +137,6 @@ def test_mi_matched_correlation_recovers_a_latent_gaussian() -> None:
     assert copula.mi_matched_correlation(table)[0, 1] == pytest.approx(rho, abs=0.03)
     independent = SampleTable.from_codes(rng.integers(0, 4, size=(20000, 2)))
     assert abs(copula.mi_matched_correlation(independent)[0, 1]) < 0.03
-
-
-def test_synthesis_merges_chunks_exactly() -> None:
-    K, N, n = 7, 1000, 50
-    counter = {"next": 0}
-
-    def sampler(size: int, rng: np.random.Generator) -> np.ndarray:
-        keys = (np.arange(counter["next"], counter["next"] + size) % K).astype(np.int64)
-        counter["next"] += size
-        return keys
-
-    got = synthetic_risk(sampler, N, n, np.random.default_rng(0), chunk_size=60)
-    F = np.bincount(np.arange(N) % K)
-    assert pytest.approx(float(np.mean(1 / F[np.arange(n) % K]))) == got.B
-    assert got.population_classes == K
 
 
 @pytest.fixture(scope="module")

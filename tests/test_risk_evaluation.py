@@ -199,3 +199,39 @@ def test_evaluate_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     res = _evaluate(data, tmp_path / "o", "--estimator", "entropy,magic")
     assert res.returncode == 2 and "unknown estimator" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_sigint_with_worker_processes_ends_them_at_once(population: ev.Population) -> None:
+    """A real SIGINT, with the command line's handler, while 2 worker processes compute points
+    that would take hours (10^6 syntheses each): Interrupted reaches the caller and no worker is
+    left running (the pool is terminated, not drained). The latency is printed."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+    import time
+
+    from safeshare.cli import _signals_raise
+    from safeshare.errors import Interrupted
+
+    settings = ev.EvaluationSettings(
+        points=4,
+        seed=0,
+        estimators=("dvine_copula",),
+        population_size_errors=(),
+        estimator_params=(("repetitions", 10**6),),
+    )
+    sent: list[float] = []
+
+    def fire() -> None:
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(8.0, fire)  # the workers' start-up (spawn, imports) is over by then
+    with _signals_raise(), pytest.raises(Interrupted):
+        timer.start()
+        ev.run_points(population, settings, jobs=2)
+    timer.join()
+    latency = time.monotonic() - sent[0]
+    assert multiprocessing.active_children() == []
+    print(f"run_points(jobs=2): interrupted {latency:.3f} s after SIGINT, workers gone")

@@ -15,11 +15,11 @@ process runs it or in which order (``--jobs`` changes nothing but the time):
    ``error = estimate - B``.
 
 Estimator seeds: every estimator of point ``p`` gets ``random_state = s_p``
-(one integer drawn after the design), except ``dvine_copula`` which gets
-``s_p + 1``: that is the seed :class:`~.estimators.average.AverageCopulaEstimator`
-gives its d-vine, so ``average`` is computed as the mean of the two copula
-estimates already fitted, identical to fitting ``average`` with
-``random_state = s_p`` but at half the cost (the d-vine fit dominates).
+(one integer drawn after the design); that is also the seed
+:class:`~.estimators.average.AverageCopulaEstimator` gives both its copulas,
+so ``average`` is computed from the two copula estimates already fitted
+(:meth:`~.estimators.average.AverageCopulaEstimator.from_fitted`), identical
+to fitting ``average`` with ``random_state = s_p`` but at half the cost.
 
 Sensitivity analysis: the sensitivity estimator (default ``average``) is
 re-run with ``N (1 ± e)`` for every ``e`` in ``population_size_errors``; its
@@ -34,7 +34,6 @@ import math
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +45,9 @@ from safeshare.risk.classes import SampleTable, category_codes, pack
 from safeshare.risk.estimators import ESTIMATORS, estimator_names, make_estimator
 from safeshare.risk.estimators.average import AverageCopulaEstimator
 from safeshare.risk.estimators.base import RiskEstimator
-from safeshare.risk.estimators.gaussian_copula import SyntheticEstimator
+from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator
+from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
+from safeshare.risk.estimators.synthetic import SyntheticEstimator
 
 TOLERANCE = 0.05
 """An estimate within ±0.05 of the true B counts as accurate (the issue's and the paper's 5 %)."""
@@ -67,6 +68,10 @@ ERROR_COLUMNS = (
     "error",
     "n",
     "qis",
+    "interval_low",
+    "interval_high",
+    "mc_low",
+    "mc_high",
 )
 SENSITIVITY_COLUMNS = (
     "point",
@@ -124,6 +129,8 @@ class EvaluationSettings:
     correlation: str = "mi"
     min_fraction: float = 0.01
     max_fraction: float = 0.99
+    estimator_params: tuple[tuple[str, Any], ...] = ()
+    """Further parameters for every estimator that takes them (e.g. ``(("repetitions", 1),)``)."""
 
     def validate(self) -> None:
         if self.points < 1:
@@ -198,8 +205,8 @@ def sample_table(population: Population, qis: Sequence[int], rows: np.ndarray) -
 
 
 def estimator_seed(name: str, point_seed: int) -> int:
-    """The seed of estimator ``name`` at a point (see the module docstring)."""
-    return point_seed + 1 if name == "dvine_copula" else point_seed
+    """The seed of estimator ``name`` at a point: the point's seed, for every estimator."""
+    return point_seed
 
 
 @dataclass
@@ -211,6 +218,8 @@ class PointResult:
     true_B: float
     estimates: dict[str, float]
     seconds: dict[str, float]
+    intervals: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
+    """Per estimator: ``B_interval_`` and ``B_mc_interval_`` (nan where it has none)."""
     sensitivity: dict[float, tuple[int, float]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
@@ -221,6 +230,14 @@ _FIT_ERRORS = (SafeshareError, ValueError, ArithmeticError, np.linalg.LinAlgErro
 def _value(est: RiskEstimator) -> float:
     b = est.B_
     return float(b) if b is not None and math.isfinite(b) else math.nan
+
+
+def _intervals(est: RiskEstimator) -> tuple[float, float, float, float]:
+    out: list[float] = []
+    for attr in ("B_interval_", "B_mc_interval_"):
+        iv = getattr(est, attr, None)
+        out.extend((math.nan, math.nan) if iv is None else (float(iv[0]), float(iv[1])))
+    return (out[0], out[1], out[2], out[3])
 
 
 def run_point(population: Population, settings: EvaluationSettings, point: int) -> PointResult:
@@ -254,7 +271,10 @@ def run_point(population: Population, settings: EvaluationSettings, point: int) 
         start = time.process_time()
         try:
             est = make_estimator(
-                name, random_state=estimator_seed(name, d.estimator_seed), correlation=settings.correlation
+                name,
+                **dict(settings.estimator_params),
+                random_state=estimator_seed(name, d.estimator_seed),
+                correlation=settings.correlation,
             ).fit(table, N)
         except _FIT_ERRORS as exc:
             result.failures[name] = f"{type(exc).__name__}: {exc}"
@@ -264,20 +284,19 @@ def run_point(population: Population, settings: EvaluationSettings, point: int) 
         fitted[name] = est
         return est
 
-    def average() -> float:
+    def average() -> RiskEstimator | None:
         g, v = fit("gaussian_copula"), fit("dvine_copula")
         if g is None or v is None:
             result.failures.setdefault("average", "a component copula failed")
-            return math.nan
+            return None
+        assert isinstance(g, GaussianCopulaEstimator) and isinstance(v, DVineCopulaEstimator)
         result.seconds["average"] = result.seconds["gaussian_copula"] + result.seconds["dvine_copula"]
-        return (_value(g) + _value(v)) / 2
+        return AverageCopulaEstimator.from_fitted(g, v)
 
     for name in settings.estimators:
-        if name == "average":
-            result.estimates[name] = average()
-        else:
-            est = fit(name)
-            result.estimates[name] = math.nan if est is None else _value(est)
+        est = average() if name == "average" else fit(name)
+        result.estimates[name] = math.nan if est is None else _value(est)
+        result.intervals[name] = (math.nan,) * 4 if est is None else _intervals(est)
 
     name = settings.sensitivity_estimator
     for e in settings.population_size_errors:
@@ -312,7 +331,10 @@ def _b_at(
         if isinstance(est, (SyntheticEstimator, AverageCopulaEstimator)):
             return est.B_at(N2)
         again = make_estimator(
-            name, random_state=estimator_seed(name, point_seed), correlation=settings.correlation
+            name,
+            **dict(settings.estimator_params),
+            random_state=estimator_seed(name, point_seed),
+            correlation=settings.correlation,
         )
         return _value(again.fit(table, N2))
     except _FIT_ERRORS:
@@ -351,20 +373,21 @@ def run_points(
                 progress()
         return results
     # spawn, not fork: the parent may hold threads (BLAS, the vine library) that fork would copy mid-lock.
+    # On an interrupt (or any error) the workers are terminated at once: waiting for the points
+    # they are computing could take minutes.
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        jobs, mp_context=ctx, initializer=_init_worker, initargs=(population, settings)
-    ) as pool:
-        futures = [pool.submit(_worker_point, p) for p in range(settings.points)]
-        try:
-            for fut in as_completed(futures):
-                results.append(fut.result())
-                if progress:
-                    progress()
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(population, settings))
+    try:
+        for result in pool.imap_unordered(_worker_point, range(settings.points)):
+            results.append(result)
+            if progress:
+                progress()
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     results.sort(key=lambda r: r.point)
     return results
 
@@ -385,6 +408,10 @@ def errors_frame(results: Sequence[PointResult], estimators: Sequence[str]) -> p
             "error": r.estimates[name] - r.true_B,
             "n": r.n,
             "qis": "|".join(r.qis),
+            "interval_low": r.intervals.get(name, (math.nan,) * 4)[0],
+            "interval_high": r.intervals.get(name, (math.nan,) * 4)[1],
+            "mc_low": r.intervals.get(name, (math.nan,) * 4)[2],
+            "mc_high": r.intervals.get(name, (math.nan,) * 4)[3],
         }
         for r in results
         for name in estimators
@@ -464,29 +491,45 @@ def _stats(errors: pd.Series) -> dict[str, Any]:
     }
 
 
+def _coverage(frame: pd.DataFrame) -> dict[str, float]:
+    """Share of the points with an interval whose interval holds the true B (nan without any)."""
+    out: dict[str, float] = {}
+    for key, lo, hi in (
+        ("interval_coverage", "interval_low", "interval_high"),
+        ("mc_coverage", "mc_low", "mc_high"),
+    ):
+        if lo not in frame.columns:
+            out[key] = math.nan
+            continue
+        has = frame[lo].notna() & frame[hi].notna()
+        inside = (frame.loc[has, lo] <= frame.loc[has, "true_B"] + 1e-12) & (
+            frame.loc[has, "true_B"] <= frame.loc[has, hi] + 1e-12
+        )
+        out[key] = float(inside.mean()) if has.any() else math.nan
+    return out
+
+
 def summarize(errors: pd.DataFrame) -> pd.DataFrame:
-    """Per estimator: all points, each true-risk bin of width 0.1 and each sampling-fraction band."""
+    """Per estimator: all points, each true-risk bin of width 0.1 and each sampling-fraction band
+    (with the coverage of the intervals where the estimator gives them)."""
     df = errors.assign(
         risk_bin=true_risk_bin(errors["true_B"]), band=fraction_band(errors["sampling_fraction"])
     )
     out: list[dict[str, Any]] = []
     order = list(dict.fromkeys(df["estimator"]))
+
+    def row(name: str, group: str, label: str, part: pd.DataFrame) -> dict[str, Any]:
+        return {"estimator": name, "group": group, "bin": label, **_stats(part["error"]), **_coverage(part)}
+
     for name in order:
         sub = df[df["estimator"] == name]
-        out.append({"estimator": name, "group": "all", "bin": "all", **_stats(sub["error"])})
+        out.append(row(name, "all", "all", sub))
         for label in sorted(sub["risk_bin"].unique()):
-            out.append(
-                {
-                    "estimator": name,
-                    "group": "true_B",
-                    "bin": label,
-                    **_stats(sub.loc[sub["risk_bin"] == label, "error"]),
-                }
-            )
+            out.append(row(name, "true_B", label, sub[sub["risk_bin"] == label]))
         for label in FRACTION_BANDS:
-            part = sub.loc[sub["band"] == label, "error"]
+            part = sub[sub["band"] == label]
             if len(part):
-                out.append({"estimator": name, "group": "sampling_fraction", "bin": label, **_stats(part)})
+                out.append(row(name, "sampling_fraction", label, part))
     return pd.DataFrame(out)
 
 

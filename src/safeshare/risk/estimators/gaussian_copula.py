@@ -28,79 +28,14 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.risk import copula
-from safeshare.risk.classes import ClassSizeHistogram, SampleTable, radices
+from safeshare.risk.classes import SampleTable
 from safeshare.risk.estimators import register
-from safeshare.risk.estimators.base import RiskEstimator, Sample, check_positive_int, check_seed
-from safeshare.risk.synthesis import DEFAULT_CHUNK, SyntheticRisk, synthetic_risk
+from safeshare.risk.estimators.synthetic import DEFAULT_REPETITIONS, SyntheticEstimator
+from safeshare.risk.synthesis import DEFAULT_CHUNK, RestCounter, multinomial_rest, streamed_rest
 
-
-class SyntheticEstimator(RiskEstimator):
-    """Common fit loop of the synthetic-population estimators: ``_prepare`` the model, then
-    average ``B*`` over ``repetitions`` synthetic populations drawn by ``_sampler``."""
-
-    requires_table = True
-
-    repetitions: int
-    chunk_size: int
-    random_state: int | None
-
-    def _validate(self) -> None:
-        check_positive_int(self.repetitions, f"{self.name} repetitions")
-        check_positive_int(self.chunk_size, f"{self.name} chunk_size")
-        check_seed(self.random_state, f"{self.name} random_state")
-
-    def _prepare(self, table: SampleTable) -> None:
-        raise NotImplementedError
-
-    def _codes(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """``size`` synthetic records as category codes (size x m)."""
-        raise NotImplementedError
-
-    def _fit(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> None:
-        assert isinstance(sample, SampleTable)
-        self.cumulative_ = copula.cumulative(sample)
-        weights = radices(sample.cardinalities)
-        self._prepare(sample)
-
-        self._weights = weights
-        runs = self._synthesize(N)
-        self.B_runs_ = [r.B for r in runs]
-        self.B_ = float(np.mean(self.B_runs_))
-        self.population_uniques_ = float(np.mean([r.population_uniques for r in runs]))
-
-    def _synthesize(self, N: int) -> list[SyntheticRisk]:
-        """``repetitions`` synthetic populations of ``N`` from the fitted model, seeded by
-        ``random_state`` alone (so the same seed gives the same populations at any N)."""
-        weights = self._weights
-
-        def sampler(size: int, rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(self._codes(size, rng) @ weights, dtype=np.int64)
-
-        seeds = np.random.SeedSequence(self.random_state).spawn(self.repetitions)
-        return [synthetic_risk(sampler, N, self.n_, np.random.default_rng(s), self.chunk_size) for s in seeds]
-
-    def B_at(self, population_size: int) -> float:
-        """B* of the already fitted model with another population size, as ``fit`` would give
-        at that N with the same seed (the fit uses the sample only, never N): the population-size
-        sensitivity analysis (Jiang et al. 2022, §4.2) without refitting the copula."""
-        if not hasattr(self, "_weights"):
-            raise ValueError(f"{self.name}: fit before B_at")
-        if not self.n_ <= population_size:
-            raise InputError(
-                f"population size {population_size} is smaller than the sample ({self.n_} records)"
-            )
-        return float(np.mean([r.B for r in self._synthesize(population_size)]))
-
-    def _independent_codes(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Columns drawn independently from their marginals (one QI, or no dependence)."""
-        u = rng.random((size, len(self.cumulative_)))
-        return self._codes_from_uniform(u)
-
-    def _codes_from_uniform(self, u: np.ndarray) -> np.ndarray:
-        out = np.empty(u.shape, dtype=np.int64)
-        for c, cum in enumerate(self.cumulative_):
-            out[:, c] = np.minimum(np.searchsorted(cum, u[:, c], side="left"), cum.size - 1)
-        return out
+GHK_COST = 256
+"""Work of one class probability (GHK, first pass) in record draws: the probabilities and a
+multinomial are used when the synthetic sample's classes times this is below ``N - n``."""
 
 
 @register
@@ -112,7 +47,7 @@ class GaussianCopulaEstimator(SyntheticEstimator):
     def __init__(
         self,
         correlation: str = "mi",
-        repetitions: int = 1,
+        repetitions: int = DEFAULT_REPETITIONS,
         chunk_size: int = DEFAULT_CHUNK,
         random_state: int | None = None,
         mi_bias_correction: bool = True,
@@ -142,3 +77,26 @@ class GaussianCopulaEstimator(SyntheticEstimator):
         for c, cuts in enumerate(self._cuts):
             out[:, c] = np.searchsorted(cuts, z[:, c], side="left")
         return out
+
+    def class_probabilities(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``P(record = codes row)``: the latent normal's probability of the row's rectangle of
+        cut points, by GHK on fresh scrambled Sobol' points, more where the first pass is
+        unsure (:func:`copula.adaptive_rectangle_probabilities`)."""
+        m = len(self._cuts)
+        bounds = [np.concatenate([[-np.inf], cuts, [np.inf]]) for cuts in self._cuts]
+        lower = np.column_stack([bounds[c][codes[:, c]] for c in range(m)])
+        upper = np.column_stack([bounds[c][codes[:, c] + 1] for c in range(m)])
+        return copula.adaptive_rectangle_probabilities(lower, upper, self.correlation_, rng)
+
+    def _rest(self) -> RestCounter:
+        """GHK probabilities and a multinomial when that is cheaper than streaming the rest of the
+        population (:data:`GHK_COST`)."""
+        stream = streamed_rest(self._codes, self._weights, self.chunk_size)
+        ghk = multinomial_rest(self.class_probabilities)
+
+        def rest(codes: np.ndarray, keys: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            if codes.shape[0] * GHK_COST < size:
+                return ghk(codes, keys, size, rng)
+            return stream(codes, keys, size, rng)
+
+        return rest

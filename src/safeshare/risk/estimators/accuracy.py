@@ -1,0 +1,40 @@
+"""The 95 % prediction interval of a copula estimate: its Monte Carlo interval widened by the
+estimator's error measured on real populations.
+
+The syntheses' spread (``B_mc_interval_``) says how far ``B_`` would move with other seeds; it
+does not say how far ``B_`` is from the true B. The models' error is larger: on our evaluations
+(docs/risk.md, "Uncertainty") an interval of the syntheses alone held the true B on few points.
+So the interval is split-conformal (Vovk, Gammerman & Shafer 2005; Lei et al. 2018) with the
+relative error to the estimate as the score: with ``q_lo``, ``q_hi`` the conformal 2.5 % and
+97.5 % quantiles of ``r = (estimate - B) / estimate`` over the evaluation points of the same
+sampling-fraction band (:data:`~safeshare.risk.estimators.measured.ACCURACY`, three datasets),
+
+    B in [ B_ (1 - q_hi),  B_ (1 - q_lo) ],  widened to contain B_mc_interval_,  clipped to [1/N, 1].
+
+Its coverage is marginal: over populations and quasi-identifier sets like those of the
+evaluation, 95 % of such intervals hold the true B; for one population it may be more or less
+(leave-one-dataset-out coverage in docs/risk.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from safeshare.risk.estimators.choice import band
+from safeshare.risk.estimators.measured import ACCURACY
+
+
+def prediction_interval(
+    name: str, B: float, mc: tuple[float, float] | None, sampling_fraction: float, N: int
+) -> tuple[float, float] | None:
+    """The interval of the module docstring (the Monte Carlo interval alone for an estimator the
+    evaluation did not cover; ``None`` if that is ``None`` too)."""
+    entry = ACCURACY.get(name, {}).get(band(sampling_fraction))
+    if entry is None or "relative_error_quantiles" not in entry:
+        return mc
+    q_lo, q_hi = entry["relative_error_quantiles"]
+    lo = B * (1.0 - q_hi) if math.isfinite(q_hi) else 0.0
+    hi = B * (1.0 - q_lo) if math.isfinite(q_lo) else 1.0
+    if mc is not None:
+        lo, hi = min(lo, mc[0]), max(hi, mc[1])
+    return (min(1.0, max(1.0 / N, lo)), min(1.0, max(1.0 / N, hi)))
