@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from safeshare.risk.evaluation import (  # noqa: E402
+    ACCURACY_BAND,
     FRACTION_BANDS,
     MIN_BIN_POINTS,
-    TOLERANCE,
     acceptance,
     fraction_band,
     summarize,
@@ -85,7 +85,7 @@ def band_stats(df: pd.DataFrame) -> dict[str, object]:
     return {
         "points": len(df),
         "failed": int((~ok).sum()),
-        "within": float(np.mean(np.abs(e[ok]) <= TOLERANCE + 1e-12)) if ok.any() else 0.0,
+        "within": float(np.mean(np.abs(e[ok]) <= ACCURACY_BAND + 1e-12)) if ok.any() else 0.0,
         "median_abs_error": float(np.median(np.abs(e[ok]))) if ok.any() else math.nan,
         "median_error": float(np.median(e[ok])) if ok.any() else math.nan,
         "median_relative_error": float(np.median(rel_true)) if rel_true.size else math.nan,

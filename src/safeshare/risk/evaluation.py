@@ -49,7 +49,7 @@ from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator
 from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
 from safeshare.risk.estimators.synthetic import SyntheticEstimator
 
-TOLERANCE = 0.05
+ACCURACY_BAND = 0.05
 """An estimate within ±0.05 of the true B counts as accurate (the issue's and the paper's 5 %)."""
 
 FRACTION_BANDS = ("<0.1", "0.1-0.5", ">0.5")
@@ -486,7 +486,7 @@ def _stats(errors: pd.Series) -> dict[str, Any]:
         "q1": float(q1),
         "q3": float(q3),
         "iqr": float(q3 - q1),
-        "within_0.05": float(np.mean(np.abs(e) <= TOLERANCE + 1e-12)),
+        "within_0.05": float(np.mean(np.abs(e) <= ACCURACY_BAND + 1e-12)),
         "mean_error": float(np.mean(e)),
     }
 
@@ -544,7 +544,7 @@ def acceptance(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
         failing = [
             str(b)
             for b, mae in zip(bins["bin"], bins["median_abs_error"], strict=True)
-            if not mae <= TOLERANCE
+            if not mae <= ACCURACY_BAND
         ]
         within = float(overall["within_0.05"])
         out[name] = {

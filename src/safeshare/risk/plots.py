@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from safeshare.io import atomic_write
-from safeshare.risk.evaluation import TOLERANCE, true_risk_bin
+from safeshare.risk.evaluation import ACCURACY_BAND, true_risk_bin
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -44,7 +44,7 @@ def _boxes(ax: Axes, df: pd.DataFrame, title: str) -> None:
     bins = true_risk_bin(df["true_B"])
     labels = sorted(bins.unique())
     data = [df.loc[bins == b, "error"].dropna().to_numpy() for b in labels]
-    ax.axhspan(-TOLERANCE, TOLERANCE, color="0.92", zorder=0)
+    ax.axhspan(-ACCURACY_BAND, ACCURACY_BAND, color="0.92", zorder=0)
     ax.axhline(0.0, color="0.4", lw=0.8, zorder=1)
     if any(len(d) for d in data):
         ax.boxplot(
