@@ -104,3 +104,48 @@ def test_pitman_interval_covers_b_on_adult(adult: pd.DataFrame, fraction: float)
 def test_snb_interval_covers_b_on_adult_at_high_fractions(adult: pd.DataFrame) -> None:
     hits = _coverage_on_adult(adult, ["age", "sex", "race", "marital-status"], 0.3, "snb")
     assert hits >= REQUIRED, f"{hits} of {SAMPLES}"
+
+
+# --------------------------------------------------------------------------- the baselines' intervals
+def _independent_population(seed: int = 11, N: int = 20_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Four independent QIs with skewed marginals: the entropy estimator's own model, so its
+    interval must cover the exact B of a sample (computed from the population's cell sizes)."""
+    rng = np.random.default_rng(seed)
+    cols = [rng.choice(k, size=N, p=rng.dirichlet(np.ones(k))) for k in (6, 5, 8, 4)]
+    pop = np.stack(cols, axis=1)
+    _, inv, sizes = np.unique(pop, axis=0, return_inverse=True, return_counts=True)
+    return pop, inv.ravel(), sizes
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.2])
+def test_entropy_interval_covers_the_exact_B_under_its_model(fraction: float) -> None:
+    from safeshare.risk.classes import SampleTable
+    from safeshare.risk.estimators.entropy import EntropyEstimator
+
+    pop, inv, sizes = _independent_population()
+    N = len(pop)
+    rng = np.random.default_rng(2026)
+    covered = 0
+    for _ in range(50):
+        idx = rng.choice(N, size=int(fraction * N), replace=False)
+        exact = float(np.mean(1.0 / sizes[inv[idx]]))
+        est = EntropyEstimator().fit(SampleTable.from_codes(pop[idx]), N)
+        assert est.B_interval_ is not None and est.B_interval_[0] <= est.B_ <= est.B_interval_[1]
+        covered += est.B_interval_[0] <= exact <= est.B_interval_[1]
+    assert covered >= 45  # a 95 % interval over 50 samples (46 and 48 measured)
+
+
+def test_hypothesis_test_interval_is_seeded_and_holds_its_estimate() -> None:
+    """Its interval is the estimate's sampling variability; the estimate is built from lower
+    confidence bounds on F, so it is not a coverage interval of the true B (docs/risk.md)."""
+    from safeshare.risk.classes import SampleTable
+    from safeshare.risk.estimators.hypothesis_test import HypothesisTestEstimator
+
+    pop, _, _ = _independent_population()
+    table = SampleTable.from_codes(pop[:2000])
+    first = HypothesisTestEstimator().fit(table, len(pop))
+    again = HypothesisTestEstimator().fit(table, len(pop))
+    other = HypothesisTestEstimator(random_state=5).fit(table, len(pop))
+    assert first.B_interval_ == again.B_interval_ != other.B_interval_
+    assert first.B_interval_[0] < first.B_ < first.B_interval_[1]
+    assert HypothesisTestEstimator(n_bootstrap=0).fit(table, len(pop)).B_interval_ is None

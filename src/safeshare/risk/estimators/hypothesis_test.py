@@ -27,7 +27,7 @@ from scipy import special
 from safeshare.errors import InputError
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import register
-from safeshare.risk.estimators.base import RiskEstimator, Sample
+from safeshare.risk.estimators.base import RiskEstimator, Sample, check_non_negative_int, check_seed
 
 
 def ztp_sf(f: np.ndarray | int, lam: np.ndarray | float) -> np.ndarray:
@@ -65,20 +65,43 @@ def largest_established_sizes(f: np.ndarray, pi: float, N: int, alpha: float) ->
 class HypothesisTestEstimator(RiskEstimator):
     """El Emam & Dankar's truncated-Poisson test, inverted into a population class size per class.
 
-    No interval: the estimate is itself a one-sided confidence bound (``F^`` is a lower
-    confidence bound on ``F``)."""
+    The estimate is itself built from one-sided confidence bounds (``F^`` is a lower confidence
+    bound on ``F``). Its interval (``B_interval_``) is the sampling variability of that
+    estimate: a bootstrap over the sample's classes (``n_bootstrap`` multinomial resamples of
+    the ``J`` classes, B recomputed on each), ``B^ exp(±1.96 sd(ln B^*))``, seeded."""
 
     name = "hypothesis_test"
 
-    def __init__(self, alpha: float = 0.05) -> None:
+    def __init__(self, alpha: float = 0.05, n_bootstrap: int = 50, random_state: int | None = 0) -> None:
         self.alpha = alpha
+        self.n_bootstrap = n_bootstrap
+        self.random_state = random_state
 
     def _validate(self) -> None:
         if not 0 < self.alpha < 1:
             raise InputError(f"hypothesis_test alpha: expected a level in (0, 1), got {self.alpha}")
+        check_non_negative_int(self.n_bootstrap, f"{self.name} n_bootstrap")
+        check_seed(self.random_state, f"{self.name} random_state")
 
-    def _fit(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> None:
+    def _estimate(self, hist: ClassSizeHistogram, N: int) -> tuple[float, float]:
         pi = hist.n / N
         F = largest_established_sizes(hist.sizes, pi, N, self.alpha)
-        self.B_ = float((hist.sizes * hist.classes / F).sum() / hist.n)
-        self.population_uniques_ = float(hist.classes[F == 1].sum() / pi) if (F == 1).any() else 0.0
+        B = float((hist.sizes * hist.classes / F).sum() / hist.n)
+        return B, float(hist.classes[F == 1].sum() / pi) if (F == 1).any() else 0.0
+
+    def _fit(self, sample: Sample, hist: ClassSizeHistogram, N: int) -> None:
+        self.B_, self.population_uniques_ = self._estimate(hist, N)
+        rng = np.random.default_rng(self.random_state)
+        J = hist.n_classes
+        draws = []
+        for _ in range(self.n_bootstrap):
+            counts = rng.multinomial(J, hist.classes / J)
+            keep = counts > 0
+            resample = ClassSizeHistogram(hist.sizes[keep], counts[keep])
+            B, _ = self._estimate(resample, max(N, resample.n))
+            if math.isfinite(B) and B > 0:
+                draws.append(B)
+        if len(draws) >= 2:
+            spread = math.exp(1.959963984540054 * float(np.std(np.log(draws), ddof=1)))
+            self.B_interval_ = (self.B_ / spread, self.B_ * spread)
+            self.interval_method_ = f"a {len(draws)}-resample bootstrap over the sample's classes"
