@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from safeshare.verify import (
 from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.release import (
+    PublishedRelease,
     ReleaseContext,
     _version,
     input_class_sizes,
@@ -67,21 +68,8 @@ from safeshare.workflows.result import (
     size_histogram,
 )
 
-
-@dataclass
-class PublishedLocalRelease:
-    """Where the outputs went, and the :class:`Release` that describes them."""
-
-    release: Path
-    report_json: Path
-    report_html: Path
-    result: Release
-    verification: Verification
-
-    @property
-    def report(self) -> dict[str, Any]:
-        """report.json (:attr:`Release.report`)."""
-        return self.result.report
+#: A locally recoded release is published like a global one: the same record of where it went.
+PublishedLocalRelease = PublishedRelease
 
 
 def local_release_expectations(
