@@ -175,6 +175,25 @@ class RiskEstimator(ABC):
         raise :class:`NoEstimate` when it has none."""
 
 
+Z95 = 1.959963984540054
+"""The standard normal's 97.5 % quantile: a two-sided 95 % interval."""
+
+
+def log_scale_interval(B: float, var_log: float) -> tuple[float, float]:
+    """The 95 % interval ``B exp(±1.96 s)`` for a variance ``s^2`` of ``ln B`` (it stays in
+    ``(0, inf)`` and is right-skewed for a small B; :meth:`RiskEstimator.fit` clips it to
+    ``[1/N, 1]``)."""
+    spread = math.exp(Z95 * math.sqrt(var_log))
+    return (B / spread, B * spread)
+
+
+def bootstrap_log_variance(draws: list[float]) -> float | None:
+    """``Var(ln B^*)`` of bootstrap estimates (``None`` with fewer than two)."""
+    if len(draws) < 2:
+        return None
+    return float(np.var(np.log(draws), ddof=1))
+
+
 def check_seed(value: object, what: str = "random_state") -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise InputError(f"{what}: expected a non-negative integer or None, got {value!r}")

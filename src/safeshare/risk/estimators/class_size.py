@@ -52,11 +52,9 @@ from safeshare.risk.estimators.base import (
     Sample,
     check_non_negative_int,
     check_seed,
+    log_scale_interval,
     numeric_warning_types,
 )
-
-Z95 = 1.959963984540054
-"""The standard normal's 97.5 % quantile: a two-sided 95 % interval."""
 
 DEFAULT_BOOTSTRAP = 50
 
@@ -136,8 +134,7 @@ class ClassSizeEstimator(RiskEstimator):
                 method = f"model prediction + a {len(draws)}-resample bootstrap over the sample's classes"
             else:
                 method = "model prediction (the bootstrap failed on most resamples)"
-        spread = math.exp(Z95 * math.sqrt(var_log))
-        self.B_interval_ = (B / spread, B * spread)
+        self.B_interval_ = log_scale_interval(B, var_log)
         self.interval_method_ = method
 
     def _bootstrap(self, hist: ClassSizeHistogram, N: int, fitted: Any) -> list[float]:

@@ -29,7 +29,14 @@ import numpy as np
 
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable
 from safeshare.risk.estimators import register
-from safeshare.risk.estimators.base import RiskEstimator, Sample, check_non_negative_int, check_seed
+from safeshare.risk.estimators.base import (
+    RiskEstimator,
+    Sample,
+    bootstrap_log_variance,
+    check_non_negative_int,
+    check_seed,
+    log_scale_interval,
+)
 
 
 def expected_inverse_binomial(q: np.ndarray, N: int) -> np.ndarray:
@@ -83,9 +90,9 @@ class EntropyEstimator(RiskEstimator):
             B, _ = self._estimate(resample, N)
             if math.isfinite(B) and B > 0:
                 draws.append(B)
-        if len(draws) >= 2:
-            spread = math.exp(1.959963984540054 * float(np.std(np.log(draws), ddof=1)))
-            self.B_interval_ = (self.B_ / spread, self.B_ * spread)
+        var_log = bootstrap_log_variance(draws)
+        if var_log is not None:
+            self.B_interval_ = log_scale_interval(self.B_, var_log)
             self.interval_method_ = (
                 f"a {len(draws)}-resample bootstrap over the sample's records (sampling variability "
                 "only: the independence model's bias is not in it)"

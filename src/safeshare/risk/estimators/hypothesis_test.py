@@ -27,7 +27,14 @@ from scipy import special
 from safeshare.errors import InputError
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import register
-from safeshare.risk.estimators.base import RiskEstimator, Sample, check_non_negative_int, check_seed
+from safeshare.risk.estimators.base import (
+    RiskEstimator,
+    Sample,
+    bootstrap_log_variance,
+    check_non_negative_int,
+    check_seed,
+    log_scale_interval,
+)
 
 
 def ztp_sf(f: np.ndarray | int, lam: np.ndarray | float) -> np.ndarray:
@@ -101,7 +108,7 @@ class HypothesisTestEstimator(RiskEstimator):
             B, _ = self._estimate(resample, max(N, resample.n))
             if math.isfinite(B) and B > 0:
                 draws.append(B)
-        if len(draws) >= 2:
-            spread = math.exp(1.959963984540054 * float(np.std(np.log(draws), ddof=1)))
-            self.B_interval_ = (self.B_ / spread, self.B_ * spread)
+        var_log = bootstrap_log_variance(draws)
+        if var_log is not None:
+            self.B_interval_ = log_scale_interval(self.B_, var_log)
             self.interval_method_ = f"a {len(draws)}-resample bootstrap over the sample's classes"
