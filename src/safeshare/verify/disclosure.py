@@ -27,9 +27,10 @@ fail a release: they tell the custodian what to look at before publishing.
   them; each such record's prosecutor risk is 1. ``value``: the share of released records
   in them.
 
-Bounded: every figure is a ``GROUP BY`` over the file run by DuckDB with a memory limit,
-spilling to a private temporary directory, so the cost is a few scans of the release
-whatever its size.
+Bounded: one ``GROUP BY`` of the release on the columns read (run by DuckDB with a memory
+limit, spilling to a private temporary directory) gives its distinct rows with their counts;
+every figure is then a sum of counts over those rows, so the cost is one scan of the release
+whatever its size (10 million released Adult records: 29,096 distinct rows).
 """
 
 from __future__ import annotations
@@ -144,20 +145,31 @@ def _warnings(
         assert row is not None
         return tuple(row)
 
-    # the columns the warnings read, as text, stored once (DuckDB spills past its memory limit)
+    # The columns the warnings read, as text, stored once as their distinct rows with a count
+    # ``w``: every figure below is a sum of counts over a grouping of these rows, so one scan
+    # of the release serves them all (a release's records repeat a few thousand distinct rows).
+    # The raw values are grouped first and cast to text after: the text is a function of the
+    # value, and casting the distinct rows costs nothing, casting every record does.
     needed = list(dict.fromkeys([*qis, *kept, *sensitive]))
-    columns = ", ".join(f"{text(c)} AS {_quote(c)}" for c in needed) or "1 AS one"
-    con.execute(f"CREATE TEMP TABLE released AS SELECT {columns} FROM {rel}")
-    (total,) = one("SELECT COUNT(*) FROM released")
+    raw = ", ".join(_quote(c) for c in needed)
+    if needed:
+        columns = ", ".join(f"{text(c)} AS {_quote(c)}" for c in needed)
+        con.execute(
+            f"CREATE TEMP TABLE released AS SELECT {columns}, w FROM "
+            f"(SELECT {raw}, COUNT(*) AS w FROM {rel} GROUP BY ALL)"
+        )
+    else:
+        con.execute(f"CREATE TEMP TABLE released AS SELECT COUNT(*) AS w FROM {rel}")
+    (total,) = one("SELECT COALESCE(SUM(w), 0) FROM released")
     total = int(total)
     if total == 0:
         return []
     out: list[DisclosureWarning] = []
-    group = ", ".join(text(q) for q in qis)
+    group = ", ".join(_quote(q) for q in qis)
     keys = f"{group}, " if group else ""
 
     def uniques(columns_sql: str) -> int:
-        counts = f"SELECT COUNT(*) AS n FROM released GROUP BY {columns_sql}"
+        counts = f"SELECT SUM(w) AS n FROM released GROUP BY {columns_sql}"
         return int(one(f"SELECT COALESCE(SUM(n), 0) FROM ({counts}) WHERE n = 1")[0])
 
     qi_uniques = uniques(group) if group else 0
@@ -173,8 +185,8 @@ def _warnings(
             )
         )
     for column in kept:
-        alone = uniques(text(column))
-        together = uniques(f"{keys}{text(column)}") - qi_uniques
+        alone = uniques(_quote(column))
+        together = uniques(f"{keys}{_quote(column)}") - qi_uniques
         share = together / total
         if share > unique_share:
             out.append(
@@ -192,9 +204,9 @@ def _warnings(
     for column in sensitive:
         if not group:
             break
-        value = text(column)
+        value = _quote(column)
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE homogeneous AS SELECT * FROM (SELECT COUNT(*) AS n, "
+            "CREATE OR REPLACE TEMP TABLE homogeneous AS SELECT * FROM (SELECT SUM(w) AS n, "
             f"COUNT(DISTINCT {value}) AS d, MIN({value}) AS v FROM released GROUP BY {group}) "
             f"WHERE d = 1 AND v NOT IN ({absent})"
         )
@@ -204,7 +216,7 @@ def _warnings(
             continue
         examples = con.execute(
             "SELECT h.v, COUNT(*) AS c, ANY_VALUE(a.n) FROM homogeneous AS h "
-            f"JOIN (SELECT {value} AS v, COUNT(*) AS n FROM released GROUP BY 1) AS a ON a.v = h.v "
+            f"JOIN (SELECT {value} AS v, SUM(w) AS n FROM released GROUP BY 1) AS a ON a.v = h.v "
             f"GROUP BY h.v ORDER BY c DESC, h.v LIMIT {EXAMPLES}"
         ).fetchall()
         shown = "; ".join(
