@@ -62,7 +62,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 #: Classes of at most this many records use the tabulated ``l_n(f)``; larger ones Jensen's bound.
 SMALL = 64
@@ -94,6 +93,8 @@ def beta_binomial_inverse_floor(f: int, n: int, N: int, max_terms: int | None = 
     the sum (item 5 of the module docstring). When that takes more than ``max_terms`` terms
     (default :data:`MAX_TERMS`; a large ``N / n``), :func:`beta_inverse_floor` instead.
     """
+    from scipy import stats  # here: scipy.stats costs 0.4 s of every command's start-up
+
     M = N - n
     if M <= 0:
         return 1.0 / f
@@ -116,6 +117,8 @@ def beta_inverse_floor(f: int, n: int, N: int) -> float:
     ``p ~ Beta(f, n - f)``, is below ``E g(p)``. The grid is geometric (``RIEMANN_POINTS``
     points from far below ``f / (N - n)`` to 1), so ``g`` changes by under 1 % within a cell.
     """
+    from scipy import stats  # here: scipy.stats costs 0.4 s of every command's start-up
+
     M = N - n
     if M <= 0:
         return 1.0 / f

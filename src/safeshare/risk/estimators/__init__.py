@@ -1,8 +1,12 @@
 """Estimators of the sample-to-population re-identification risk B, by name.
 
-Every module of this package defines one :class:`~.base.RiskEstimator` and
-registers it with :func:`register`; modules are discovered at import time, so
-a new estimator is one new file.
+Each built-in estimator is one module of this package, named as the estimator, that
+defines one :class:`~.base.RiskEstimator` and registers it with :func:`register`; its
+module is imported the first time the estimator is asked for (:data:`ESTIMATORS` is a
+lazy mapping), so a run that uses Pitman does not import the copulas' libraries
+(pyvinecopulib, scipy.stats: about 1 s of a command's start-up). A new built-in
+estimator is one new file and its name in :data:`PAPER_ESTIMATORS` or :data:`BASELINES`;
+any other class decorated with :func:`register` is available once its module is imported.
 
 The names the ``safeshare risk`` JSON output fixes: ``entropy``,
 ``hypothesis_test``, ``benedetti_franconi``, ``gaussian_copula``,
@@ -13,15 +17,13 @@ The names the ``safeshare risk`` JSON output fixes: ``entropy``,
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from safeshare.errors import InputError
 from safeshare.risk.estimators.base import RiskEstimator
 
 E = TypeVar("E", bound=type[RiskEstimator])
-
-ESTIMATORS: dict[str, type[RiskEstimator]] = {}
 
 PAPER_ESTIMATORS = (
     "entropy",
@@ -38,18 +40,45 @@ DEFAULT_ESTIMATOR = "pitman"
 (``safeshare risk evaluate`` on Adult, docs/risk.md "Evaluation results")."""
 
 
+class _Registry(Mapping[str, type[RiskEstimator]]):
+    """Name -> estimator class; a built-in estimator's module is imported on first access."""
+
+    def __init__(self, builtin: tuple[str, ...]) -> None:
+        self._builtin = builtin
+        self._classes: dict[str, type[RiskEstimator]] = {}
+
+    def add(self, cls: type[RiskEstimator]) -> None:
+        if cls.name in self._classes and self._classes[cls.name] is not cls:
+            raise ValueError(f"two estimators are named {cls.name!r}")
+        self._classes[cls.name] = cls
+
+    def __getitem__(self, name: str) -> type[RiskEstimator]:
+        if name not in self._classes and name in self._builtin:
+            importlib.import_module(f"{__name__}.{name}")
+            if name not in self._classes:  # the module must register its estimator under its own name
+                raise RuntimeError(f"module {name} registers no estimator named {name!r}")
+        return self._classes[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builtin or name in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._builtin, *self._classes]))
+
+    def __len__(self) -> int:
+        return len(set(self._builtin) | set(self._classes))
+
+
+ESTIMATORS: Mapping[str, type[RiskEstimator]] = _Registry((*PAPER_ESTIMATORS, *BASELINES))
+"""Every estimator by name: the built-in ones (imported when first looked up) and any other
+registered class."""
+
+
 def register(cls: E) -> E:
     """Class decorator: make ``cls`` available under ``cls.name``."""
-    if cls.name in ESTIMATORS and ESTIMATORS[cls.name] is not cls:
-        raise ValueError(f"two estimators are named {cls.name!r}")
-    ESTIMATORS[cls.name] = cls
+    assert isinstance(ESTIMATORS, _Registry)
+    ESTIMATORS.add(cls)
     return cls
-
-
-def _discover() -> None:
-    for info in pkgutil.iter_modules(__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
 
 
 def estimator_names() -> list[str]:
@@ -68,8 +97,6 @@ def make_estimator(name: str, **params: Any) -> RiskEstimator:
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
     return cls(**{k: v for k, v in params.items() if k in accepted})
 
-
-_discover()
 
 __all__ = [
     "BASELINES",
