@@ -76,7 +76,8 @@ hold at most half as many distinct released rows as records, by a HyperLogLog es
 :meth:`DuckDBEngine._few_distinct`), the records are first grouped on the keys of the
 released columns, and only the distinct rows are labelled, sorted and then repeated for
 their records (``unnest(range(n))``): the same rows in the same order, but a sort of the
-distinct rows instead of every record (:func:`_grouped_release`; 10 million resampled Adult
+distinct rows instead of every record (:func:`_grouped_rows`, into a temporary table on
+every thread, then :func:`_repeated_rows` written on one thread; 10 million resampled Adult
 records: 29,096 rows to sort). The labels are VARCHAR (an ENUM
 column's Parquet statistics vary from run to run). The target is written through
 :func:`safeshare.io.atomic_path`. For a CSV release each row is formatted in
@@ -1023,6 +1024,7 @@ class DuckDBEngine(Engine):
         qi_idx = [self._index(qi) for qi in qis]
         uid = f"{self._uid}_{next(_counter)}"
         registered: list[str] = []
+        created: list[str] = []  # temporary tables, dropped at the end
 
         def register(name: str, text: dict[str, list[str]], ints: dict[str, list[int]] | None = None) -> str:
             columns = {k: pa.array(v, pa.string()) for k, v in text.items()}
@@ -1061,11 +1063,13 @@ class DuckDBEngine(Engine):
                     f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
                 )
                 options = "FORMAT parquet, COMPRESSION snappy"
+                names = [quote_identifier(c) for c in plan.columns]
             else:
                 line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
                 if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
                     line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
-                select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
+                names = [quote_identifier(csv_header(plan.columns, plan.delimiter))]
+                select = f"{line} AS {names[0]}"
                 options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
             join = " ".join(joins)
             # The release's row order: sorted by the released columns, left to right, by code point,
@@ -1081,19 +1085,26 @@ class DuckDBEngine(Engine):
             qi_keys = [f"{self._columns[i].key_sql()} AS __k{i}" for i in qi_idx]
             text_keys = [f"{self._columns[i].key_sql()} AS __k{i}" for i in text_idx]
 
+            rows_table = f"__safeshare_rows_{uid}"
+
+            def rows_sql(scan: str) -> str:
+                """The grouped release's distinct rows, labelled and sorted, into a temporary table."""
+                ordered = _grouped_rows(
+                    scan,
+                    [*qi_keys, *text_keys],
+                    lambda rows: self._text(
+                        rows, {i: f"__k{i}" for i in text_idx}, keep=[*(f"__k{i}" for i in qi_idx), _N]
+                    ),
+                    select,
+                    join,
+                    order_by,
+                )
+                return f"CREATE TEMP TABLE {rows_table} AS {ordered}"
+
             def sql(scan: str, tmp: Path, grouped: bool) -> str:
                 target_sql = quote_literal(str(tmp))
                 if grouped:
-                    query = _grouped_release(
-                        scan,
-                        [*qi_keys, *text_keys],
-                        lambda rows: self._text(
-                            rows, {i: f"__k{i}" for i in text_idx}, keep=[*(f"__k{i}" for i in qi_idx), _N]
-                        ),
-                        select,
-                        join,
-                        order_by,
-                    )
+                    query = _repeated_rows(rows_table, names)
                 else:
                     keyed = f"SELECT {', '.join(['*', *qi_keys])} FROM ({scan})"
                     source = self._text(
@@ -1121,9 +1132,13 @@ class DuckDBEngine(Engine):
                 grouped = self._few_distinct(
                     [*qi_keys, *text_keys], [f"__k{i}" for i in [*qi_idx, *text_idx]]
                 )
-                # grouped: one thread. The repeated rows come from a few sorted distinct rows; two
-                # threads keeping their order cost twice the CPU (10M rows: 9.0 against 4.1 s) and
-                # more wall time on two cores, and the bytes no longer depend on the CPU count
+                if grouped:  # the grouping, labelling and sort of the distinct rows on every thread
+                    self._run(rows_sql, action="cannot write the release of")
+                    created.append(rows_table)
+                # grouped: the rows repeated and written on one thread. They come from a few sorted
+                # distinct rows; two threads keeping their order cost twice the CPU (10M rows: 9.0
+                # against 4.1 s) and more wall time on two cores, and the bytes would depend on the
+                # CPU count (row groups)
                 one_thread = self._temporarily("threads", "1") if grouped else contextlib.nullcontext()
                 with one_thread:  # the row read before the setting is restored (same connection)
                     row = _single_row(
@@ -1132,6 +1147,9 @@ class DuckDBEngine(Engine):
             assert row is not None
             return int(row[0])
         finally:
+            for table in created:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute(f"DROP TABLE IF EXISTS {table}")
             for name in registered:
                 with contextlib.suppress(duckdb.Error):
                     self.con.unregister(name)
@@ -1140,7 +1158,7 @@ class DuckDBEngine(Engine):
     DISTINCT_SAMPLE = 1 << 20
 
     def _few_distinct(self, key_cols: Sequence[str], names: Sequence[str]) -> bool:
-        """Whether the release is written grouped (:func:`_grouped_release`): when the first
+        """Whether the release is written grouped (:func:`_grouped_rows`): when the first
         :data:`DISTINCT_SAMPLE` records hold at most half as many distinct released rows
         (HyperLogLog's estimate of the distinct hashes of their keys) as records. Grouping
         then sorts far fewer rows than there are records; on mostly distinct records it would
@@ -1369,14 +1387,14 @@ class DuckDBEngine(Engine):
 _N = "__safeshare_n"
 
 
-def _grouped_release(
+def _grouped_rows(
     scan: str, key_cols: Sequence[str], text: Callable[[str], str], select: str, join: str, order_by: str
 ) -> str:
-    """The release's ``SELECT``: the records grouped on the keys of everything released
-    (``key_cols``, ``__k{i}``), their count ``__safeshare_n``; each distinct row labelled
-    (``text`` turns the grouped relation into ``__src``'s columns, ``join`` adds the labels),
-    the distinct rows sorted (``order_by``), then each repeated as many times as it has records
-    (``unnest(range(n))``, which keeps the order).
+    """The grouped release's distinct rows: the records grouped on the keys of everything
+    released (``key_cols``, ``__k{i}``), their count ``__safeshare_n``; each distinct row
+    labelled (``text`` turns the grouped relation into ``__src``'s columns, ``join`` adds the
+    labels) and the distinct rows sorted (``order_by``). :func:`_repeated_rows` then repeats
+    each as many times as it has records.
 
     The rows and their order are those of sorting every record: records with the same keys
     have the same released values, and rows with equal sort keys are equal, so their order
@@ -1386,9 +1404,23 @@ def _grouped_release(
     grouped = f"SELECT {', '.join([*key_cols, f'COUNT(*) AS {_N}'])} FROM ({scan})"
     if key_cols:
         grouped += " GROUP BY ALL"
-    ordered = f"SELECT {select}, __src.{_N} AS {_N} FROM ({text(grouped)}) AS __src {join}{order_by}"
-    repeated = f"SELECT *, unnest(range({_N})) AS __safeshare_i FROM ({ordered})"
-    return f"SELECT * EXCLUDE ({_N}, __safeshare_i) FROM ({repeated})"
+    return f"SELECT {select}, __src.{_N} AS {_N} FROM ({text(grouped)}) AS __src {join}{order_by}"
+
+
+def _repeated_rows(table: str, columns: Sequence[str]) -> str:
+    """The rows of ``table`` (:func:`_grouped_rows`, in its insertion order) each repeated
+    ``__safeshare_n`` times (``unnest(range(n))``, which keeps the order), as ``columns``
+    (SQL names).
+
+    Each column is written ``CASE WHEN i >= 0 THEN column END`` (``i`` the repeat's number,
+    never negative), which is the column: DuckDB's Parquet writer marks a column REQUIRED
+    when the statistics of what it writes show no NULL, which a table's do and a scan's of
+    the input do not; the ``CASE`` gives every column the "may be NULL" statistics of the
+    ungrouped release's, so both write the same schema whatever the data
+    (``tests/test_determinism.py``)."""
+    repeated = f"SELECT *, unnest(range({_N})) AS __safeshare_i FROM {table}"
+    select = ", ".join(f"CASE WHEN __safeshare_i >= 0 THEN {c} END AS {c}" for c in columns)
+    return f"SELECT {select} FROM ({repeated})"
 
 
 def _single_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
