@@ -162,19 +162,27 @@ def released_labels(
     release: Path, fmt: str, columns: Sequence[str], delimiter: str = ","
 ) -> dict[str, list[str]]:
     """Every distinct value of each of ``columns`` in the written release, in code point order
-    (DuckDB SQL over the file: only what was released)."""
+    (DuckDB SQL over the file: only what was released). One scan of the release: its distinct
+    tuples of ``columns`` (at most its classes), then each column's values among those."""
     p = "'" + str(release).replace("'", "''") + "'"
     if fmt == "parquet":
         rel = f"read_parquet({p})"
     else:
         d = "'" + delimiter.replace("'", "''") + "'"
         rel = f"read_csv({p}, all_varchar=true, header=true, delim={d}, quote='\"', escape='\"')"
+    columns = list(dict.fromkeys(columns))
+    if not columns:
+        return {}
+    names = ['"' + column.replace('"', '""') + '"' for column in columns]
     con = duckdb.connect()
     try:
+        text = ", ".join(f"COALESCE(CAST({q} AS VARCHAR), '') AS {q}" for q in names)
+        con.execute(
+            f"CREATE TEMP TABLE labels AS SELECT {text} FROM (SELECT DISTINCT {', '.join(names)} FROM {rel})"
+        )
         out = {}
-        for column in columns:
-            q = '"' + column.replace('"', '""') + '"'
-            rows = con.execute(f"SELECT DISTINCT COALESCE(CAST({q} AS VARCHAR), '') FROM {rel}").fetchall()
+        for column, q in zip(columns, names, strict=True):
+            rows = con.execute(f"SELECT DISTINCT {q} FROM labels").fetchall()
             out[column] = sorted(str(r[0]) for r in rows)
         return out
     finally:
