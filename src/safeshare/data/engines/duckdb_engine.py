@@ -1058,19 +1058,9 @@ class DuckDBEngine(Engine):
             if len(plan.suppressed) and qis:
                 joins.append(self._suppression(plan, codes, register, f"__safeshare_suppressed_{uid}"))
             out = [values[i] for i in out_idx]
-            if plan.format == "parquet":
-                select = ", ".join(
-                    f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
-                )
-                options = "FORMAT parquet, COMPRESSION snappy"
-                names = [quote_identifier(c) for c in plan.columns]
-            else:
-                line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
-                if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
-                    line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
-                names = [quote_identifier(csv_header(plan.columns, plan.delimiter))]
-                select = f"{line} AS {names[0]}"
-                options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
+            select, names, options = _release_select(
+                plan.format, plan.columns, plan.delimiter, out, [fields[i] for i in out_idx]
+            )
             join = " ".join(joins)
             # The release's row order: sorted by the released columns, left to right, by code point,
             # NULL first, as MemoryEngine.generalized_frame sorts. A quasi-identifier sorts on its
@@ -1324,17 +1314,9 @@ class DuckDBEngine(Engine):
             for j, i in enumerate(qi_idx):
                 values[i], fields[i] = f"__mx.l{j}", f"__mx.f{j}"
             out = [values[i] for i in out_idx]
-            if plan.format == "parquet":
-                select = ", ".join(
-                    f"{v} AS {quote_identifier(c)}" for v, c in zip(out, plan.columns, strict=True)
-                )
-                options = "FORMAT parquet, COMPRESSION snappy"
-            else:
-                line = f" || {quote_literal(plan.delimiter)} || ".join(fields[i] for i in out_idx) or "''"
-                if len(out_idx) <= 1:  # the csv module writes a record of one empty field as ""
-                    line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
-                select = f"{line} AS {quote_identifier(csv_header(plan.columns, plan.delimiter))}"
-                options = "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
+            select, _, options = _release_select(
+                plan.format, plan.columns, plan.delimiter, out, [fields[i] for i in out_idx]
+            )
             qi_code = {i: (f"__mx.c{j}", len(codes[j]) + 1) for j, i in enumerate(qi_idx)}
             order = ", ".join(f"{key} ASC NULLS FIRST" for key in _sort_keys(out_idx, qi_code))
             order_by = f" ORDER BY {order}" if order else ""
@@ -1385,6 +1367,25 @@ class DuckDBEngine(Engine):
 
 #: the record count of a distinct released row in the release's SQL
 _N = "__safeshare_n"
+
+
+def _release_select(
+    fmt: str, columns: Sequence[str], delimiter: str, values: Sequence[str], fields: Sequence[str]
+) -> tuple[str, list[str], str]:
+    """The release's ``SELECT`` list, its output column names (SQL) and the ``COPY`` options.
+
+    Parquet: each released column's value (``values``) under its name. CSV: one text column,
+    the record's line (``fields``, each a CSV field, joined by the delimiter) under the header
+    line as its name, written with quoting off (see the module docstring)."""
+    if fmt == "parquet":
+        names = [quote_identifier(c) for c in columns]
+        select = ", ".join(f"{v} AS {n}" for v, n in zip(values, names, strict=True))
+        return select, names, "FORMAT parquet, COMPRESSION snappy"
+    line = f" || {quote_literal(delimiter)} || ".join(fields) or "''"
+    if len(fields) <= 1:  # the csv module writes a record of one empty field as ""
+        line = f"CASE WHEN {line} = '' THEN '\"\"' ELSE {line} END"
+    names = [quote_identifier(csv_header(columns, delimiter))]
+    return f"{line} AS {names[0]}", names, "FORMAT csv, HEADER true, QUOTE '', ESCAPE '', COMPRESSION 'none'"
 
 
 def _grouped_rows(
