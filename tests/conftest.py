@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -150,3 +151,20 @@ def first_record(column: str, value: str) -> Callable[[pd.DataFrame, ReleasePlan
         return frame
 
     return edit
+
+
+def comparable_report(report: dict[str, Any]) -> dict[str, Any]:
+    """report.json without what measures one run (times, the creation time, the peak memory)
+    and with the released files named without their output directory, so that two runs of
+    one configuration into two directories (the CLI and the API) compare equal."""
+    from safeshare.workflows.result import MEASUREMENT_KEYS
+
+    doc = {key: value for key, value in report.items() if key not in MEASUREMENT_KEYS}
+    doc["engine_settings"] = {k: v for k, v in doc["engine_settings"].items() if k != "peak_rss_mb"}
+    if doc.get("evidence") is not None:
+        files = [
+            {**f, "path": Path(f["path"]).name} if f["role"] == "release" else f
+            for f in doc["evidence"]["files"]
+        ]
+        doc["evidence"] = {**doc["evidence"], "files": files}
+    return doc

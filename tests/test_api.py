@@ -23,23 +23,9 @@ from safeshare.config.algorithms import ALGORITHMS, config_keys
 from safeshare.config.file import TOP_LEVEL_KEYS
 from safeshare.data.identifiers import write_new_key
 from safeshare.errors import ConfigError, InputError
-from safeshare.workflows.result import MEASUREMENT_KEYS
-from tests.conftest import ADULT_DIR, run_cli, write_small_adult
+from tests.conftest import ADULT_DIR, comparable_report, run_cli, write_small_adult
 
 # ------------------------------------------------------------------ CLI == API
-
-
-def _comparable(report: dict[str, Any]) -> dict[str, Any]:
-    """A report without what measures one run (times, the creation time, the peak memory)."""
-    doc = {key: value for key, value in report.items() if key not in MEASUREMENT_KEYS}
-    doc["engine_settings"] = {k: v for k, v in doc["engine_settings"].items() if k != "peak_rss_mb"}
-    if doc.get("evidence") is not None:  # released files are named by their output directory
-        files = [
-            {**f, "path": Path(f["path"]).name} if f["role"] == "release" else f
-            for f in doc["evidence"]["files"]
-        ]
-        doc["evidence"] = {**doc["evidence"], "files": files}
-    return doc
 
 
 def _configs(directory: Path) -> dict[str, Path]:
@@ -109,7 +95,9 @@ def test_cli_and_api_give_the_same_release_and_report(
     name = release.output.file
     assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()
     written = json.loads((tmp_path / "cli" / "report.json").read_text())
-    assert _comparable(written) == _comparable(json.loads((tmp_path / "api" / "report.json").read_text()))
+    assert comparable_report(written) == comparable_report(
+        json.loads((tmp_path / "api" / "report.json").read_text())
+    )
     # Release.report is report.json (through JSON: tuples become lists)
     assert json.loads(json.dumps(release.report)) == json.loads(
         (tmp_path / "api" / "report.json").read_text()
@@ -127,7 +115,9 @@ def test_json_option_prints_the_release(
     )
     assert code == 0, stderr
     printed = json.loads(stdout)
-    assert _comparable(printed) == _comparable(json.loads((tmp_path / "o" / "report.json").read_text()))
+    assert comparable_report(printed) == comparable_report(
+        json.loads((tmp_path / "o" / "report.json").read_text())
+    )
 
 
 def test_out_none_describes_the_release_without_writing(configs: dict[str, Path], tmp_path: Path) -> None:

@@ -24,16 +24,10 @@ from safeshare.config import load_config
 from safeshare.errors import ConfigError
 from safeshare.verify import verify_release
 from safeshare.workflows.local_release import local_release_expectations
-from safeshare.workflows.result import MEASUREMENT_KEYS, Release
-from tests.conftest import ADULT_DIR, run_cli, write_small_adult
+from safeshare.workflows.result import Release
+from tests.conftest import ADULT_DIR, comparable_report, run_cli, write_small_adult
 
 ADULT_YAML = ADULT_DIR / "adult.yaml"
-
-
-def _comparable(report: dict[str, Any]) -> dict[str, Any]:
-    doc = {key: value for key, value in report.items() if key not in MEASUREMENT_KEYS}
-    doc["engine_settings"] = {k: v for k, v in doc["engine_settings"].items() if k != "peak_rss_mb"}
-    return doc
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +87,7 @@ def test_cli_and_api_give_the_same_release_and_report(cli_run: Path, api_run: Re
     assert (out / "release.csv").read_bytes() == api_run.path.read_bytes()
     written = json.loads((out / "report.json").read_text())
     from_api = json.loads((api_run.path.parent / "report.json").read_text())
-    assert _comparable(written) == _comparable(from_api)
+    assert comparable_report(written) == comparable_report(from_api)
     assert json.loads(json.dumps(api_run.report)) == from_api  # Release.report is report.json
 
 
@@ -106,6 +100,40 @@ def test_the_report_html_renders_the_mixed_release(cli_run: Path) -> None:
         assert f"{r['released']:,}" in html
     assert f"{report['local_recoding']['loss_mixed']['prec']:.4f}" in html
     assert "1 (1,581)" in html  # race: 1,581 records one level up, beside those at level 0
+
+
+def test_the_mixed_release_carries_its_evidence_and_disclosure_warnings(cli_run: Path) -> None:
+    """As a global release does (issue 20): the disclosure warnings computed over the written
+    mixed release (here recomputed directly from the file), and the evidence: the released
+    labels read from the file, the records at each level per QI summing to the records
+    released, the release's SHA-256 of the bytes written, the verifier's checks."""
+    import hashlib
+
+    from safeshare.verify.disclosure import disclosure_warnings
+
+    out = cli_run
+    report = json.loads((out / "report.json").read_text())
+    cfg = load_config(ADULT_YAML)
+    qis = list(cfg.schema.quasi_identifiers)
+    released = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+    kept = [c for c in released.columns if c not in qis]
+    direct = disclosure_warnings(
+        out / "release.csv", "csv", qis, kept, list(cfg.schema.sensitive), missing=cfg.source.missing
+    )
+    shown = [w for w in report["warnings"] if w["code"] in {"homogeneous_classes", "kept_column_identifying"}]
+    assert direct and [(w["code"], w["value"]) for w in shown] == [(w.code, w.value) for w in direct]
+    evidence = report["evidence"]
+    assert evidence["verified"] is True
+    by_name = {q["name"]: q for q in evidence["quasi_identifiers"]}
+    assert list(by_name) == qis
+    for q in qis:
+        assert by_name[q]["labels"] == sorted(set(released[q]))
+        assert sum(by_name[q]["records_per_level"].values()) == report["records_out"]
+        assert by_name[q]["level"] == report["levels"][q]
+    assert by_name["race"]["records_per_level"] == {"0": 30_980, "1": 1_581}
+    digest = hashlib.sha256((out / "release.csv").read_bytes()).hexdigest()
+    assert [f["sha256"] for f in evidence["files"] if f["role"] == "release"] == [digest]
+    assert "locally recoded; records per level" in (out / "report.html").read_text()
 
 
 def test_the_terminal_shows_the_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -289,8 +289,13 @@ def _publish_local(
     mixed release written, verified and published as :func:`_publish` does a global one."""
     from safeshare.io import OutputDirectory
     from safeshare.workflows.local_recoding import LocalRecoding
-    from safeshare.workflows.local_release import build_local_release, stage_local_release
-    from safeshare.workflows.release import write_reports
+    from safeshare.workflows.local_release import (
+        build_local_release,
+        local_release_expectations,
+        stage_local_release,
+    )
+    from safeshare.workflows.release import release_name, write_reports
+    from safeshare.workflows.release_evidence import release_evidence, release_warnings
 
     rounds = cfg.local_recoding.rounds
     with monitor.phase(f"local recoding of the {result.suppressed_records:,} suppressed records"):
@@ -303,11 +308,40 @@ def _publish_local(
     if out_dir is None:
         return build_local_release(recoded, engine, fmt, delimiter, context, None, None, timings)
     output = OutputDirectory(out_dir)
+    name, missing = release_name(fmt), tuple(cfg.source.missing)
     with monitor.phase("writing and verifying the release"), output as stage:
         verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings)
         release = build_local_release(
             recoded, engine, fmt, delimiter, context, verification, out_dir, timings
         )
+        # the disclosure warnings and the evidence over the staged mixed release, as _publish's
+        t0 = time.perf_counter()
+        released_columns = verification.checks.get("columns", [])
+        release.warnings += release_warnings(stage / name, fmt, result, released_columns, delimiter, missing)
+        evidence = release_evidence(
+            result=result,
+            expected=local_release_expectations(recoded, engine.columns(), delimiter),
+            verification=verification,
+            staged=stage / name,
+            published=out_dir,
+            fmt=fmt,
+            delimiter=delimiter,
+            base=cfg.base_dir,
+            config=cfg.path,
+            inputs=[cfg.source.path] if cfg.source.table is None else [],
+            version=release.provenance.version,
+            engine=release.provenance.engine,
+            population_size=cfg.population_size,
+            threshold_reason=cfg.threshold_reason,
+            seeds=release.provenance.seeds,
+            identifiers=None,  # refused with local recoding (config)
+            records_per_level={
+                g["qi"]: {int(lv): int(n) for lv, n in g["records_per_level"].items()}
+                for g in recoded.generalization()
+            },
+        )
+        release.evidence = evidence.to_dict()
+        release.timings["evidence"] = time.perf_counter() - t0
         write_reports(release, stage)
         output.publish()
     return release

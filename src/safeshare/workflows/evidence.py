@@ -79,13 +79,18 @@ class Threshold:
 
 @dataclass(frozen=True)
 class QuasiIdentifierEvidence:
-    """One quasi-identifier: its hierarchy, the chosen level, and every released label."""
+    """One quasi-identifier: its hierarchy, the chosen level, and every released label.
+
+    ``records_per_level``: for a locally recoded release, the released records at each level
+    (``level`` is then the global node's, at which most records are); empty for a release at
+    one node, where every record is at ``level``."""
 
     name: str
     hierarchy: str
     level: int
     height: int
     labels: tuple[str, ...]
+    records_per_level: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,7 @@ def build_evidence(
     files: Mapping[str, Sequence[Path]],
     version: str,
     engine: str,
+    records_per_level: Mapping[str, Mapping[int, int]] | None = None,
     base: Path | None = None,
     population_size: int | None = None,
     risk_estimate: float | None = None,
@@ -222,7 +228,8 @@ def build_evidence(
 
     ``expected`` and ``verification``: what the verifier was told (from the configuration)
     and found; ``hierarchies``: QI -> the hierarchy in words (:func:`describe_hierarchy`);
-    ``heights``/``levels``: QI -> hierarchy height and chosen level; ``labels``: QI -> the
+    ``heights``/``levels``: QI -> hierarchy height and chosen level; ``records_per_level``: QI ->
+    level -> released records, for a locally recoded release; ``labels``: QI -> the
     released labels (:func:`released_labels`); ``files``: role (``input``, ``config``,
     ``hierarchy``, ``release``, ``report``) -> paths, hashed here; ``population_size``: N
     assumed by the risk figures (``None``: the input is the population); ``risk_estimate``:
@@ -239,7 +246,12 @@ def build_evidence(
         threshold=threshold_of(risk, k, threshold_reason),
         quasi_identifiers=tuple(
             QuasiIdentifierEvidence(
-                q, hierarchies.get(q, "?"), int(levels[q]), int(heights[q]), tuple(labels.get(q, ()))
+                q,
+                hierarchies.get(q, "?"),
+                int(levels[q]),
+                int(heights[q]),
+                tuple(labels.get(q, ())),
+                {str(lv): int(n) for lv, n in sorted((records_per_level or {}).get(q, {}).items())},
             )
             for q in qis
         ),

@@ -91,11 +91,14 @@ def release_evidence(
     threshold_reason: str | None,
     seeds: Mapping[str, Any],
     identifiers: IdentifierTreatment | None,
+    records_per_level: Mapping[str, Mapping[int, int]] | None = None,
 ) -> Evidence:
     """The evidence of a verified release written at ``staged`` and published at ``published``.
 
     Hashes are of the bytes written; released files are named by where they are published
     (relative to the configuration's directory ``base``), not by the private stage.
+    ``result`` is the search's result (for a locally recoded release, the global one, with
+    ``records_per_level`` the released records at each level per QI).
     """
     schema = result.schema
     table = result.table
@@ -112,6 +115,7 @@ def release_evidence(
         heights={q: h.height for q, h in zip(qis, table.hierarchies, strict=True)},
         levels=result.levels,
         labels=released_labels(staged, fmt, qis, delimiter),
+        records_per_level=records_per_level,
         files=files,
         version=version,
         engine=engine,
