@@ -758,8 +758,6 @@ def _check_local_recoding(cfg: ConfigFile) -> None:
         why = "not supported with small-cells (a class mixing levels has no defined population group)"
     elif any(a.role in ("pseudonym", "shifted_date") for a in cfg.attributes.values()):
         why = "not yet supported with pseudonym or shifted_date columns (their re-check is not wired)"
-    elif cfg.ledger is not None:
-        why = "not yet supported with a ledger (the ledger entry of a mixed release is not wired)"
     if why is not None:
         raise refuse(why, key="local_recoding")
 

@@ -307,8 +307,12 @@ def _publish_local(
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:
         return build_local_release(recoded, engine, fmt, delimiter, context, None, None, timings)
+    ledger = cfg.ledger_path
+    if ledger is not None and not ledger.parent.is_dir():  # refused before anything is written
+        raise ConfigError(f"{cfg.path}: ledger: directory {ledger.parent} does not exist")
     output = OutputDirectory(out_dir)
     name, missing = release_name(fmt), tuple(cfg.source.missing)
+    inputs = [cfg.source.path] if cfg.source.table is None else []
     with monitor.phase("writing and verifying the release"), output as stage:
         verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings)
         release = build_local_release(
@@ -328,7 +332,7 @@ def _publish_local(
             delimiter=delimiter,
             base=cfg.base_dir,
             config=cfg.path,
-            inputs=[cfg.source.path] if cfg.source.table is None else [],
+            inputs=inputs,
             version=release.provenance.version,
             engine=release.provenance.engine,
             population_size=cfg.population_size,
@@ -344,6 +348,9 @@ def _publish_local(
         release.timings["evidence"] = time.perf_counter() - t0
         write_reports(release, stage)
         output.publish()
+    assert (out_dir / name).exists()
+    if ledger is not None:
+        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, inputs, None)
     return release
 
 

@@ -165,6 +165,13 @@ def ledger_entry(
     }
     if key_fingerprint is not None:
         extra["key_fingerprint"] = key_fingerprint
+    local = doc.get("local_recoding")
+    if local:  # a mixed release: node and levels are the global node's; the rounds released the rest
+        extra["local_recoding"] = {
+            "rounds_run": local.get("rounds_run"),
+            "records_released_global": local.get("records_released_global"),
+            "records_out": doc.get("records_out"),
+        }
     verification = doc.get("verification") or {}
     return release_entry(
         ledger,
