@@ -149,3 +149,26 @@ def test_hypothesis_test_interval_is_seeded_and_holds_its_estimate() -> None:
     assert first.B_interval_ == again.B_interval_ != other.B_interval_
     assert first.B_interval_[0] < first.B_ < first.B_interval_[1]
     assert HypothesisTestEstimator(n_bootstrap=0).fit(table, len(pop)).B_interval_ is None
+
+
+def test_a_copula_interval_says_how_it_was_made_and_when_it_is_not_calibrated() -> None:
+    """The copulas' prediction interval is calibrated on estimates of R = 10 syntheses
+    (accuracy.CALIBRATION_REPETITIONS, the estimators' default): report.json's
+    ``interval_method`` says so, and says when the estimate used fewer (``safeshare risk``'s
+    ``--simulations 1``), whose Monte Carlo error the calibration does not hold."""
+    from safeshare.risk.estimators.accuracy import CALIBRATION_REPETITIONS
+    from safeshare.risk.estimators.synthetic import DEFAULT_REPETITIONS
+    from safeshare.workflows.risk import Estimate
+
+    assert CALIBRATION_REPETITIONS == DEFAULT_REPETITIONS
+    pop, _, _ = _independent_population()
+    table = SampleTable.from_codes(pop[:2000])
+    methods = {}
+    for R in (1, CALIBRATION_REPETITIONS):
+        est = make_estimator("gaussian_copula", repetitions=R).fit(table, len(pop))
+        assert est.B_interval_ is not None
+        methods[R] = Estimate.of(est, 0.0).to_dict()["interval_method"]
+    assert methods[1].startswith("split-conformal") and "R = 1," in methods[1]
+    assert "--simulations 10" in methods[1] and "not measured" in methods[1]
+    assert "not measured" not in methods[CALIBRATION_REPETITIONS]
+    assert "Monte Carlo interval of this estimate's 10 syntheses" in methods[CALIBRATION_REPETITIONS]

@@ -23,6 +23,10 @@ import math
 from safeshare.risk.estimators.choice import band
 from safeshare.risk.estimators.measured import ACCURACY
 
+#: The syntheses per estimate of the evaluation the error quantiles come from (``safeshare risk
+#: evaluate`` with the estimators' default, ``synthetic.DEFAULT_REPETITIONS``).
+CALIBRATION_REPETITIONS = 10
+
 
 def prediction_interval(
     name: str, B: float, mc: tuple[float, float] | None, sampling_fraction: float, N: int
@@ -38,3 +42,29 @@ def prediction_interval(
     if mc is not None:
         lo, hi = min(lo, mc[0]), max(hi, mc[1])
     return (min(1.0, max(1.0 / N, lo)), min(1.0, max(1.0 / N, hi)))
+
+
+def interval_method(name: str, repetitions: int, sampling_fraction: float) -> str:
+    """How :func:`prediction_interval` made the interval of ``name``'s estimate, in words,
+    with what its coverage depends on: report.json's ``interval_method``. An estimate from
+    fewer syntheses than the calibration's carries more Monte Carlo error than the interval
+    was calibrated with: said, with the option that gives the calibrated setting."""
+    entry = ACCURACY.get(name, {}).get(band(sampling_fraction))
+    if entry is None or "relative_error_quantiles" not in entry:
+        if repetitions < 2:
+            return "none: one synthesis has no Monte Carlo interval, and the evaluation did not cover it"
+        return f"Monte Carlo: the Student-t 95 % interval of the mean of {repetitions} syntheses"
+    text = (
+        "split-conformal 95 % prediction interval: the estimator's relative error on the evaluation's "
+        f"populations at this sampling-fraction band ({band(sampling_fraction)}), calibrated on estimates "
+        f"from R = {CALIBRATION_REPETITIONS} syntheses"
+    )
+    if repetitions < CALIBRATION_REPETITIONS:
+        text += (
+            f"; this estimate is the mean of R = {repetitions}, so its Monte Carlo error exceeds the "
+            f"calibration's and the coverage is not measured (--simulations {CALIBRATION_REPETITIONS} "
+            "gives the calibrated setting)"
+        )
+    else:
+        text += f", widened to hold the Monte Carlo interval of this estimate's {repetitions} syntheses"
+    return text

@@ -100,7 +100,7 @@ class SyntheticEstimator(RiskEstimator):
         self.population_uniques_ = float(np.mean([r.population_uniques for r in runs]))
 
     def _set_estimate(self, runs: np.ndarray, N: int) -> None:
-        from safeshare.risk.estimators.accuracy import prediction_interval
+        from safeshare.risk.estimators.accuracy import interval_method, prediction_interval
 
         self.B_runs_ = [float(b) for b in runs]
         self.B_ = clip_B(float(runs.mean()), N)
@@ -110,6 +110,7 @@ class SyntheticEstimator(RiskEstimator):
         self.B_interval_ = prediction_interval(
             self.name, self.B_, self.B_mc_interval_, self.sampling_fraction_, N
         )
+        self.interval_method_ = interval_method(self.name, self.repetitions, self.sampling_fraction_)
 
     def _synthesize(self, N: int) -> list[SyntheticRisk]:
         """``repetitions`` synthetic populations of ``N`` from the fitted model (module docstring)."""
