@@ -22,7 +22,8 @@ import pytest
 import typer
 
 from safeshare.cli import app
-from safeshare.cli.common import DATA_OPTIONS
+from safeshare.cli.common import DATA_OPTIONS, Keywords, QuietOption, options_of
+from safeshare.cli.common import reads_data as takes_reading_options
 from tests.conftest import run_cli
 
 #: Command groups not yet on the application layer (issue 19, phase 2 adds them by removing them here).
@@ -196,3 +197,42 @@ def test_help_lists_the_lazy_groups_without_importing_them() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "risk" in out and "surveil" in out
     assert out.strip().splitlines()[-1] == "[]", out
+
+
+def test_an_option_group_is_declared_once_and_passed_as_one_keyword() -> None:
+    """:func:`options_of`: typer sees the group's options in the placeholder's place (their order,
+    defaults and help), the command receives what the group returns; a command without the
+    keyword-only placeholder, or with a parameter of the group's name, is refused."""
+    from typer.testing import CliRunner
+
+    seen: list[Keywords] = []
+
+    @takes_reading_options
+    def command(first: int = 1, *, reading: Keywords, quiet: QuietOption = False) -> None:
+        seen.append({"first": first, **reading, "quiet": quiet})
+
+    one = typer.Typer(add_completion=False)
+    one.command()(command)
+    result = CliRunner().invoke(one, ["--no-header", "--names", "a,b", "--skip-rows", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    assert seen == [
+        {
+            "first": 1,
+            "delimiter": ",",
+            "header": False,
+            "names": "a,b",
+            "missing": None,
+            "skip_rows": 2,
+            "quiet": True,
+        }
+    ]
+    names = [p.name for p in typer.main.get_command(one).params]
+    assert names == ["first", "delimiter", "header", "names", "missing", "skip_rows", "quiet"]
+
+    def positional(reading: Keywords) -> None: ...
+
+    def clash(*, reading: Keywords, names: str = "") -> None: ...
+
+    for bad in (positional, clash):
+        with pytest.raises(TypeError, match="reading"):
+            options_of(lambda delimiter=",", names=None: {}, "reading")(bad)

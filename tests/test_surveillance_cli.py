@@ -95,6 +95,39 @@ def test_region_missing_from_population_exits_2(tmp_path: Path, capsys) -> None:
     assert "region '12345' is not in the population table" in capsys.readouterr().err
 
 
+BASE = {
+    "search": ["--population-table", POP],
+    "select": ["--population-table", POP, "--region", "99003", "--cases", CASES],
+    "evaluate": ["--population-table", POP, "--cases", CASES, "--forecasts", str(EXAMPLES / "forecasts.csv")],
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "message"),
+    [
+        ("search", ["--k", ","], "--k: at least one k is required"),
+        ("evaluate", ["--k", ""], "--k: at least one k is required"),
+        ("search", ["--volumes", ","], "--volumes: at least one case volume is required"),
+        ("select", ["--volumes", ""], "--volumes: at least one case volume is required"),
+        ("evaluate", ["--categories", ","], "--categories: population sizes >= 1 are required"),
+        ("select", ["--categories", ""], "--categories: population sizes >= 1 are required"),
+        ("search", ["--k", "5,x"], "--k: comma-separated whole numbers are required, got '5,x'"),
+        ("evaluate", ["--volumes", "1,2.5"], "--volumes: comma-separated whole numbers are required"),
+    ],
+)
+def test_empty_or_bad_number_lists_exit_2_with_one_line(
+    tmp_path: Path, capsys, command: str, option: list[str], message: str
+) -> None:
+    """The CLI only parses a comma list of whole numbers; that it is empty is the use case's check,
+    and reaches the user as one line naming the option, exit 2, nothing written."""
+    out = tmp_path / "o"
+    args = ["surveil", command, *BASE[command], *option, "--simulations", "5", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {err.removeprefix('error: ')}" and message in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
 def test_select_writes_a_schedule(tmp_path: Path) -> None:
     args = [
         "surveil",

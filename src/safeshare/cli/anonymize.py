@@ -15,25 +15,23 @@ import typer
 from safeshare.cli.common import (
     AlgorithmName,
     ConsoleMonitor,
-    DelimiterOption,
     EngineName,
-    HeaderOption,
     JsonOption,
-    Metric,
-    MissingOption,
-    NamesOption,
+    Keywords,
+    KOverrideOption,
+    MaxSuppressionOption,
+    MetricOption,
     Orphans,
     PenaltyMode,
     QuietOption,
     SeedOption,
     Sensitivity,
-    SkipRowsOption,
     UtilityName,
-    data_options,
     emit,
+    reads_data,
 )
 from safeshare.console import err, out
-from safeshare.options import MAX_SUPPRESSION_HELP, TRADEOFF_AUTO_MAX
+from safeshare.options import TRADEOFF_AUTO_MAX
 
 if TYPE_CHECKING:
     from safeshare.workflows.result import Release
@@ -45,11 +43,9 @@ hierarchy_app = typer.Typer(help="Inspect and build generalization hierarchies."
 def anonymize(
     config: Annotated[Path, typer.Argument(help="The YAML configuration (see docs/configuration.md).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for the release and reports.")],
-    k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
-    max_suppression: Annotated[
-        str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)
-    ] = None,
-    metric: Annotated[Metric | None, typer.Option("--metric", help="Information loss.")] = None,
+    k: KOverrideOption = None,
+    max_suppression: MaxSuppressionOption = None,
+    metric: MetricOption = None,
     algorithm: Annotated[
         AlgorithmName | None, typer.Option("--algorithm", help="Search strategy (docs/configuration.md).")
     ] = None,
@@ -300,6 +296,7 @@ def _local_recoding_rows(table: Any, local: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- inspect
+@reads_data
 def inspect(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     qi: Annotated[str, typer.Option("--qi", help="Comma-separated quasi-identifier columns.")],
@@ -312,11 +309,8 @@ def inspect(
             "(see docs/m-concealing.md).",
         ),
     ] = None,
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -325,9 +319,7 @@ def inspect(
 
     from safeshare import api
 
-    result = api.inspect(
-        data, qi=qi, k=k, knowledge=knowledge, **data_options(delimiter, header, names, missing, skip_rows)
-    )
+    result = api.inspect(data, qi=qi, k=k, knowledge=knowledge, **reading)
     stats = result.statistics
 
     def show() -> None:
@@ -352,6 +344,7 @@ def inspect(
 
 
 # --------------------------------------------------------------------------- hierarchy
+@reads_data
 def hierarchy_check(
     hierarchy: Annotated[Path, typer.Argument(help="An ARX CSV hierarchy file.")],
     hierarchy_delimiter: Annotated[
@@ -361,11 +354,8 @@ def hierarchy_check(
         Path | None, typer.Option("--data", help="Check that it covers this data's column.")
     ] = None,
     column: Annotated[str | None, typer.Option("--column", help="Column of --data to check.")] = None,
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -377,7 +367,7 @@ def hierarchy_check(
         hierarchy_delimiter=hierarchy_delimiter,
         data=data,
         column=column,
-        **data_options(delimiter, header, names, missing, skip_rows),
+        **reading,
     )
 
     def show() -> None:
@@ -393,6 +383,7 @@ def hierarchy_check(
     emit(result.to_dict(), as_json, quiet, show)
 
 
+@reads_data
 def hierarchy_build(
     data: Annotated[Path, typer.Argument(help="A CSV or Parquet file.")],
     column: Annotated[str, typer.Option("--column", help="The column to build a hierarchy for.")],
@@ -400,11 +391,8 @@ def hierarchy_build(
         str, typer.Option("--spec", help="Builder as YAML, e.g. '{type: intervals, widths: [5,10]}'.")
     ],
     out_file: Annotated[Path, typer.Option("--out", help="Where to write the ARX CSV hierarchy.")],
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -416,7 +404,7 @@ def hierarchy_build(
         column=column,
         spec=spec,
         out=out_file,
-        **data_options(delimiter, header, names, missing, skip_rows),
+        **reading,
     )
     emit(
         built.to_dict(),
@@ -427,6 +415,7 @@ def hierarchy_build(
 
 
 # --------------------------------------------------------------------------- flatten
+@reads_data
 def flatten(
     persons: Annotated[Path, typer.Argument(help="The persons table (one row per person).")],
     events_file: Annotated[
@@ -450,11 +439,8 @@ def flatten(
     orphans: Annotated[
         Orphans, typer.Option("--orphans", help="Events matching no person: refuse, or drop them.")
     ] = "error",
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -477,7 +463,7 @@ def flatten(
         pad=pad,
         orphans=orphans,
         monitor=ConsoleMonitor(quiet or as_json),
-        **data_options(delimiter, header, names, missing, skip_rows),
+        **reading,
     )
     stats = done.stats
     emit(

@@ -2,14 +2,18 @@
 
 * the data-reading options of every command that reads a data file: ``--delimiter``,
   ``--header/--no-header``, ``--names``, ``--missing``, ``--skip-rows``
-  (:data:`DelimiterOption` ... :data:`SkipRowsOption`, passed on by :func:`data_options`);
+  (:data:`DelimiterOption` ... :data:`SkipRowsOption`: the group :func:`data_options`, which
+  a command takes as one parameter with :func:`reads_data`);
 * ``--quiet`` / ``-q`` (nothing on stdout on success) and ``--json`` (the result as one
   JSON document on stdout) on every command (:data:`QuietOption`, :data:`JsonOption`,
   :func:`emit`);
 * ``--seed``: an integer >= 0 everywhere (:data:`SeedOption`); ``--simulations``: a count
   of Monte Carlo runs (:data:`SimulationsOption`); ``--population``: a population table
   (risk and surveil);
-* choices are shown as choices (``Literal`` types: :data:`Metric`, :data:`AlgorithmName`, ...).
+* choices are shown as choices (``Literal`` types: :data:`Metric`, :data:`AlgorithmName`, ...);
+* an option that more than one command takes is declared once, as an ``Annotated`` alias (one
+  name, one help text; its default stays at the parameter, as typer requires); a run of options
+  that several commands take together is declared once, as a group (:func:`options_of`).
 
 A command module parses its options with these, calls its use case in
 :mod:`safeshare.api` (the same keywords) and prints the result; it holds no logic.
@@ -17,22 +21,21 @@ A command module parses its options with these, calls its use case in
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import typer
 
-from safeshare.options import DATA_DELIMITER_HELP
-
-if TYPE_CHECKING:
-    from safeshare.data.source import TableSource
+from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP
 
 # The reading options of a data file, declared once for every command that reads one
-# (pass them on with :func:`data_options`).
+# (the group :func:`data_options`, taken with :func:`reads_data`).
 DelimiterOption = Annotated[str, typer.Option("--delimiter", help=DATA_DELIMITER_HELP)]
 HeaderOption = Annotated[
     bool, typer.Option("--header/--no-header", help="Whether the data has a header line.")
@@ -51,6 +54,10 @@ SeedOption = Annotated[
 ]
 SimulationsOption = Annotated[int, typer.Option("--simulations", help="Number of Monte Carlo runs.")]
 
+# The overrides of a configuration's anonymization settings (anonymize, utility).
+KOverrideOption = Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")]
+MaxSuppressionOption = Annotated[str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)]
+
 #: The option names of :data:`DATA_OPTIONS` (the vocabulary test checks every reading command has them).
 DATA_OPTIONS = ("--delimiter", "--header", "--names", "--missing", "--skip-rows")
 
@@ -62,6 +69,7 @@ UtilityName = Literal["thesis", "linear", "safepub"]
 PenaltyMode = Literal["suppression", "k-anonymity"]
 Sensitivity = Literal["exact", "thesis"]
 Orphans = Literal["error", "drop"]
+MetricOption = Annotated[Metric | None, typer.Option("--metric", help="Information loss.")]
 if TYPE_CHECKING:
     AlgorithmName = str
 else:  # the names of the one registry of algorithms (safeshare.config.algorithms, import-light)
@@ -75,13 +83,55 @@ def csv_list(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
+#: The keywords of one group of options (see :func:`options_of`), passed on as ``**keywords``.
+Keywords = dict[str, Any]
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def options_of(group: Callable[..., Any], name: str) -> Callable[[_Command], _Command]:
+    """Declare a run of options once for every command that takes it.
+
+    The command has a keyword-only parameter ``name``; typer sees, in its place, the parameters
+    of ``group`` (their aliases, defaults and order: ``--help`` lists them there), and the
+    command receives ``group(**their values)`` as ``name``. A parameter of ``group`` may not
+    share a name with one of the command's.
+    """
+
+    def decorate(command: _Command) -> _Command:
+        inner = inspect.signature(command, eval_str=True)
+        options = inspect.signature(group, eval_str=True).parameters
+        placeholder = inner.parameters.get(name)
+        if placeholder is None or placeholder.kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"{command.__name__} needs a keyword-only parameter {name!r}")
+        if clash := set(options) & set(inner.parameters):
+            raise TypeError(f"{command.__name__} already has parameters {sorted(clash)} of {name!r}")
+        params: list[inspect.Parameter] = []
+        for param in inner.parameters.values():
+            if param is placeholder:
+                params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in options.values()]
+            else:
+                params.append(param)
+
+        @functools.wraps(command)
+        def with_group(*args: Any, **kwargs: Any) -> Any:
+            values = {option: kwargs.pop(option) for option in options if option in kwargs}
+            return command(*args, **kwargs, **{name: group(**values)})
+
+        outer = inner.replace(parameters=params)
+        with_group.__signature__ = outer  # type: ignore[attr-defined]  # what typer reads
+        with_group.__annotations__ = {p.name: p.annotation for p in params}
+        return cast(_Command, with_group)
+
+    return decorate
+
+
 def data_options(
-    delimiter: str = ",",
-    header: bool = True,
-    names: str | None = None,
-    missing: str | None = None,
-    skip_rows: int = 0,
-) -> dict[str, Any]:
+    delimiter: DelimiterOption = ",",
+    header: HeaderOption = True,
+    names: NamesOption = None,
+    missing: MissingOption = None,
+    skip_rows: SkipRowsOption = 0,
+) -> Keywords:
     """The keywords of :class:`safeshare.config.commands.DataOptions` from the reading options."""
     return {
         "delimiter": delimiter,
@@ -92,18 +142,9 @@ def data_options(
     }
 
 
-def data_source(
-    path: Path,
-    delimiter: str = ",",
-    header: bool = True,
-    names: str | None = None,
-    missing: str | None = None,
-    skip_rows: int = 0,
-) -> TableSource:
-    """The :class:`TableSource` of a data file given on the command line (comma lists parsed)."""
-    from safeshare.config.commands import DataOptions, options
-
-    return options(DataOptions, data_options(delimiter, header, names, missing, skip_rows)).source(path)
+#: A command that reads a data file takes the reading options as ``reading: Keywords``
+#: (``api.<use case>(..., **reading)``).
+reads_data = options_of(data_options, "reading")
 
 
 def _json_default(obj: object) -> object:

@@ -11,38 +11,71 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from safeshare.cli.common import JsonOption, Metric, QuietOption, emit
-from safeshare.options import MAX_SUPPRESSION_HELP
+from safeshare.cli.common import (
+    JsonOption,
+    Keywords,
+    KOverrideOption,
+    MaxSuppressionOption,
+    MetricOption,
+    QuietOption,
+    emit,
+    options_of,
+)
 
 if TYPE_CHECKING:
     from safeshare.workflows.sweep import SweepResult
 
 TEST_HELP = "The test set (same columns and input options as the configuration's input)."
 TARGET_HELP = "The column to predict (sensitive or insensitive, not a quasi-identifier)."
-SKIP_HELP = "Lines to skip at the top of the test file (1 for UCI Adult's adult.test)."
-MISSING_HELP = (
-    "Comma-separated missing-value tokens the classifier imputes with the column's mode "
-    "(default '?'; the empty string and the configuration's input.missing always are)."
-)
-DOT_HELP = "Remove one trailing '.' from target labels (adult.test writes '>50K.')."
+TestSkipRowsOption = Annotated[
+    int,
+    typer.Option(
+        "--test-skip-rows", help="Lines to skip at the top of the test file (1 for UCI Adult's adult.test)."
+    ),
+]
+ImputeMissingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--missing",
+        help="Comma-separated missing-value tokens the classifier imputes with the column's mode "
+        "(default '?'; the empty string and the configuration's input.missing always are).",
+    ),
+]
+StripTargetDotOption = Annotated[
+    bool,
+    typer.Option(
+        "--strip-target-dot/--keep-target-dot",
+        help="Remove one trailing '.' from target labels (adult.test writes '>50K.').",
+    ),
+]
+
+
+def _test_reading(
+    test_skip_rows: TestSkipRowsOption = 0,
+    missing: ImputeMissingOption = None,
+    strip_target_dot: StripTargetDotOption = True,
+) -> Keywords:
+    """How the test set is read and its labels and missing values are read by the classifier
+    (utility, sweep --utility)."""
+    return {"test_skip_rows": test_skip_rows, "missing": missing, "strip_target_dot": strip_target_dot}
+
+
+#: A command that trains the classifier takes the test set's reading options as ``test_reading``.
+reads_test_set = options_of(_test_reading, "test_reading")
 
 
 # --------------------------------------------------------------------------- utility
+@reads_test_set
 def utility(
     config: Annotated[Path, typer.Argument(help="The YAML configuration (its input is the training set).")],
     test: Annotated[Path, typer.Option("--test", help=TEST_HELP)],
     target: Annotated[str, typer.Option("--target", help=TARGET_HELP)],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory for utility.json.")],
-    k: Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")] = None,
-    max_suppression: Annotated[
-        str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)
-    ] = None,
-    metric: Annotated[Metric | None, typer.Option("--metric", help="Information loss.")] = None,
-    test_skip_rows: Annotated[int, typer.Option("--test-skip-rows", help=SKIP_HELP)] = 0,
-    missing: Annotated[str | None, typer.Option("--missing", help=MISSING_HELP)] = None,
-    strip_target_dot: Annotated[
-        bool, typer.Option("--strip-target-dot/--keep-target-dot", help=DOT_HELP)
-    ] = True,
+    k: KOverrideOption = None,
+    max_suppression: MaxSuppressionOption = None,
+    metric: MetricOption = None,
+    *,
+    test_reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -65,9 +98,7 @@ def utility(
         k=k,
         max_suppression=max_suppression,
         metric=metric,
-        test_skip_rows=test_skip_rows,
-        missing=missing,
-        strip_target_dot=strip_target_dot,
+        **test_reading,
     )
     emit(result.document, as_json, quiet, lambda: _print_utility(result.document, result.path))
 
@@ -104,6 +135,7 @@ def _print_utility(doc: dict[str, Any], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- sweep
+@reads_test_set
 def sweep(
     config: Annotated[Path, typer.Argument(help="The YAML configuration (see docs/sweeps.md).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (sweep.csv, plots, ...).")],
@@ -127,11 +159,8 @@ def sweep(
     ] = False,
     test: Annotated[Path | None, typer.Option("--test", help=TEST_HELP)] = None,
     target: Annotated[str | None, typer.Option("--target", help=TARGET_HELP)] = None,
-    test_skip_rows: Annotated[int, typer.Option("--test-skip-rows", help=SKIP_HELP)] = 0,
-    missing: Annotated[str | None, typer.Option("--missing", help=MISSING_HELP)] = None,
-    strip_target_dot: Annotated[
-        bool, typer.Option("--strip-target-dot/--keep-target-dot", help=DOT_HELP)
-    ] = True,
+    *,
+    test_reading: Keywords,
     compare_thesis: Annotated[
         bool | None,
         typer.Option(
@@ -169,9 +198,7 @@ def sweep(
         utility=with_utility,
         test=test,
         target=target,
-        test_skip_rows=test_skip_rows,
-        missing=missing,
-        strip_target_dot=strip_target_dot,
+        **test_reading,
         compare_thesis=compare_thesis,
         write_releases=write_releases,
         plots=plots,

@@ -27,17 +27,7 @@ from typing import Annotated, Any, Literal
 import typer
 from typer.core import TyperGroup
 
-from safeshare.cli.common import (
-    DelimiterOption,
-    HeaderOption,
-    JsonOption,
-    MissingOption,
-    NamesOption,
-    QuietOption,
-    SkipRowsOption,
-    data_options,
-    emit,
-)
+from safeshare.cli.common import JsonOption, Keywords, QuietOption, emit, reads_data
 
 # Module-level imports stay light (typer, pathlib, typing, safeshare.cli.common):
 # `safeshare --help` imports this module; numpy, pandas, rich and the library load in the commands.
@@ -74,6 +64,7 @@ CorrelationOption = Annotated[
 
 
 @risk_app.command(DEFAULT_COMMAND)
+@reads_data
 def risk_command(
     data: Annotated[Path, typer.Argument(help="The sample (CSV or Parquet).")],
     qi: Annotated[str, typer.Option("--qi", help="Quasi-identifiers, comma separated.")],
@@ -113,11 +104,8 @@ def risk_command(
         ),
     ] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -140,7 +128,7 @@ def risk_command(
         bootstrap=bootstrap,
         max_synthetic_records=max_synthetic_records,
         threshold=threshold,
-        **data_options(delimiter, header, names, missing, skip_rows),
+        **reading,
     )
 
     def show() -> None:
@@ -170,6 +158,7 @@ SHORT_NAMES = {
 
 
 @risk_app.command("evaluate")
+@reads_data
 def evaluate_command(
     data: Annotated[Path, typer.Argument(help="The dataset taken as the whole population (CSV or Parquet).")],
     qi: Annotated[
@@ -193,11 +182,8 @@ def evaluate_command(
     ] = "average",
     correlation: CorrelationOption = "mi",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the box plots.")] = True,
-    delimiter: DelimiterOption = ",",
-    header: HeaderOption = True,
-    names: NamesOption = None,
-    missing: MissingOption = None,
-    skip_rows: SkipRowsOption = 0,
+    *,
+    reading: Keywords,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -222,7 +208,7 @@ def evaluate_command(
         sensitivity_estimator=sensitivity_estimator,
         correlation=correlation,
         plots=plots,
-        **data_options(delimiter, header, names, missing, skip_rows),
+        **reading,
     )
 
     def show() -> None:

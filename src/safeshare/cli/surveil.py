@@ -29,7 +29,15 @@ from typing import Annotated, Any
 
 import typer
 
-from safeshare.cli.common import JsonOption, QuietOption, csv_list, emit
+from safeshare.cli.common import (
+    JsonOption,
+    Keywords,
+    QuietOption,
+    SimulationsOption,
+    csv_list,
+    emit,
+    options_of,
+)
 from safeshare.errors import InputError
 from safeshare.surveillance.choices import (
     Approach,
@@ -58,7 +66,6 @@ OutOpt = Annotated[
 ]
 KOpt = Annotated[int, typer.Option("--k", help="A record is at risk in a group of fewer than k (PK_k).")]
 LagOpt = Annotated[int, typer.Option("--lag", help="Lagging window L in periods (diagnosed in the last L).")]
-SimsOpt = Annotated[int, typer.Option("--simulations", help="Number of Monte Carlo runs (simulations).")]
 SeedOpt = Annotated[
     int, typer.Option("--seed", help="Integer seed (>= 0) of the simulations (reproducible forecasts).")
 ]
@@ -84,7 +91,7 @@ CatOpt = Annotated[
         "volume when it is in every region of the category that can hold it.",
     ),
 ]
-WeeklyOpt = Annotated[bool, typer.Option("--weekly", help="Weekly releases instead of daily.")]
+WeeklyOpt = Annotated[bool, typer.Option("--weekly", help="One release per week, not per day.")]
 PriorityOpt = Annotated[str, typer.Option("--priority", help="Dimensions to keep granular first.")]
 LayoutOpt = Annotated[Layout, typer.Option("--layout", help="Case series layout: long or jhu.")]
 PlotsOpt = Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG figures.")]
@@ -104,6 +111,35 @@ ZeroOpt = Annotated[
     ),
 ]
 RegionsOpt = Annotated[str | None, typer.Option("--regions", help="Comma-separated regions (default all).")]
+RegionOpt = Annotated[str, typer.Option("--region", help="Region of the population table.")]
+DailyCasesOpt = Annotated[Path, typer.Option("--cases", help="Daily case series (its weeks are scheduled).")]
+
+
+def _criterion(
+    threshold: ThrOpt = 0.01,
+    quantile: QOpt = 0.975,
+    simulations: SimulationsOption = 1000,
+    seed: SeedOpt = 0,
+) -> Keywords:
+    """The acceptability criterion of a policy (search, select, evaluate): the ``quantile`` of PK_k
+    over ``simulations`` Monte Carlo runs is at most ``threshold``."""
+    return {"threshold": threshold, "quantile": quantile, "simulations": simulations, "seed": seed}
+
+
+def _weeks(
+    volumes: VolOpt = None,
+    lag: LagOpt = 1,
+    weekly: WeeklyOpt = False,
+    priority: PriorityOpt = "age",
+) -> Keywords:
+    """How the weeks of a case series are scheduled (select, evaluate): the case volumes searched, the
+    lagging window, daily or weekly releases, the dimensions kept granular first."""
+    return {"volumes": _volumes(volumes), "lag": lag, "weekly": weekly, "priority": csv_list(priority)}
+
+
+#: The commands that take the criterion's options as ``criterion``, the scheduling options as ``weeks``.
+takes_criterion = options_of(_criterion, "criterion")
+takes_weeks = options_of(_weeks, "weeks")
 
 
 def _categories(text: str | None) -> list[int] | str | None:
@@ -117,14 +153,11 @@ def _volumes(text: str | None) -> list[int] | None:
 
 
 def _ints(text: str, option: str) -> list[int]:
-    """Comma-separated whole numbers (their range is checked by the use case)."""
+    """Comma-separated whole numbers (how many and their range are checked by the use case)."""
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"{option}: comma-separated whole numbers are required, got {text!r}") from None
-    if not values:
-        raise InputError(f"{option}: at least one number is required, got {text!r}")
-    return values
 
 
 @contextmanager
@@ -164,13 +197,13 @@ def _emit(result: Any, lines: list[str], as_json: bool, quiet: bool) -> None:
 @surveil_app.command("simulate")
 def simulate_command(
     population_table: PopOpt,
-    region: Annotated[str, typer.Option("--region", help="Region of the population table.")],
+    region: RegionOpt,
     cases: Annotated[Path, typer.Option("--cases", help="Case series (new cases per period).")],
     policy: Annotated[str, typer.Option("--policy", help="Policy code, e.g. 1C*e.")],
     out_dir: OutOpt,
     k: KOpt = 11,
     lag: LagOpt = 1,
-    simulations: SimsOpt = 1000,
+    simulations: SimulationsOption = 1000,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     compare: Annotated[
@@ -210,6 +243,7 @@ def simulate_command(
 
 
 @surveil_app.command("search")
+@takes_criterion
 def search_command(
     population_table: PopOpt,
     out_dir: OutOpt,
@@ -217,10 +251,8 @@ def search_command(
     categories: CatOpt = None,
     volumes: VolOpt = None,
     k: KsOpt = "11",
-    threshold: ThrOpt = 0.01,
-    quantile: QOpt = 0.975,
-    simulations: SimsOpt = 1000,
-    seed: SeedOpt = 0,
+    *,
+    criterion: Keywords,
     risk: Annotated[
         RiskName,
         typer.Option(
@@ -245,10 +277,7 @@ def search_command(
             volumes=_volumes(volumes),
             risk=risk,
             k=_ints(k, "--k"),
-            threshold=threshold,
-            quantile=quantile,
-            simulations=simulations,
-            seed=seed,
+            **criterion,
             hierarchies=hierarchies,
             out=out_dir,
             plots=plots,
@@ -258,10 +287,12 @@ def search_command(
 
 
 @surveil_app.command("select")
+@takes_weeks
+@takes_criterion
 def select_command(
     population_table: PopOpt,
-    region: Annotated[str, typer.Option("--region", help="Region of the population table.")],
-    cases: Annotated[Path, typer.Option("--cases", help="Daily case series (its weeks are scheduled).")],
+    region: RegionOpt,
+    cases: DailyCasesOpt,
     out_dir: OutOpt,
     forecasts: Annotated[
         Path | None, typer.Option("--forecasts", help="Forecast Hub file; omitted: perfect forecasts.")
@@ -269,15 +300,10 @@ def select_command(
     forecast_value: Annotated[
         str, typer.Option("--forecast-value", help="'point' or a quantile level such as 0.5.")
     ] = "point",
-    volumes: VolOpt = None,
-    lag: LagOpt = 1,
-    weekly: WeeklyOpt = False,
-    priority: PriorityOpt = "age",
+    *,
+    weeks: Keywords,
     k: KOpt = 11,
-    threshold: ThrOpt = 0.01,
-    quantile: QOpt = 0.975,
-    simulations: SimsOpt = 1000,
-    seed: SeedOpt = 0,
+    criterion: Keywords,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
     approach: Annotated[
@@ -304,17 +330,11 @@ def select_command(
             cases=cases,
             forecasts=forecasts,
             forecast_value=forecast_value,
-            volumes=_volumes(volumes),
             approach=approach,
             categories=_categories(categories),
-            lag=lag,
-            weekly=weekly,
-            priority=csv_list(priority),
+            **weeks,
             k=k,
-            threshold=threshold,
-            quantile=quantile,
-            simulations=simulations,
-            seed=seed,
+            **criterion,
             layout=layout,
             zero_windows=zero_windows,
             hierarchies=hierarchies,
@@ -325,22 +345,19 @@ def select_command(
 
 
 @surveil_app.command("evaluate")
+@takes_weeks
+@takes_criterion
 def evaluate_command(
     population_table: PopOpt,
-    cases: Annotated[Path, typer.Option("--cases", help="Daily case series.")],
+    cases: DailyCasesOpt,
     forecasts: Annotated[Path, typer.Option("--forecasts", help="Forecast Hub file (1 wk ahead inc case).")],
     out_dir: OutOpt,
     regions: RegionsOpt = None,
     categories: CatOpt = None,
-    volumes: VolOpt = None,
-    lag: LagOpt = 1,
-    weekly: WeeklyOpt = False,
-    priority: PriorityOpt = "age",
+    *,
+    weeks: Keywords,
     k: KsOpt = "11",
-    threshold: ThrOpt = 0.01,
-    quantile: QOpt = 0.975,
-    simulations: SimsOpt = 1000,
-    seed: SeedOpt = 0,
+    criterion: Keywords,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
     case_studies: Annotated[
@@ -367,15 +384,9 @@ def evaluate_command(
             regions=csv_list(regions) or None,
             categories=_categories(categories),
             case_studies=csv_list(case_studies) or None,
-            volumes=_volumes(volumes),
-            lag=lag,
-            weekly=weekly,
-            priority=csv_list(priority),
+            **weeks,
             k=_ints(k, "--k"),
-            threshold=threshold,
-            quantile=quantile,
-            simulations=simulations,
-            seed=seed,
+            **criterion,
             layout=layout,
             zero_windows=zero_windows,
             hierarchies=hierarchies,
@@ -392,13 +403,13 @@ def release_command(
     cases_records: Annotated[
         Path, typer.Option("--cases-records", help="Person-level records region,date,age,race,sex,ethnicity.")
     ],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (published atomically).")],
+    out_dir: OutOpt,
     policies: Annotated[
         Path | None, typer.Option("--policies", help="Weekly schedule (schedule.csv of surveil select).")
     ] = None,
     policy: Annotated[str | None, typer.Option("--policy", help="One policy code for every period.")] = None,
     k: KOpt = 11,
-    weekly: Annotated[bool, typer.Option("--weekly", help="One release per week, not per day.")] = False,
+    weekly: WeeklyOpt = False,
     keep: Annotated[
         str, typer.Option("--keep", help="Comma-separated extra columns to release (none by default).")
     ] = "",
