@@ -29,7 +29,10 @@ same scale). Targets (issue 11): median ratio <= 0.25, no cell slower than ARX (
 java) it says so and prints safeshare's figures alone::
 
     python benchmarks/bench_arx.py [--repeat 3] [--cells prec,dm_star,entropy]
-                                   [--loops compiled|numpy] [--json out.json]
+                                   [--loops compiled|numpy] [--hierarchies ours,alt] [--json out.json]
+
+``--hierarchies alt``: Adult's second set (``bench_ola.ALT_HIERARCHIES``: the same QIs and
+heights, the project's builders at other widths; issue 24), given to ARX too.
 """
 
 from __future__ import annotations
@@ -48,14 +51,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from arx import Arx, ArxServer, locate_or_say, write_data_csv  # noqa: E402
+from arx import Arx, ArxServer, export_hierarchies, locate_or_say, write_data_csv  # noqa: E402
 from bench_grid import KS, LIMITS, METRICS  # noqa: E402
-from bench_ola import ADULT, QIS, adult_table  # noqa: E402
+from bench_ola import HIERARCHY_SETS, QIS, adult_hierarchies, adult_table  # noqa: E402
 from safeshare.config.algorithms import make_strategy  # noqa: E402
 from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
-from safeshare.hierarchy.io import read_arx_csv  # noqa: E402
 from safeshare.metrics.loss import make_metric  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
 from safeshare.search.context import SearchContext  # noqa: E402
@@ -71,16 +73,21 @@ def cells(metrics: tuple[str, ...]) -> list[tuple[str, int, float]]:
 def ours_once(table: FrequencyTable, k: int, limit: float, metric: str, compiled: bool) -> dict[str, Any]:
     """One OLA search the way the workflow runs it (a fresh evaluator; setup included), with
     the compiled loops or with numpy's (``compiled``; the search follows its evaluator)."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     ev = Evaluator(table, compiled=compiled)
     ctx = SearchContext(table, ev, PrivacyCriterion([KAnonymity(k)], limit), make_metric(metric, ev))
     result = make_strategy("ola").run(ctx)
-    return {"seconds": time.perf_counter() - start, "checked": result.checked_nodes, "node": result.node}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_s": time.process_time() - cpu,
+        "checked": result.checked_nodes,
+        "node": result.node,
+    }
 
 
-def tabulate_s(engine: MemoryEngine, repeat: int) -> float:
+def tabulate_s(engine: MemoryEngine, repeat: int, which: str = "ours") -> float:
     """Best-of seconds to build the frequency table from the rows in memory (group-by + encoding)."""
-    hierarchies = [read_arx_csv(ADULT / "hierarchies" / f"{q}.csv") for q in QIS]
+    hierarchies = adult_hierarchies(engine.frame, which)
     best = math.inf
     for _ in range(repeat):
         start = time.perf_counter()
@@ -98,15 +105,18 @@ def same_loss(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def run(arx: Arx | None, repeat: int, metrics: tuple[str, ...], compiled: bool) -> dict[str, Any]:
-    engine, table = adult_table()
+def run(
+    arx: Arx | None, repeat: int, metrics: tuple[str, ...], compiled: bool, which: str = "ours"
+) -> dict[str, Any]:
+    engine, table = adult_table(which)
     grid = cells(metrics)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-arx-") as tmp:
         server = None
         if arx is not None:
             csv = write_data_csv(engine.frame, QIS, Path(tmp) / "adult.csv")
-            server = ArxServer(arx, csv, ADULT / "hierarchies", QIS)
+            hierarchies = dict(zip(QIS, adult_hierarchies(engine.frame, which), strict=True))
+            server = ArxServer(arx, csv, export_hierarchies(hierarchies, Path(tmp) / "hierarchies"), QIS)
             start = time.perf_counter()
             for metric, k, limit in grid:  # warm ARX's JVM: one full pass
                 server.search(k, limit, metric)
@@ -127,6 +137,7 @@ def run(arx: Arx | None, repeat: int, metrics: tuple[str, ...], compiled: bool) 
                     "k": k,
                     "max_suppression": limit,
                     "ours_s": min(r["seconds"] for r in o_runs),
+                    "ours_cpu_s": min(r["cpu_s"] for r in o_runs),
                     "ours_checked": o_runs[0]["checked"],
                     "ours_node": ours_node,
                     "ours_loss": loss_of(table, metric, ours_node),
@@ -152,8 +163,15 @@ def run(arx: Arx | None, repeat: int, metrics: tuple[str, ...], compiled: bool) 
         finally:
             if server is not None:
                 server.close()
-    tab = tabulate_s(engine, max(3, repeat))
-    return {"rows": rows, "tabulate_s": tab, "repeat": repeat, "arx": arx is not None, "compiled": compiled}
+    tab = tabulate_s(engine, max(3, repeat), which)
+    return {
+        "rows": rows,
+        "tabulate_s": tab,
+        "repeat": repeat,
+        "arx": arx is not None,
+        "compiled": compiled,
+        "hierarchies": which,
+    }
 
 
 def _levels(node: tuple[int, ...] | None) -> str:
@@ -193,6 +211,12 @@ def summary(res: dict[str, Any]) -> bool:
         f"ours: median search {1000 * statistics.median(r['ours_s'] for r in rows):.1f} ms, "
         f"{1000 * ours_total / ours_checked:.3f} ms per checked node ({ours_checked:,} checked); "
         f"frequency table from the rows in memory {1000 * tab:.1f} ms"
+    )
+    cpu_total = sum(r["ours_cpu_s"] for r in rows)
+    cpu_median = statistics.median(r["ours_cpu_s"] for r in rows)
+    print(
+        f"ours: CPU time of the searches: median {1000 * cpu_median:.1f} ms, "
+        f"sum over the {len(rows)} cells {cpu_total:.2f} s"
     )
     if not res["arx"]:
         return True
@@ -254,13 +278,26 @@ def main() -> int:
         help="our inner loops: compiled (numba, loaded once per process, as ARX's JVM is warm) or "
         "numpy (what a one-off CLI run on a table this small uses: no numba import)",
     )
+    parser.add_argument(
+        "--hierarchies",
+        default="ours",
+        help=f"hierarchy sets to run, comma-separated, of: {', '.join(HIERARCHY_SETS)} (issue 24: "
+        "ours = examples/adult/hierarchies, alt = bench_ola.ALT_HIERARCHIES)",
+    )
     args, _ = parser.parse_known_args()  # benchmarks/run.py passes its options to every benchmark
     arx = locate_or_say()
-    print(HEADER)
-    res = run(arx, args.repeat, tuple(args.cells.split(",")), args.loops == "compiled")
+    ok = True
+    results = {}
+    for which in args.hierarchies.split(","):
+        print(f"hierarchies {which!r}")
+        print(HEADER)
+        res = run(arx, args.repeat, tuple(args.cells.split(",")), args.loops == "compiled", which)
+        results[which] = res
+        ok = summary(res) and ok
     if args.json:
-        args.json.write_text(json.dumps(res, indent=1, default=str))
-    return 0 if summary(res) else 1
+        shown = results[which] if len(results) == 1 else results
+        args.json.write_text(json.dumps(shown, indent=1, default=str))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

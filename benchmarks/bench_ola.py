@@ -22,8 +22,11 @@ import statistics
 import sys
 import time
 import timeit
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -33,6 +36,8 @@ from safeshare.core.evaluation import Evaluator  # noqa: E402
 from safeshare.core.frequency import FrequencyTable  # noqa: E402
 from safeshare.data.engines.memory import MemoryEngine  # noqa: E402
 from safeshare.data.source import TableSource  # noqa: E402
+from safeshare.hierarchy.builders import GroupingBuilder, IntervalBuilder, SuppressionBuilder  # noqa: E402
+from safeshare.hierarchy.hierarchy import Hierarchy  # noqa: E402
 from safeshare.hierarchy.io import read_arx_csv  # noqa: E402
 from safeshare.metrics.loss import NonUniformEntropy, Prec  # noqa: E402
 from safeshare.models import KAnonymity, PrivacyCriterion  # noqa: E402
@@ -50,9 +55,62 @@ THESIS_TABLE_6_9 = {
 }
 
 
-def adult_table() -> tuple[MemoryEngine, FrequencyTable]:
+def runs_of(*widths: int) -> Callable[[list[str]], GroupingBuilder]:
+    """A :class:`GroupingBuilder` over the sorted values: level 1 groups ``widths[0]``
+    consecutive values, level ``j`` groups ``widths[j - 1]`` consecutive groups of the level
+    below (labels ``g<level>.<index>``); then the top ``*``. A categorical hierarchy at
+    another width than the file's, made from the data alone."""
+
+    def builder(values: list[str]) -> GroupingBuilder:
+        levels: list[dict[str, list[str]]] = []
+        below = sorted(values)
+        for number, width in enumerate(widths, start=1):
+            groups = {f"g{number}.{i // width}": below[i : i + width] for i in range(0, len(below), width)}
+            levels.append(groups)
+            below = list(groups)
+        return GroupingBuilder(levels=levels)
+
+    return builder
+
+
+#: Adult's second hierarchy set (issue 24: every search measured on two sets, so that nothing
+#: is tuned to one): the same QIs and heights as the files of ``examples/adult/hierarchies``
+#: (the same 7,776-node lattice), made with the project's builders at other widths: age in
+#: 5-year bands, then ``*`` (the files: 10- and 50-year bands), the categories grouped in runs
+#: of sorted values (the files: by meaning); the one-level QIs (relationship, race, sex) stay
+#: suppressed, the only hierarchy of height 1 whose top is one class.
+ALT_HIERARCHIES: dict[str, Callable[[list[str]], Any]] = {
+    "age": lambda values: IntervalBuilder(widths=[5]),
+    "workclass": runs_of(3),
+    "education": runs_of(4),
+    "marital-status": runs_of(2),
+    "occupation": runs_of(3),
+    "relationship": lambda values: SuppressionBuilder(),
+    "race": lambda values: SuppressionBuilder(),
+    "sex": lambda values: SuppressionBuilder(),
+    "native-country": runs_of(5, 3),
+}
+#: the sets ``--hierarchies`` may name
+HIERARCHY_SETS = ("ours", "alt")
+
+
+def adult_hierarchies(frame: pd.DataFrame, which: str = "ours") -> list[Hierarchy]:
+    """The hierarchies of set ``which``: ``ours`` (the files of ``examples/adult/hierarchies``)
+    or ``alt`` (:data:`ALT_HIERARCHIES`, built on the values of ``frame``)."""
+    if which == "ours":
+        return [read_arx_csv(ADULT / "hierarchies" / f"{q}.csv") for q in QIS]
+    if which != "alt":
+        raise ValueError(f"unknown hierarchy set {which!r} (known: {', '.join(HIERARCHY_SETS)})")
+    out = []
+    for q in QIS:
+        values = sorted(frame[q].astype(str).unique())
+        out.append(ALT_HIERARCHIES[q](values).build(values, q))
+    return out
+
+
+def adult_table(which: str = "ours") -> tuple[MemoryEngine, FrequencyTable]:
     engine = MemoryEngine(TableSource(ADULT / "adult.data", header=False, names=tuple(COLUMNS)))
-    hierarchies = [read_arx_csv(ADULT / "hierarchies" / f"{q}.csv") for q in QIS]
+    hierarchies = adult_hierarchies(engine.frame, which)
     table = FrequencyTable.from_grouped(engine.grouped_counts(QIS), QIS, hierarchies)
     return engine, table
 
