@@ -227,52 +227,84 @@ def _publish(
         verifier_expectations,
         write_reports,
     )
-    from safeshare.workflows.release_evidence import release_evidence, release_warnings
 
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:
         return build_release(result, engine, fmt, delimiter, context, None, None, timings)
-    ledger = cfg.ledger_path
-    if ledger is not None and not ledger.parent.is_dir():  # refused before anything is written
-        raise ConfigError(f"{cfg.path}: ledger: directory {ledger.parent} does not exist")
+    ledger = _ledger_path(cfg)
     identifiers = cfg.identifiers
-    missing = tuple(cfg.source.missing)
     name = release_name(fmt)
     output = OutputDirectory(out_dir)
     with monitor.phase("writing and verifying the release"), output as stage:
-        expected = verifier_expectations(result, engine, delimiter, identifiers, missing)
+        expected = verifier_expectations(result, engine, delimiter, identifiers, tuple(cfg.source.missing))
         verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
         release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
-        t0 = time.perf_counter()
-        released_columns = verification.checks.get("columns", [])
-        release.warnings += release_warnings(stage / name, fmt, result, released_columns, delimiter, missing)
-        inputs = [cfg.source.path] if cfg.source.table is None else []
-        evidence = release_evidence(
-            result=result,
-            expected=expected,
-            verification=verification,
-            staged=stage / name,
-            published=out_dir,
-            fmt=fmt,
-            delimiter=delimiter,
-            base=cfg.base_dir,
-            config=cfg.path,
-            inputs=inputs,
-            version=release.provenance.version,
-            engine=release.provenance.engine,
-            population_size=cfg.population_size,
-            threshold_reason=cfg.threshold_reason,
-            seeds=release.provenance.seeds,
-            identifiers=identifiers,
-        )
-        release.evidence = evidence.to_dict()
-        release.timings["evidence"] = time.perf_counter() - t0
+        _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, identifiers)
         write_reports(release, stage)
         output.publish()
     assert (out_dir / name).exists()
     if ledger is not None:
-        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, inputs, identifiers)
+        release.ledger_entry = _append_to_ledger(
+            ledger, cfg, release, out_dir / name, _inputs(cfg), identifiers
+        )
     return release
+
+
+def _ledger_path(cfg: Any) -> Path | None:
+    """The configured ledger, refused (before anything is written) when its folder is missing."""
+    ledger: Path | None = cfg.ledger_path
+    if ledger is not None and not ledger.parent.is_dir():
+        raise ConfigError(f"{cfg.path}: ledger: directory {ledger.parent} does not exist")
+    return ledger
+
+
+def _inputs(cfg: Any) -> list[Path]:
+    """The input files the evidence and the ledger hash (none for a Spark SQL table)."""
+    return [cfg.source.path] if cfg.source.table is None else []
+
+
+def _add_evidence(
+    release: Release,
+    result: AnonymizationResult,
+    expected: Any,
+    verification: Any,
+    cfg: Any,
+    staged: Path,
+    out_dir: Path,
+    identifiers: Any,
+    records_per_level: dict[str, dict[int, int]] | None = None,
+) -> None:
+    """The disclosure warnings and the evidence of the release staged at ``staged`` (verified
+    against ``expected``), added to ``release``: the same for a global and a mixed release."""
+    from safeshare.workflows.release_evidence import release_evidence, release_warnings
+
+    t0 = time.perf_counter()
+    fmt, delimiter = cfg.release_format, cfg.output_delimiter
+    released_columns = verification.checks.get("columns", [])
+    release.warnings += release_warnings(
+        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing)
+    )
+    evidence = release_evidence(
+        result=result,
+        expected=expected,
+        verification=verification,
+        staged=staged,
+        published=out_dir,
+        fmt=fmt,
+        delimiter=delimiter,
+        base=cfg.base_dir,
+        config=cfg.path,
+        inputs=_inputs(cfg),
+        version=release.provenance.version,
+        engine=release.provenance.engine,
+        population_size=cfg.population_size,
+        threshold_reason=cfg.threshold_reason,
+        seeds=release.provenance.seeds,
+        identifiers=identifiers,
+        records_per_level=records_per_level,
+    )
+    release.evidence = evidence.to_dict()
+    release.timings["evidence"] = time.perf_counter() - t0
 
 
 def _publish_local(
@@ -295,7 +327,6 @@ def _publish_local(
         stage_local_release,
     )
     from safeshare.workflows.release import release_name, write_reports
-    from safeshare.workflows.release_evidence import release_evidence, release_warnings
 
     rounds = cfg.local_recoding.rounds
     with monitor.phase(f"local recoding of the {result.suppressed_records:,} suppressed records"):
@@ -307,50 +338,26 @@ def _publish_local(
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     if out_dir is None:
         return build_local_release(recoded, engine, fmt, delimiter, context, None, None, timings)
-    ledger = cfg.ledger_path
-    if ledger is not None and not ledger.parent.is_dir():  # refused before anything is written
-        raise ConfigError(f"{cfg.path}: ledger: directory {ledger.parent} does not exist")
+    ledger = _ledger_path(cfg)
     output = OutputDirectory(out_dir)
-    name, missing = release_name(fmt), tuple(cfg.source.missing)
-    inputs = [cfg.source.path] if cfg.source.table is None else []
+    name = release_name(fmt)
     with monitor.phase("writing and verifying the release"), output as stage:
-        verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings)
+        expected = local_release_expectations(recoded, engine.columns(), delimiter)
+        verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings, expected=expected)
         release = build_local_release(
             recoded, engine, fmt, delimiter, context, verification, out_dir, timings
         )
-        # the disclosure warnings and the evidence over the staged mixed release, as _publish's
-        t0 = time.perf_counter()
-        released_columns = verification.checks.get("columns", [])
-        release.warnings += release_warnings(stage / name, fmt, result, released_columns, delimiter, missing)
-        evidence = release_evidence(
-            result=result,
-            expected=local_release_expectations(recoded, engine.columns(), delimiter),
-            verification=verification,
-            staged=stage / name,
-            published=out_dir,
-            fmt=fmt,
-            delimiter=delimiter,
-            base=cfg.base_dir,
-            config=cfg.path,
-            inputs=inputs,
-            version=release.provenance.version,
-            engine=release.provenance.engine,
-            population_size=cfg.population_size,
-            threshold_reason=cfg.threshold_reason,
-            seeds=release.provenance.seeds,
-            identifiers=None,  # refused with local recoding (config)
-            records_per_level={
-                g["qi"]: {int(lv): int(n) for lv, n in g["records_per_level"].items()}
-                for g in recoded.generalization()
-            },
-        )
-        release.evidence = evidence.to_dict()
-        release.timings["evidence"] = time.perf_counter() - t0
+        per_level = {
+            g["qi"]: {int(lv): int(n) for lv, n in g["records_per_level"].items()}
+            for g in recoded.generalization()
+        }
+        # identifiers: refused with local recoding (config)
+        _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, None, per_level)
         write_reports(release, stage)
         output.publish()
     assert (out_dir / name).exists()
     if ledger is not None:
-        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, inputs, None)
+        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, _inputs(cfg), None)
     return release
 
 

@@ -111,8 +111,12 @@ def stage_local_release(
     delimiter: str,
     timings: dict[str, float],
     identifiers: IdentifierExpectations | None = None,
+    expected: Expectations | None = None,
 ) -> Verification:
     """Write the mixed release of ``result`` into ``stage`` and verify the written file.
+
+    ``expected``: what the verifier must find (default: :func:`local_release_expectations`,
+    with the ``identifiers`` checks when given).
 
     Raises :class:`VerificationError` when the written release fails the independent check
     (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
@@ -124,7 +128,8 @@ def stage_local_release(
     written = engine.write_mixed_release(plan, stage / name)
     timings["apply"] = time.perf_counter() - start
     start = time.perf_counter()
-    expected = local_release_expectations(result, input_columns, delimiter)
+    if expected is None:
+        expected = local_release_expectations(result, input_columns, delimiter)
     if identifiers is not None:
         schema = result.global_result.schema
         roles = {n: a.role.value for n, a in schema.attributes.items()}
