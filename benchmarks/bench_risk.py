@@ -50,7 +50,7 @@ from scipy import special, stats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from safeshare.adult import ADULT_COLUMNS  # noqa: E402
+from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS  # noqa: E402
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable  # noqa: E402
 from safeshare.risk.estimators import ESTIMATORS, make_estimator  # noqa: E402
 from safeshare.risk.estimators.pitman import pitman_fit  # noqa: E402
@@ -59,17 +59,7 @@ from safeshare.risk.estimators.snb import snb_fit  # noqa: E402
 N = 13_448_494
 SAMPLE = 30_000
 QI = ["age", "sex", "race", "marital-status", "education", "native-country"]
-QI9 = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+QI9 = list(ADULT_QUASI_IDENTIFIERS)
 SIZES = (10**6, 10**9)
 TARGET_SECONDS, TARGET_BYTES = 60.0, 2 * 1024**3
 COLUMNS = list(ADULT_COLUMNS)
@@ -144,12 +134,6 @@ def _small_sample() -> pd.DataFrame:
     return table.sample(n=1000, random_state=3)
 
 
-def _cpu(fn: Any) -> tuple[float, Any]:
-    start = time.process_time()
-    value = fn()
-    return time.process_time() - start, value
-
-
 def plain_pitman_B(hist: ClassSizeHistogram, N: int) -> float:
     """The pre-issue-21 sum: E[1/F | f] over every y in [0, N - n] of the Beta-binomial urn."""
     fit = pitman_fit(hist)
@@ -194,18 +178,18 @@ def class_sizes() -> tuple[list[str], bool]:
     for N in POPULATIONS:
         cells, full = [], []
         for name in names:
-            t, est = _cpu(lambda name=name, N=N: make_estimator(name, n_bootstrap=0).fit(hist, N))
+            _, t, est = _cpu(lambda name=name, N=N: make_estimator(name, n_bootstrap=0).fit(hist, N))
             ok = ok and t <= POINT_TARGET_S
             cells.append(f"{t:10.3f}")
-            t_full, _ = _cpu(lambda name=name, N=N: make_estimator(name).fit(hist, N))
+            _, t_full, _ = _cpu(lambda name=name, N=N: make_estimator(name).fit(hist, N))
             full.append(f"{name[:6]} {t_full:.2f}")
         lines.append(f"  {N:>14,} " + " ".join(cells) + "   " + ", ".join(full))
     lines.append("  baseline: the plain sums over the population (the code before issue 21)")
     for N in [p for p in POPULATIONS if p <= PLAIN_SUM_LIMIT]:
         row = []
         for name, plain in (("pitman", plain_pitman_B), ("snb", plain_snb_B)):
-            t_plain, b_plain = _cpu(lambda plain=plain, N=N: plain(hist, N))
-            t_new, est = _cpu(lambda name=name, N=N: make_estimator(name, n_bootstrap=0).fit(hist, N))
+            _, t_plain, b_plain = _cpu(lambda plain=plain, N=N: plain(hist, N))
+            _, t_new, est = _cpu(lambda name=name, N=N: make_estimator(name, n_bootstrap=0).fit(hist, N))
             agree = est.B_ is not None and abs(est.B_ / b_plain - 1) < 1e-7
             ok = ok and agree
             verdict = "equal" if agree else "DIFFERENT"
