@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from safeshare.adult import ADULT_QUASI_IDENTIFIERS
 from safeshare.errors import Interrupted
 from safeshare.risk import copula
 from safeshare.risk import evaluation as ev
@@ -348,17 +349,7 @@ def test_gaussian_pair_copula_variant() -> None:
 
 # --------------------------------------------------------------------------- interval coverage on Adult
 
-ADULT_POOL = [
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+ADULT_POOL = list(ADULT_QUASI_IDENTIFIERS)
 
 
 @pytest.fixture(scope="module")

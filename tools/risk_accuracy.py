@@ -34,6 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from safeshare.risk.estimators import BASELINES, PAPER_ESTIMATORS  # noqa: E402
 from safeshare.risk.evaluation import (  # noqa: E402
     ACCURACY_BAND,
     FRACTION_BANDS,
@@ -198,18 +199,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 DOCS = ROOT / "docs" / "risk"
-ORDER = (
-    "entropy",
-    "hypothesis_test",
-    "benedetti_franconi",
-    "gaussian_copula",
-    "dvine_copula",
-    "average",
-    "pitman",
-    "zayatz",
-    "snb",
-    "dankar",
-)
+ORDER = (*PAPER_ESTIMATORS, *BASELINES)
 
 
 def write_docs(data: dict[str, pd.DataFrame]) -> None:
