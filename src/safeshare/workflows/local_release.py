@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
-from safeshare.errors import InputError, VerificationError
+from safeshare.errors import InputError
 from safeshare.io import OutputDirectory
 from safeshare.report.content import report_warnings
 from safeshare.risk.report_risk import risk_section
@@ -52,6 +52,7 @@ from safeshare.workflows.release import (
     PublishedRelease,
     ReleaseContext,
     _version,
+    check_verified,
     input_class_sizes,
     portable,
     release_name,
@@ -137,18 +138,7 @@ def stage_local_release(
         expected = with_identifiers(expected, input_columns, roles, default, identifiers)
     verification = verify_release(stage / name, fmt, expected)
     timings["verify"] = time.perf_counter() - start
-    if not verification.passed:
-        failures = "; ".join(verification.failures)
-        raise VerificationError(f"the written release failed its independent privacy check: {failures}")
-    if written != verification.records_out:
-        raise VerificationError(
-            f"the engine wrote {written} records but the release holds {verification.records_out}"
-        )
-    if verification.suppressed_records != result.suppressed_records:
-        raise VerificationError(
-            f"{verification.suppressed_records} records were suppressed, "
-            f"local recoding expected {result.suppressed_records}"
-        )
+    check_verified(verification, written, result.suppressed_records, "local recoding")
     return verification
 
 

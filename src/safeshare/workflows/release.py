@@ -231,6 +231,14 @@ def stage_release(
         verification.failures += [f"({engine.name} verifier) {f}" for f in again.failures]
         verification.passed = verification.passed and again.passed
     timings["verify"] = time.perf_counter() - start
+    check_verified(verification, written, result.suppressed_records, "the search")
+    return verification
+
+
+def check_verified(verification: Verification, written: int, suppressed: int, expecting: str) -> None:
+    """Raise :class:`VerificationError` unless the written release passed the verifier, holds the
+    ``written`` records the engine reported and suppressed the ``suppressed`` records that
+    ``expecting`` (the search, local recoding) expected."""
     if not verification.passed:
         raise VerificationError(
             "the written release failed its independent privacy check: " + "; ".join(verification.failures)
@@ -239,12 +247,10 @@ def stage_release(
         raise VerificationError(
             f"the engine wrote {written} records but the release holds {verification.records_out}"
         )
-    if verification.suppressed_records != result.suppressed_records:
+    if verification.suppressed_records != suppressed:
         raise VerificationError(
-            f"{verification.suppressed_records} records were suppressed, "
-            f"the search expected {result.suppressed_records}"
+            f"{verification.suppressed_records} records were suppressed, {expecting} expected {suppressed}"
         )
-    return verification
 
 
 def build_release(
