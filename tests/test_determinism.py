@@ -8,7 +8,9 @@ by code point (UTF-8 byte order), missing values (NULL) first.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -136,8 +138,20 @@ def test_sort_is_code_point_order_on_both_engines(fmt: str, tmp_path: Path) -> N
     assert rows == sorted(rows) and len(rows) == len(frame)
 
 
-def test_cli_release_is_reproducible(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The whole workflow, three runs per engine and one on the records reversed: one release."""
+def test_cli_release_is_reproducible(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole workflow, three runs per engine and one on the records reversed: one release.
+    The workflow tells the DuckDB engine the released columns before it reads (one pass over
+    the input for the frequency table and the grouped release)."""
+    expected: list[list[str]] = []
+    hint = DuckDBEngine.expect_release
+
+    def recorded(self: DuckDBEngine, columns: Sequence[str]) -> None:
+        expected.append(list(columns))
+        hint(self, columns)
+
+    monkeypatch.setattr(DuckDBEngine, "expect_release", recorded)
     for name in ("forward", "reversed"):
         (tmp_path / name).mkdir()
         write_small_adult(tmp_path / name)
@@ -153,6 +167,8 @@ def test_cli_release_is_reproducible(tmp_path: Path, capsys: pytest.CaptureFixtu
             assert code == 0, stderr
             digests[engine].add(sha256(out / "release.csv"))
     assert len(digests["memory"]) == 1 and digests["duckdb"] == digests["memory"]
+    header = (tmp_path / "duckdb0" / "release.csv").read_text().splitlines()[0].split(",")
+    assert expected == [header] * 4
 
 
 def test_packed_sort_keys_keep_the_order_of_wide_and_unmapped_codes(tmp_path: Path) -> None:
@@ -270,3 +286,49 @@ def test_grouped_release_bytes_do_not_depend_on_the_thread_count(
         DuckDBEngine(source, threads=threads).write_release(plan, target)
         digests.add(sha256(target))
     assert len(digests) == 1
+
+
+def logged_statements(engine: DuckDBEngine) -> list[str]:
+    """The SQL of every statement ``engine`` runs from now on (appended as they run)."""
+    statements: list[str] = []
+    run = engine._run
+
+    def logged(make_sql: Callable[[str], str], scan: str) -> str:
+        statements.append(make_sql(scan))
+        return statements[-1]
+
+    engine._run = lambda make_sql, *a, **k: run(functools.partial(logged, make_sql), *a, **k)  # type: ignore[method-assign]
+    return statements
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("repeated", [True, False])
+def test_a_release_expected_before_the_frequency_table_reads_the_input_once(
+    adult_plan: AnonymizationResult, big_adult: Path, fmt: str, repeated: bool, tmp_path: Path
+) -> None:
+    """``expect_release`` (issue 24): when the release will be written grouped (records repeat
+    in adult.data x 8), the frequency table's one pass groups by every released column and
+    the release's distinct rows come from that table, not from a second scan of the input.
+    The frequency table and the release's bytes are those of an engine without the hint; on
+    mostly distinct records (adult.data with fnlwgt released) the hint changes nothing."""
+    plan = plan_for(adult_plan, fmt)
+    if not repeated:
+        plan = ReleasePlan([*plan.columns, "fnlwgt"], plan.generalization, plan.suppressed, plan.format)
+    qis = plan.quasi_identifiers
+    source = big_adult if repeated else ADULT
+    digests, tables = set(), []
+    for hint in (False, True):
+        engine = adult_engine("duckdb", source)
+        assert isinstance(engine, DuckDBEngine)
+        statements = logged_statements(engine)
+        if hint:
+            engine.expect_release(plan.columns)
+        tables.append(engine.grouped_counts(qis))
+        target = tmp_path / f"hint{hint}.{fmt}"
+        engine.write_release(plan, target)
+        digests.add(sha256(target))
+        reads = [sql for sql in statements if "read_csv" in sql and "LIMIT" not in sql]
+        engine.close()
+        assert len(reads) == (1 if hint and repeated else 2), reads
+    assert len(digests) == 1
+    pd.testing.assert_frame_equal(tables[0], tables[1])

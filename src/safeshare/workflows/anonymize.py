@@ -98,6 +98,8 @@ def run_anonymization(
         )
     timings["read"] = time.perf_counter() - start
     try:
+        if out_dir is not None and not sampling:  # one pass over the input for the table and release
+            engine.expect_release(cfg.schema.released_columns(engine.columns()))
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
         result, input_table = _search(anonymizer, engine, timings, monitor, cfg.algorithm)
         check_releasable(

@@ -151,6 +151,12 @@ class Engine(ABC):
         for start in range(0, max(len(grouped), 1), batch_rows):
             yield grouped.iloc[start : start + batch_rows].reset_index(drop=True)
 
+    def expect_release(self, columns: Sequence[str]) -> None:  # noqa: B027 - optional hook
+        """Say, before the first :meth:`grouped_counts`, that a release of ``columns`` will
+        follow. An engine may then group the records by these columns in its one pass over
+        the input, so that :meth:`write_release` does not read the input again. A hint: every
+        result, and every byte written, is the same with or without it; none by default."""
+
     def settings(self) -> dict[str, object]:
         """Resource settings in force (memory limit, threads), for the report; none by default."""
         return {}
