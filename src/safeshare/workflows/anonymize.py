@@ -225,7 +225,7 @@ def _publish(
     from safeshare.workflows.release import (
         build_release,
         release_name,
-        stage_release,
+        stage_and_build,
         verifier_expectations,
         write_reports,
     )
@@ -239,8 +239,9 @@ def _publish(
     output = OutputDirectory(out_dir)
     with monitor.phase("writing and verifying the release"), output as stage:
         expected = verifier_expectations(result, engine, delimiter, identifiers, tuple(cfg.source.missing))
-        verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
-        release = build_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
+        release = stage_and_build(result, engine, stage, fmt, delimiter, context, timings, expected, out_dir)
+        verification = release.verification
+        assert verification is not None
         _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, identifiers)
         write_reports(release, stage)
         output.publish()
