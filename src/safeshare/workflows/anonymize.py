@@ -98,9 +98,10 @@ def run_anonymization(
         )
     timings["read"] = time.perf_counter() - start
     try:
-        if out_dir is not None and not sampling:  # one pass over the input for the table and release
-            engine.expect_release(cfg.schema.released_columns(engine.columns()))
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
+        if out_dir is not None and not sampling:  # one pass over the input for the table and release
+            cfg.schema.check_columns(engine.columns(), getattr(engine, "label", "the input"))
+            engine.expect_release(cfg.schema.released_columns(engine.columns()))
         result, input_table = _search(anonymizer, engine, timings, monitor, cfg.algorithm)
         check_releasable(
             result, cfg.population_size, input_table.n_records if input_table is not None else None
