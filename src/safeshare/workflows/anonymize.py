@@ -240,7 +240,7 @@ def _publish(
     output = OutputDirectory(out_dir)
     with monitor.phase("writing and verifying the release"), output as stage:
         expected = verifier_expectations(result, engine, delimiter, identifiers, tuple(cfg.source.missing))
-        release = stage_and_build(result, engine, stage, fmt, delimiter, context, timings, expected, out_dir)
+        release = stage_and_build(result, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
         verification = release.verification
         assert verification is not None
         _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, identifiers)

@@ -321,12 +321,13 @@ def stage_and_build(
     fmt: OutputFormat,
     delimiter: str,
     context: ReleaseContext,
-    timings: dict[str, float],
-    expected: Expectations | None,
     out_dir: Path,
+    timings: dict[str, float] | None = None,
+    expected: Expectations | None = None,
 ) -> Release:
     """:func:`stage_release` then :func:`build_release`: the release written into ``stage``,
-    verified and described.
+    verified and described. ``timings`` (updated): default the context's and the search's;
+    ``expected``: default :func:`release_expectations`, with the context's identifier checks.
 
     The risk section needs the search's class sizes only, not the file: it is computed on a
     second thread while the engine writes (the grouped release's Parquet writer runs on one
@@ -334,6 +335,10 @@ def stage_and_build(
     estimator's import and its bootstrap interval). The same function of the same sizes as
     :func:`release_risk`, so the same section; an error in it is raised here as it would be
     there, after the write and before anything is published."""
+    if timings is None:
+        timings = {**context.timings, **result.timings}
+    if expected is None and context.identifiers is not None:
+        expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="safeshare-risk") as pool:
         risk = None
         if context.input_table is None:  # the class sizes read here, on this thread
@@ -392,7 +397,8 @@ def write_release(
     )
     output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
     with output as stage:
-        release = _write_into(result, engine, stage, fmt, delimiter, context, html, out_dir)
+        release = stage_and_build(result, engine, stage, fmt, delimiter, context, out_dir)
+        write_reports(release, stage, html)
         output.publish()  # seal, swap atomically with the previous output, discard it
     assert release.verification is not None
     name = release_name(fmt)
@@ -419,25 +425,8 @@ def write_release_files(
     context = context or ReleaseContext()
     check_releasable(result, context.population_size)
     directory.mkdir(parents=True, exist_ok=False)
-    return _write_into(result, engine, directory, fmt, delimiter, context, html, directory)
-
-
-def _write_into(
-    result: AnonymizationResult,
-    engine: Engine,
-    stage: Path,
-    fmt: OutputFormat,
-    delimiter: str,
-    context: ReleaseContext,
-    html: bool,
-    out_dir: Path,
-) -> Release:
-    timings = {**context.timings, **result.timings}
-    expected = None
-    if context.identifiers is not None:
-        expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
-    release = stage_and_build(result, engine, stage, fmt, delimiter, context, timings, expected, out_dir)
-    write_reports(release, stage, html)
+    release = stage_and_build(result, engine, directory, fmt, delimiter, context, directory)
+    write_reports(release, directory, html)
     return release
 
 
