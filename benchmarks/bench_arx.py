@@ -70,9 +70,12 @@ def cells(metrics: tuple[str, ...]) -> list[tuple[str, int, float]]:
     return [(m, k, limit) for m in metrics for k in KS for limit in LIMITS]
 
 
-def ours_once(table: FrequencyTable, k: int, limit: float, metric: str, compiled: bool) -> dict[str, Any]:
+def ours_once(
+    table: FrequencyTable, k: int, limit: float, metric: str, compiled: bool | None
+) -> dict[str, Any]:
     """One OLA search the way the workflow runs it (a fresh evaluator; setup included), with
-    the compiled loops or with numpy's (``compiled``; the search follows its evaluator)."""
+    the compiled loops or with numpy's (``compiled``; ``None``: the evaluator's default; the
+    search follows its evaluator)."""
     start, cpu = time.perf_counter(), time.process_time()
     ev = Evaluator(table, compiled=compiled)
     ctx = SearchContext(table, ev, PrivacyCriterion([KAnonymity(k)], limit), make_metric(metric, ev))
@@ -263,7 +266,7 @@ def summary(res: dict[str, Any]) -> bool:
                 f"  {metric}: ARX's own loss of its node / safeshare's loss of the same node: "
                 + ("1 (same scale)" if equal else f"{min(scale):.4g}..{max(scale):.4g} (another scale)")
             )
-    return med <= TARGET_MEDIAN and worst <= TARGET_MAX and same_loss_n == len(rows)
+    return bool(med <= TARGET_MEDIAN and worst <= TARGET_MAX and same_loss_n == len(rows))
 
 
 def main() -> int:

@@ -151,7 +151,7 @@ def summary(res: dict[str, Any]) -> bool:
     rows = res["rows"]
 
     def med(key: str) -> float:
-        return statistics.median(r[key] for r in rows)
+        return float(statistics.median(r[key] for r in rows))
 
     print(
         f"CLI (fresh process per cell, best of {res['repeat']}): median search {1000 * med('cli_s'):.1f} ms "
@@ -180,7 +180,7 @@ def summary(res: dict[str, Any]) -> bool:
             )
     if res["arx"]:
         ratios = [r["cli_s"] / r["arx_s"] for r in rows]
-        return statistics.median(ratios) <= TARGET_MEDIAN and max(ratios) <= TARGET_MAX
+        return bool(statistics.median(ratios) <= TARGET_MEDIAN and max(ratios) <= TARGET_MAX)
     return med("cli_s") <= TARGET_MEDIAN * ARX_RECORDED_MEDIAN_S
 
 

@@ -131,7 +131,8 @@ COMMAND_TARGET_S = 30.0
 def _small_sample() -> pd.DataFrame:
     opts: dict[str, Any] = {"header": None, "names": COLUMNS, "skipinitialspace": True, "dtype": str}
     table = pd.read_csv(ROOT / "examples" / "adult" / "adult.data", nrows=10_000, **opts)
-    return table.sample(n=1000, random_state=3)
+    sample: pd.DataFrame = table.sample(n=1000, random_state=3)
+    return sample
 
 
 def plain_pitman_B(hist: ClassSizeHistogram, N: int) -> float:

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from safeshare.config import load_config
 from safeshare.core.evaluation import Evaluator
