@@ -334,7 +334,9 @@ def stage_and_build(
     thread, so the second core is otherwise idle; 10 million records: about 0.3 s, the
     estimator's import and its bootstrap interval). The same function of the same sizes as
     :func:`release_risk`, so the same section; an error in it is raised here as it would be
-    there, after the write and before anything is published."""
+    there, after the write and before anything is published. An interrupt (Ctrl-C, SIGTERM)
+    during the write leaves once the section is done: it works on the class-size histogram,
+    1.4 s at 5 million classes."""
     if timings is None:
         timings = {**context.timings, **result.timings}
     if expected is None and context.identifiers is not None:
