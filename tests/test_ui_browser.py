@@ -105,6 +105,8 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
         assert page.get_by_test_id("notice").inner_text() == f"hierarchy of {column} set"
     shot(page, "1-data")
     page.get_by_test_id("hierarchy-age").click()
+    page.get_by_test_id("hierarchy-levels").wait_for()  # the link loads a page: count once it is there
+    page.wait_for_load_state("load")
     levels = len((ADULT_DIR / "hierarchies" / "age.csv").read_text().partition("\n")[0].split(";"))
     assert page.get_by_test_id("hierarchy-levels").locator("tr").count() == 1 + levels  # header + each level
     page.get_by_test_id("nav-privacy").click()
