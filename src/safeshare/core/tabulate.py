@@ -40,7 +40,7 @@ def build_frequency_table(
     """Group the data by the QIs (and ``sensitive``) and encode it. Returns the table and timings."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    label = getattr(engine, "label", "the input")
+    label = engine.label
     schema.check_columns(engine.columns(), label)
     if engine.n_records() == 0:
         raise DataError(f"{label}: the input has no records")

@@ -100,7 +100,7 @@ def run_anonymization(
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
         if out_dir is not None and not sampling:  # one pass over the input for the table and release
-            cfg.schema.check_columns(engine.columns(), getattr(engine, "label", "the input"))
+            cfg.schema.check_columns(engine.columns(), engine.label)
             engine.expect_release(cfg.schema.released_columns(engine.columns()))
         result, input_table = _search(anonymizer, engine, timings, monitor, cfg.algorithm)
         check_releasable(

@@ -110,6 +110,8 @@ class Engine(ABC):
     """Reads records and writes releases; see the module docstring."""
 
     name: str = "engine"
+    #: how errors name the input (a path, a table); engines that read a file set it
+    label: str = "the input"
     #: pseudonyms and shifted dates applied to every record as it is read (``None``: none);
     #: :meth:`grouped_counts` and :meth:`write_release` see the treated values only.
     identifiers: IdentifierTreatment | None = None

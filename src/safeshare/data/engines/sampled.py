@@ -53,7 +53,7 @@ class SampledMemoryEngine(MemoryEngine):
                 f"sampling mask: expected {base.n_records()} booleans, got {keep.dtype} of shape {keep.shape}"
             )
         self.frame: pd.DataFrame = base.frame.loc[keep].reset_index(drop=True)
-        self.label = getattr(base, "label", "the input")
+        self.label = base.label
         self.source_records = base.n_records()
         # the identifier treatment was applied to every record of base: keep it, and its raw values
         self._missing = base._missing
