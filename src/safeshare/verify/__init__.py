@@ -53,15 +53,7 @@ from safeshare.verify.population_bins import check_population_bins
 from safeshare.verify.risk import check_risk, risk_figures
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 from safeshare.verify.small_cells import check_small_cells
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
+from safeshare.verify.sql import quote, release_relation
 
 #: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
 RELEASED_ROLES = frozenset({"quasi", "sensitive", "insensitive"})
@@ -153,16 +145,6 @@ MODEL_FIGURES: dict[
 }
 
 
-def _relation(path: Path, fmt: str, delimiter: str) -> str:
-    p = _literal(str(path))
-    if fmt == "parquet":
-        return f"read_parquet({p})"
-    return (
-        f"read_csv({p}, all_varchar=true, header=true, delim={_literal(delimiter)}, "
-        "quote='\"', escape='\"', null_padding=false)"
-    )
-
-
 def judge_release(
     expected: Expectations,
     columns: Sequence[str],
@@ -212,7 +194,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
     con = duckdb.connect()
     try:
         con.execute("SET threads TO 2")
-        rel = _relation(Path(path), fmt, expected.delimiter)
+        rel = release_relation(Path(path), fmt, expected.delimiter)
         failures: list[str] = []
         checks: dict[str, Any] = {}
         columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
@@ -224,7 +206,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         if qis:
             aliases = [f"q{i}" for i in range(len(qis))]
             select = ", ".join(
-                f"CAST({_quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True)
+                f"CAST({quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True)
             )
             by = ", ".join(str(i + 1) for i in range(len(qis)))
             con.execute(
@@ -247,7 +229,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         if expected.identifiers is not None:
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if records_out and qis:
-            group = ", ".join(f"CAST({_quote(q)} AS VARCHAR)" for q in qis)
+            group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
             for name, params in expected.models.items():
                 check = EXTRA_CHECKS.get(name)
                 if check is None:

@@ -43,6 +43,8 @@ from typing import Any
 
 import duckdb
 
+from safeshare.verify.sql import literal, quote, release_relation
+
 #: ``kept_column_identifying`` fires above this share of released records made unique.
 UNIQUE_SHARE = 0.05
 
@@ -67,24 +69,6 @@ class DisclosureWarning:
             "value": self.value,
             "message": self.message,
         }
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _relation(path: Path, fmt: str, delimiter: str) -> str:
-    p = _literal(str(path))
-    if fmt == "parquet":
-        return f"read_parquet({p})"
-    return (
-        f"read_csv({p}, all_varchar=true, header=true, delim={_literal(delimiter)}, "
-        "quote='\"', escape='\"', null_padding=false)"
-    )
 
 
 def _share(part: int, whole: int) -> str:
@@ -117,7 +101,7 @@ def disclosure_warnings(
         try:
             return _warnings(
                 con,
-                _relation(Path(release), fmt, delimiter),
+                release_relation(Path(release), fmt, delimiter),
                 list(quasi_identifiers),
                 list(kept_columns),
                 list(sensitive_columns),
@@ -138,7 +122,7 @@ def _warnings(
     unique_share: float,
 ) -> list[DisclosureWarning]:
     def text(column: str) -> str:
-        return f"COALESCE(CAST({_quote(column)} AS VARCHAR), '')"
+        return f"COALESCE(CAST({quote(column)} AS VARCHAR), '')"
 
     def one(sql: str) -> tuple[Any, ...]:
         row = con.execute(sql).fetchone()
@@ -151,9 +135,9 @@ def _warnings(
     # The raw values are grouped first and cast to text after: the text is a function of the
     # value, and casting the distinct rows costs nothing, casting every record does.
     needed = list(dict.fromkeys([*qis, *kept, *sensitive]))
-    raw = ", ".join(_quote(c) for c in needed)
+    raw = ", ".join(quote(c) for c in needed)
     if needed:
-        columns = ", ".join(f"{text(c)} AS {_quote(c)}" for c in needed)
+        columns = ", ".join(f"{text(c)} AS {quote(c)}" for c in needed)
         con.execute(
             f"CREATE TEMP TABLE released AS SELECT {columns}, w FROM "
             f"(SELECT {raw}, COUNT(*) AS w FROM {rel} GROUP BY ALL)"
@@ -165,7 +149,7 @@ def _warnings(
     if total == 0:
         return []
     out: list[DisclosureWarning] = []
-    group = ", ".join(_quote(q) for q in qis)
+    group = ", ".join(quote(q) for q in qis)
     keys = f"{group}, " if group else ""
 
     def uniques(columns_sql: str) -> int:
@@ -185,8 +169,8 @@ def _warnings(
             )
         )
     for column in kept:
-        alone = uniques(_quote(column))
-        together = uniques(f"{keys}{_quote(column)}") - qi_uniques
+        alone = uniques(quote(column))
+        together = uniques(f"{keys}{quote(column)}") - qi_uniques
         share = together / total
         if share > unique_share:
             out.append(
@@ -200,11 +184,11 @@ def _warnings(
                     "hierarchy, or drop it",
                 )
             )
-    absent = ", ".join(_literal(t) for t in dict.fromkeys([*missing, ""]))
+    absent = ", ".join(literal(t) for t in dict.fromkeys([*missing, ""]))
     for column in sensitive:
         if not group:
             break
-        value = _quote(column)
+        value = quote(column)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE homogeneous AS SELECT * FROM (SELECT SUM(w) AS n, "
             f"COUNT(DISTINCT {value}) AS d, MIN({value}) AS v FROM released GROUP BY {group}) "

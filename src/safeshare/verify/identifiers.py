@@ -49,12 +49,9 @@ import duckdb
 import pandas as pd
 
 from safeshare.data.identifiers.key import DATE_SHIFT_LABEL, PSEUDONYM_LABEL, SecretKey
+from safeshare.verify.sql import quote
 
 COUNT = "__count__"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
@@ -172,7 +169,7 @@ def check_identifiers(
         "CREATE TEMP TABLE __expected_ids (" + ", ".join(f"{s} VARCHAR" for s in slots) + ", n BIGINT)"
     )
     for c in expected.pseudonyms:
-        con.execute(f"CREATE TEMP TABLE {_quote('__raw_' + c.column)} (v VARCHAR)")
+        con.execute(f"CREATE TEMP TABLE {quote('__raw_' + c.column)} (v VARCHAR)")
     unparseable: list[str] = []
     shifts: dict[tuple[str, int], int] = {}  # (person, max_days) -> shift, over all batches
     persons = 0
@@ -187,7 +184,7 @@ def check_identifiers(
             hashed = {v: _own_pseudonym(pseudo_key, v, c.length) for v in distinct}
             out[slots[j]] = values.where(~present, values.map(hashed))
             con.register("__raw_batch", pd.DataFrame({"v": distinct}))
-            con.execute(f"INSERT INTO {_quote('__raw_' + c.column)} SELECT v FROM __raw_batch")
+            con.execute(f"INSERT INTO {quote('__raw_' + c.column)} SELECT v FROM __raw_batch")
             con.unregister("__raw_batch")
         for j, s in enumerate(expected.shifted_dates, start=len(expected.pseudonyms)):
             values, people = batch[s.column].astype(str), batch[s.person].astype(str)
@@ -218,7 +215,7 @@ def check_identifiers(
         con.unregister("__expected_batch")
     if unparseable:
         failures.append(f"identifiers: column {unparseable[0]!r} holds input values that are not dates")
-    released = ", ".join(f"CAST({_quote(c)} AS VARCHAR) AS {s}" for c, s in zip(columns, slots, strict=True))
+    released = ", ".join(f"CAST({quote(c)} AS VARCHAR) AS {s}" for c, s in zip(columns, slots, strict=True))
     con.execute(
         f"CREATE TEMP TABLE __released_ids AS SELECT {released}, COUNT(*) AS n FROM {relation} GROUP BY ALL"
     )
@@ -226,7 +223,7 @@ def check_identifiers(
     for j, c in enumerate(expected.pseudonyms):
         row = con.execute(
             f"SELECT COUNT(DISTINCT r.{slots[j]}) FROM __released_ids AS r "
-            f"SEMI JOIN {_quote('__raw_' + c.column)} AS raw ON r.{slots[j]} = raw.v"
+            f"SEMI JOIN {quote('__raw_' + c.column)} AS raw ON r.{slots[j]} = raw.v"
         ).fetchone()
         if row is not None and int(row[0]):
             failures.append(
@@ -265,5 +262,5 @@ def check_identifiers(
         "key_fingerprint": expected.key.fingerprint,
     }
     for table in ("__expected_ids", "__released_ids", *(f"__raw_{c.column}" for c in expected.pseudonyms)):
-        con.execute(f"DROP TABLE IF EXISTS {_quote(table)}")
+        con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
     return failures

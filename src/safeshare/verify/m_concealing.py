@@ -27,13 +27,10 @@ from typing import Any
 import duckdb
 
 from safeshare.numerics import TOLERANCE
+from safeshare.verify.sql import quote
 
 #: Same allowance for floating-point rounding as the privacy model.
 ALLOWANCE = TOLERANCE
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _double(x: float) -> str:
@@ -49,7 +46,7 @@ def record_values_sql(relation: str, group: str, knowledge: Mapping[str, float],
         prob = math.prod(float(knowledge[c]) if b else 1.0 - float(knowledge[c]) for c, b in pairs)
         if prob <= 0.0:
             continue
-        known = [f"CAST({_quote(c)} AS VARCHAR)" for c, b in zip(columns, bits, strict=True) if b]
+        known = [f"CAST({quote(c)} AS VARCHAR)" for c, b in zip(columns, bits, strict=True) if b]
         partition = ", ".join([group, *known]) if group else ", ".join(known)
         window = f"COUNT(*) OVER (PARTITION BY {partition})" if partition else "COUNT(*) OVER ()"
         terms.append(f"{_double(prob)} / {window}")

@@ -26,11 +26,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from safeshare.verify.sql import quote
+
 _names = itertools.count()
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def check_population_bins(
@@ -55,8 +53,8 @@ def check_population_bins(
         cols = ", ".join(f"d{j}" for j in range(len(dims)))
         bins = f"SELECT r, {cols}, SUM(people) AS people FROM {name} GROUP BY r, {cols}"
         released = ", ".join(
-            [f"CAST({_quote(region)} AS VARCHAR) AS r"]
-            + [f"CAST({_quote(dim)} AS VARCHAR) AS d{j}" for j, dim in enumerate(dims)]
+            [f"CAST({quote(region)} AS VARCHAR) AS r"]
+            + [f"CAST({quote(dim)} AS VARCHAR) AS d{j}" for j, dim in enumerate(dims)]
         )
         on = " AND ".join(
             f"x.{c} IS NOT DISTINCT FROM b.{c}" for c in ["r", *(f"d{j}" for j in range(len(dims)))]

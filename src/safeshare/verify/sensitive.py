@@ -30,21 +30,18 @@ from typing import Any
 import duckdb
 
 from safeshare.numerics import TOLERANCE
+from safeshare.verify.sql import quote
 
 #: Slack of the floating-point comparisons (the models use the same value).
 
 _names = itertools.count()
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _records(rel: str, group: str, column: str) -> str:
     """One row per record: its class (dense rank of the QI tuple) and its sensitive value as text."""
     return (
         f"SELECT DENSE_RANK() OVER (ORDER BY {group}) AS cls, "
-        f"COALESCE(CAST({_quote(column)} AS VARCHAR), '') AS v FROM {rel}"
+        f"COALESCE(CAST({quote(column)} AS VARCHAR), '') AS v FROM {rel}"
     )
 
 

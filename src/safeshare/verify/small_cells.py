@@ -19,16 +19,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from safeshare.verify.sql import literal, quote
+
 #: At most this many combinations of candidate levels are checked; more is refused as doubtful.
 MAX_COMBINATIONS = 64
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def check_small_cells(
@@ -49,7 +43,7 @@ def check_small_cells(
     for q in qis:
         values = {
             "" if r[0] is None else str(r[0])
-            for r in con.execute(f"SELECT DISTINCT CAST({_quote(q)} AS VARCHAR) FROM {relation}").fetchall()
+            for r in con.execute(f"SELECT DISTINCT CAST({quote(q)} AS VARCHAR) FROM {relation}").fetchall()
         }
         depth = len(hierarchies[q][0]) if hierarchies[q] else 0
         levels = [lv for lv in range(depth) if values <= {row[lv] for row in hierarchies[q]}]
@@ -60,7 +54,7 @@ def check_small_cells(
     if len(combos) > MAX_COMBINATIONS:
         return [f"small-cells: {len(combos)} possible generalization levels; cannot check unambiguously"]
     pop = (
-        f"read_csv({_literal(path)}, all_varchar=true, header=true, delim={_literal(delimiter)}, "
+        f"read_csv({literal(path)}, all_varchar=true, header=true, delim={literal(delimiter)}, "
         "quote='\"', escape='\"')"
     )
     failures: list[str] = []
@@ -73,11 +67,11 @@ def check_small_cells(
             )
             con.register(name, frame.drop_duplicates("leaf"))
             names.append(name)
-            joins.append(f"JOIN {name} m{j} ON CAST(p.{_quote(q)} AS VARCHAR) = m{j}.leaf")
+            joins.append(f"JOIN {name} m{j} ON CAST(p.{quote(q)} AS VARCHAR) = m{j}.leaf")
             keys.append(j)
         try:
             p_keys = ", ".join(f"m{j}.label AS k{j}" for j in keys)
-            r_keys = ", ".join(f"CAST({_quote(q)} AS VARCHAR) AS k{j}" for j, q in enumerate(qis))
+            r_keys = ", ".join(f"CAST({quote(q)} AS VARCHAR) AS k{j}" for j, q in enumerate(qis))
             on = " AND ".join(f"r.k{j} = g.k{j}" for j in keys)
             rows = con.execute(
                 f"WITH g AS (SELECT {p_keys}, COUNT(*) AS c FROM {pop} p {' '.join(joins)} GROUP BY ALL), "

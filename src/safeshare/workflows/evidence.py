@@ -41,6 +41,7 @@ import duckdb
 
 from safeshare.io import files_of, sha256_file
 from safeshare.verify import Expectations, Verification
+from safeshare.verify.sql import quote, release_relation
 
 #: The public-release threshold of EMA Policy 0070 and Health Canada (on the re-identification
 #: probability; a smallest class of 11 records gives 1/11 = 0.0909).
@@ -169,16 +170,11 @@ def released_labels(
     """Every distinct value of each of ``columns`` in the written release, in code point order
     (DuckDB SQL over the file: only what was released). One scan of the release: its distinct
     tuples of ``columns`` (at most its classes), then each column's values among those."""
-    p = "'" + str(release).replace("'", "''") + "'"
-    if fmt == "parquet":
-        rel = f"read_parquet({p})"
-    else:
-        d = "'" + delimiter.replace("'", "''") + "'"
-        rel = f"read_csv({p}, all_varchar=true, header=true, delim={d}, quote='\"', escape='\"')"
+    rel = release_relation(Path(release), fmt, delimiter)
     columns = list(dict.fromkeys(columns))
     if not columns:
         return {}
-    names = ['"' + column.replace('"', '""') + '"' for column in columns]
+    names = [quote(column) for column in columns]
     con = duckdb.connect()
     try:
         text = ", ".join(f"COALESCE(CAST({q} AS VARCHAR), '') AS {q}" for q in names)
