@@ -634,12 +634,21 @@ class ConfigFile(Section):
                 "key_file: PATH (or --key-file; make one with: openssl rand -hex 32 > release.key; "
                 "chmod 600 release.key)"
             )
-        path = Path(self.key_file)
+        path = self.key_path
+        assert path is not None
         try:
-            key = load_key(path if path.is_absolute() else self.base_dir / path)
+            key = load_key(path)
             return IdentifierTreatment.from_schema(self.schema, key)
         except ConfigError as exc:
             raise ConfigError(f"{self._path}: key_file: {exc}") from None
+
+    @property
+    def key_path(self) -> Path | None:
+        """The key file (relative to the configuration's directory), if any."""
+        if self.key_file is None:
+            return None
+        path = Path(self.key_file)
+        return path if path.is_absolute() else self.base_dir / path
 
     @property
     def ledger_path(self) -> Path | None:
@@ -900,7 +909,7 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
             )
     _check_population_size(cfg)
     _check_identifiers(cfg)
-    if cfg.ledger is not None and cfg.approved_by is None:
+    if cfg.ledger is not None and (cfg.approved_by is None or not cfg.approved_by.strip()):
         raise ConfigError(
             f"{name}: ledger: a ledger entry names who approved the release: add approved_by: "
             "(or --approved-by 'J. Doe, privacy officer')"

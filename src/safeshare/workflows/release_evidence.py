@@ -145,8 +145,11 @@ def ledger_entry(
     files: Mapping[str, Sequence[Path]],
     approved_by: str,
     key_fingerprint: str | None,
+    moved: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
-    """The ledger entry of a published release, from its report (report.json's content)."""
+    """The ledger entry of a published release, from its report (report.json's content).
+    ``moved``: ``(stage, out_dir)`` when the files are still staged (recorded where they will be
+    published: :func:`safeshare.workflows.ledger.file_records`)."""
     from safeshare.workflows.ledger import release_entry
 
     risk = doc.get("risk") or {}
@@ -183,6 +186,7 @@ def ledger_entry(
         verification={"passed": verification.get("passed"), "failures": verification.get("failures", [])},
         version=str(doc.get("safeshare_version")),
         extra=extra,
+        moved=moved,
     )
 
 
