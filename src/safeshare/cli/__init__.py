@@ -128,14 +128,9 @@ def _error_line(message: str) -> None:
 
 def _interrupted(signum: int) -> int:
     """Say what an interrupt left behind; the exit status 128 + ``signum``."""
-    from safeshare.io import published_paths
+    from safeshare.io import interrupt_message
 
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
-    published = published_paths()
-    if published:
-        _error_line(f"{what} after the new output was published to {published[-1]}")
-    else:
-        _error_line(f"{what}; nothing was published")
+    _error_line(interrupt_message(signum))
     return 128 + signum
 
 
