@@ -31,6 +31,8 @@ Checks:
   :mod:`safeshare.verify.population_bins`): one
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted;
+* no value of any text column holds a terminal control character
+  (:mod:`safeshare.verify.control`: refused, not escaped; counted in the same scan);
 * pseudonyms and shifted dates (:mod:`safeshare.verify.identifiers`), when the
   expectations carry them (:func:`with_identifiers`): recomputed from the key for every
   released record. Without them, a column with an identifier role is not allowed in the
@@ -47,6 +49,7 @@ from typing import Any
 import duckdb
 
 from safeshare.numerics import suppression_limit
+from safeshare.verify import control
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.population_bins import check_population_bins
@@ -197,10 +200,14 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         rel = release_relation(Path(path), fmt, expected.delimiter)
         failures: list[str] = []
         checks: dict[str, Any] = {}
-        columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        described = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        columns = [name for name, _ in described]
         qis = [q for q in expected.quasi_identifiers if q in columns]
         # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
-        # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
+        # sizes, and per text column the values holding a control character (verify/control.py).
+        # Records, labels, class sizes and suppression are all read from this aggregate.
+        text = control.text_columns(described)
+        counted = [f"{sql} AS c{i}" for i, sql in enumerate(control.aggregates(text))]
         labels: dict[str, set[str]] = {}
         min_size, n_classes = 0, 0
         if qis:
@@ -211,21 +218,26 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             by = ", ".join(str(i + 1) for i in range(len(qis)))
             con.execute(
                 f"CREATE TEMP TABLE release_classes AS "
-                f"SELECT {select}, COUNT(*) AS n FROM {rel} GROUP BY {by}"
+                f"SELECT {', '.join([select, 'COUNT(*) AS n', *counted])} FROM {rel} GROUP BY {by}"
             )
+            sums = "".join(f", SUM(c{i})" for i in range(len(text)))
             row = con.execute(
-                "SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*) FROM release_classes"
+                f"SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*){sums} FROM release_classes"
             ).fetchone()
             assert row is not None
             records_out, min_size, n_classes = int(row[0]), int(row[1]), int(row[2])
+            bad = list(row[3:])
             for qi, alias in zip(qis, aliases, strict=True):
                 labels[qi] = {
                     "" if r[0] is None else str(r[0])
                     for r in con.execute(f"SELECT DISTINCT {alias} FROM release_classes").fetchall()
                 }
         else:
-            records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
+            row = con.execute(f"SELECT {', '.join(['COUNT(*)', *counted])} FROM {rel}").fetchone()
+            assert row is not None
+            records_out, bad = int(row[0]), list(row[1:])
         suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
+        failures.extend(control.failures(con, rel, text, bad))
         if expected.identifiers is not None:
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if records_out and qis:
