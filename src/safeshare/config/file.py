@@ -949,6 +949,50 @@ def _config_error(exc: ValidationError, name: str, options: Mapping[str, str]) -
     return validation_error(exc, f"{name}:", sections, options)
 
 
+def named_files(raw: Mapping[str, Any], base_dir: Path) -> list[tuple[str, Path]]:
+    """Every file a configuration mapping names, as ``(key path, path)``: ``input`` (or
+    ``input.path``), each ``attributes.<column>.hierarchy`` that is a file, the files of a
+    hierarchy builder (``path``, ``file``: :func:`~safeshare.hierarchy.builders.builder_files`),
+    the files of a privacy model (:data:`~safeshare.models.registry.FILE_KEYS`), ``key_file``
+    and ``ledger``; relative paths are joined to ``base_dir`` (the configuration's folder).
+
+    Read from the mapping as it is, valid or not, and before any of these files is opened, so
+    that a caller can confine them (the workbench: under ``--workdir``, issue 30 item 11). A
+    value that is not a text names no file here (the loader refuses it)."""
+    from safeshare.hierarchy.builders import builder_files
+    from safeshare.models.registry import FILE_KEYS
+
+    base = Path(base_dir)
+    out: list[tuple[str, Path]] = []
+
+    def add(where: str, value: Any) -> None:
+        if isinstance(value, str) and value:
+            path = Path(value)
+            out.append((where, path if path.is_absolute() else base / path))
+
+    source = raw.get("input")
+    if isinstance(source, Mapping):
+        add("input.path", source.get("path"))
+    else:
+        add("input", source)
+    attributes = raw.get("attributes")
+    for column, spec in attributes.items() if isinstance(attributes, Mapping) else []:
+        hierarchy = spec.get("hierarchy") if isinstance(spec, Mapping) else None
+        where = f"attributes.{column}.hierarchy"
+        if isinstance(hierarchy, Mapping):
+            out.extend((where, path) for path in builder_files(hierarchy, base))
+        else:
+            add(where, hierarchy)
+    privacy = raw.get("privacy")
+    for name, params in privacy.items() if isinstance(privacy, Mapping) else []:
+        for key in FILE_KEYS:
+            if isinstance(params, Mapping):
+                add(f"privacy.{name}.{key}", params.get(key))
+    add("key_file", raw.get("key_file"))
+    add("ledger", raw.get("ledger"))
+    return out
+
+
 def load_config(path: str | Path, **overrides: Any) -> ConfigFile:
     """Read and validate a configuration file, with overrides by option name (``k=10``,
     ``max_suppression="5%"``, ``algorithm="epsilon-safe"``, ``beta=0.5``, ``spark_master=...``)."""
