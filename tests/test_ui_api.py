@@ -461,7 +461,8 @@ def test_odd_parameters_and_bodies_are_4xx_with_one_line(bench: Bench) -> None:
         assert answer.status_code == 400 and answer.text.startswith("error: limit: expected a whole number")
         assert len(answer.text.strip().splitlines()) == 1
     assert bench.client.get(f"/p/{pid}/explore?run={rid}&limit=5").status_code == 200
-    bodies = [b"[1, 2]", b'"text"', b"null", b"3", b"{", b"\xff\xfe", b"[" * 100_000 + b"]" * 100_000]
+    deep = b'{"a": ' + b"[" * 600 + b"]" * 600 + b"}"  # parses, but YAML cannot write it back
+    bodies = [b"[1, 2]", b'"text"', b"null", b"3", b"{", b"\xff\xfe", b"[" * 100_000 + b"]" * 100_000, deep]
     for body in bodies:
         _one_line_error(bench.client.post(f"/api/projects/{pid}/runs", content=body))
         put = bench.client.put(
@@ -472,6 +473,11 @@ def test_odd_parameters_and_bodies_are_4xx_with_one_line(bench: Bench) -> None:
         message = _one_line_error(bench.client.post(f"/api/projects/{pid}/runs", json={"kind": kind}))
         assert "expected anonymize, estimate or profile" in message
     _one_line_error(bench.client.put(f"/api/projects/{pid}/config", content=b"- a\n- b\n"))
+    garbage = bench.client.post(
+        "/api/projects", content=b"garbage", headers={"content-type": "multipart/form-data; boundary=zz"}
+    )
+    assert "not a valid multipart/form-data body" in _one_line_error(garbage)
+    assert "not a usable path" in _one_line_error(bench.client.post("/api/projects", data={"path": "a\x00b"}))
     for levels in ("a,b", "1", "9,9,9,9", ",,,"):
         answer = bench.client.get(f"/api/projects/{pid}/runs/{rid}/nodes/{levels}")
         assert 400 <= answer.status_code < 500 and "error" in answer.json(), (levels, answer.text)

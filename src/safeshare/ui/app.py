@@ -108,15 +108,26 @@ def _pct(value: Any) -> str:
     return "–" if value is None else f"{100 * float(value):.2f}%"
 
 
+#: The deepest nesting a JSON body may have (a configuration nests five levels).
+MAX_JSON_DEPTH = 32
+
+
 def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
     """The JSON object of a request body; :class:`InputError` (a 400 with one line) for anything
-    else: not JSON, not an object, nested too deeply for the parser."""
+    else: not JSON, not an object, nested deeper than :data:`MAX_JSON_DEPTH`."""
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise InputError(f"{what}: not a JSON document") from None
     if not isinstance(doc, dict):
         raise InputError(f"{what}: expected a JSON object, got {type(doc).__name__}")
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(f"{what}: nested deeper than {MAX_JSON_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return doc
 
 

@@ -34,7 +34,10 @@ def inside(path: str | Path, workdir: Path, what: str, base: Path | None = None)
     root = Path(os.path.realpath(workdir))
     given = Path(path)
     joined = given if given.is_absolute() else Path(base if base is not None else root) / given
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+    except (ValueError, OSError):  # an embedded NUL, a loop of links
+        raise InputError(f"{what}: {str(path)!r} is not a usable path") from None
     if not real.is_relative_to(root):
         raise InputError(
             f"{what}: {str(path)!r} is not under the work directory; the workbench reads and writes "
