@@ -60,7 +60,7 @@ def test_a_control_character_in_a_kept_value_is_never_published(
     assert status == 1, stderr
     lines = stderr.splitlines()
     assert len(lines) == 1 and "nothing was written" in lines[0], stderr
-    assert f"column 'note': 20 value(s) hold the control character {code}" in lines[0], lines[0]
+    assert f"column 'note': 1 distinct value(s) hold the control character {code}" in lines[0], lines[0]
     assert value not in stderr and "\x1b" not in stderr and "\r" not in stderr.rstrip("\n")
     assert not out.exists()
 
@@ -111,5 +111,24 @@ def test_a_control_character_in_a_parquet_input_is_never_published(
         ["anonymize", str(config), "--out", str(out), "-q", "--no-tradeoff", "--engine", engine], capsys
     )
     assert status == 1 and len(stderr.splitlines()) == 1, stderr
-    assert "column 'note': 20 value(s) hold the control character U+0000" in stderr, stderr
+    assert "column 'note': 1 distinct value(s) hold the control character U+0000" in stderr, stderr
     assert not out.exists()
+
+
+def test_the_byte_scan_finds_every_control_character_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify/control.py's CSV scan: every refused character is found wherever it falls, a C1
+    control split between two chunks included; TAB, LF and other non-ASCII text are not."""
+    from safeshare.verify import control
+
+    monkeypatch.setattr(control, "CHUNK", 7)
+    file = tmp_path / "r.csv"
+    allowed = "a,b\n\"x\ty\",\"two\nlines\"\nnbsp\u00a0é,ü€\n"
+    file.write_text(allowed, encoding="utf-8")
+    assert not control.csv_holds_control(file)
+    refused = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]]
+    for char in refused:
+        for at in range(len(allowed) + 1):  # every position, so every chunk boundary
+            file.write_text(allowed[:at] + char + allowed[at:], encoding="utf-8")
+            assert control.csv_holds_control(file), (hex(ord(char)), at)

@@ -32,7 +32,8 @@ Checks:
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted;
 * no value of any text column holds a terminal control character
-  (:mod:`safeshare.verify.control`: refused, not escaped; counted in the same scan);
+  (:mod:`safeshare.verify.control`: refused, not escaped; a CSV release's bytes are scanned, a
+  Parquet release's text columns counted in SQL);
 * pseudonyms and shifted dates (:mod:`safeshare.verify.identifiers`), when the
   expectations carry them (:func:`with_identifiers`): recomputed from the key for every
   released record. Without them, a column with an identifier role is not allowed in the
@@ -204,10 +205,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         columns = [name for name, _ in described]
         qis = [q for q in expected.quasi_identifiers if q in columns]
         # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
-        # sizes, and per text column the values holding a control character (verify/control.py).
-        # Records, labels, class sizes and suppression are all read from this aggregate.
-        text = control.text_columns(described)
-        counted = [f"{sql} AS c{i}" for i, sql in enumerate(control.aggregates(text))]
+        # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
         labels: dict[str, set[str]] = {}
         min_size, n_classes = 0, 0
         if qis:
@@ -218,26 +216,25 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             by = ", ".join(str(i + 1) for i in range(len(qis)))
             con.execute(
                 f"CREATE TEMP TABLE release_classes AS "
-                f"SELECT {', '.join([select, 'COUNT(*) AS n', *counted])} FROM {rel} GROUP BY {by}"
+                f"SELECT {select}, COUNT(*) AS n FROM {rel} GROUP BY {by}"
             )
-            sums = "".join(f", SUM(c{i})" for i in range(len(text)))
             row = con.execute(
-                f"SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*){sums} FROM release_classes"
+                "SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*) FROM release_classes"
             ).fetchone()
             assert row is not None
             records_out, min_size, n_classes = int(row[0]), int(row[1]), int(row[2])
-            bad = list(row[3:])
             for qi, alias in zip(qis, aliases, strict=True):
                 labels[qi] = {
                     "" if r[0] is None else str(r[0])
                     for r in con.execute(f"SELECT DISTINCT {alias} FROM release_classes").fetchall()
                 }
         else:
-            row = con.execute(f"SELECT {', '.join(['COUNT(*)', *counted])} FROM {rel}").fetchone()
-            assert row is not None
-            records_out, bad = int(row[0]), list(row[1:])
+            records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
-        failures.extend(control.failures(con, rel, text, bad))
+        # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
+        failures.extend(
+            control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels)
+        )
         if expected.identifiers is not None:
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if records_out and qis:
