@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "flatten": "bench_flatten",
     "local-recoding": "bench_local_recoding",
     "ui-scale": "bench_ui_scale",
+    "verify-control": "bench_verify_control",  # issue 30: the control-character check's cost
     # issue 24: Census-Income KDD, 14 QIs, two hierarchy sets, <= 60 s of CPU each (ARX beside when given)
     "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt", "--max-cpu", "60"]),
     # issue 24: exact OLA at 18 QIs (19.9M nodes) within 10 minutes of CPU, beside the anytime search
