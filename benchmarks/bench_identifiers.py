@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import resource
+import secrets
 import sys
 import tempfile
 import time
@@ -113,7 +114,7 @@ def _cpu(fn: Any) -> tuple[float, Any]:
 def run(records: int, warm_up: bool = True) -> dict[str, Any]:
     if warm_up:  # imports and compiled kernels (numba's cache) out of the timings
         run(3_000, warm_up=False)
-    key = SecretKey(bytes(range(32)))
+    key = SecretKey(secrets.token_bytes(32))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "visits.csv"
         visits(records).to_csv(path, index=False)

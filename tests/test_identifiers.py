@@ -46,6 +46,7 @@ from safeshare.verify.identifiers import own_shift
 from tests.identifier_helpers import (
     OTHER_KEY,
     TEST_KEY,
+    TEST_KEY_BYTES,
     identifier_expectations,
     make_engine,
     read_release,
@@ -77,7 +78,8 @@ def test_a_hex_key_file_is_read_and_never_shown(tmp_path: Path) -> None:
     key = load_key(_key_file(tmp_path, "  " + material.hex().upper() + "\n"))
     assert key == SecretKey(material)
     shown = repr(key) + str(key) + f"{key}"
-    assert material.hex() not in shown.lower() and key.fingerprint in shown
+    # neither the key nor its fingerprint (which confirms a guessed key offline, issue 30)
+    assert material.hex() not in shown.lower() and key.fingerprint not in shown
     with pytest.raises(TypeError):
         pickle.dumps(key)
     assert load_key(_key_file(tmp_path, os.urandom(40).hex())) != key
@@ -113,6 +115,61 @@ def test_short_key_bytes_are_refused() -> None:
         SecretKey(b"\x01" * 31)
 
 
+WEAK_KEYS = {
+    "64 zeros": "0" * 64,
+    "ab repeated": "ab" * 32,
+    "a short pattern repeated": "0123456789abcdef" * 4,
+    "deadbeef": "deadbeef" * 8,
+    "a counter": bytes(range(32)).hex(),
+    "a counter from 100": bytes(range(100, 132)).hex(),
+    "a block repeated": hashlib.sha256(b"x").digest()[:16].hex() * 2,
+    "the hex of a passphrase": b"correct horse battery staple 123".hex(),
+}
+
+
+@pytest.mark.parametrize("name", list(WEAK_KEYS))
+def test_a_low_entropy_key_is_refused_in_one_line_without_its_content(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 6: a key of 64 zeros or ``ab`` repeated was accepted; whoever guessed it
+    inverted every pseudonym. Refused by the library, the key file reader and the command (exit 2,
+    one line naming the file, before anything is read or written)."""
+    text = WEAK_KEYS[name]
+    with pytest.raises(ConfigError, match="the key is not random"):
+        SecretKey(bytes.fromhex(text))
+    path = _key_file(tmp_path, text + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_key(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "openssl rand -hex 32" in message
+    assert text[:16] not in message
+    # the command: exit 2, one line, nothing written (the data is never read)
+    from tests.conftest import run_cli
+
+    visits().head(40).to_csv(tmp_path / "visits.csv", index=False)
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: visits.csv}\nkey_file: release.key\nattributes:\n"
+        "  mrn: {role: pseudonym}\n  sex: {role: quasi, hierarchy: {type: masking}}\n"
+        "  age: {role: identifying}\n  admitted: {role: identifying}\n  discharged: {role: identifying}\n"
+        "  dx: {role: sensitive}\nprivacy: {k-anonymity: {k: 2}}\n"
+    )
+    code, _, stderr = run_cli(["anonymize", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "the key is not random" in stderr and len(stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_weak_key_rules_refuse_almost_no_random_key() -> None:
+    """The rules refuse a uniformly random 32-byte key with probability below 2^-45 (key.py):
+    20,000 keys from the operating system, none refused."""
+    refused = 0
+    for _ in range(20_000):
+        try:
+            SecretKey(os.urandom(32))
+        except ConfigError:
+            refused += 1
+    assert refused == 0
+
+
 def test_a_new_key_is_private_random_and_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "new.key"
     key = write_new_key(path)
@@ -127,7 +184,7 @@ def test_a_new_key_is_private_random_and_never_overwritten(tmp_path: Path) -> No
 # ------------------------------------------------------------------ pseudonyms
 def test_pseudonym_is_the_hmac_of_the_value_under_the_pseudonym_subkey() -> None:
     """The definition, pinned: k_p = HMAC(key, label), pseudonym = HMAC(k_p, utf8(value))[:L]."""
-    k_p = hmac.new(bytes(range(32)), b"safeshare pseudonym v1", hashlib.sha256).digest()
+    k_p = hmac.new(TEST_KEY_BYTES, b"safeshare pseudonym v1", hashlib.sha256).digest()
     assert TEST_KEY.subkey(PSEUDONYM_LABEL) == k_p
     for value, length in [("MRN00001", 16), ("Åsa 42", 20), ("", 64)]:
         expected = hmac.new(k_p, value.encode(), hashlib.sha256).hexdigest()[:length]
@@ -359,7 +416,7 @@ def test_pseudonyms_and_dates_are_stable_across_releases_and_change_with_the_key
 
 
 def test_the_key_reaches_no_output(visits_csv: Path, tmp_path: Path) -> None:
-    material = bytes(range(32))
+    material = TEST_KEY_BYTES
     schema = visits_schema()
     done = release(
         make_engine("duckdb", TableSource(visits_csv), schema), schema, tmp_path / "r.parquet", "parquet"
@@ -375,7 +432,7 @@ def test_the_key_reaches_no_output(visits_csv: Path, tmp_path: Path) -> None:
     for text in shown:
         for secret in secrets:
             assert secret not in text
-    assert TEST_KEY.fingerprint in repr(done.verification.to_dict())
+        assert TEST_KEY.fingerprint not in text  # issue 30: it would confirm a guessed key
 
 
 @pytest.mark.parametrize("name", ENGINES)

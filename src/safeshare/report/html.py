@@ -438,12 +438,22 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
     ]
     return {
         "rows": rows,
-        "hashes": [
-            (f["role"], f["path"], figure(doc, f"evidence.files.{i}.sha256", "text")) for i, f in hashes
-        ],
+        "hashes": [(f["role"], f["path"], _digest(doc, i, f)) for i, f in hashes],
         "approved_by": cert.get("approved_by"),
         "ledger": cert.get("ledger"),
     }
+
+
+#: What the report says in place of the SHA-256 of a file whose digest is not published.
+DIGEST_IN_LEDGER = "not published (it would confirm guesses of unreleased records): in the custodian's ledger"
+
+
+def _digest(doc: dict[str, Any], i: int, file: dict[str, Any]) -> Markup | str:
+    """The SHA-256 of the evidence's ``i``-th file, or why it is not published (the input and
+    hierarchy files: :data:`~safeshare.workflows.evidence.UNPUBLISHED_DIGESTS`)."""
+    if not file.get("sha256"):
+        return DIGEST_IN_LEDGER
+    return figure(doc, f"evidence.files.{i}.sha256", "text")
 
 
 def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -458,8 +468,8 @@ def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
     files = [
         {
             **f,
-            "size": figure(doc, f"evidence.files.{i}.bytes", "bytes"),
-            "digest": figure(doc, f"evidence.files.{i}.sha256", "text"),
+            "size": figure(doc, f"evidence.files.{i}.bytes", "bytes") if f.get("sha256") else "–",
+            "digest": _digest(doc, i, f),
         }
         for i, f in enumerate(evidence.get("files", []))
     ]
@@ -475,7 +485,7 @@ def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
             f"{d['column']} (shifted per {d['person']} by up to {d['max_days']} days, format {d['format']})"
             for d in ids.get("shifted_dates", [])
         ]
-        identifiers = {"columns": "; ".join(parts), "fingerprint": ids.get("key_fingerprint")}
+        identifiers = {"columns": "; ".join(parts)}
     return {
         "attacks": attacks,
         "threshold": evidence.get("threshold"),
@@ -521,11 +531,8 @@ def _rechecked(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         rows.append(
             (
                 "identifiers re-checked",
-                Markup(
-                    "{}: pseudonyms and shifted dates recomputed from the key (fingerprint {}) for {} records"
-                ).format(
+                Markup("{}: pseudonyms and shifted dates recomputed from the key for {} records").format(
                     ", ".join(ids.get("columns", [])),
-                    ids.get("key_fingerprint"),
                     figure(doc, "verification.checks.identifiers.records_checked", "count"),
                 ),
             )

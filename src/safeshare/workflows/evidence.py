@@ -18,10 +18,16 @@
   the labels the release holds, in full;
 * what the **verifier re-checked** on the written file, each check by name with its
   requirement (:class:`VerifierCheck`);
-* the **SHA-256** of the input file(s), the configuration, every hierarchy file and every
-  released file (:class:`FileDigest`; paths relative to ``base``, never absolute);
-* the software version, the engine, the seeds that were given, and the key's fingerprint
-  when identifiers were pseudonymized or dates shifted.
+* the **SHA-256** of the configuration and every released file (:class:`FileDigest`; paths
+  relative to ``base``, never absolute). The input file(s) and the hierarchy files are named
+  but their SHA-256 and size are **not published** (:data:`UNPUBLISHED_DIGESTS`, issue 30):
+  with every other byte of the input known (a recipient holds the released records), its
+  hash let a suppressed record's diagnosis be found by hashing each candidate, and a
+  hierarchy built from the data (``hierarchy build DATA``) lists every value, also those only
+  suppressed records carry. Their digests are in the custodian's ledger
+  (:mod:`safeshare.workflows.ledger`), which ties the signed report to its input;
+* the software version, the engine, the seeds that were given, and the identifier columns
+  when identifiers were pseudonymized or dates shifted (never the key or its fingerprint).
 
 Everything is a parameter (no dependency on the run's result object), so that the report,
 the ledger or a script can build it from what they hold.
@@ -103,14 +109,27 @@ class VerifierCheck:
     passed: bool
 
 
+#: Roles of files whose SHA-256 and size a published report leaves out (see the module docstring):
+#: their bytes depend on records that were not released. The ledger records them.
+UNPUBLISHED_DIGESTS = ("input", "hierarchy")
+
+
 @dataclass(frozen=True)
 class FileDigest:
-    """A file of the release's evidence: its role, path (relative), SHA-256 and size."""
+    """A file of the release's evidence: its role, path (relative), SHA-256 and size; ``None``
+    for a file whose digest is not published (:data:`UNPUBLISHED_DIGESTS`)."""
 
     role: str
     path: str
-    sha256: str
-    bytes: int
+    sha256: str | None
+    bytes: int | None
+
+    @classmethod
+    def of(cls, role: str, path: Path, shown: str) -> FileDigest:
+        """The digest of the file at ``path``, named ``shown``; only the name for an unpublished role."""
+        if role in UNPUBLISHED_DIGESTS:
+            return cls(role, shown, None, None)
+        return cls(role, shown, sha256_file(path), path.stat().st_size)
 
 
 @dataclass(frozen=True)
@@ -227,12 +246,13 @@ def build_evidence(
     ``heights``/``levels``: QI -> hierarchy height and chosen level; ``records_per_level``: QI ->
     level -> released records, for a locally recoded release; ``labels``: QI -> the
     released labels (:func:`released_labels`); ``files``: role (``input``, ``config``,
-    ``hierarchy``, ``release``, ``report``) -> paths, hashed here; ``population_size``: N
+    ``hierarchy``, ``release``, ``report``) -> paths, hashed here (named only, for the roles of
+    :data:`UNPUBLISHED_DIGESTS`); ``population_size``: N
     assumed by the risk figures (``None``: the input is the population); ``risk_estimate``:
     the release's estimated B (or the configured measure) when computed;
     ``threshold_reason``: the custodian's reason for the threshold; ``seeds``: the seeds
     given; ``identifiers``: the identifier treatment (``IdentifierTreatment.describe()``:
-    columns and key fingerprint, never the key).
+    columns and their parameters, never the key or its fingerprint).
     """
     qis = list(expected.quasi_identifiers)
     risk = expected.models.get("risk")
@@ -254,7 +274,7 @@ def build_evidence(
         verifier_checks=_checks(expected, verification),
         verified=verification.passed,
         files=tuple(
-            FileDigest(role, _relative(path, base), sha256_file(path), path.stat().st_size)
+            FileDigest.of(role, path, _relative(path, base))
             for role, paths in files.items()
             for given in paths
             for path in files_of(Path(given))
@@ -427,8 +447,8 @@ def _checks(expected: Expectations, verification: Verification) -> tuple[Verifie
         out.append(
             VerifierCheck(
                 "identifiers",
-                f"pseudonyms ({pseudo}) and shifted dates ({shifted}) recomputed from the key "
-                f"(fingerprint {ids.key.fingerprint}) for every released record; no raw identifier released",
+                f"pseudonyms ({pseudo}) and shifted dates ({shifted}) recomputed from the key for every "
+                "released record; no raw identifier released",
                 held("identifiers:"),
             )
         )

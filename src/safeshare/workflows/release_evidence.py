@@ -9,7 +9,7 @@ report.json, report.html and the Python API show one result:
 * :func:`release_warnings`: the disclosure warnings over the written release file;
 * :func:`release_evidence`: the evidence section (attack models, threshold and its source,
   the quasi-identifiers with their hierarchies and every released label, the verifier's
-  checks, SHA-256 of every file, software, engine, seeds, the key's fingerprint);
+  checks, SHA-256 of the configuration and the released files, software, engine, seeds);
 * :func:`ledger_entry`: the ledger line of a published release.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Role, Schema
-from safeshare.io import files_of, sha256_file
+from safeshare.io import files_of
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.disclosure import disclosure_warnings
@@ -127,11 +127,10 @@ def release_evidence(
         identifiers=identifiers.describe() if identifiers is not None else None,
     )
     released = tuple(
-        FileDigest(
+        FileDigest.of(
             "release",
+            path,
             os.path.relpath((published / path.relative_to(staged.parent)).absolute(), base.absolute()),
-            sha256_file(path),
-            path.stat().st_size,
         )
         for path in files_of(staged)
     )

@@ -215,9 +215,9 @@ class IdentifierTreatment:
         return [format_day(d, column.date_format) for d in days]
 
     def describe(self) -> dict[str, Any]:
-        """What the treatment does, for reports: columns and parameters, and the key's fingerprint."""
+        """What the treatment does, for reports: columns and parameters. Neither the key nor its
+        fingerprint (which confirms a guessed key offline: it goes to the custodian's ledger only)."""
         return {
-            "key_fingerprint": self.key.fingerprint,
             "pseudonyms": [{"column": c.name, "length": c.length} for c in self.pseudonyms],
             "shifted_dates": [
                 {"column": c.name, "person": c.person, "max_days": c.max_days, "format": c.date_format}
