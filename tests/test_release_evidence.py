@@ -569,6 +569,92 @@ def test_ledger_of_three_releases_verifies_and_catches_one_changed_byte(
     assert code == 1 and "entry 3" in stdout
 
 
+def test_no_published_file_holds_the_input_hash_or_the_key_fingerprint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, items 6 and 8: with every other byte known, the input's published SHA-256 let a
+    suppressed record's diagnosis be recovered by hashing the candidates, and the key's published
+    fingerprint confirmed a guessed key. Neither is in report.json, report.html, the release or the
+    terminal; both are in the custodian's ledger."""
+    import hashlib
+
+    config = clinical_dir(tmp_path)
+    ledger = tmp_path / "releases.jsonl"
+    args = [
+        "anonymize",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+        "--no-tradeoff",
+        "--ledger",
+        str(ledger),
+    ]
+    code, stdout, stderr = run_cli([*args, "--approved-by", "J. Doe"], capsys)
+    assert code == 0, stderr
+    data = (tmp_path / "visits.csv").read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    fingerprint = load_key(tmp_path / "release.key").fingerprint
+    hierarchy_free = {"input"}  # the clinical configuration builds its hierarchies: no hierarchy file
+    published = [stdout, stderr] + [
+        p.read_bytes().decode("utf-8", "replace") for p in (tmp_path / "out").iterdir()
+    ]
+    for text in published:
+        for secret in (digest, digest.upper(), fingerprint, fingerprint.upper()):
+            assert secret not in text
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    files = report["evidence"]["files"]
+    assert [f["path"] for f in files if f["role"] in hierarchy_free] == ["visits.csv"]
+    assert all(f["sha256"] is None and f["bytes"] is None for f in files if f["role"] == "input")
+    assert all(f["sha256"] for f in files if f["role"] in ("config", "release"))
+    assert "in the custodian's ledger" in (tmp_path / "out" / "report.html").read_text()
+    entry = json.loads(ledger.read_text().splitlines()[-1])
+    recorded = next(f for f in entry["files"] if f["role"] == "input")
+    assert recorded["sha256"] == digest and recorded["bytes"] == len(data)
+    assert entry["key_fingerprint"] == fingerprint
+
+
+def test_a_key_keeps_its_date_window_across_releases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 5: two releases of the same people under one key with two windows combine
+    (the true date is in both windows, and the shifts are correlated). The ledger records each
+    release's window with the key's fingerprint; another window under the same key is refused
+    before the data is read, one line, exit 2; the same window, or a new key, is released."""
+    config = clinical_dir(tmp_path)
+    ledger = tmp_path / "releases.jsonl"
+
+    def run(out: str, *extra: str) -> tuple[int, str]:
+        code, _, stderr = run_cli(
+            [
+                "anonymize",
+                str(config),
+                "--out",
+                str(tmp_path / out),
+                "--no-tradeoff",
+                "--ledger",
+                str(ledger),
+                "--approved-by",
+                "J. Doe",
+                *extra,
+            ],
+            capsys,
+        )
+        return code, stderr
+
+    assert run("first")[0] == 0
+    assert json.loads(ledger.read_text().splitlines()[0])["date_shift_max_days"] == 60
+    config.write_text(CLINICAL_YAML.replace("max_days: 60", "max_days: 30"))
+    code, stderr = run("second")
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and not (tmp_path / "second").exists()
+    assert "entry 1 shifted dates under this key by up to 60 days" in stderr and "max_days 30" in stderr
+    assert len(ledger.read_text().splitlines()) == 1
+    write_new_key(tmp_path / "new.key")
+    assert run("new-key", "--key-file", str(tmp_path / "new.key"))[0] == 0
+    config.write_text(CLINICAL_YAML)
+    assert run("same-window")[0] == 0
+    assert len(ledger.read_text().splitlines()) == 3
+
+
 def test_a_ledger_needs_an_approver(tmp_path: Path) -> None:
     config = clinical_dir(tmp_path)
     with pytest.raises(ConfigError, match="ledger: a ledger entry names who approved the release"):

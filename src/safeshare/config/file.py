@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path, PurePath
@@ -603,7 +604,13 @@ class ConfigFile(Section):
                 )
             except ConfigError as exc:  # "column 'x': ..." -> the file and the key path
                 raise ConfigError(f"{here}: {str(exc).removeprefix(f'column {column!r}: ')}") from None
-        schema = Schema.from_attributes(attrs)
+        try:
+            schema = Schema.from_attributes(attrs)
+        except ConfigError as exc:  # "column 'x': ..." -> the file and the key path
+            named = re.match(r"column '([^']*)': ", str(exc))
+            if named is None:
+                raise ConfigError(f"{where}: {exc}") from None
+            raise ConfigError(f"{where}.{named.group(1)}: {str(exc)[named.end() :]}") from None
         if self.default_role is not None:
             schema.default_role = Role.parse(self.default_role)
         return schema
