@@ -655,6 +655,91 @@ def test_a_key_keeps_its_date_window_across_releases(
     assert len(ledger.read_text().splitlines()) == 3
 
 
+def _attack_with_true_dates(
+    released: pd.DataFrame, raw: pd.DataFrame, key: Any, window: int, qis: list[str]
+) -> tuple[int, int]:
+    """The attack of issue 30 (N1): an adversary who knows each person's quasi-identifiers and true
+    admission date takes as candidates the released records of the class whose admission date is
+    within ``window`` days of it. Returns (records singled out, the fewest candidates)."""
+    from safeshare.data.identifiers.date_shift import day_shifts
+
+    people = raw["mrn"].unique().tolist()
+    shift = dict(zip(people, day_shifts(key, people, window), strict=True))
+    alias = dict(zip(people, pseudonyms(key, people, 20), strict=True))
+    true = {
+        (
+            alias[m],
+            (dt.date.fromisoformat(a) + dt.timedelta(days=shift[m])).isoformat(),
+        ): dt.date.fromisoformat(a)
+        for m, a in zip(raw["mrn"], raw["admitted"], strict=True)
+    }
+    singled, fewest = 0, len(released)
+    for _, rows in released.groupby(qis):
+        shown = np.array([dt.date.fromisoformat(a).toordinal() for a in rows["admitted"]])
+        for m, a in zip(rows["mrn"], rows["admitted"], strict=True):
+            candidates = int((np.abs(shown - true[(m, a)].toordinal()) <= window).sum())
+            singled += candidates == 1
+            fewest = min(fewest, candidates)
+    return singled, fewest
+
+
+def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
+    """Issue 30, item 4 (attack N1): with ``admitted`` kept as a shifted date (max_days 30), an
+    adversary who knows the true admission date singled out 19.4 % of a release certified "k = 5
+    ... no record's prosecutor risk exceeds 0.2". The attack is run here with the key; the release
+    (measured without it) now warns with a worst case that covers the attack and an average that
+    matches it, and the headline, the evidence and the HTML state no per-record bound of 1/5."""
+    frame = clinical(1500, seed=4)
+    config = clinical_dir(tmp_path, frame, CLINICAL_YAML.replace("max_days: 60", "max_days: 30"))
+    release = api.anonymize(config, tmp_path / "out", tradeoff=False)
+    report = release.report
+    released = pd.read_csv(tmp_path / "out" / "release.csv", dtype=str, keep_default_na=False)
+    singled, fewest = _attack_with_true_dates(
+        released, frame, load_key(tmp_path / "release.key"), 30, ["sex", "age", "discharged"]
+    )
+    assert singled / len(released) > 0.05 and fewest == 1  # the attack works
+    informed = report["informed_adversary"]
+    assert informed["dates"] == [{"column": "admitted", "person": "mrn", "max_days": 30}]
+    assert informed["records"] == len(released) and informed["k"] == 5 and informed["bound_holds"] is False
+    assert informed["singled_out"] >= singled  # the worst case over the shifts covers the attack
+    expected = informed["singled_out_expected"]
+    assert abs(singled - expected) <= 6 * expected**0.5 + 5  # and the average matches it
+    (warning,) = [w for w in report["warnings"] if w["code"] == "shifted_date_identifying"]
+    assert warning["value"] == informed["below_k"] / len(released)
+    assert (
+        f"singles out up to {informed['singled_out']:,} of {len(released):,} released records"
+        in warning["message"]
+    )
+    head = report["headline"]
+    assert head["prosecutor"]["bounded"] is False and head["prosecutor"]["max"] == 1.0
+    assert "exceeds 1/5" not in head["text"]
+    assert (
+        "the bound of 1/5 per record does not hold against an adversary who also knows the true admitted"
+        in (head["text"])
+    )
+    models = {m["name"]: m for m in report["evidence"]["attack_models"]}
+    assert models["informed prosecutor"]["bounded"] is False and models["informed prosecutor"]["value"] == 1.0
+    assert "not for the informed prosecutor" in models["prosecutor"]["guarantee"]
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert check_every_figure(html, report) >= 40
+    keys = {key for key, _, _ in _parse(html)}
+    assert {"informed_adversary.singled_out", "informed_adversary.below_k"} <= keys
+    text = unescape(html)  # the bound 1/5 appears only where it is said to be for the QIs' adversary
+    assert text.count("exceeds 1/5") == text.count(
+        "exceeds 1/5 = 0.2; the smallest released class holds 5 records (for"
+    )
+    # generalized (a dates hierarchy: the date becomes a quasi-identifier), the bound holds again
+    monthly = CLINICAL_YAML.replace(
+        "admitted: {role: shifted_date, person: mrn, max_days: 60}",
+        "admitted: {role: shifted_date, person: mrn, max_days: 60,\n"
+        "           hierarchy: {type: dates, levels: [month, year]}}",
+    )
+    config.write_text(monthly)
+    again = api.anonymize(config, tmp_path / "monthly", tradeoff=False).report
+    assert again["informed_adversary"] is None and again["headline"]["prosecutor"]["bounded"] is True
+    assert "no record's prosecutor risk exceeds 1/5" in again["headline"]["text"]
+
+
 def test_a_ledger_needs_an_approver(tmp_path: Path) -> None:
     config = clinical_dir(tmp_path)
     with pytest.raises(ConfigError, match="ledger: a ledger entry names who approved the release"):

@@ -376,6 +376,10 @@ def _attack_models(
         journalist_bound = (
             f"at most 1/{k}: a person's class in the population is at least their released class"
         )
+        if not holds:
+            journalist_bound += (
+                " (for this adversary only: not for one who also knows the informed prosecutor's)"
+            )
     else:
         journalist_bound = "not bounded by the configured models"
     journalist = AttackModel(
