@@ -134,6 +134,7 @@ import psutil
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
+from safeshare.data.identifiers.coarse import is_coarse
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
@@ -875,7 +876,8 @@ class DuckDBEngine(Engine):
                     self._insert(
                         persons, {"v": pa.array(chunk, pa.string()), "s": pa.array(shifts, pa.int32())}
                     )
-                treatment.check_persons(shifted, n_persons, self._present_count(d))
+                if is_coarse(n_persons, self._records_at_most()):  # else no count can make it coarse
+                    treatment.check_persons(shifted, n_persons, self._present_count(d))
                 dates = self._table(f"__safeshare_days_{uid}_{j}", "v VARCHAR, o INTEGER")
                 first, last = None, None
                 for chunk in self._distinct_texts(d):
@@ -976,6 +978,16 @@ class DuckDBEngine(Engine):
         values = self._materialized(lambda: sql(self._source_scan())).column(0)
         for start in range(0, len(values), batch):
             yield [str(v) for v in values.slice(start, batch).to_pylist()]
+
+    def _records_at_most(self) -> int:
+        """An upper bound on the input's records without reading them: an uncompressed CSV file
+        holds at most one record per byte; otherwise (compressed, Parquet, a relation) unknown."""
+        source = self.source
+        if source is not None and source.table is None and source.fmt == "csv":
+            path = Path(source.path)
+            if path.suffix.lower() not in (".gz", ".bz2", ".zst", ".xz", ".zip") and path.is_file():
+                return path.stat().st_size
+        return 1 << 62
 
     def _present_count(self, i: int) -> int:
         """The records whose raw column ``i`` is not missing (grouped on its key first, so that
