@@ -594,7 +594,6 @@ def test_no_published_file_holds_the_input_hash_or_the_key_fingerprint(
     data = (tmp_path / "visits.csv").read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     fingerprint = load_key(tmp_path / "release.key").fingerprint
-    hierarchy_free = {"input"}  # the clinical configuration builds its hierarchies: no hierarchy file
     published = [stdout, stderr] + [
         p.read_bytes().decode("utf-8", "replace") for p in (tmp_path / "out").iterdir()
     ]
@@ -603,7 +602,7 @@ def test_no_published_file_holds_the_input_hash_or_the_key_fingerprint(
             assert secret not in text
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     files = report["evidence"]["files"]
-    assert [f["path"] for f in files if f["role"] in hierarchy_free] == ["visits.csv"]
+    assert [f["path"] for f in files if f["role"] == "input"] == ["visits.csv"]
     assert all(f["sha256"] is None and f["bytes"] is None for f in files if f["role"] == "input")
     assert all(f["sha256"] for f in files if f["role"] in ("config", "release"))
     assert "in the custodian's ledger" in (tmp_path / "out" / "report.html").read_text()
