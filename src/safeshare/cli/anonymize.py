@@ -261,7 +261,12 @@ def print_release(release: Release) -> None:
     if evidence is not None:
         checks = ", ".join(c["name"] for c in evidence["verifier_checks"])
         table.add_row("re-checked", f"{checks} (independently, on the written file)")
-        table.add_row("evidence", f"SHA-256 of {len(evidence['files'])} files in report.json and report.html")
+        hashed = sum(1 for f in evidence["files"] if f.get("sha256"))
+        table.add_row(
+            "evidence",
+            f"SHA-256 of {hashed} files in report.json and report.html (of the input and hierarchy files: "
+            "the ledger only)",
+        )
     certificate = report.get("certificate") or {}
     if certificate.get("approved_by"):
         table.add_row("approved by", certificate["approved_by"])

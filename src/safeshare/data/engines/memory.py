@@ -193,6 +193,7 @@ class MemoryEngine(Engine):
                 present = ~dates.isin(absent)
                 unique_persons = pd.unique(persons[present])
                 shifts = treatment.shift_map(shifted, list(unique_persons), self._missing)
+                treatment.check_persons(shifted, len(unique_persons), int(present.sum()))
                 unique_dates = pd.unique(dates[present])
                 days = dict(zip(unique_dates, treatment.day_map(shifted, list(unique_dates)), strict=True))
                 out = dates.copy()
