@@ -36,6 +36,7 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from safeshare.hierarchy.truth import Semantics
 
@@ -69,23 +70,19 @@ def check_truth(
     """Failures of the truth check (see the module docstring). ``classes``: the temporary table
     of the release's classes, one column ``q{i}`` per quasi-identifier of ``qis`` and ``n``."""
     failures: list[str] = []
-    slots = [f"q{i}" for i in range(len(qis))]
     released = {
-        qi: {
-            "" if r[0] is None else str(r[0])
-            for r in con.execute(f"SELECT DISTINCT {s} FROM {classes}").fetchall()
-        }
-        for qi, s in zip(qis, slots, strict=True)
+        qi: {_label(r[0]) for r in con.execute(f"SELECT DISTINCT q{i} FROM {classes}").fetchall()}
+        for i, qi in enumerate(qis)
     }
     frame = expected.input_classes()
     values = {qi: frame[qi].astype(str) for qi in qis}
     report: dict[str, Any] = {}
-    pairs: dict[str, pd.DataFrame] = {}
+    pairs: dict[str, pa.Table] = {}
     for qi in qis:
-        distinct = list(dict.fromkeys(values[qi]))
+        distinct = [str(v) for v in values[qi].unique()]
         judge = expected.semantics[qi].judge(distinct)
         allowed = expected.labels[qi]
-        rows: list[tuple[str, str, bool]] = []
+        vs, labels, oks = [], [], []
         unchecked = false = 0
         for value in distinct:
             for label in allowed.get(value, ()):
@@ -94,20 +91,26 @@ def check_truth(
                 verdict = judge(value, label)
                 unchecked += verdict is None
                 false += verdict is False
-                rows.append((value, label, verdict is not False))
-        pairs[qi] = pd.DataFrame(rows, columns=["v", "label", "ok"]).astype(
-            {"v": str, "label": str, "ok": bool}
+                vs.append(value)
+                labels.append(label)
+                oks.append(verdict is not False)
+        pairs[qi] = pa.table(
+            {
+                "v": pa.array(vs, pa.string()),
+                "label": pa.array(labels, pa.string()),
+                "ok": pa.array(oks, pa.bool_()),
+            }
         )
         report[qi] = {
             "semantics": expected.semantics[qi].kind,
-            "pairs": len(rows),
+            "pairs": len(vs),
             "false": false,
             "unchecked": unchecked,
         }
+    columns = {f"v{i}": pa.array(values[qi].to_numpy(dtype=object), pa.string()) for i, qi in enumerate(qis)}
+    columns["n"] = pa.array(frame[COUNT].to_numpy(dtype="int64"), pa.int64())
     names = {qi: f"__truth_pairs_{i}" for i, qi in enumerate(qis)}
-    tuples = pd.DataFrame({f"v{i}": values[qi].to_numpy() for i, qi in enumerate(qis)})
-    tuples["n"] = frame[COUNT].astype("int64").to_numpy()
-    con.register("__truth_input", tuples)
+    con.register("__truth_input", pa.table(columns))
     for qi, name in names.items():
         con.register(name, pairs[qi])
     try:
@@ -128,34 +131,42 @@ def _label(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _false_pair(qi: str, row: Sequence[Any], records: str) -> str:
+    more = f"; {int(row[3]):,} such values" if int(row[3]) > 1 else ""
+    return (
+        f"column {qi!r}: label {_label(row[1])!r} is not true of value {_label(row[0])!r} "
+        f"({int(row[2]):,} {records} records{more})"
+    )
+
+
 def _per_class(
     con: duckdb.DuckDBPyConnection, qis: Sequence[str], classes: str, names: Mapping[str, str]
 ) -> list[str]:
-    """Global recoding: every input tuple mapped to its class through its true pairs; the false
-    pairs of released classes, then each class's records against its capacity."""
+    """Global recoding: every input tuple mapped to its class through its pairs (one label per
+    value at the released level), kept when the release holds the class; the false pairs of
+    those, then each released class's records against the input records its labels are true of."""
     failures: list[str] = []
-    select = ", ".join(f"p{i}.label AS q{i}, p{i}.ok AS ok{i}, t.v{i} AS v{i}" for i in range(len(qis)))
+    k = range(len(qis))
+    select = ", ".join(f"p{i}.label AS q{i}, p{i}.ok AS ok{i}, t.v{i} AS v{i}" for i in k)
     joins = " ".join(f"JOIN {names[qi]} AS p{i} ON t.v{i} = p{i}.v" for i, qi in enumerate(qis))
-    con.execute(f"CREATE TEMP TABLE __truth_mapped AS SELECT {select}, t.n FROM __truth_input AS t {joins}")
-    on = " AND ".join(f"m.q{i} = COALESCE(r.q{i}, '')" for i in range(len(qis)))
+    on = " AND ".join(f"m.q{i} = COALESCE(r.q{i}, '')" for i in k)
+    con.execute(
+        f"CREATE TEMP TABLE __truth_mapped AS SELECT m.* FROM "
+        f"(SELECT {select}, t.n FROM __truth_input AS t {joins}) AS m SEMI JOIN {classes} AS r ON {on}"
+    )
     for i, qi in enumerate(qis):
         rows = con.execute(
-            f"SELECT m.v{i}, m.q{i}, SUM(m.n) AS records, COUNT(*) OVER () AS pairs FROM __truth_mapped AS m "
-            f"SEMI JOIN {classes} AS r ON {on} WHERE NOT m.ok{i} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 1"
+            f"SELECT v{i}, q{i}, SUM(n), COUNT(*) OVER () FROM __truth_mapped WHERE NOT ok{i} "
+            "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 1"
         ).fetchall()
-        row = rows[0] if rows else None
-        if row is not None:
-            more = f"; {int(row[3]):,} such values" if int(row[3]) > 1 else ""
-            failures.append(
-                f"column {qi!r}: label {_label(row[1])!r} is not true of value {_label(row[0])!r} "
-                f"({int(row[2]):,} released records{more})"
-            )
-    true = " AND ".join(f"m.ok{i}" for i in range(len(qis)))
-    by = ", ".join(f"r.q{i}" for i in range(len(qis)))
+        if rows:
+            failures.append(_false_pair(qi, rows[0], "released"))
+    true = " AND ".join(f"ok{i}" for i in k)
+    by = ", ".join(f"q{i}" for i in k)
     row = con.execute(
-        f"SELECT COUNT(*), COALESCE(SUM(n - cap), 0) FROM (SELECT {by}, r.n, "
-        f"COALESCE(SUM(m.n) FILTER (WHERE {true}), 0) AS cap FROM {classes} AS r "
-        f"LEFT JOIN __truth_mapped AS m ON {on} GROUP BY {by}, r.n) WHERE n > cap"
+        f"SELECT COUNT(*), COALESCE(SUM(r.n - COALESCE(m.cap, 0)), 0) FROM {classes} AS r LEFT JOIN "
+        f"(SELECT {by}, SUM(n) FILTER (WHERE {true}) AS cap FROM __truth_mapped GROUP BY {by}) AS m "
+        f"ON {on} WHERE r.n > COALESCE(m.cap, 0)"
     ).fetchall()[0]
     if int(row[0]):
         failures.append(
@@ -179,11 +190,7 @@ def _per_column(
         ).fetchall()
         row = rows[0] if rows else None
         if row is not None:
-            more = f"; {int(row[3]):,} such values" if int(row[3]) > 1 else ""
-            failures.append(
-                f"column {qi!r}: label {_label(row[1])!r} is not true of value {_label(row[0])!r} "
-                f"({int(row[2]):,} input records{more})"
-            )
+            failures.append(_false_pair(qi, row, "input"))
         row = con.execute(
             f"SELECT COUNT(*), COALESCE(SUM(r.n - COALESCE(c.cap, 0)), 0) FROM "
             f"(SELECT COALESCE(q{i}, '') AS label, SUM(n) AS n FROM {classes} GROUP BY 1) AS r "
