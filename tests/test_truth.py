@@ -669,3 +669,15 @@ def test_no_warning_for_values_near_the_bound() -> None:
     assert h.warnings == ()
     h = IntervalBuilder(widths=[5], coding={"bottom": 18}).build(["17", "3", "40"], name="age")
     assert [w.values for w in h.warnings] == [("3",)] and "below the bottom coding" in h.warnings[0].message
+
+
+def test_a_mostly_blank_quasi_identifier_declared_blank_is_missing_on_purpose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Declared missing values pass the mostly-empty check: with the blank itself declared too."""
+    body = [[("" if i % 3 else str(20 + i % 50)), ["F", "M"][i % 2]] for i in range(120)]
+    data = write_csv(tmp_path / "a.csv", ["age", "sex"], body)
+    code, _, stderr = run_cli(["inspect", str(data), "--qi", "age,sex"], capsys)
+    assert code == 2 and "empty in 80 of 120 records" in stderr
+    code, _, stderr = run_cli(["inspect", str(data), "--qi", "age,sex", "--missing", ""], capsys)
+    assert code == 0, stderr

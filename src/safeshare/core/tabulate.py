@@ -55,7 +55,7 @@ def build_frequency_table(
         if column not in engine.columns():
             raise InputError(f"unknown column {column!r} required by a privacy model")
     grouped = engine.grouped_counts([*schema.quasi_identifiers, *sensitive])
-    schema.check_not_empty(grouped, COUNT_COLUMN, label)
+    schema.check_not_empty(grouped, COUNT_COLUMN, label, engine.missing)
     timings["group_by"] = time.perf_counter() - start
     start = time.perf_counter()
     hierarchies = resolve_hierarchies(schema, grouped, engine.missing)
