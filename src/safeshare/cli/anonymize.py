@@ -384,6 +384,10 @@ def hierarchy_check(
             out.print(f"  level {level['level']}: {level['labels']} labels ({shown})")
         if data is not None:
             out.print(f"  covers every value of column {column!r} in {data}")
+        truth = result.truth
+        out.print(f"  {truth['true']:,} of {truth['pairs']:,} labels checked true of their values")
+        for warning in result.warnings:
+            err.print(f"warning: {warning}", style="yellow", soft_wrap=True)
 
     emit(result.to_dict(), as_json, quiet, show)
 
@@ -411,12 +415,14 @@ def hierarchy_build(
         out=out_file,
         **reading,
     )
-    emit(
-        built.to_dict(),
-        as_json,
-        quiet,
-        lambda: out.print(f"wrote {out_file}: {built.values} values, height {built.height}"),
-    )
+
+    def show() -> None:
+        out.print(f"wrote {out_file}: {built.values} values, height {built.height}")
+        for warning in built.warnings:
+            shown = ", ".join(warning["values"][:10]) + (", ..." if len(warning["values"]) > 10 else "")
+            err.print(f"warning: {warning['message']} (values: {shown})", style="yellow", soft_wrap=True)
+
+    emit(built.to_dict(), as_json, quiet, show)
 
 
 # --------------------------------------------------------------------------- flatten

@@ -32,6 +32,7 @@ from safeshare.data.identifiers.pseudonym import DEFAULT_LENGTH, check_length
 from safeshare.data.identifiers.treatment import check_one_window
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyBuilder
+from safeshare.missing import BLANK
 
 
 class Role(StrEnum):
@@ -159,6 +160,7 @@ def check_not_empty(
     count_column: str,
     source: str = "the input",
     hint: str = CONFIG_EMPTY_HINT,
+    missing: Sequence[str] = (),
 ) -> None:
     """Refuse a quasi-identifier that is empty in more than half of the records.
 
@@ -172,8 +174,11 @@ def check_not_empty(
     when the token is declared. ``hint`` is the advice of the message (the
     configuration's keys by default; a command gives its options). Every command
     that reads quasi-identifiers applies it (``anonymize`` through
-    :meth:`Schema.check_not_empty`, ``inspect``).
+    :meth:`Schema.check_not_empty`, ``inspect``). With the blank cell itself declared missing
+    (``missing`` holds ``""``: :mod:`safeshare.missing`), blanks are missing on purpose and pass.
     """
+    if BLANK in missing:
+        return
     total = int(grouped[count_column].sum())
     if total == 0:
         return
@@ -310,10 +315,12 @@ class Schema:
                 "or set default_role: identifying (drop them) or insensitive (keep them unchanged)"
             )
 
-    def check_not_empty(self, grouped: Any, count_column: str, source: str = "the input") -> None:
+    def check_not_empty(
+        self, grouped: Any, count_column: str, source: str = "the input", missing: Sequence[str] = ()
+    ) -> None:
         """Refuse a quasi-identifier that is empty in more than half of the records
         (:func:`check_not_empty` on :attr:`quasi_identifiers`)."""
-        check_not_empty(grouped, self.quasi_identifiers, count_column, source)
+        check_not_empty(grouped, self.quasi_identifiers, count_column, source, missing=missing)
 
     def released_columns(self, available: Sequence[str]) -> list[str]:
         """Columns of the release, in input order: everything but identifying and text columns."""
