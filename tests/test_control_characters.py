@@ -124,7 +124,7 @@ def test_the_byte_scan_finds_every_control_character_and_no_other(
 
     monkeypatch.setattr(control, "CHUNK", 7)
     file = tmp_path / "r.csv"
-    allowed = "a,b\n\"x\ty\",\"two\nlines\"\nnbsp\u00a0é,ü€\n"
+    allowed = 'a,b\n"x\ty","two\nlines"\nnbsp\u00a0é,ü€\n'
     file.write_text(allowed, encoding="utf-8")
     assert not control.csv_holds_control(file)
     refused = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]]

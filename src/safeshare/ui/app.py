@@ -190,6 +190,12 @@ def _move_into(upload: Upload, project: Project, field: str, folder: str) -> lis
     return moved
 
 
+def _missing(config: Mapping[str, Any]) -> list[str]:
+    """The input's declared missing-value tokens of a project's configuration."""
+    tokens = (config.get("input") or {}).get("missing") or []
+    return [tokens] if isinstance(tokens, str) else [str(t) for t in tokens]
+
+
 def _csv_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -204,7 +210,7 @@ def _input_section(upload: Upload, path: str) -> dict[str, Any]:
     delimiter = upload.value("delimiter")
     if delimiter and delimiter != ",":
         section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    missing = _csv_list(upload.value("missing"))
+    missing = services.missing_tokens(upload.value("missing"), upload.value("blank_missing") == "yes")
     if missing:
         section["missing"] = missing
     return section
@@ -452,7 +458,8 @@ async def set_hierarchy(request: Request) -> Response:
                 )
             delimiter = _sniff_delimiter(saved.path)
             uploaded = {"type": "file", "path": str(saved.path), "delimiter": delimiter}
-            await _check_hierarchy(ctx, project, uploaded, column, values)  # the whole file without values
+            # the whole file when the column's values are not known
+            await _check_hierarchy(ctx, project, uploaded, column, values, _missing(config))
             target = project.directory / "hierarchies" / name
             shutil.move(str(saved.path), target)
             relative = f"hierarchies/{name}"
@@ -470,7 +477,7 @@ async def set_hierarchy(request: Request) -> Response:
             spec["hierarchy"] = dict(builder)
             confine_config({"attributes": {column: spec}}, project.directory, ctx.settings.workdir)
             if values is not None:  # the hierarchy must cover the data: checked now, not at run time
-                await _check_hierarchy(ctx, project, spec["hierarchy"], column, values)
+                await _check_hierarchy(ctx, project, spec["hierarchy"], column, values, _missing(config))
         attributes[column] = spec
         config["attributes"] = attributes
         project.save_config(config)
@@ -489,9 +496,10 @@ def _sniff_delimiter(path: Path) -> str:
 
 
 async def _check_hierarchy(
-    ctx: Context, project: Project, spec: Any, column: str, values: list[str] | None
+    ctx: Context, project: Project, spec: Any, column: str, values: list[str] | None, missing: list[str]
 ) -> list[dict[str, Any]] | None:
-    """The levels of a hierarchy entry, checked for ``values`` in a child process."""
+    """The levels of a hierarchy entry, checked for ``values`` (the input's ``missing`` tokens
+    kept as they are, as a run builds it) in a child process."""
     from safeshare.ui.runs import hierarchy_in_child
 
     request = {
@@ -500,6 +508,7 @@ async def _check_hierarchy(
         "workdir": str(ctx.settings.workdir),
         "column": column,
         "values": values,
+        "missing": missing,
     }
     return await hierarchy_in_child(request)
 
@@ -522,7 +531,9 @@ async def hierarchy_page(request: Request) -> Response:
         error = "the column's values are not profiled (too many distinct values, or no profile yet)"
     else:
         try:
-            levels = await _check_hierarchy(ctx, project, spec, column, values) or []
+            levels = (
+                await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config())) or []
+            )
         except InputError as exc:
             error = str(exc)
     return ctx.render(
@@ -549,7 +560,9 @@ async def input_settings(request: Request) -> Response:
         section["names"] = names
     else:
         section.pop("names", None)
-    missing = _csv_list(str(form.get("missing", "")))
+    missing = services.missing_tokens(
+        str(form.get("missing", "")), str(form.get("blank_missing", "")) == "yes"
+    )
     if missing:
         section["missing"] = missing
     else:

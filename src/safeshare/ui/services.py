@@ -104,20 +104,34 @@ def profile(
 
 
 def hierarchy_preview(
-    spec: Mapping[str, Any] | str, base_dir: Path, values: Sequence[str], name: str, workdir: Path
+    spec: Mapping[str, Any] | str,
+    base_dir: Path,
+    values: Sequence[str],
+    name: str,
+    workdir: Path,
+    missing: Sequence[str] = (),
 ) -> Any:
     """The :class:`~safeshare.hierarchy.hierarchy.Hierarchy` a configuration's ``hierarchy:`` entry
-    (a file path or a builder mapping) gives for ``values``; its files confined under ``workdir``."""
-    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+    (a file path or a builder mapping) gives for ``values``, the input's declared ``missing``
+    values kept as they are (:mod:`safeshare.missing`), as a run builds it; every label checked
+    true of its value. Its files are confined under ``workdir`` first."""
+    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec, with_data_missing
     from safeshare.ui.confine import confine_config
 
     confine_config({"attributes": {name: {"hierarchy": spec}}}, base_dir, workdir)
 
     if isinstance(spec, str):
         return FileBuilder(path=base_dir / spec).build(list(values), name=name)
-    return builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy").build(
-        list(values), name=name
-    )
+    builder = builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy")
+    return with_data_missing(builder, missing).build(list(values), name=name)
+
+
+def missing_tokens(text: str, blank: bool) -> list[str]:
+    """The input's ``missing`` list from the workbench's field (comma-separated tokens) and its
+    "Blank cells are missing values" box (:mod:`safeshare.missing`)."""
+    from safeshare.missing import parse_missing, with_blank
+
+    return list(with_blank(parse_missing(text), blank))
 
 
 #: Labels of each level a preview shows, and the characters shown of each.
@@ -126,7 +140,12 @@ PREVIEW_CHARS = 200
 
 
 def hierarchy_levels(
-    spec: Mapping[str, Any] | str, base_dir: Path, values: Sequence[str] | None, name: str, workdir: Path
+    spec: Mapping[str, Any] | str,
+    base_dir: Path,
+    values: Sequence[str] | None,
+    name: str,
+    workdir: Path,
+    missing: Sequence[str] = (),
 ) -> list[dict[str, Any]] | None:
     """Check a hierarchy entry and describe its levels (``{level, count, labels}``, the first
     :data:`PREVIEW_LABELS` labels of each): built for the column's ``values``
@@ -138,7 +157,7 @@ def hierarchy_levels(
     from safeshare.ui.confine import confine_config
 
     if values is not None:
-        hierarchy = hierarchy_preview(spec, base_dir, values, name, workdir)
+        hierarchy = hierarchy_preview(spec, base_dir, values, name, workdir, missing)
     else:
         confine_config({"attributes": {name: {"hierarchy": spec}}}, base_dir, workdir)
         if isinstance(spec, str):
@@ -311,6 +330,7 @@ __all__ = [
     "hierarchy_levels",
     "hierarchy_preview",
     "metrics",
+    "missing_tokens",
     "profile",
     "source",
     "surveillance_simulate",

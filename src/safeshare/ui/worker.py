@@ -194,6 +194,7 @@ def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
             request.get("values"),
             str(request["column"]),
             Path(request["workdir"]),
+            [str(m) for m in request.get("missing") or []],
         )
     except InputError as exc:
         return {"error": " ".join(str(exc).split())}

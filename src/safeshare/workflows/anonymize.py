@@ -96,7 +96,8 @@ def run_anonymization(
         if ledger is not None:
             from safeshare.workflows.ledger import check_ledger
 
-            check_ledger(ledger, protected=_protected(cfg), out_dir=out_dir)
+            check_ledger(ledger, protected=_protected(cfg), out_dir=out_dir)  # its chain holds: read
+        _check_key_window(cfg)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     with monitor.phase(f"reading {cfg.source.path.name}"):
@@ -257,6 +258,16 @@ def _publish(
     return release
 
 
+def _check_key_window(cfg: Any) -> None:
+    """A key that shifted dates in the ledger with another window is refused before any data is
+    read (workflows/key_window.py: two windows under one key combine)."""
+    from safeshare.workflows.key_window import check_key_window
+
+    identifiers, ledger = cfg.identifiers, cfg.ledger_path
+    if identifiers is not None and identifiers.shifted_dates and ledger is not None:
+        check_key_window(ledger, identifiers.key.fingerprint, identifiers.shifted_dates[0].max_days)
+
+
 def _ledger_path(cfg: Any) -> Path | None:
     """The configured ledger, refused (before anything is written) when its folder is missing."""
     ledger: Path | None = cfg.ledger_path
@@ -283,14 +294,19 @@ def _add_evidence(
 ) -> None:
     """The disclosure warnings and the evidence of the release staged at ``staged`` (verified
     against ``expected``), added to ``release``: the same for a global and a mixed release."""
-    from safeshare.workflows.release_evidence import release_evidence, release_warnings
+    from safeshare.workflows.release_evidence import release_disclosure, release_evidence
+    from safeshare.workflows.result import headline
 
     t0 = time.perf_counter()
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     released_columns = verification.checks.get("columns", [])
-    release.warnings += release_warnings(
-        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing)
+    warnings, informed = release_disclosure(
+        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing), release.privacy.k
     )
+    release.warnings += warnings
+    release.informed_adversary = informed
+    # the headline states a per-record bound only where it holds against the informed adversary
+    release.headline = headline(release.report, cfg.threshold_reason)
     evidence = release_evidence(
         result=result,
         expected=expected,
@@ -309,6 +325,7 @@ def _add_evidence(
         seeds=release.provenance.seeds,
         identifiers=identifiers,
         records_per_level=records_per_level,
+        informed=informed,
     )
     release.evidence = evidence.to_dict()
     release.timings["evidence"] = time.perf_counter() - t0
@@ -404,9 +421,20 @@ def _publish_and_record(
         "report": [stage / "report.json", stage / "report.html"],
     }
     fingerprint = identifiers.key.fingerprint if identifiers is not None else None
+    window = (
+        identifiers.shifted_dates[0].max_days
+        if identifiers is not None and identifiers.shifted_dates
+        else None
+    )
     with LedgerAppend(ledger, protected=_protected(cfg), out_dir=output.out_dir) as append:
         entry = ledger_entry(
-            append.path, release.report, files, cfg.approved_by, fingerprint, moved=(stage, output.out_dir)
+            append.path,
+            release.report,
+            files,
+            cfg.approved_by,
+            fingerprint,
+            window,
+            moved=(stage, output.out_dir),
         )
         append.prepare(entry)
         with signals_deferred():  # no interrupt between the publication and its ledger line
