@@ -19,13 +19,17 @@ QIS = ["age", "education", "marital-status", "race", "sex"]
 
 
 def _population() -> pd.DataFrame:
-    pop = pd.read_csv(ADULT_DIR / "adult.data", header=None, names=ADULT_COLUMNS, skipinitialspace=True, dtype=str)
+    pop = pd.read_csv(
+        ADULT_DIR / "adult.data", header=None, names=ADULT_COLUMNS, skipinitialspace=True, dtype=str
+    )
     pop.insert(0, "id", [f"p{i}" for i in range(len(pop))])
     return pop
 
 
 def _config(tmp: Path, data: Path, extra: str = "") -> Path:
-    attrs = "\n".join(f"  {q}: {{role: quasi, hierarchy: {ADULT_DIR / 'hierarchies' / (q + '.csv')}}}" for q in QIS)
+    attrs = "\n".join(
+        f"  {q}: {{role: quasi, hierarchy: {ADULT_DIR / 'hierarchies' / (q + '.csv')}}}" for q in QIS
+    )
     text = (
         f"input: {{path: {data}}}\ndefault_role: identifying\nattributes:\n{attrs}\n"
         "  hours-per-week: {role: sensitive}\n  income: {role: insensitive}\n"
@@ -47,8 +51,14 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pop.drop(sample.index).to_csv(tmp / "control.csv", index=False)
     cfg = _config(tmp, tmp / "sample.csv", "population_size: 32561\n")
     api.anonymize(cfg, tmp / "rel")
-    return {"tmp": tmp, "config": cfg, "release": tmp / "rel" / "release.csv", "population": tmp / "population.csv",
-            "control": tmp / "control.csv", "sample": tmp / "sample.csv"}
+    return {
+        "tmp": tmp,
+        "config": cfg,
+        "release": tmp / "rel" / "release.csv",
+        "population": tmp / "population.csv",
+        "control": tmp / "control.csv",
+        "sample": tmp / "sample.csv",
+    }
 
 
 def _independent_B(release: Path, report: Path, population: pd.DataFrame) -> float:
@@ -64,13 +74,22 @@ def _independent_B(release: Path, report: Path, population: pd.DataFrame) -> flo
     return float(risk_measures(f, F, len(population)).B)
 
 
-def test_exact_matching_expectation_is_the_exact_B_and_the_rate_within_its_interval(sampled: dict[str, Path]) -> None:
+def test_exact_matching_expectation_is_the_exact_B_and_the_rate_within_its_interval(
+    sampled: dict[str, Path],
+) -> None:
     pop = _population()
     B = _independent_B(sampled["release"], sampled["tmp"] / "rel" / "report.json", pop)
     rates = []
     for seed in range(3):
-        result = api.attack(sampled["release"], sampled["config"], sampled["population"], id="id", seed=seed,
-                            control=sampled["control"], targets=200)
+        result = api.attack(
+            sampled["release"],
+            sampled["config"],
+            sampled["population"],
+            id="id",
+            seed=seed,
+            control=sampled["control"],
+            targets=200,
+        )
         ex = result.exact
         assert result.records["scored"] == result.records["release"]  # a global release: every row attributed
         assert ex["expected_rate"] == pytest.approx(B, rel=1e-12)
@@ -86,10 +105,22 @@ def test_a_guess_is_scored_against_the_truth_not_the_frame_order(sampled: dict[s
     tmp = sampled["tmp"]
     pop = pd.read_csv(sampled["population"], dtype=str, keep_default_na=False)
     pop.sample(frac=1.0, random_state=3).to_csv(tmp / "shuffled.csv", index=False)
-    a = api.attack(sampled["release"], sampled["config"], sampled["population"], id="id", targets=100,
-                   control=sampled["control"])
-    b = api.attack(sampled["release"], sampled["config"], tmp / "shuffled.csv", id="id", targets=100,
-                   control=sampled["control"])
+    a = api.attack(
+        sampled["release"],
+        sampled["config"],
+        sampled["population"],
+        id="id",
+        targets=100,
+        control=sampled["control"],
+    )
+    b = api.attack(
+        sampled["release"],
+        sampled["config"],
+        tmp / "shuffled.csv",
+        id="id",
+        targets=100,
+        control=sampled["control"],
+    )
     assert a.exact["expected_rate"] == pytest.approx(b.exact["expected_rate"], rel=1e-12)
     lo, hi = a.linkage["correct"]["interval"]
     assert lo - 0.02 <= b.linkage["correct"]["rate"] <= hi + 0.02
@@ -105,9 +136,25 @@ def test_hostile_frame_leaves_nothing_of_it_in_any_output(sampled: dict[str, Pat
     hostile.loc[81:120, "id"] = [f"ZZID{i}QQ" for i in range(40)]  # identifiers
     hostile.to_csv(tmp_path / "hostile.csv", index=False)
     out = tmp_path / "out"
-    code = main(["attack", str(sampled["release"]), "--config", str(sampled["config"]), "--frame",
-                 str(tmp_path / "hostile.csv"), "--id", "id", "--control", str(sampled["control"]),
-                 "--targets", "100", "--out", str(out), "-q"])
+    code = main(
+        [
+            "attack",
+            str(sampled["release"]),
+            "--config",
+            str(sampled["config"]),
+            "--frame",
+            str(tmp_path / "hostile.csv"),
+            "--id",
+            "id",
+            "--control",
+            str(sampled["control"]),
+            "--targets",
+            "100",
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     assert code == 0
     files = sorted(p for p in out.rglob("*") if p.is_file())
     assert {p.name for p in files} >= {"report.json", "report.html"}
@@ -151,16 +198,40 @@ def test_the_frame_is_the_input_without_id(tmp_path: Path) -> None:
     # another frame without --id is refused in one line
     other = tmp_path / "other.csv"
     _population().iloc[3000:6000].to_csv(other, index=False)
-    code = main(["attack", str(tmp_path / "rel" / "release.csv"), "--config", str(cfg), "--frame", str(other),
-                 "--out", str(tmp_path / "o"), "-q"])
+    code = main(
+        [
+            "attack",
+            str(tmp_path / "rel" / "release.csv"),
+            "--config",
+            str(cfg),
+            "--frame",
+            str(other),
+            "--out",
+            str(tmp_path / "o"),
+            "-q",
+        ]
+    )
     assert code == 2 and not (tmp_path / "o").exists()
 
 
-def test_a_frame_without_the_quasi_identifiers_is_refused(sampled: dict[str, Path], tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_frame_without_the_quasi_identifiers_is_refused(
+    sampled: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pd.DataFrame({"id": ["p1"], "zip": ["1"]}).to_csv(tmp_path / "f.csv", index=False)
-    code = main(["attack", str(sampled["release"]), "--config", str(sampled["config"]), "--frame",
-                 str(tmp_path / "f.csv"), "--id", "id", "--out", str(tmp_path / "o")])
+    code = main(
+        [
+            "attack",
+            str(sampled["release"]),
+            "--config",
+            str(sampled["config"]),
+            "--frame",
+            str(tmp_path / "f.csv"),
+            "--id",
+            "id",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "quasi-identifiers" in err[0]
@@ -170,27 +241,65 @@ def test_the_linkage_refuses_an_unbounded_comparison_with_the_figure(sampled: di
     from safeshare.errors import InputError
 
     with pytest.raises(InputError, match=r"would compute [\d,]+ distances"):
-        api.attack(sampled["release"], sampled["config"], sampled["population"], id="id", block="",
-                   max_pairs=10**6, control=sampled["control"], targets=50)
+        api.attack(
+            sampled["release"],
+            sampled["config"],
+            sampled["population"],
+            id="id",
+            block="",
+            max_pairs=10**6,
+            control=sampled["control"],
+            targets=50,
+        )
 
 
-def test_terminal_json_and_report_agree(sampled: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["attack", str(sampled["release"]), "--config", str(sampled["config"]), "--frame", str(sampled["population"]),
-            "--id", "id", "--control", str(sampled["control"]), "--targets", "100", "--seed", "4"]
+def test_terminal_json_and_report_agree(
+    sampled: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "attack",
+        str(sampled["release"]),
+        "--config",
+        str(sampled["config"]),
+        "--frame",
+        str(sampled["population"]),
+        "--id",
+        "id",
+        "--control",
+        str(sampled["control"]),
+        "--targets",
+        "100",
+        "--seed",
+        "4",
+    ]
     assert main([*args, "--out", str(tmp_path / "a"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     written = json.loads((tmp_path / "a" / "report.json").read_text())
     assert printed == written
-    result = api.attack(sampled["release"], sampled["config"], sampled["population"], id="id", seed=4,
-                        control=sampled["control"], targets=100)
+    result = api.attack(
+        sampled["release"],
+        sampled["config"],
+        sampled["population"],
+        id="id",
+        seed=4,
+        control=sampled["control"],
+        targets=100,
+    )
     assert json.loads(result.to_json()) == written
     html = (tmp_path / "a" / "report.html").read_text()
     assert f"{written['exact_matching']['correct']['rate']:.4f}" in html
 
 
 def test_per_record_risk_counts_the_records_above_the_threshold(sampled: dict[str, Path]) -> None:
-    result = api.attack(sampled["release"], sampled["config"], sampled["population"], id="id", threshold=0.2,
-                        control=sampled["control"], targets=50)
+    result = api.attack(
+        sampled["release"],
+        sampled["config"],
+        sampled["population"],
+        id="id",
+        threshold=0.2,
+        control=sampled["control"],
+        targets=50,
+    )
     exact = result.record_risk["exact"]
     assert exact["mean"] == pytest.approx(result.exact["expected_rate"], rel=1e-12)
     assert sum(b["records"] for b in exact["bins"]) == exact["records"]

@@ -17,7 +17,9 @@ from safeshare.attack import residual
 from safeshare.attack.linkage import other_column
 from safeshare.attack.stats import Rate, Residual, wilson
 
-anonymeter = pytest.importorskip("anonymeter.evaluators", reason="anonymeter is installed by `make .venv/.installed-test`")
+anonymeter = pytest.importorskip(
+    "anonymeter.evaluators", reason="anonymeter is installed by `make .venv/.installed-test`"
+)
 
 
 def _data(seed: int = 0, n: int = 1200) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -59,13 +61,16 @@ def test_linkability_equals_anonymeters() -> None:
 
     ori, syn, control = _data(1)
     aux = (["a", "b"], ["c", "d"])
-    theirs = LinkabilityEvaluator(ori=ori, syn=syn, control=control, aux_cols=aux, n_attacks=len(ori)).evaluate(n_jobs=1)
+    theirs = LinkabilityEvaluator(
+        ori=ori, syn=syn, control=control, aux_cols=aux, n_attacks=len(ori)
+    ).evaluate(n_jobs=1)
     res = theirs.results()
     side = _side(ori, syn, control)
     names = list(syn.columns)
     split = ([names.index(c) for c in aux[0]], [names.index(c) for c in aux[1]])
-    ours = residual.linkability(side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), split,
-                                np.random.default_rng(0))
+    ours = residual.linkability(
+        side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), split, np.random.default_rng(0)
+    )
     assert ours.attack.successes == res.n_success
     assert ours.control.successes == res.n_control
     assert ours.attack.successes > 20 * max(ours.control.successes, 1)  # the test has power
@@ -76,12 +81,14 @@ def test_inference_equals_anonymeters() -> None:
     from anonymeter.evaluators import InferenceEvaluator
 
     ori, syn, control = _data(2)
-    theirs = InferenceEvaluator(ori=ori, syn=syn, control=control, aux_cols=["a", "b", "c", "d"], secret="s",
-                                n_attacks=len(ori)).evaluate(n_jobs=1)
+    theirs = InferenceEvaluator(
+        ori=ori, syn=syn, control=control, aux_cols=["a", "b", "c", "d"], secret="s", n_attacks=len(ori)
+    ).evaluate(n_jobs=1)
     res = theirs.results()
     side = _side(ori, syn, control)
-    ours = residual.inference(side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), 4,
-                              np.random.default_rng(0))
+    ours = residual.inference(
+        side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), 4, np.random.default_rng(0)
+    )
     assert ours.attack.successes == res.n_success
     assert ours.control.successes == res.n_control
     assert ours.risk[0] == pytest.approx(theirs.risk().value, abs=1e-12)
@@ -92,12 +99,19 @@ def test_singling_out_agrees_with_anonymeter_within_the_intervals() -> None:
 
     ori, syn, control = _data(3, n=800)
     n = 300
-    theirs = SinglingOutEvaluator(ori=ori[list("abcd")], syn=syn[list("abcd")], control=control[list("abcd")],
-                                  n_attacks=n, n_cols=3, seed=5).evaluate(mode="multivariate")
+    theirs = SinglingOutEvaluator(
+        ori=ori[list("abcd")],
+        syn=syn[list("abcd")],
+        control=control[list("abcd")],
+        n_attacks=n,
+        n_cols=3,
+        seed=5,
+    ).evaluate(mode="multivariate")
     res = theirs.results()
     side = _side(ori[list("abcd")], syn[list("abcd")], control[list("abcd")])
-    ours = residual.singling_out(side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), n, 3,
-                                 np.random.default_rng(5))
+    ours = residual.singling_out(
+        side, np.arange(len(ori)), np.arange(len(ori), 2 * len(ori)), n, 3, np.random.default_rng(5)
+    )
     assert ours.attack.attempts == n
     lo, hi = ours.attack.interval
     theirs_rate = res.attack_rate.value

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from safeshare.config.algorithms import make_strategy
 from safeshare.core.evaluation import Evaluator
 from safeshare.metrics.loss import make_metric
 from safeshare.models.base import PrivacyCriterion
@@ -21,7 +22,6 @@ from safeshare.risk.record_risk import (
     smallest_safe_class,
 )
 from safeshare.search.context import SearchContext
-from safeshare.config.algorithms import make_strategy
 from tests.conftest import generalized_frame, random_table
 from tests.test_ola import BruteForce
 
@@ -100,13 +100,17 @@ def test_copula_record_risk_predicts_population_uniqueness_on_adult() -> None:
     from safeshare.risk.classes import SampleTable
     from tests.conftest import ADULT_COLUMNS, ADULT_DIR
 
-    pop = pd.read_csv(ADULT_DIR / "adult.data", header=None, names=ADULT_COLUMNS, skipinitialspace=True, dtype=str)
+    pop = pd.read_csv(
+        ADULT_DIR / "adult.data", header=None, names=ADULT_COLUMNS, skipinitialspace=True, dtype=str
+    )
     qi = ["age", "sex", "race", "marital-status", "education"]
     sample = pop.sample(frac=0.1, random_state=5)
     F = pop.groupby(qi).size().rename("F")
     table = SampleTable.from_frame(sample, qi)
     fitted = copula_record_risk(table, len(pop), random_state=1)
-    keys = pd.MultiIndex.from_arrays([[table.categories[c][k] for k in table.codes[:, c]] for c in range(len(qi))])
+    keys = pd.MultiIndex.from_arrays(
+        [[table.categories[c][k] for k in table.codes[:, c]] for c in range(len(qi))]
+    )
     truth = (F.reindex(keys).to_numpy() == 1).repeat(table.counts)
     score = fitted.uniqueness.repeat(table.counts)
     assert roc_auc_score(truth, score) >= 0.9

@@ -71,7 +71,9 @@ def exact_match(
     m = sizes[class_of_row[rows]]
     has = m > 0
     # the guess: a uniform position within the row's class of candidates
-    guess_pos = starts[class_of_row[rows]] + np.floor(rng.random(rows.size) * np.maximum(m, 1)).astype(np.int64)
+    guess_pos = starts[class_of_row[rows]] + np.floor(rng.random(rows.size) * np.maximum(m, 1)).astype(
+        np.int64
+    )
     guess = np.where(has, rec_sorted[np.minimum(guess_pos, max(rec_sorted.size - 1, 0))], -1)
     truth = truth_in_frame[rows]
     correct = has & (truth >= 0) & (guess == truth)
@@ -80,7 +82,9 @@ def exact_match(
     pair_keys = np.sort(cls_sorted * width + rec_sorted)
     want = class_of_row[rows] * width + np.maximum(truth, 0)
     pos = np.minimum(np.searchsorted(pair_keys, want), max(pair_keys.size - 1, 0))
-    in_m = (truth >= 0) & has & (pair_keys[pos] == want) if pair_keys.size else np.zeros(rows.size, dtype=bool)
+    in_m = (
+        (truth >= 0) & has & (pair_keys[pos] == want) if pair_keys.size else np.zeros(rows.size, dtype=bool)
+    )
     expected = float(np.sum(np.where(in_m, 1.0 / np.maximum(m, 1), 0.0)) / max(rows.size, 1))
     return ExactMatch(
         rate=Rate(int(correct.sum()), int(rows.size)),

@@ -100,10 +100,14 @@ def qi_column(qmap: QIMap, row_labels: np.ndarray, frame_values: pd.Series) -> C
     x = np.where(leaves >= 0, nums[np.maximum(leaves, 0)], np.nan)
     lo, hi = interval
     span = float(np.nanmax([np.nanmax(nums), np.nanmax(hi)]) - np.nanmin([np.nanmin(nums), np.nanmin(lo)]))
-    return Column(qmap.name, "qi", np.zeros(0), x, span if span > 0 else 1.0, row_levels, frame_levels, lo, hi)
+    return Column(
+        qmap.name, "qi", np.zeros(0), x, span if span > 0 else 1.0, row_levels, frame_levels, lo, hi
+    )
 
 
-def other_column(name: str, row_values: pd.Series, frame_values: pd.Series, date_format: str | None) -> Column:
+def other_column(
+    name: str, row_values: pd.Series, frame_values: pd.Series, date_format: str | None
+) -> Column:
     """Another released column the frame has: numeric when both sides read as numbers (or as
     dates in ``date_format``), else categorical."""
     a, b = _to_numbers(row_values, date_format), _to_numbers(frame_values, date_format)
@@ -127,7 +131,9 @@ def distances(columns: Sequence[Column], rows: np.ndarray, cands: np.ndarray) ->
                 covered |= (r >= 0) & (r == fl[cands][None, :])
             if col.row_low is not None and col.row_high is not None:
                 x = col.frame[cands][None, :]
-                gap = np.maximum(np.maximum(col.row_low[rows][:, None] - x, x - col.row_high[rows][:, None]), 0.0)
+                gap = np.maximum(
+                    np.maximum(col.row_low[rows][:, None] - x, x - col.row_high[rows][:, None]), 0.0
+                )
                 d = np.where(np.isfinite(gap), np.minimum(gap / col.scale, 1.0), 1.0)
             else:
                 d = np.ones((rows.size, cands.size))

@@ -82,8 +82,8 @@ def _matches(col: Column, row: int, which: np.ndarray, on_rows: bool, median: fl
     values = col.row[which] if on_rows else col.frame[which]
     v = col.row[row]
     if col.kind == "numeric" and median is not None:
-        return values >= v if v > median else values <= v
-    return values == v
+        return np.asarray(values >= v if v > median else values <= v)
+    return np.asarray(values == v)
 
 
 def _same_label(col: Column, row: int, which: np.ndarray) -> np.ndarray:
@@ -142,7 +142,9 @@ def singling_out(
             mask &= _matches(side.columns[c], int(rng.integers(side.n_rows)), attack, False, medians[c])
         baseline += int(mask.sum() == 1)
     n = len(queries)
-    return Residual(Rate(successes(attack, queries), n), Rate(successes(control, queries), n), Rate(baseline, n))
+    return Residual(
+        Rate(successes(attack, queries), n), Rate(successes(control, queries), n), Rate(baseline, n)
+    )
 
 
 def linkability(
@@ -190,7 +192,9 @@ def inference(
 
     random_rows = rng.integers(side.n_rows, size=attack.size)
     base = int(_guess_right(col, random_rows, attack).sum())
-    return Residual(Rate(right(attack), attack.size), Rate(right(control), control.size), Rate(base, attack.size))
+    return Residual(
+        Rate(right(attack), attack.size), Rate(right(control), control.size), Rate(base, attack.size)
+    )
 
 
 def to_dict(name: str, residual: Residual, extra: dict[str, Any]) -> dict[str, Any]:

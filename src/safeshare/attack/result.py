@@ -87,7 +87,12 @@ def report_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """(measure, value) rows of an attack report: the terminal and report.html's summary."""
     out: list[tuple[str, str]] = []
     rec = doc["records"]
-    out.append(("released rows / scored / frame records", f"{rec['release']:,} / {rec['scored']:,} / {rec['frame']:,}"))
+    out.append(
+        (
+            "released rows / scored / frame records",
+            f"{rec['release']:,} / {rec['scored']:,} / {rec['frame']:,}",
+        )
+    )
     ex = doc["exact_matching"]
     out.append(("exact matching: correct-match rate", _rate(ex.get("correct"))))
     out.append(("exact matching: expected rate", f"{ex['expected_rate']:.4f}"))
@@ -97,7 +102,9 @@ def report_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if est.get("B") is not None:
         interval = est.get("interval")
         extra = f" (95 % {interval[0]:.4f}-{interval[1]:.4f})" if interval else ""
-        out.append((f"B estimated ({est['estimator']}, N = {est['population_size']:,})", f"{est['B']:.4f}{extra}"))
+        out.append(
+            (f"B estimated ({est['estimator']}, N = {est['population_size']:,})", f"{est['B']:.4f}{extra}")
+        )
     out.append(("measured rate against B", est.get("verdict", "")))
     link = doc["linkage"]
     if link.get("correct"):
@@ -140,7 +147,8 @@ def render_html(doc: dict[str, Any]) -> str:
         "padding-right:1em}td{font-variant-numeric:tabular-nums}pre{background:#f4f4f4;padding:1em;"
         "overflow:auto}</style></head><body>"
         f"<h1>Re-identification attacks on {e(str(doc['release']))}</h1>"
-        f"<p>Frame: {e(str(doc['frame']))}; configuration: {e(str(doc['configuration']))}; quasi-identifiers: "
+        f"<p>Frame: {e(str(doc['frame']))}; configuration: {e(str(doc['configuration']))}; "
+        "quasi-identifiers: "
         f"{e(', '.join(doc['quasi_identifiers']))}; seed {e(str(doc['seed']))}.</p>"
         f"<table>{rows}</table><h2>Notes</h2><ul>{notes}</ul>"
         f"<h2>Every figure (report.json)</h2><pre>{e(body)}</pre></body></html>\n"

@@ -63,6 +63,10 @@ def wilson(successes: int, attempts: int, z: float = Z95) -> tuple[float, float]
     return centre, half
 
 
+def _clip(x: float) -> float:
+    return min(max(x, 0.0), 1.0)
+
+
 @dataclass(frozen=True)
 class Residual:
     """The residual risk of an attack over its control (module docstring)."""
@@ -79,8 +83,7 @@ class Residual:
             return 0.0, (0.0, 1.0)
         value = (a - c) / (1 - c)
         err = math.sqrt((da / (1 - c)) ** 2 + ((a - 1) * dc / (1 - c) ** 2) ** 2)
-        clip = lambda x: min(max(x, 0.0), 1.0)  # noqa: E731
-        return clip(value), (clip(value - err), clip(value + err))
+        return _clip(value), (_clip(value - err), _clip(value + err))
 
     @property
     def better_than_baseline(self) -> bool:

@@ -49,7 +49,9 @@ class Truth:
 def row_blocks(release: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, pd.DataFrame]:
     """Block id of every released row (identical on ``columns``) and the blocks' values."""
     codes, uniques = pd.factorize(pd.MultiIndex.from_frame(release[list(columns)].astype(str)))
-    blocks = pd.DataFrame(list(uniques), columns=list(columns)) if len(uniques) else release[list(columns)][:0]
+    blocks = (
+        pd.DataFrame(list(uniques), columns=list(columns)) if len(uniques) else release[list(columns)][:0]
+    )
     return np.asarray(codes, dtype=np.int64), blocks
 
 

@@ -37,9 +37,11 @@ class QIMap:
     hierarchy: Hierarchy
 
     @classmethod
-    def build(cls, name: str, builder: HierarchyBuilder, values: Sequence[str]) -> QIMap:
+    def build(cls, name: str, builder: HierarchyBuilder | Hierarchy, values: Sequence[str]) -> QIMap:
         """The configuration's hierarchy for ``values``; values it cannot place are left out
-        (they are consistent with no label)."""
+        (they are consistent with no label). A ready hierarchy is used as it is."""
+        if isinstance(builder, Hierarchy):
+            return cls(name, builder)
         distinct = sorted(set(values))
         try:
             return cls(name, builder.build(distinct, name))

@@ -16,7 +16,9 @@ from safeshare.cli.common import JsonOption, Keywords, QuietOption, SeedOption, 
 
 @reads_data
 def attack(
-    release: Annotated[Path, typer.Argument(help="The written release (CSV or Parquet), as a recipient has it.")],
+    release: Annotated[
+        Path, typer.Argument(help="The written release (CSV or Parquet), as a recipient has it.")
+    ],
     config: Annotated[Path, typer.Option("--config", help="The configuration the release was made with.")],
     frame: Annotated[
         Path, typer.Option("--frame", help="The adversary's identified frame (CSV or Parquet).")
@@ -46,7 +48,8 @@ def attack(
         str | None, typer.Option("--secret", help="The column the inference attack guesses.")
     ] = None,
     population_size: Annotated[
-        int | None, typer.Option("--population-size", help="N (default: the configuration's, else the input's).")
+        int | None,
+        typer.Option("--population-size", help="N (default: the configuration's, else the input's)."),
     ] = None,
     *,
     reading: Keywords,

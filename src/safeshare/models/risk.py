@@ -91,7 +91,9 @@ class RiskThreshold(NodePrivacyModel):
         use: str = "estimate",
     ) -> None:
         if measure not in MEASURES or measure == "record":
-            raise InputError(f"risk measure {measure!r}: expected one of B, A, uniques (record: RecordRiskThreshold)")
+            raise InputError(
+                f"risk measure {measure!r}: expected one of B, A, uniques (record: RecordRiskThreshold)"
+            )
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
             raise InputError(f"risk threshold: expected a number in (0, 1], got {threshold!r}")
         if population_size is not None and (
@@ -219,7 +221,9 @@ class RecordRiskThreshold(PrivacyModel):
         if found is None:
             from safeshare.risk.record_risk import smallest_safe_class
 
-            found = self._floor[n_records] = smallest_safe_class(self.threshold, self.sampling_fraction(n_records))
+            found = self._floor[n_records] = smallest_safe_class(
+                self.threshold, self.sampling_fraction(n_records)
+            )
         return found
 
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
@@ -231,7 +235,8 @@ class RecordRiskThreshold(PrivacyModel):
     def validate(self, table: FrequencyTable) -> None:
         if self.population_size is not None and table.n_records > self.population_size:
             raise InputError(
-                f"risk population_size {self.population_size} is smaller than the input ({table.n_records} records)"
+                f"risk population_size {self.population_size} is smaller than the input "
+                f"({table.n_records} records)"
             )
         if self.floor(table.n_records) > table.n_records:
             raise InputError(
@@ -244,7 +249,11 @@ class RecordRiskThreshold(PrivacyModel):
 
         sizes = classes.sizes[released]
         sizes = sizes[sizes > 0]
-        top = float(class_size_record_risk(sizes, self.sampling_fraction(table.n_records)).max()) if sizes.size else 0.0
+        top = (
+            float(class_size_record_risk(sizes, self.sampling_fraction(table.n_records)).max())
+            if sizes.size
+            else 0.0
+        )
         return {"record": top, "smallest_safe_class": self.floor(table.n_records)}
 
     def params(self) -> dict[str, Any]:

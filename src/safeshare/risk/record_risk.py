@@ -34,6 +34,7 @@ the records is B, :mod:`safeshare.risk.measures`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +69,8 @@ def expected_inverse_shifted_binomial(f: np.ndarray, m: int, p: np.ndarray) -> n
     rate = f - 1 + m * p
     upper = np.minimum(1.0, _EFOLDS / np.maximum(rate, 1e-300))
     total = np.zeros(f.shape)
-    edges = np.array([0.0, 1 / 16, 1 / 4, 1 / 2, 1.0])
-    for a, b in zip(edges[:-1], edges[1:], strict=True):
+    edges = (0.0, 1 / 16, 1 / 4, 1 / 2, 1.0)
+    for a, b in itertools.pairwise(edges):
         lo, hi = a * upper, b * upper
         half = (hi - lo) / 2
         u = lo[..., None] + half[..., None] * (_NODES + 1)
@@ -113,7 +114,9 @@ def smallest_safe_class(threshold: float, sampling_fraction: float, limit: int =
     while not ok(hi):
         lo, hi = hi, hi * 2
         if hi > limit:
-            raise InputError(f"record risk threshold {threshold:g}: no class of at most {limit:,} records meets it")
+            raise InputError(
+                f"record risk threshold {threshold:g}: no class of at most {limit:,} records meets it"
+            )
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
@@ -144,7 +147,7 @@ def copula_record_risk(
     from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
 
     N, n = int(population_size), table.n
-    if N < n:
+    if n > N:
         raise InputError(f"population size {N:,} is smaller than the release ({n:,} records)")
     model = GaussianCopulaEstimator(correlation=correlation).fit_model(table)
     rng = np.random.default_rng(random_state)

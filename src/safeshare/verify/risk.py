@@ -109,6 +109,7 @@ def _record_figures(doc: dict[str, Any], sizes: np.ndarray, params: Mapping[str,
     doc["value"] = value
     if value > threshold + TOLERANCE:
         doc["failures"] = [
-            f"risk: the largest per-record risk = {value:.6g} on the release, above the threshold {threshold:g}"
+            f"risk: the largest per-record risk = {value:.6g} on the release, "
+            f"above the threshold {threshold:g}"
         ]
     return doc

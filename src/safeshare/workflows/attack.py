@@ -84,7 +84,9 @@ def attack(
         qis_all = list(schema.quasi_identifiers)
         missing = [q for q in qis_all if q not in rel.columns]
         if missing:
-            raise InputError(f"{release}: the release has no column {missing[0]!r}, a quasi-identifier of {config}")
+            raise InputError(
+                f"{release}: the release has no column {missing[0]!r}, a quasi-identifier of {config}"
+            )
         fr = frame.copy() if isinstance(frame, pd.DataFrame) else _frame(opts.source(frame))
         fr = fr.reset_index(drop=True).astype(str)
         frame_name = "DataFrame" if isinstance(frame, pd.DataFrame) else Path(frame).name
@@ -95,13 +97,16 @@ def attack(
         if len(qis) < len(qis_all):
             left = [q for q in qis_all if q not in qis]
             notes.append(
-                "quasi-identifiers not matched exactly: " + ", ".join(left)
+                "quasi-identifiers not matched exactly: "
+                + ", ".join(left)
                 + " (not in the frame, or shifted dates, whose released labels are of the shifted value)"
             )
         inputs = MemoryEngine(cfg.source, identifiers=cfg.identifiers).frame.reset_index(drop=True)
         other = [c for c in rel.columns if c not in qis_all]
     with monitor.phase("attributing the released rows to the input's records (the truth)"):
-        input_maps = [QIMap.build(q, schema.hierarchy_spec(q), inputs[q].astype(str).tolist()) for q in qis_all]
+        input_maps = [
+            QIMap.build(q, schema.hierarchy_spec(q), inputs[q].astype(str).tolist()) for q in qis_all
+        ]
         truth = attribute(rel, inputs, qis_all, other, input_maps, opts.seed)
         record_of_row = truth.record_of_row
         if opts.id is not None:
@@ -142,10 +147,27 @@ def attack(
         exact = exact_match(class_of_row, f_rec, f_cls, truth_in_frame, scored, rngs[0])
     estimate = _estimate(rel, qis_all, N, exact, frame_is_population, len(qis) == len(qis_all))
     with monitor.phase("distance-based linkage"):
-        link_doc = _linkage(opts, rel, fr, schema, qis, frame_maps, class_of_row, labels, f_rec, f_cls,
-                            truth_in_frame, scored, rngs[1], monitor, notes)
+        link_doc = _linkage(
+            opts,
+            rel,
+            fr,
+            schema,
+            qis,
+            frame_maps,
+            class_of_row,
+            labels,
+            f_rec,
+            f_cls,
+            truth_in_frame,
+            scored,
+            rngs[1],
+            monitor,
+            notes,
+        )
     with monitor.phase("singling out, linkability and inference against the control set"):
-        residual = _residual(opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, rngs[2:5])
+        residual = _residual(
+            opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, rngs[2:5]
+        )
     with monitor.phase("per-record risk"):
         record = _record_risk(rel, qis, schema, N, exact, scored, frame_is_population, opts, rngs[5])
     result = AttackResult(
@@ -208,14 +230,27 @@ def _estimate(
 
 
 def _linkage(
-    opts: Any, rel: pd.DataFrame, fr: pd.DataFrame, schema: Any, qis: list[str], frame_maps: list[QIMap],
-    class_of_row: np.ndarray, labels: pd.DataFrame, f_rec: np.ndarray, f_cls: np.ndarray,
-    truth_in_frame: np.ndarray, scored: np.ndarray, rng: np.random.Generator, monitor: Monitor, notes: list[str],
+    opts: Any,
+    rel: pd.DataFrame,
+    fr: pd.DataFrame,
+    schema: Any,
+    qis: list[str],
+    frame_maps: list[QIMap],
+    class_of_row: np.ndarray,
+    labels: pd.DataFrame,
+    f_rec: np.ndarray,
+    f_cls: np.ndarray,
+    truth_in_frame: np.ndarray,
+    scored: np.ndarray,
+    rng: np.random.Generator,
+    monitor: Monitor,
+    notes: list[str],
 ) -> dict[str, Any]:
     from safeshare.data.schema import Role
 
     columns = [
-        linkage_mod.qi_column(m, rel[q].astype(str).to_numpy(dtype=object), fr[q]) for q, m in zip(qis, frame_maps, strict=True)
+        linkage_mod.qi_column(m, rel[q].astype(str).to_numpy(dtype=object), fr[q])
+        for q, m in zip(qis, frame_maps, strict=True)
     ]
     for c in rel.columns:
         if c in qis or c not in fr.columns or schema.role(c) is Role.PSEUDONYM:
@@ -233,21 +268,40 @@ def _linkage(
         idx = [qis.index(b) for b in block]
         codes, uniq = pd.factorize(pd.MultiIndex.from_frame(rel[block].astype(str)))
         block_of_row = np.asarray(codes, dtype=np.int64)
-        b_rec, b_blk = consistent_pairs([frame_maps[i] for i in idx], fr[block], pd.DataFrame(list(uniq), columns=block))
+        b_rec, b_blk = consistent_pairs(
+            [frame_maps[i] for i in idx], fr[block], pd.DataFrame(list(uniq), columns=block)
+        )
     else:
         block_of_row = np.zeros(len(rel), dtype=np.int64)
         b_rec, b_blk = np.arange(len(fr), dtype=np.int64), np.zeros(len(fr), dtype=np.int64)
     with monitor.progress("linking released rows", len(rel)) as update:
         result = linkage_mod.link(
-            columns, block_of_row, b_rec, b_blk, len(fr), truth_in_frame, scored, rng, block,
-            max_pairs=opts.max_pairs, progress=update,
+            columns,
+            block_of_row,
+            b_rec,
+            b_blk,
+            len(fr),
+            truth_in_frame,
+            scored,
+            rng,
+            block,
+            max_pairs=opts.max_pairs,
+            progress=update,
         )
     return result.to_dict()
 
 
 def _residual(
-    opts: Any, cfg: Any, rel: pd.DataFrame, inputs: pd.DataFrame, record_of_row: np.ndarray,
-    frame_of_input: np.ndarray, fr: pd.DataFrame, qis: list[str], schema: Any, rngs: list[np.random.Generator],
+    opts: Any,
+    cfg: Any,
+    rel: pd.DataFrame,
+    inputs: pd.DataFrame,
+    record_of_row: np.ndarray,
+    frame_of_input: np.ndarray,
+    fr: pd.DataFrame,
+    qis: list[str],
+    schema: Any,
+    rngs: list[np.random.Generator],
 ) -> dict[str, Any]:
     """The three residual risks: targets from the released people's frame records, control from
     ``control`` or the frame's records of people not in the input."""
@@ -258,8 +312,16 @@ def _residual(
         control = _frame(opts.source(opts.control)).astype(str)
         missing = [c for c in fr.columns if c not in control.columns and c in rel.columns]
         if missing:
-            raise InputError(f"--control: the control records have no column {missing[0]!r}, which the frame has")
-        targets = pd.concat([fr.iloc[attack_rows][[c for c in fr.columns if c in control.columns]], control[[c for c in fr.columns if c in control.columns]]], ignore_index=True)
+            raise InputError(
+                f"--control: the control records have no column {missing[0]!r}, which the frame has"
+            )
+        targets = pd.concat(
+            [
+                fr.iloc[attack_rows][[c for c in fr.columns if c in control.columns]],
+                control[[c for c in fr.columns if c in control.columns]],
+            ],
+            ignore_index=True,
+        )
         n_attack = attack_rows.size
     elif opts.id is not None:
         used = np.zeros(len(fr), dtype=bool)
@@ -294,10 +356,13 @@ def _residual(
     k = opts.targets
     attack_pos = np.arange(n_attack)
     control_pos = np.arange(n_attack, len(targets))
-    pick = lambda pos, r: r.choice(pos, min(k, pos.size), replace=False) if pos.size else pos  # noqa: E731
-    a, c = pick(attack_pos, rngs[0]), pick(control_pos, rngs[0])
+
+    def pick(pos: np.ndarray, r: np.random.Generator) -> np.ndarray:
+        return r.choice(pos, min(k, pos.size), replace=False) if pos.size else pos
+
+    a_t, c_t = pick(attack_pos, rngs[0]), pick(control_pos, rngs[0])
     doc: dict[str, Any] = {
-        "targets": {"attack": int(a.size), "control": int(c.size)},
+        "targets": {"attack": int(a_t.size), "control": int(c_t.size)},
         "control_source": "--control file" if opts.control is not None else "frame records not in the input",
         "columns": [col.name for col in columns],
     }
@@ -306,15 +371,17 @@ def _residual(
     if len(columns) >= 2:
         half = len(columns) // 2
         split = (list(range(half)), list(range(half, len(columns))))
-        li = residual_mod.linkability(side, a, c, split, rngs[1])
+        li = residual_mod.linkability(side, a_t, c_t, split, rngs[1])
         doc["linkability"] = residual_mod.to_dict(
             "linkability", li, {"split": [[columns[i].name for i in s] for s in split]}
         )
         names = [col.name for col in columns]
         secret = opts.secret or next((s for s in schema.sensitive if s in names), names[-1])
         if secret not in names:
-            raise InputError(f"--secret {secret}: not a released column the targets have ({', '.join(names)})")
-        inf = residual_mod.inference(side, a, c, names.index(secret), rngs[2])
+            raise InputError(
+                f"--secret {secret}: not a released column the targets have ({', '.join(names)})"
+            )
+        inf = residual_mod.inference(side, a_t, c_t, names.index(secret), rngs[2])
         doc["inference"] = residual_mod.to_dict("inference", inf, {"secret": secret})
     else:
         doc["linkability"] = doc["inference"] = "needs two compared columns"
@@ -322,8 +389,15 @@ def _residual(
 
 
 def _record_risk(
-    rel: pd.DataFrame, qis: list[str], schema: Any, N: int, exact: Any, scored: np.ndarray,
-    frame_is_population: bool, opts: Any, rng: np.random.Generator,
+    rel: pd.DataFrame,
+    qis: list[str],
+    schema: Any,
+    N: int,
+    exact: Any,
+    scored: np.ndarray,
+    frame_is_population: bool,
+    opts: Any,
+    rng: np.random.Generator,
 ) -> dict[str, Any]:
     from safeshare.risk.classes import SampleTable
     from safeshare.risk.record_risk import copula_record_risk, distribution, exact_record_risk
@@ -332,7 +406,9 @@ def _record_risk(
     if frame_is_population:
         m = exact.candidates
         doc["exact"] = distribution(exact_record_risk(np.maximum(m[m > 0], 1)), opts.threshold)
-        doc["exact"]["method"] = "1/F: F = the frame records consistent with the row (the frame is the population)"
+        doc["exact"]["method"] = (
+            "1/F: F = the frame records consistent with the row (the frame is the population)"
+        )
     else:
         doc["exact"] = "the frame is not the whole population: no exact per-record risk"
     try:
@@ -340,8 +416,10 @@ def _record_risk(
         fitted = copula_record_risk(table, N, int(rng.integers(2**31)))
         per_class = fitted.correctness
         keys = pd.MultiIndex.from_frame(rel[qis].astype(str))
-        class_index = {tuple(str(table.categories[c][code]) for c, code in enumerate(row)): j
-                       for j, row in enumerate(table.codes)}
+        class_index = {
+            tuple(str(table.categories[c][code]) for c, code in enumerate(row)): j
+            for j, row in enumerate(table.codes)
+        }
         per_row = per_class[np.asarray([class_index[tuple(k)] for k in keys], dtype=np.int64)]
         doc["copula"] = distribution(per_row, opts.threshold)
         doc["copula"]["method"] = (
