@@ -47,8 +47,11 @@ from safeshare.attack.stats import Rate
 from safeshare.attack.view import QIMap
 from safeshare.errors import InputError
 
-#: Largest cost matrix (rows x candidates) of one assignment solve.
-DEFAULT_CHUNK_CELLS = 2_000_000
+#: Largest cost matrix (rows x candidates) of one assignment solve (a 1,000 x 1,000 solve takes
+#: 0.1-0.3 s, so an interrupt is answered within about that).
+DEFAULT_CHUNK_CELLS = 1_000_000
+#: Distances computed in one vectorized step.
+PIECE_CELLS = 200_000
 #: Most (row, candidate) distances a linkage may compute.
 DEFAULT_MAX_PAIRS = 2_000_000_000
 
@@ -223,7 +226,10 @@ def link(
                 free = cands[~taken[cands]]
                 if free.size == 0:
                     break
-                cost = distances(columns, part, free)
+                cost = np.empty((part.size, free.size))
+                piece = max(1, PIECE_CELLS // part.size)  # short vectorized steps: an interrupt is answered
+                for j in range(0, free.size, piece):
+                    cost[:, j : j + piece] = distances(columns, part, free[j : j + piece])
                 r_idx, c_idx = linear_sum_assignment(cost)
                 linked[part[r_idx]] = free[c_idx]
                 taken[free[c_idx]] = True

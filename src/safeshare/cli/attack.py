@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from safeshare.cli.common import JsonOption, Keywords, QuietOption, SeedOption, emit, reads_data
+from safeshare.cli.common import JsonOption, Keywords, QuietOption, emit, reads_data
 
 
 @reads_data
@@ -32,7 +32,7 @@ def attack(
         Path | None,
         typer.Option("--control", help="Records of the population not in the release (residual risks)."),
     ] = None,
-    seed: SeedOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Integer seed of the attacker's random choices.")] = 0,
     threshold: Annotated[
         float, typer.Option("--threshold", help="Per-record risk threshold (records above it are counted).")
     ] = 0.09,

@@ -71,6 +71,8 @@ def attack(
     from safeshare.data.schema import Role
     from safeshare.io import OutputDirectory
 
+    if isinstance(options.get("control"), str):
+        options = {**options, "control": Path(options["control"])}
     opts = validated(AttackOptions, options)
     if out is not None:
         OutputDirectory(Path(out)).preflight()
@@ -112,13 +114,15 @@ def attack(
         if opts.id is not None:
             if opts.id not in fr.columns or opts.id not in inputs.columns:
                 raise InputError(f"--id {opts.id}: the frame and the configuration's input must both have it")
-            if opts.id in rel.columns:
-                raise InputError(f"--id {opts.id}: the column is released, so it links nothing by itself")
+            if opts.id in rel.columns and schema.role(opts.id) is not Role.PSEUDONYM:
+                raise InputError(f"--id {opts.id}: the column is released as it is, so the attack is trivial")
             ids = fr[opts.id].astype(str)
             if ids.duplicated().any():
                 raise DataError(f"--id {opts.id}: an identifier occurs twice in the frame")
             position = pd.Series(np.arange(len(fr)), index=ids.to_numpy())
-            in_ids = inputs[opts.id].astype(str).to_numpy()
+            # the raw identifiers of the input (a pseudonym column is read treated above)
+            raw = MemoryEngine(cfg.source).frame if opts.id in schema.identifier_columns else inputs
+            in_ids = raw[opts.id].astype(str).to_numpy()
             frame_of_input = np.asarray(position.reindex(in_ids).fillna(-1).to_numpy(), dtype=np.int64)
         else:
             if len(fr) != len(inputs) or any(
