@@ -70,25 +70,21 @@ def main(argv: list[str] | None = None) -> int:
         f"privacy:\n  k-anonymity: {{k: 5}}\nmax_suppression: 0.05\npopulation_size: {len(pop)}\n"
     )
     api.anonymize(tmp / "config.yaml", tmp / "rel")
-    n_release = sum(1 for _ in open(tmp / "rel" / "release.csv")) - 1
+    with open(tmp / "rel" / "release.csv") as handle:
+        n_release = sum(1 for _ in handle) - 1
     base = child(
         f"import pandas as pd; pd.read_csv({str(tmp / 'population.csv')!r}, dtype=str, keep_default_na=False)"
     )
     out = tmp / "attack"
-    code = (
-        "import sys; from safeshare.cli import main; "
-        f"sys.exit(main(['attack', {str(tmp / 'rel' / 'release.csv')!r}, '--config', {str(tmp / 'config.yaml')!r}, "
-        f"'--frame', {str(tmp / 'population.csv')!r}, '--id', 'id', '--targets', '500', '--out', {str(out)!r}, '-q']))"
-    )
+    argv = ["attack", str(tmp / "rel" / "release.csv"), "--config", str(tmp / "config.yaml"),
+            "--frame", str(tmp / "population.csv"), "--id", "id", "--targets", "500",
+            "--out", str(out), "-q"]  # fmt: skip
+    code = f"import sys; from safeshare.cli import main; sys.exit(main({argv!r}))"
     run = child(code)
     gib = 2**30
     print(f"frame {len(pop):,} records, release {n_release:,} rows (a 10 % sample at k = 5)")
-    print(
-        f"baseline, reading the frame:  {base[1]:7.1f} s CPU  {base[0]:7.1f} s wall  peak RSS {base[2] / gib:.2f} GiB"
-    )
-    print(
-        f"safeshare attack:             {run[1]:7.1f} s CPU  {run[0]:7.1f} s wall  peak RSS {run[2] / gib:.2f} GiB"
-    )
+    for label, (wall, cpu, rss) in (("baseline, reading the frame:", base), ("safeshare attack:", run)):
+        print(f"{label:30s} {cpu:7.1f} s CPU  {wall:7.1f} s wall  peak RSS {rss / gib:.2f} GiB")
     ok = run[2] <= 4 * gib and run[2] <= 6 * base[2]
     print(f"target (peak RSS <= 4 GiB and <= 6x the baseline): {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

@@ -363,9 +363,9 @@ def test_a_signal_during_the_linkage_ends_the_command(sampled: dict[str, Path], 
     out = tmp_path / "out"
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen(
-        [sys.executable, "-m", "safeshare", "attack", str(sampled["release"]), "--config", str(sampled["config"]),
-         "--frame", str(sampled["population"]), "--id", "id", "--block", "", "--control", str(sampled["control"]),
-         "--out", str(out), "--quiet"],
+        [sys.executable, "-m", "safeshare", "attack", str(sampled["release"]),
+         "--config", str(sampled["config"]), "--frame", str(sampled["population"]), "--id", "id",
+         "--block", "", "--control", str(sampled["control"]), "--out", str(out), "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(root / "src")},
     )  # fmt: skip

@@ -44,7 +44,7 @@ from safeshare.risk.estimators import make_estimator  # noqa: E402
 from safeshare.risk.record_risk import copula_record_risk  # noqa: E402
 
 SHARED = Path("/work/shared/datasets")
-KDD_COLUMNS = (
+_KDD = (
     "age,class_of_worker,detailed_industry_recode,detailed_occupation_recode,education,wage_per_hour,"
     "enroll_in_edu_inst_last_wk,marital_stat,major_industry_code,major_occupation_code,race,hispanic_origin,"
     "sex,member_of_a_labor_union,reason_for_unemployment,full_or_part_time_employment_stat,capital_gains,"
@@ -55,19 +55,21 @@ KDD_COLUMNS = (
     "family_members_under_18,country_of_birth_father,country_of_birth_mother,country_of_birth_self,"
     "citizenship,own_business_or_self_employed,fill_inc_questionnaire_for_veterans_admin,veterans_benefits,"
     "weeks_worked_in_year,year,income"
-).split(",")
-GERMAN_COLUMNS = (
+)
+KDD_COLUMNS = _KDD.split(",")
+_GERMAN = (
     "checking_status,duration,credit_history,purpose,credit_amount,savings,employment_since,installment_rate,"
     "personal_status_sex,other_debtors,residence_since,property,age,other_installment_plans,housing,"
     "existing_credits,job,num_dependents,telephone,foreign_worker,class"
-).split(",")
+)
+GERMAN_COLUMNS = _GERMAN.split(",")
 POOLS = {
     "adult": ["age", "workclass", "education", "marital-status", "occupation", "relationship", "race", "sex",
               "native-country"],
     "kdd": ["age", "class_of_worker", "education", "marital_stat", "major_occupation_code", "race",
             "hispanic_origin", "sex", "citizenship", "country_of_birth_self"],
-    "german": ["age", "personal_status_sex", "employment_since", "housing", "job", "num_dependents", "telephone",
-               "foreign_worker"],
+    "german": ["age", "personal_status_sex", "employment_since", "housing", "job", "num_dependents",
+               "telephone", "foreign_worker"],
 }  # fmt: skip
 
 
@@ -77,7 +79,8 @@ def load(name: str, args: argparse.Namespace) -> pd.DataFrame | None:
         data = pd.read_csv(ROOT / "examples/adult/adult.data", names=list(ADULT_COLUMNS), **opts)
         test = pd.read_csv(ROOT / "examples/adult/adult.test", names=list(ADULT_COLUMNS), skiprows=1, **opts)
         test["income"] = test["income"].str.rstrip(".")
-        return pd.concat([data, test], ignore_index=True).dropna(subset=["age"])
+        out: pd.DataFrame = pd.concat([data, test], ignore_index=True).dropna(subset=["age"])
+        return out
     if name == "kdd":
         base = Path(args.kdd)
         if not (base / "census-income.data.gz").exists():
@@ -86,7 +89,8 @@ def load(name: str, args: argparse.Namespace) -> pd.DataFrame | None:
             pd.read_csv(base / f, names=KDD_COLUMNS, **opts)
             for f in ("census-income.data.gz", "census-income.test.gz")
         ]
-        return pd.concat(parts, ignore_index=True)
+        kdd: pd.DataFrame = pd.concat(parts, ignore_index=True)
+        return kdd
     path = Path(args.german)
     if not path.exists():
         return None
@@ -249,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         for band, b in s["bands"].items():
             cells = ", ".join(f"{e} {b[f'{e}_interval_holds_rate']:.0%}" for e in estimators)
             print(
-                f"    {band}: {b['runs']} runs; rate holds B {b['rate_holds_B']:.0%}; intervals hold the rate: {cells}"
+                f"    {band}: {b['runs']} runs; rate holds B {b['rate_holds_B']:.0%}; "
+                f"intervals hold the rate: {cells}"
             )
-        print(f"  uniqueness AUC (Rocher et al.): median {s['auc_median']:.3f}, min {s['auc_min']:.3f} over "
-              f"{s['auc_runs']} runs; among sample uniques median {s['auc_sample_uniques_median']:.3f}")  # fmt: skip
+        print(f"  uniqueness AUC (Rocher et al.): median {s['auc_median']:.3f}, min {s['auc_min']:.3f} "
+              f"over {s['auc_runs']} runs; among sample uniques median "
+              f"{s['auc_sample_uniques_median']:.3f}")  # fmt: skip
         print(f"  false-positive rate of xi >= 0.5: median {s['false_positive_rate_median']:.4f}, "
               f"max {s['false_positive_rate_max']:.4f}")  # fmt: skip
     if args.json:
