@@ -86,6 +86,16 @@ def _matches(col: Column, row: int, which: np.ndarray, on_rows: bool, median: fl
     return np.asarray(values == v)
 
 
+def _equality_codes(col: Column) -> np.ndarray | None:
+    """Per released row, a code equal for rows a condition on ``col`` cannot tell apart (a label:
+    its codes at every level; a category: its code); ``None`` for a numeric column."""
+    if col.kind == "qi":
+        return np.asarray(np.unique(np.column_stack(col.row_levels), axis=0, return_inverse=True)[1].ravel())
+    if col.kind == "categorical":
+        return np.asarray(col.row)
+    return None
+
+
 def _same_label(col: Column, row: int, which: np.ndarray) -> np.ndarray:
     hit = np.ones(which.size, dtype=bool)
     for rl in col.row_levels:
@@ -107,7 +117,10 @@ def singling_out(
     control = rng.choice(control, size, replace=False) if control.size > size else control
     k = min(n_cols, len(side.columns))
     medians = [float(np.nanmedian(c.row)) if c.kind == "numeric" else None for c in side.columns]
-    all_rows = np.arange(side.n_rows)
+    # a condition of equality (a label, a category) codes the released rows once; a query's rows
+    # are those of its row's group on its equality columns, then filtered by its numeric ones
+    equal = [_equality_codes(c) for c in side.columns]
+    groups: dict[tuple[int, ...], np.ndarray] = {}
     queries: list[tuple[int, tuple[int, ...]]] = []
     seen: set[tuple[int, tuple[int, ...]]] = set()
     attempts = 0
@@ -115,11 +128,20 @@ def singling_out(
         attempts += 1
         row = int(rng.integers(side.n_rows))
         cols = tuple(sorted(rng.choice(len(side.columns), k, replace=False).tolist()))
-        mask = np.ones(side.n_rows, dtype=bool)
+        eq = tuple(c for c in cols if equal[c] is not None)
+        if eq:
+            group = groups.get(eq)
+            if group is None:
+                stacked = np.column_stack([equal[c] for c in eq])
+                group = groups[eq] = np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+            rows = np.flatnonzero(group == group[row])
+        else:
+            rows = np.arange(side.n_rows)
         for c in cols:
-            mask &= _matches(side.columns[c], row, all_rows, True, medians[c])
-        if mask.sum() == 1:
-            key = (int(np.flatnonzero(mask)[0]), cols)
+            if equal[c] is None and rows.size > 1:
+                rows = rows[_matches(side.columns[c], row, rows, True, medians[c])]
+        if rows.size == 1:
+            key = (int(rows[0]), cols)
             if key not in seen:
                 seen.add(key)
                 queries.append((row, cols))
