@@ -62,6 +62,18 @@ class QIMap:
                 out.setdefault(label, []).append(level)
         return {k: tuple(v) for k, v in out.items()}
 
+    @cached_property
+    def label_rank(self) -> dict[str, int]:
+        """label -> the position of its first leaf in the hierarchy (whose leaves are in subtree
+        order, so the labels of one level come in the order of their values: ordinal for the
+        copula of the per-record risk)."""
+        out: dict[str, int] = {}
+        for level in range(self.hierarchy.height + 1):
+            names = self.hierarchy.labels(level)
+            for i, code in enumerate(self.hierarchy.leaf_codes(level).tolist()):
+                out.setdefault(names[code], i)
+        return out
+
     def leaf_of(self, values: pd.Series) -> np.ndarray:
         """Leaf index per value (-1: not in the hierarchy)."""
         index = self.hierarchy.leaf_index

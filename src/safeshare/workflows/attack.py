@@ -173,7 +173,7 @@ def attack(
             opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, rngs[2:5]
         )
     with monitor.phase("per-record risk"):
-        record = _record_risk(rel, qis, schema, N, exact, scored, frame_is_population, opts, rngs[5])
+        record = _record_risk(rel, qis, frame_maps, N, exact, scored, frame_is_population, opts, rngs[5])
     result = AttackResult(
         release=Path(release).name,
         frame=frame_name,
@@ -395,7 +395,7 @@ def _residual(
 def _record_risk(
     rel: pd.DataFrame,
     qis: list[str],
-    schema: Any,
+    frame_maps: list[QIMap],
     N: int,
     exact: Any,
     scored: np.ndarray,
@@ -403,7 +403,6 @@ def _record_risk(
     opts: Any,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
-    from safeshare.risk.classes import SampleTable
     from safeshare.risk.record_risk import copula_record_risk, distribution, exact_record_risk
 
     doc: dict[str, Any] = {"threshold": opts.threshold}
@@ -416,7 +415,7 @@ def _record_risk(
     else:
         doc["exact"] = "the frame is not the whole population: no exact per-record risk"
     try:
-        table = SampleTable.from_frame(rel, qis)
+        table = _ordered_table(rel, qis, frame_maps)
         fitted = copula_record_risk(table, N, int(rng.integers(2**31)))
         per_class = fitted.correctness
         keys = pd.MultiIndex.from_frame(rel[qis].astype(str))
@@ -433,6 +432,22 @@ def _record_risk(
     except InputError as exc:
         doc["copula"] = f"not computed: {exc}"
     return doc
+
+
+def _ordered_table(rel: pd.DataFrame, qis: list[str], maps: list[QIMap]) -> Any:
+    """The release's table on ``qis`` with each column's labels in hierarchy order (the copula's
+    latent Gaussian reads the categories as ordered: ages in age order, not in text order)."""
+    from safeshare.risk.classes import SampleTable
+
+    codes = np.empty((len(rel), len(qis)), dtype=np.int64)
+    cats = []
+    for j, (q, m) in enumerate(zip(qis, maps, strict=True)):
+        values = rel[q].astype(str)
+        rank = m.label_rank
+        labels = sorted(pd.unique(values), key=lambda v: (rank.get(v, len(rank)), v))
+        codes[:, j] = pd.Categorical(values, categories=labels).codes
+        cats.append(tuple(labels))
+    return SampleTable.from_codes(codes, tuple(qis), tuple(cats))
 
 
 def publish_attack(result: AttackResult, out_dir: Path) -> Path:
