@@ -44,6 +44,8 @@ from safeshare.risk.estimators import make_estimator  # noqa: E402
 from safeshare.risk.record_risk import copula_record_risk  # noqa: E402
 
 SHARED = Path("/work/shared/datasets")
+#: the datasets, in the order their seeds are numbered (a run is the same whichever are run together)
+DATASETS = ("adult", "kdd", "german")
 _KDD = (
     "age,class_of_worker,detailed_industry_recode,detailed_occupation_recode,education,wage_per_hour,"
     "enroll_in_edu_inst_last_wk,marital_stat,major_industry_code,major_occupation_code,race,hispanic_origin,"
@@ -210,15 +212,17 @@ def study(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"seed": seed, "runs_per_dataset": runs, "estimators": estimators, "datasets": {}}
     pooled: list[dict[str, Any]] = []
-    for d, name in enumerate(names):
+    for name in names:
         pop = load(name, args)
         if pop is None:
             print(f"{name}: data not found, skipped", file=sys.stderr)
             continue
         start = time.process_time()
-        rs = [
-            run_once(pop, POOLS[name], np.random.SeedSequence([seed, d, r]), estimators) for r in range(runs)
-        ]
+        d = DATASETS.index(name)
+        rs = []
+        for r in range(runs):
+            rs.append(run_once(pop, POOLS[name], np.random.SeedSequence([seed, d, r]), estimators))
+            print(f"{name}: run {r + 1} of {runs} ({time.process_time() - start:.0f} s CPU)", file=sys.stderr)
         out["datasets"][name] = {"N": len(pop), "summary": summarize(rs, estimators), "runs": rs,
                                  "cpu_seconds": time.process_time() - start}  # fmt: skip
         pooled.extend(rs)
