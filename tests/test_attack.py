@@ -406,3 +406,19 @@ def test_the_attack_checks_the_estimators_on_adult_kdd_and_german() -> None:
     assert pooled["rate_holds_B"] >= 0.9
     assert pooled["pitman_interval_holds_rate"] >= 0.9
     assert pooled["auc_median"] >= 0.9
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("id,age,age,sex\np1,39,40,Male\n", "duplicate column name"), ("id,age,sex\np1,39,Male\np2,50\n", "")],
+)
+def test_a_doubtful_frame_shape_is_refused_and_nothing_written(
+    sampled: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, said: str
+) -> None:
+    (tmp_path / "f.csv").write_text(text)
+    code = main(["attack", str(sampled["release"]), "--config", str(sampled["config"]), "--frame",
+                 str(tmp_path / "f.csv"), "--id", "id", "--out", str(tmp_path / "o")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0]
+    assert not (tmp_path / "o").exists()

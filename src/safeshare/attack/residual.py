@@ -41,7 +41,7 @@ from safeshare.attack.stats import Rate, Residual
 #: Targets attacked in each of the three runs (Anonymeter's default is 500).
 DEFAULT_TARGETS = 1000
 #: Distance matrix cells computed at once by the nearest-neighbour searches.
-_CHUNK = 4_000_000
+_CHUNK = 500_000
 
 
 @dataclass(frozen=True)
