@@ -389,8 +389,8 @@ def test_a_signal_during_the_linkage_ends_the_command(sampled: dict[str, Path], 
 def test_the_attack_checks_the_estimators_on_adult_kdd_and_german() -> None:
     """tools/attack_study.py with fixed seeds (docs/risk.md, "The attack as a check of the
     estimators"): the measured exact-match rate's interval holds the exact B, Pitman's interval
-    holds the measured rate in >= 90 % of the runs, and Rocher et al.'s uniqueness reaches a median
-    AUC >= 0.90 for predicting population uniqueness."""
+    (widened by the attack's binomial spread) holds the measured rate in >= 90 % of the runs, and
+    Rocher et al.'s uniqueness reaches a median AUC >= 0.90 for predicting population uniqueness."""
     import argparse
     import importlib.util
 
@@ -404,7 +404,10 @@ def test_the_attack_checks_the_estimators_on_adult_kdd_and_german() -> None:
     result = study.study(["adult", "kdd", "german"], 20, 1, ["pitman"], args)
     pooled = result["pooled"]
     assert pooled["rate_holds_B"] >= 0.9
-    assert pooled["pitman_interval_holds_rate"] >= 0.9
+    assert pooled["pitman_interval_holds_B"] >= 0.9
+    # the measured rate is B plus the attack's own Bernoulli noise: the estimator's interval holds it
+    # once widened by that spread (the raw interval does not on small releases; docs/risk.md)
+    assert pooled["pitman_interval_with_attack_noise_holds_rate"] >= 0.9
     assert pooled["auc_median"] >= 0.9
 
 
