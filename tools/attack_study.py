@@ -223,7 +223,12 @@ def summarize(runs: list[dict[str, Any]], estimators: list[str]) -> dict[str, An
 
 
 def study(
-    names: list[str], runs: int, seed: int, estimators: list[str], args: argparse.Namespace
+    names: list[str],
+    runs: int,
+    seed: int,
+    estimators: list[str],
+    args: argparse.Namespace,
+    partial: str | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"seed": seed, "runs_per_dataset": runs, "estimators": estimators, "datasets": {}}
     pooled: list[dict[str, Any]] = []
@@ -238,6 +243,10 @@ def study(
         for r in range(runs):
             rs.append(run_once(pop, POOLS[name], np.random.SeedSequence([seed, d, r]), estimators))
             print(f"{name}: run {r + 1} of {runs} ({time.process_time() - start:.0f} s CPU)", file=sys.stderr)
+            if partial is not None:  # every run so far, so that an interrupted study keeps them
+                Path(partial).write_text(
+                    json.dumps({"dataset": name, "estimators": estimators, "runs": rs}) + "\n"
+                )
         out["datasets"][name] = {"N": len(pop), "summary": summarize(rs, estimators), "runs": rs,
                                  "cpu_seconds": time.process_time() - start}  # fmt: skip
         pooled.extend(rs)
@@ -254,9 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kdd", default=str(SHARED / "census-income-kdd"))
     ap.add_argument("--german", default=str(SHARED / "german-credit" / "german.data"))
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--partial", default=None, help="rewrite this JSON file with the runs so far after each run"
+    )
     args = ap.parse_args(argv)
     estimators = [e for e in args.estimator.split(",") if e]
-    result = study(args.datasets.split(","), args.runs, args.seed, estimators, args)
+    result = study(args.datasets.split(","), args.runs, args.seed, estimators, args, args.partial)
     for name, d in [*result["datasets"].items(), ("pooled", {"summary": result["pooled"]})]:
         s = d["summary"]
         if s is None:
