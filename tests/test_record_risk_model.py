@@ -26,7 +26,8 @@ from tests.conftest import generalized_frame, random_table
 from tests.test_ola import BruteForce
 
 
-@given(f=st.integers(1, 60), m=st.integers(0, 3000), p=st.floats(0.0, 1.0))
+# (p below 1e-12: scipy's binomial pmf, the oracle, overflows near the smallest floats)
+@given(f=st.integers(1, 60), m=st.integers(0, 3000), p=st.one_of(st.just(0.0), st.floats(1e-12, 1.0)))
 @settings(max_examples=150, deadline=None)
 def test_quadrature_equals_the_direct_sum(f: int, m: int, p: float) -> None:
     y = np.arange(m + 1)
