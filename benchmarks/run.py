@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",
     "local-recoding": "bench_local_recoding",
+    "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
     # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
     "attack": "bench_attack",
