@@ -324,7 +324,7 @@ def test_a_kept_shifted_date_links_records_that_k_anonymity_hides(tmp_path: Path
     })  # fmt: skip
     people.to_csv(tmp_path / "people.csv", index=False)
     key = tmp_path / "release.key"
-    key.write_text("ab" * 32 + "\n")
+    key.write_text(np.random.default_rng(34).bytes(32).hex() + "\n")  # a test key, not a secret
     os.chmod(key, 0o600)
     cfg = tmp_path / "c.yaml"
     cfg.write_text(
