@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",
     "local-recoding": "bench_local_recoding",
+    "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
     # issues 24, 36: Census-Income KDD, 14 QIs, three hierarchy sets (the project's, ALT, one generated
     # with a fixed seed), the proven optimum <= 30 s of CPU on each, OLA's beside it (ARX beside when given)
