@@ -118,6 +118,10 @@ class Verification:
     equivalence_classes: int
     failures: list[str]
     checks: dict[str, Any]
+    #: every distinct value of each quasi-identifier in the file, in code point order (a null as
+    #: ""), as the verifier read them from its one scan: the evidence's released labels, without
+    #: a scan of its own (not in :meth:`to_dict`: report.json gives them in its evidence)
+    labels: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -275,6 +279,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             equivalence_classes=n_classes,
             failures=failures,
             checks=checks,
+            labels={qi: sorted(values) for qi, values in labels.items()},
         )
     finally:
         con.close()

@@ -138,7 +138,7 @@ def release_evidence(
         hierarchies={q: describe_hierarchy(specs[q], base) for q in qis},
         heights={q: h.height for q, h in zip(qis, table.hierarchies, strict=True)},
         levels=result.levels,
-        labels=released_labels(staged, fmt, qis, delimiter),
+        labels=_labels(verification, staged, fmt, qis, delimiter),
         records_per_level=records_per_level,
         files=files,
         version=version,
@@ -224,3 +224,15 @@ def ledger_entry(
 
 def _nan(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
+
+
+def _labels(
+    verification: Verification, staged: Path, fmt: str, qis: list[str], delimiter: str
+) -> dict[str, list[str]]:
+    """The released labels of ``qis`` in the staged file: the verifier's, read in its one scan of
+    the same file (:attr:`Verification.labels`), when it read every one of them (a release with
+    records); else one scan of the file (:func:`released_labels`). On a 1 GB CSV release that
+    scan cost 3 s of CPU (issue 36)."""
+    if verification.records_out and all(q in verification.labels for q in qis):
+        return {q: list(verification.labels[q]) for q in dict.fromkeys(qis)}
+    return released_labels(staged, fmt, qis, delimiter)
