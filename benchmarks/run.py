@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "local-recoding": "bench_local_recoding",
     "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
+    "verify-control": "bench_verify_control",  # issue 30: the control-character check's cost
     # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
     "attack": "bench_attack",
     # issues 24, 36: Census-Income KDD, 14 QIs, three hierarchy sets (the project's, ALT, one generated

@@ -2,7 +2,8 @@
 
 Exit status: 0 success, 2 bad input or an output that cannot be written (one
 line on stderr saying what and where: a read-only or full disk, a locked or
-foreign output directory), 1 internal error or memory exhausted, 130 SIGINT
+foreign output directory), 1 internal error or memory exhausted, 3 a ledger whose
+chain or recorded files do not hold (``ledger verify``), 130 SIGINT
 (Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
 written to an output directory unless the release passed its independent
 verification.
@@ -129,14 +130,9 @@ def _error_line(message: str) -> None:
 
 def _interrupted(signum: int) -> int:
     """Say what an interrupt left behind; the exit status 128 + ``signum``."""
-    from safeshare.io import published_paths
+    from safeshare.io import interrupt_message
 
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
-    published = published_paths()
-    if published:
-        _error_line(f"{what} after the new output was published to {published[-1]}")
-    else:
-        _error_line(f"{what}; nothing was published")
+    _error_line(interrupt_message(signum))
     return 128 + signum
 
 
@@ -154,6 +150,8 @@ def _run(fn: Callable[[], T]) -> int:
             if _received:
                 raise Interrupted(_received[-1]) from None
             raise
+    except Exit:
+        raise  # a command's own exit status (``ledger verify``: 3), not an error
     except InputError as exc:
         _error_line(f"error: {exc}")
         return 2

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 # knowledge parser) when a configuration uses it.
 
 
+#: Parameters of a privacy model that name a file (relative to the configuration): small-cells'
+#: ``population``. :func:`safeshare.config.file.named_files` lists them with every other path.
+FILE_KEYS = ("population",)
+
+
 class ModelParams(Section):
     """The parameters of one privacy model, as a configuration gives them."""
 

@@ -170,12 +170,15 @@ def ledger_entry(
     approved_by: str,
     key_fingerprint: str | None,
     date_shift_max_days: int | None = None,
+    moved: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
     """The ledger entry of a published release, from its report (report.json's content).
 
     ``key_fingerprint``: the key's, when identifiers were treated (in the ledger only: it
     confirms a guessed key, so no published file has it); ``date_shift_max_days``: the window
-    of the shifted dates under that key (:mod:`safeshare.workflows.key_window`)."""
+    of the shifted dates under that key (:mod:`safeshare.workflows.key_window`); ``moved``:
+    ``(stage, out_dir)`` when the files are still staged (recorded where they will be
+    published: :func:`safeshare.workflows.ledger.file_records`)."""
     from safeshare.workflows.key_window import WINDOW_FIELD
     from safeshare.workflows.ledger import release_entry
 
@@ -215,6 +218,7 @@ def ledger_entry(
         verification={"passed": verification.get("passed"), "failures": verification.get("failures", [])},
         version=str(doc.get("safeshare_version")),
         extra=extra,
+        moved=moved,
     )
 
 
