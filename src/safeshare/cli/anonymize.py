@@ -213,7 +213,7 @@ def print_release(release: Release) -> None:
         _local_recoding_rows(table, local)
     table.add_row(
         "information loss (global node)" if local else "information loss",
-        f"{report['metric']} = {report['information_loss']:.6g} "
+        f"{report.get('metric_label') or report['metric']} = {report['information_loss']:.6g} "
         f"(normalized {report['information_loss_normalized']:.4f})",
     )
     if release.sampling is not None:

@@ -21,6 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from safeshare.metrics.loss import weights_text
 from safeshare.report.content import describe_search, released_level, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
@@ -295,7 +296,7 @@ def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
     chart = line_chart(
         xs,
         ys,
-        f"optimal node's normalized {doc.get('metric')} by suppression limit",
+        f"optimal node's normalized {doc.get('metric_label') or doc.get('metric')} by suppression limit",
         "suppression limit (%)",
         "normalized loss",
         highlight=chosen,
@@ -320,7 +321,10 @@ def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows = []
     for key, title in METRIC_TITLES.items():
         if key in loss:
-            mark = " (optimized)" if key == doc.get("metric") else ""
+            mark = ""
+            if key == doc.get("metric"):  # as minimized: weighted Prec names its weights (issue 30, item 13)
+                weights = doc.get("metric_weights") or {}
+                mark = f", weighted ({weights_text(weights)}) (optimized)" if weights else " (optimized)"
             if doc.get("local_recoding"):  # the search's metric: of the global node, not the mixed release
                 mark += ", global node (round 0)"
             rows.append((title + mark, _num(loss[key]), _num(loss.get(f"{key}_normalized"), 4)))

@@ -99,6 +99,11 @@ class Choice:
     #: the strategy's own figures (Inverse OLA's k, anytime's bound and gap, epsilon-safe's draw, ...)
     search: Mapping[str, Any]
     why: str
+    #: the metric as every view names it (``prec, weighted (age 2)`` with ``prec_weights``): the
+    #: losses above are the minimized metric's, weights included (issue 30, item 13)
+    metric_label: str = ""
+    #: the minimized metric's per-QI weights (``prec_weights``; empty without)
+    metric_weights: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,8 @@ class Release:
             "levels": dict(choice.levels),
             "generalization": [dict(g) for g in choice.generalization],
             "metric": choice.metric,
+            "metric_label": choice.metric_label or choice.metric,
+            "metric_weights": dict(choice.metric_weights),
             "information_loss": choice.information_loss,
             "information_loss_normalized": choice.information_loss_normalized,
             "loss": dict(choice.loss),
@@ -303,6 +310,8 @@ def choice_of(result: AnonymizationResult) -> Choice:
         lattice_size=result.search.lattice_size,
         search=search,
         why=describe_search({**summary, **search}),
+        metric_label=summary["metric_label"],
+        metric_weights=summary["metric_weights"],
     )
 
 
