@@ -130,6 +130,9 @@ class Estimate:
     chosen: str | None = None
     interval_method: str | None = None
     cpu_seconds: float = 0.0
+    #: whose uniques ``population_uniques`` counts: ``population`` or ``sample`` (the sample's
+    #: records that are population unique: Benedetti-Franconi, sdcMicro's tau_1)
+    uniques_scope: str = "population"
 
     @classmethod
     def of(cls, est: RiskEstimator, cpu_seconds: float) -> Estimate:
@@ -144,6 +147,7 @@ class Estimate:
             chosen=getattr(est, "chosen_", None),
             interval_method=getattr(est, "interval_method_", None),
             cpu_seconds=cpu_seconds,
+            uniques_scope=est.uniques_scope,
         )
 
     @classmethod
@@ -156,6 +160,7 @@ class Estimate:
             "interval": None if self.interval is None else list(self.interval),
             "population_uniques": self.population_uniques,
             "population_uniqueness": self.population_uniqueness,
+            "population_uniques_of": self.uniques_scope,
             "params": self.params,
         }
         if self.B is None:
