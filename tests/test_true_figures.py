@@ -72,3 +72,164 @@ def test_without_weights_the_label_is_the_metric(tmp_path: Path) -> None:
     report = release.report
     assert report["metric_label"] == "prec" and report["metric_weights"] == {}
     assert report["loss"]["prec"] == report["information_loss"]
+
+
+# ------------------------------------------------------------------ item 15: figures that can be
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from safeshare.figures import compared, count, number, percent  # noqa: E402
+
+finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=False)
+shares = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@given(x=finite, digits=st.integers(1, 8))
+def test_a_number_is_never_rounded_to_a_value_it_cannot_have(x: float, digits: int) -> None:
+    text = number(x, digits)
+    shown = float(text)
+    assert (shown == 0) == (x == 0) and (shown < 0) == (x < 0)
+    if abs(x) < 1:
+        assert abs(shown) < 1  # a probability, a share, a normalized loss never reads 1
+    assert abs(shown - x) <= 0.5 * 10 ** (1 - digits) * abs(x) * (1 + 1e-9)  # at least `digits` significant
+
+
+@given(x=shares, digits=st.integers(1, 6))
+def test_a_share_is_never_zero_or_whole_unless_it_is(x: float, digits: int) -> None:
+    text = percent(x, digits)
+    assert text.endswith("%")
+    shown = float(text[:-1])
+    assert (shown == 0) == (x == 0)
+    assert (shown >= 100) == (x >= 1)
+    assert abs(shown - 100 * x) <= 10 ** (1 - digits) * 100 * x + 1e-12
+
+
+@given(a=finite, b=finite)
+def test_two_figures_side_by_side_read_as_they_compare(a: float, b: float) -> None:
+    left, right = compared(a, b)
+    assert (left == right) == (a == b)
+    if a < b:
+        assert float(left) <= float(right)
+    assert float(left) == float(number(float(left), 17))  # each is a number() text
+
+
+@given(n=st.integers(0, 10**12))
+def test_counts_are_exact(n: int) -> None:
+    assert int(count(n).replace(",", "")) == n
+
+
+def test_the_trials_figures() -> None:
+    assert number(3.1e-05) == "3.1e-05" and number(1 / 30_000) == "3.333e-05"
+    assert number(0.0846) == "0.0846" and number(0.2) == "0.2" and number(0.09) == "0.09"
+    assert number(0.99996) == "0.99996" and number(1.0) == "1" and number(0) == "0"
+    assert percent(0.00001) == "0.001%" and percent(0.9999999) == "99.99999%" and percent(0.05) == "5%"
+    assert compared(0.090004, 0.09) == ("0.090004", "0.09")
+    assert number(123456.0, 4) == "123500" and number(3206293.0, 6) == "3206290"
+
+
+def _doc(achieved: float, threshold: float, k: int | None = None, smallest: int = 3) -> dict[str, Any]:
+    return {
+        "privacy": {"models": {"risk": {"measure": "B", "threshold": threshold, "estimator": "pitman"}}},
+        "verification": {"checks": {"models": {"risk": {"value": achieved, "params": {}}}}},
+        "privacy_achieved": {"risk": {"B": achieved}},
+        "k": k,
+        "min_class_size": smallest,
+        "verified": True,
+    }
+
+
+def test_the_headline_never_shows_b_as_zero() -> None:
+    """The trial: ``B = 0 <= 0.0001`` for an achieved B of 3.1e-05 (B >= 1/N > 0)."""
+    from safeshare.workflows.result import headline
+
+    text = headline(_doc(3.1e-05, 0.0001), "a research environment")["text"]
+    assert "B = 3.1e-05 <= 0.0001" in text
+    assert "B = 0 " not in text
+    # a value just above its threshold never reads equal to it
+    text = headline(_doc(0.090004, 0.09))["text"]
+    assert "B = 0.090004 > 0.09" in text
+    # the prosecutor bound of a large k is not rounded away either
+    assert "1/50000 = 2e-05" in headline(_doc(1e-5, 0.01, k=50_000, smallest=50_000))["text"]
+
+
+N_RECORDS = st.integers(2, 10**9)
+
+
+@given(n=N_RECORDS, data=st.data())
+@settings(max_examples=200)
+def test_every_headline_b_is_in_its_range_and_reads_as_it_compares(n: int, data: st.DataObject) -> None:
+    """Property: for any achieved B in [1/N, 1] and any threshold, the headline (and the HTML's
+    headline figures) show a B in (0, 1] unless it is 1, and the relation they print holds of
+    the figures they print."""
+    from safeshare.report.html import _headline
+    from safeshare.workflows.result import headline
+
+    b = data.draw(st.floats(min_value=1 / n, max_value=1.0))
+    threshold = data.draw(st.floats(min_value=1 / n, max_value=1.0))
+    doc = _doc(b, threshold)
+    head = headline(doc)
+    match = re.search(r"B = (\S+) (<=|>) (\S+) ", head["text"])
+    assert match is not None, head["text"]
+    shown, relation, limit = float(match[1]), match[2], float(match[3])
+    assert 0 < shown <= 1 and (shown < 1 or b == 1)
+    assert (shown <= limit) if relation == "<=" else (shown > limit)
+    doc["headline"] = head
+    rows = _headline(doc)
+    assert rows is not None
+    figures = re.findall(
+        r'data-key="headline\.risk\.(?:achieved|threshold)"[^>]*>([^<]+)<', str(rows["rows"][0][1])
+    )
+    assert [float(f) for f in figures] == [shown, limit]
+
+
+def test_the_certificates_attack_models_never_round_b_away() -> None:
+    from safeshare.workflows.evidence import _attack_models
+
+    verification = type(
+        "V", (), {"min_class_size": 50_000, "records_out": 100_000, "equivalence_classes": 2}
+    )()
+    models = _attack_models(
+        verification,
+        ["age"],
+        {"measure": "B", "threshold": 0.0001, "estimator": "pitman", "population_size": 10**9},
+        50_000,
+        10**9,
+        3.1e-05,
+    )
+    text = " ".join(m.guarantee for m in models)
+    assert "B <= 0.0001 (pitman, N = 1000000000; this release: 3.1e-05)" in text
+    assert "1/50000 = 2e-05" in text and " = 0;" not in text and "this release: 0)" not in text
+
+
+#: The modules that write the figures a person reads: the headline and the Release
+#: (workflows/result.py), the certificate's attack models (workflows/evidence.py), report.html
+#: (report/html.py, report/content.py), the terminal (cli/anonymize.py, workflows/risk.py's
+#: rows), risk.html (risk/html.py), the workbench's filters (ui/app.py) and local recoding's
+#: messages (workflows/local_release.py).
+VIEWS = (
+    "workflows/result.py",
+    "workflows/evidence.py",
+    "report/html.py",
+    "report/content.py",
+    "cli/anonymize.py",
+    "workflows/risk.py",
+    "risk/html.py",
+    "ui/app.py",
+    "workflows/local_release.py",
+)
+#: Figures that are not results: timings, and a refused computation's cost
+NOT_FIGURES = re.compile(r"elapsed_s|timings|GiB|seconds|days|synthetic records|value:,\.0f")
+
+
+def test_every_view_writes_its_figures_with_the_one_formatter() -> None:
+    """No fixed-decimal or own significant-figure format in the views: ``:.4f`` wrote B = 3.1e-05
+    as 0; every figure goes through :mod:`safeshare.figures` (a new view that formats its own
+    numbers fails here)."""
+    src = Path(__file__).resolve().parents[1] / "src" / "safeshare"
+    own = re.compile(r"\{[^{}]*:[ +,]?\.?\d*[efg%]\}|\{[^{}]*:[,+]?\.\d+[efg%]?\}")
+    offenders = []
+    for name in VIEWS:
+        for number_, line in enumerate((src / name).read_text().splitlines(), 1):
+            if own.search(line) and not NOT_FIGURES.search(line):
+                offenders.append(f"{name}:{number_}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

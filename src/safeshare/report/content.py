@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from safeshare.data.schema import Role, Schema
+from safeshare.figures import number, percent
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,9 @@ def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:
         log10_delta = math.log10(delta) if delta > 0 else -math.inf
     if float(log10_delta) <= -math.log10(n):
         return None
-    shown = doc.get("delta_scientific") or f"{doc.get('delta', 10.0**log10_delta):.3g}"
+    shown = doc.get("delta_scientific") or number(doc.get("delta", 10.0**log10_delta), 3)
     message = (
-        f"delta = {shown} exceeds 1/N = 1/{n:,} = {1 / n:.3g} (N = records before sampling): "
+        f"delta = {shown} exceeds 1/N = 1/{n:,} = {number(1 / n, 3)} (N = records before sampling): "
         "the guarantee may fail for about one record or more; choose a larger k or a smaller "
         "beta or epsilon' (`safeshare dp params`)"
     )
@@ -170,13 +171,13 @@ def anytime_outcome(doc: Mapping[str, Any]) -> str:
     """The anytime search's claim: proven optimal, or best found with the proven bound and the gap."""
     loss, bound, gap = doc.get("information_loss"), doc.get("lower_bound"), doc.get("gap")
     if doc.get("optimal"):
-        return f"proven optimal (loss {loss:.6g}, stopped: optimal)"
+        return f"proven optimal (loss {number(loss, 6)}, stopped: optimal)"
     if loss is None or bound is None or gap is None:
         return f"no qualifying node found (stopped: {doc.get('stop_reason')})"
     relative = doc.get("gap_relative")
-    share = f" ({100 * relative:.1f} % of the loss)" if relative is not None else ""
+    share = f" ({percent(relative)} of the loss)" if relative is not None else ""
     return (
-        f"best found, loss {loss:.6g}, optimum >= {bound:.6g}, gap {gap:.6g}{share} "
+        f"best found, loss {number(loss, 6)}, optimum >= {number(bound, 6)}, gap {number(gap, 6)}{share} "
         f"(stopped: {str(doc.get('stop_reason')).replace('_', ' ')})"
     )
 

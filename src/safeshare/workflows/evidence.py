@@ -39,6 +39,7 @@ from typing import Any
 
 import duckdb
 
+from safeshare.figures import compared, number
 from safeshare.io import files_of, sha256_file
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.sql import quote, release_relation
@@ -196,10 +197,6 @@ def _relative(path: Path, base: Path | None) -> str:
     return os.path.relpath(Path(path).absolute(), Path(base).absolute())
 
 
-def _fraction(x: float) -> str:
-    return f"{x:.4f}".rstrip("0").rstrip(".") if x else "0"
-
-
 # ------------------------------------------------------------------ the builder
 def build_evidence(
     *,
@@ -284,21 +281,25 @@ def _attack_models(
     register = f"a population register of N = {population_size:,}" if population_size else "the input itself"
     average = ""
     if risk is not None:
-        estimate = f"; this release: {_fraction(risk_estimate)}" if risk_estimate is not None else ""
+        threshold = float(risk["threshold"])
+        shown, limit = (
+            compared(risk_estimate, threshold) if risk_estimate is not None else ("", number(threshold))
+        )
+        estimate = f"; this release: {shown}" if risk_estimate is not None else ""
         average = (
-            f"{risk.get('measure', 'B')} <= {_fraction(float(risk['threshold']))} "
+            f"{risk.get('measure', 'B')} <= {limit} "
             f"({risk.get('estimator') or 'exact'}, N = {risk.get('population_size')}{estimate})"
         )
 
     if k >= 2:
         prosecutor_bound = (
             f"every released class holds at least k = {k} records, so no record's risk exceeds "
-            f"1/{k} = {_fraction(1 / k)}; the smallest released class holds {smallest} records"
+            f"1/{k} = {number(1 / k)}; the smallest released class holds {smallest} records"
         )
     elif smallest:
         prosecutor_bound = (
             f"not bounded for each record (no k-anonymity): the smallest released class holds {smallest} "
-            f"record(s), so some record's risk is {_fraction(1 / smallest)}; the threshold bounds an average"
+            f"record(s), so some record's risk is {number(1 / smallest)}; the threshold bounds an average"
         )
     else:
         prosecutor_bound = "the release holds no record"
@@ -335,7 +336,7 @@ def _attack_models(
     else:
         marketer_bound = (
             f"not bounded by a threshold; {classes:,} classes over {n_out:,} released records"
-            + (f" = {_fraction(share)}" if share is not None else "")
+            + (f" = {number(share)}" if share is not None else "")
         )
     marketer = AttackModel(
         "marketer",
@@ -412,7 +413,7 @@ def _checks(expected: Expectations, verification: Verification) -> tuple[Verifie
         VerifierCheck(
             "suppression",
             f"at most {limit} of the {expected.records_in:,} input records suppressed "
-            f"(max_suppression {expected.max_suppression:g})",
+            f"(max_suppression {number(expected.max_suppression, 6)})",
             held("the release has more records") and not any("suppressed, more than" in f for f in failures),
         ),
     ]

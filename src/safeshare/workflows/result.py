@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from safeshare.figures import compared, number
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
@@ -359,10 +360,6 @@ def privacy_of(result: AnonymizationResult) -> PrivacyOutcome:
     )
 
 
-def _fig(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
-
-
 def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dict[str, Any]:
     """The result in one sentence and its figures, from report.json's sections.
 
@@ -404,7 +401,10 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             "reason": source.reason if source is not None else None,
             "public_release_figure": bool(source is not None and source.public_release_figure),
         }
-        shown = "no estimate" if value is None else _fig(float(value))
+        if value is None:
+            shown, limit = "no estimate", number(threshold)
+        else:  # never rounded to a value B cannot have, nor to the threshold it differs from
+            shown, limit = compared(float(value), threshold)
         where = "re-checked on the written release" if rechecked else "as found by the search (not written)"
         origin = (
             "the EMA / Health Canada public-release threshold"
@@ -416,12 +416,12 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             )
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
-        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
+        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where}")
     if isinstance(k, int) and k >= 2:
         out["prosecutor"] = {"bounded": True, "k": k, "max": 1 / k, "smallest_class": smallest}
         parts.append(
             f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
-            f"so no record's prosecutor risk exceeds 1/{k} = {_fig(1 / k)}"
+            f"so no record's prosecutor risk exceeds 1/{k} = {number(1 / k)}"
         )
     elif smallest:
         out["prosecutor"] = {"bounded": False, "k": None, "max": 1 / smallest, "smallest_class": smallest}

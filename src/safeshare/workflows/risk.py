@@ -42,6 +42,7 @@ from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import check_not_empty
 from safeshare.data.source import TableSource
 from safeshare.errors import InputError
+from safeshare.figures import number
 from safeshare.resources import available_memory
 from safeshare.risk.classes import SampleTable
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
@@ -230,10 +231,10 @@ class RiskAssessment:
         """The terminal's table: (measure, value) rows, from the same result as risk.json."""
         m = self.measures
         out = [("records n / population N", f"{self.n:,} / {self.population_size:,}")]
-        out.append(("A = J/N (population-to-sample)", f"{m.A:.4g}" if m.A is not None else "n/a"))
+        out.append(("A = J/N (population-to-sample)", number(m.A) if m.A is not None else "n/a"))
         if m.B is not None:
-            out.append(("B exact (sample-to-population)", f"{m.B:.4g}"))
-        out.append(("prosecutor max / mean", f"{m.prosecutor_max:.3g} / {m.prosecutor_mean:.4g}"))
+            out.append(("B exact (sample-to-population)", number(m.B)))
+        out.append(("prosecutor max / mean", f"{number(m.prosecutor_max)} / {number(m.prosecutor_mean)}"))
         for name, e in self.estimates.items():
             label = f"B estimated: {name}" + (f" (chose {e.chosen})" if e.chosen else "")
             out.append((label, describe_estimate(e)))
@@ -400,7 +401,7 @@ def describe_estimate(e: Estimate) -> str:
     """``0.0621 (95 % 0.0564-0.0683)``, or ``no estimate: <reason>``: the terminal's cell."""
     if e.B is None:
         return f"no estimate: {e.reason}"
-    text = f"{e.B:.4g}"
+    text = number(e.B)
     if e.interval is not None:
-        text += f" (95 % {e.interval[0]:.4g}–{e.interval[1]:.4g})"
+        text += f" (95 % {number(e.interval[0])}–{number(e.interval[1])})"
     return text
