@@ -233,3 +233,82 @@ def test_every_view_writes_its_figures_with_the_one_formatter() -> None:
             if own.search(line) and not NOT_FIGURES.search(line):
                 offenders.append(f"{name}:{number_}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+# ------------------------------------------------------------------ item 17: paths that climb
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_a_path_outside_the_configurations_folder_is_shown_by_name_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trial: ``../../../../..<path>/age.csv`` in report.json and report.html. The input and
+    hierarchy files two folders above the configuration, the release beside neither: every path
+    in what is published is a name, or relative to the configuration's folder when inside it."""
+    import shutil
+
+    from tests.conftest import ADULT_DIR
+
+    data = tmp_path / "custodian-jdoe" / "project-x"
+    (data / "hierarchies").mkdir(parents=True)
+    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:2000]
+    (data / "adult.data").write_text("\n".join(lines) + "\n")
+    for name in ("age", "workclass", "education", "marital-status", "occupation", "relationship"):
+        shutil.copy(ADULT_DIR / "hierarchies" / f"{name}.csv", data / "hierarchies" / f"{name}.csv")
+    conf = tmp_path / "configs" / "deep" / "er"
+    (conf / "hierarchies").mkdir(parents=True)
+    for name in ("race", "sex", "native-country"):  # inside the configuration's folder
+        shutil.copy(ADULT_DIR / "hierarchies" / f"{name}.csv", conf / "hierarchies" / f"{name}.csv")
+    (conf / "linked").symlink_to(data / "hierarchies")  # inside by name, outside once resolved
+    climb = "../../../custodian-jdoe/project-x"
+    text = (ADULT_DIR / "adult.yaml").read_text().replace("path: adult.data", f"path: {climb}/adult.data")
+    for name in ("age", "workclass", "education", "marital-status", "occupation"):
+        text = text.replace(f"hierarchies/{name}.csv", f"{climb}/hierarchies/{name}.csv")
+    text = text.replace("hierarchies/relationship.csv", "linked/relationship.csv")
+    text += f"ledger: {climb}/releases.jsonl\napproved_by: J. Doe\n"
+    (conf / "adult.yaml").write_text(text)
+    out = tmp_path / "elsewhere" / "out"
+    code, _, stderr = run_cli(
+        ["anonymize", str(conf / "adult.yaml"), "--out", str(out), "--no-tradeoff"], capsys
+    )
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text())
+    html = (out / "report.html").read_text()
+    secret = ("custodian-jdoe", "project-x", "../", str(tmp_path), "elsewhere")
+    leaks = [s for s in _strings(report) if any(part in s for part in secret)]
+    assert not leaks, leaks
+    assert not [part for part in secret if part in html]
+    # named: inside the folder by its relative path, outside by its name
+    assert report["input"] == "adult.data"
+    settings = report["provenance"]["settings"]
+    assert settings["input"]["path"] == "adult.data"
+    assert settings["attributes"]["age"]["hierarchy"] == "age.csv"
+    assert settings["attributes"]["sex"]["hierarchy"] == "hierarchies/sex.csv"
+    assert settings["attributes"]["relationship"]["hierarchy"] == "relationship.csv"  # through a link
+    assert settings["ledger"] == "releases.jsonl" and report["certificate"]["ledger"] == "releases.jsonl"
+    files = {f["role"] + ":" + f["path"] for f in report["evidence"]["files"]}
+    assert {"input:adult.data", "hierarchy:age.csv", "hierarchy:hierarchies/sex.csv"} <= files
+    assert "release:release.csv" in files
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        ("a/b.csv", "a/b.csv"),
+        ("./a/../b.csv", "b.csv"),
+        ("../x/age.csv", "age.csv"),
+        ("a/../../../../../etc/age.csv", "age.csv"),
+        ("/etc/passwd", "passwd"),
+        ("", ""),
+    ],
+)
+def test_written_paths(tmp_path: Path, path: str, shown: str) -> None:
+    from safeshare.paths import shown_path, written_path
+
+    assert written_path(path, tmp_path) == shown
+    assert shown_path(tmp_path / "a" / "b.csv", None) == "b.csv"

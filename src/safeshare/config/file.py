@@ -102,6 +102,7 @@ from safeshare.config_checks import (
 from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
 from safeshare.errors import ConfigError, InputError
 from safeshare.models.registry import ModelParams, model_params
+from safeshare.paths import written_path
 
 if TYPE_CHECKING:
     from safeshare.config.spec import AnonymizationSpec
@@ -725,7 +726,8 @@ class ConfigFile(Section):
 
     def settings(self) -> dict[str, Any]:
         """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
-        paths as written in the file, an absolute one by its name only."""
+        paths as written in the file when they stay inside its folder, any other (absolute, or
+        climbing out with ``..``) by its name only (:func:`safeshare.paths.shown_path`)."""
         # the key file is named nowhere: the key is identified by its fingerprint
         doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params", "key_file"})
         doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
@@ -734,7 +736,7 @@ class ConfigFile(Section):
             None if treatment is None else f"given (key fingerprint {treatment.key.fingerprint})"
         )
         doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
-        return cast(dict[str, Any], _portable(doc))
+        return cast(dict[str, Any], _portable(doc, self.base_dir))
 
     def with_overrides(self, **overrides: Any) -> ConfigFile:
         """A new configuration: the file's mapping with these overrides (added to the ones it
@@ -762,12 +764,21 @@ def _check_local_recoding(cfg: ConfigFile) -> None:
         raise refuse(why, key="local_recoding")
 
 
-def _portable(value: Any) -> Any:
-    """Absolute paths by their name only (a report never shows the custodian's directories)."""
+#: Keys whose text values are file paths (relative to the configuration's folder): the input,
+#: a hierarchy file, a builder's file, the ledger, small-cells' population table.
+PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population"})
+
+
+def _portable(value: Any, base: Path, key: str | None = None) -> Any:
+    """Paths as a report shows them (a report never shows the custodian's directories): a path
+    key's text by :func:`~safeshare.paths.written_path` (inside the folder as written, else by
+    name), any other absolute path by its name only."""
     if isinstance(value, dict):
-        return {key: _portable(v) for key, v in value.items()}
+        return {k: _portable(v, base, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_portable(v) for v in value]
+        return [_portable(v, base, key) for v in value]
+    if isinstance(value, str) and key in PATH_KEYS and value:
+        return written_path(value, base)
     if isinstance(value, str) and os.path.isabs(value) and len(value) > 1:
         return PurePath(value).name
     return value

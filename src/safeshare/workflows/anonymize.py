@@ -390,9 +390,10 @@ def _append_to_ledger(
 
 
 def _relative_to(path: Path, base: Path) -> str:
-    import os
+    """The ledger as report.json names it (:func:`safeshare.paths.shown_path`)."""
+    from safeshare.paths import shown_path
 
-    return os.path.relpath(path.absolute(), base.absolute())
+    return shown_path(path, base)
 
 
 def anonymize_dry_run(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ import duckdb
 
 from safeshare.figures import compared, number
 from safeshare.io import files_of, sha256_file
+from safeshare.paths import shown_path
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.sql import quote, release_relation
 
@@ -192,9 +192,9 @@ def released_labels(
 
 
 def _relative(path: Path, base: Path | None) -> str:
-    if base is None:
-        return path.name
-    return os.path.relpath(Path(path).absolute(), Path(base).absolute())
+    """A file as the evidence names it: inside the configuration's folder by its relative path,
+    else by its name (:func:`safeshare.paths.shown_path`)."""
+    return shown_path(path, base)
 
 
 # ------------------------------------------------------------------ the builder

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Role, Schema
 from safeshare.io import files_of, sha256_file
+from safeshare.paths import shown_path
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.disclosure import disclosure_warnings
@@ -129,7 +129,7 @@ def release_evidence(
     released = tuple(
         FileDigest(
             "release",
-            os.path.relpath((published / path.relative_to(staged.parent)).absolute(), base.absolute()),
+            shown_path(published / path.relative_to(staged.parent), base),
             sha256_file(path),
             path.stat().st_size,
         )
