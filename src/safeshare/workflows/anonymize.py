@@ -409,7 +409,7 @@ def anonymize_dry_run(
     from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 
-    cfg = load_config(config, **overrides)
+    cfg = load_config(config, release=False, **overrides)
     if cfg.algorithm != "epsilon-safe":
         raise ConfigError(f"--dry-run applies to algorithm epsilon-safe only (algorithm is {cfg.algorithm})")
     anonymizer = EpsilonSafeAnonymizer(cfg.spec())
