@@ -211,7 +211,7 @@ def test_report_sentence_states_the_claim() -> None:
         "stop_reason": "time_limit",
     }
     text = describe_search(open_gap)
-    assert "best found, loss 0.5, optimum >= 0.25, gap 0.25 (50.0 % of the loss)" in text
+    assert "best found, loss 0.5, optimum >= 0.25, gap 0.25 (50% of the loss)" in text
     assert "proven optimal" not in text and "time limit" in text
 
 

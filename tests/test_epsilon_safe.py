@@ -334,3 +334,76 @@ def test_duckdb_engine_on_parquet_gives_the_memory_engines_release(
     for key in ("levels", "records_in", "suppressed_records", "records_out"):
         assert reports["duckdb"][key] == reports["memory"][key], key
     pd.testing.assert_frame_equal(releases["duckdb"], releases["memory"])
+
+
+def test_every_requirement_is_told_at_once_before_any_data_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30, item 18: the trial met beta, then the penalty factor after seconds of work,
+    then the QIs, then the hierarchy files, one failed run at a time. The Adult demo with
+    ``--algorithm epsilon-safe`` and every requirement unmet gets them all in one line, exit 2,
+    and the input is never opened."""
+    import safeshare.data.engines.factory as factory
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the input was read")
+
+    monkeypatch.setattr(factory, "make_engine", never)
+    text = (ADULT_DIR / "adult.yaml").read_text().replace("hierarchies/", f"{ADULT_DIR}/hierarchies/")
+    text = text.replace("path: adult.data", f"path: {ADULT_DIR / 'adult.data'}")
+    text = text.replace(f"{{role: quasi, hierarchy: {ADULT_DIR}/hierarchies/sex.csv}}", "{role: quasi, "
+                        "hierarchy: {type: suppression}}")  # fmt: skip
+    text = text.replace("k-anonymity: {k: 5}", "k-anonymity: {k: 5}\n  l-diversity: {l: 2}")
+    text = text.replace("metric: prec", "metric: entropy")
+    config = tmp_path / "adult.yaml"
+    config.write_text(text)
+    out = tmp_path / "o"
+    code, _, stderr = run(
+        [
+            "anonymize",
+            str(config),
+            "--out",
+            str(out),
+            "--algorithm",
+            "epsilon-safe",
+            "--sensitivity",
+            "thesis",
+        ],
+        capsys,
+    )
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and not out.exists(), stderr
+    for needed in (
+        "algorithm epsilon-safe needs",
+        "dp.beta (or --beta): missing",
+        "dp.epsilon_prime (or --epsilon-prime): missing",
+        "needs a penalty factor",
+        "not differentially private",
+        "privacy: exactly one privacy model, k-anonymity (got l-diversity)",
+        "metric: algorithm epsilon-safe scores nodes by prec",
+        "column 'capital-gain' has role sensitive",
+        "column 'income' has role insensitive",
+        "column 'sex' uses a builder",
+    ):
+        assert needed in lines[0], (needed, lines[0])
+    # without any dp option there is no dp section at all: it was an internal AssertionError
+    code, _, stderr = run(
+        ["anonymize", str(config), "--out", str(out), "--algorithm", "epsilon-safe"], capsys
+    )
+    assert code == 2 and "dp.beta (or --beta): missing" in stderr and "internal error" not in stderr, stderr
+    # once they are met, the run goes on (and the same configuration with them met is released)
+    monkeypatch.undo()
+    code, _, stderr = run(["anonymize", str(CONFIG), "--out", str(out), "-q"], capsys)
+    assert code == 0, stderr
+
+
+def test_the_requirements_are_one_function_for_the_configuration_and_the_python_api() -> None:
+    """The Python API (a schema and an engine) gets the same list from the same function."""
+    from safeshare.dp.epsilon_safe import check_epsilon_safe_schema, requirement_problems
+
+    cfg = load_config(ADULT_DIR / "adult.yaml")
+    problems = requirement_problems(cfg.schema, ["k-anonymity", "risk"])
+    assert problems[0] == "privacy: exactly one privacy model, k-anonymity (got risk)"
+    assert problems[1].startswith("every released column a quasi-identifier") and len(problems) == 2
+    with pytest.raises(ConfigError, match=r"\(1\) every released column a quasi-identifier.*'income'"):
+        check_epsilon_safe_schema(cfg.schema, list(cfg.schema.attributes))

@@ -28,6 +28,7 @@ from safeshare.config import load_config
 from safeshare.data.identifiers import load_key, write_new_key
 from safeshare.data.identifiers.pseudonym import pseudonyms
 from safeshare.errors import ConfigError
+from safeshare.figures import number
 from safeshare.report.html import value_at
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
 
@@ -139,7 +140,7 @@ def test_the_headline_shows_the_achieved_b_against_009_rechecked(risk_run: dict[
     assert report["evidence"]["threshold"]["public_release_figure"] is True
     # a risk-only release holds singletons: their prosecutor risk 1 only with its context
     assert head["prosecutor"] == {"bounded": False, "k": None, "max": 1.0, "smallest_class": 1}
-    achieved = f"{risk['achieved']:.4f}".rstrip("0")
+    achieved = number(risk["achieved"])  # the one formatter of figures (issue 30, item 15)
     assert f"B = {achieved} <= 0.09" in head["text"] and "re-checked on the written release" in head["text"]
     assert "the threshold bounds an average" in head["text"]
     flat = " ".join(stdout.split())

@@ -45,6 +45,26 @@ def test_risk_json_keys_and_exact_B(data: Path, tmp_path: Path) -> None:
     assert doc["B_estimates"]["benedetti_franconi"] == pytest.approx(doc["B_exact"])
 
 
+def test_benedetti_franconis_uniques_say_whose_they_are(tmp_path: Path) -> None:
+    """Issue 30, item 14: risk.json and risk.html give Benedetti-Franconi's tau_1 (the sample's
+    records estimated unique in the population) and say so; the other models' are the population's."""
+    rows = ["age,sex"] + [f"{i},{'fm'[i % 2]}" for i in range(30)] + [f"{i % 5},f" for i in range(30)]
+    data = tmp_path / "d.csv"
+    data.write_text("\n".join(rows) + "\n")
+    res = _run(str(data), "--qi", "age,sex", "--population-size", "600", "--estimator", "all",
+               "--out", str(tmp_path / "o"), "--quiet")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "risk.json").read_text())
+    bf = doc["estimators"]["benedetti_franconi"]
+    uniques = doc["measures"]["sample_uniques"]
+    assert uniques == 27  # ages 5..29, and (1, m), (3, m), are unique
+    assert bf["population_uniques"] == pytest.approx(uniques * 60 / 600)  # sum of P(F = 1 | f = 1) = n/N
+    assert bf["population_uniques_of"] == "sample"
+    assert doc["estimators"]["zayatz"]["population_uniques_of"] == "population"
+    html = (tmp_path / "o" / "risk.html").read_text()
+    assert "2.7 (of the sample's records)" in html
+
+
 def test_without_population_there_is_no_B_exact(data: Path, tmp_path: Path) -> None:
     res = _run(
         str(data),

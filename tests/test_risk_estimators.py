@@ -109,6 +109,38 @@ def test_benedetti_franconi_closed_forms_are_the_negative_binomial_expectation()
     assert individual_risk(3, 0.1) == pytest.approx(0.047619, abs=1e-6)
 
 
+def test_benedetti_franconi_population_uniques_are_sdcmicros_tau1() -> None:
+    """Issue 30, item 14: the estimated population uniques are sdcMicro's tau_1, the sum over the
+    sample uniques of the model's P(F = 1 | f = 1), not the sample's unique count."""
+    sizes = [1] * 40 + [2] * 10 + [3] * 5 + [7]
+    hist = ClassSizeHistogram.from_sizes(sizes)
+    n = hist.n  # 82
+    for N, want in ((10 * n, 4.0), (4 * n, 10.0), (n, 40.0)):
+        est = make_estimator("benedetti_franconi").fit(hist, N)
+        p = n / N  # sdcMicro's p = f / F^ with weights N/n
+        tau1 = 40 * float(stats.nbinom.pmf(0, 1, p))  # P(F - 1 = 0) under F - 1 ~ NegBin(1, p)
+        assert est.population_uniques_ == pytest.approx(tau1, rel=1e-12) == want
+        assert est.population_uniques_ < 40 or n == N  # not the sample's 40 uniques
+    assert ESTIMATORS["benedetti_franconi"].uniques_scope == "sample"
+    assert {ESTIMATORS[name].uniques_scope for name in HISTOGRAM_ONLY if name != "benedetti_franconi"} == {
+        "population"
+    }
+    # the sample is the population: tau_1 is the exact count of the sample's records unique in it
+    exact = risk_measures(sizes, population_size=n).population_uniques_in_sample
+    assert make_estimator("benedetti_franconi").fit(hist, n).population_uniques_ == exact == 40
+
+
+def test_the_uniques_measure_refuses_an_estimator_of_the_samples_uniques() -> None:
+    from safeshare.models.risk import RiskThreshold
+    from safeshare.risk.release_risk import release_risk
+
+    with pytest.raises(InputError, match=r"benedetti_franconi.*sample's records.*use one of dankar"):
+        RiskThreshold(0.1, "uniques", "benedetti_franconi")
+    with pytest.raises(InputError, match="not the population's share"):
+        release_risk([1, 1, 2], 30, "uniques", "benedetti_franconi")
+    assert release_risk([1, 1, 2], 30, "B", "benedetti_franconi") > 0  # B is what it estimates
+
+
 def test_snb_moments_equal_direct_sums() -> None:
     a, b, pi, K = 0.7, 0.3, 0.2, 1000.0
     F = np.arange(1, 5000)

@@ -410,7 +410,25 @@ def validation_error(
     and a "did you mean". ``options`` maps key paths that came from command-line options (or
     Python keywords) to the option's name, which then names the error instead of the file.
     """
-    error = exc.errors(include_url=False)[0]
+    return validation_errors(exc, where, sections, options)[0]
+
+
+def validation_errors(
+    exc: ValidationError,
+    where: str,
+    sections: Mapping[str, type[BaseModel]] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> list[ConfigError]:
+    """Every error of a pydantic validation, each as :func:`validation_error` writes the first."""
+    return [_error_line(error, where, sections, options) for error in exc.errors(include_url=False)]
+
+
+def _error_line(
+    error: Any,
+    where: str,
+    sections: Mapping[str, type[BaseModel]] | None,
+    options: Mapping[str, str] | None,
+) -> ConfigError:
     loc = list(error["loc"])
     parts: list[str] = []
     for i, part in enumerate(loc):

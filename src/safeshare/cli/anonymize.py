@@ -31,6 +31,7 @@ from safeshare.cli.common import (
     reads_data,
 )
 from safeshare.console import err, out
+from safeshare.figures import number, percent
 from safeshare.options import TRADEOFF_AUTO_MAX
 
 if TYPE_CHECKING:
@@ -183,9 +184,9 @@ def anonymize(
             quiet,
             lambda: out.print(
                 f"distribution over {doc['nodes']:,} nodes written to {out_dir}/distribution.csv "
-                f"(sensitivity {doc['sensitivity']:.6g}, "
-                f"P(good node) {doc['probability_good_node']:.3f}, "
-                f"expected suppression {doc['expected_suppressed_fraction']:.2%}); not for release"
+                f"(sensitivity {number(doc['sensitivity'], 6)}, "
+                f"P(good node) {number(doc['probability_good_node'], 3)}, "
+                f"expected suppression {percent(doc['expected_suppressed_fraction'])}); not for release"
             ),
         )
         return
@@ -213,20 +214,20 @@ def print_release(release: Release) -> None:
         _local_recoding_rows(table, local)
     table.add_row(
         "information loss (global node)" if local else "information loss",
-        f"{report['metric']} = {report['information_loss']:.6g} "
-        f"(normalized {report['information_loss_normalized']:.4f})",
+        f"{report.get('metric_label') or report['metric']} = {number(report['information_loss'], 6)} "
+        f"(normalized {number(report['information_loss_normalized'])})",
     )
     if release.sampling is not None:
         table.add_row(
             "sampling",
             f"{report['records_before_sampling']:,} records, {report['records_sampled']:,} sampled "
-            f"(beta {report['beta']:g})",
+            f"(beta {number(report['beta'], 6)})",
         )
         table.add_row(
             "(beta, epsilon, delta)",
-            f"({report['beta']:g}, {report['epsilon']:.6g}, {report['delta_scientific']}) with "
-            f"epsilon' = {report['epsilon_prime']:g}; node drawn with probability "
-            f"{report['node_probability']:.4g} ({report['utility']} utility)",
+            f"({number(report['beta'], 6)}, {number(report['epsilon'], 6)}, {report['delta_scientific']}) "
+            f"with epsilon' = {number(report['epsilon_prime'], 6)}; node drawn with probability "
+            f"{number(report['node_probability'])} ({report['utility']} utility)",
         )
     table.add_row(
         "records",
@@ -239,11 +240,11 @@ def print_release(release: Release) -> None:
     if report.get("k_achieved") is not None:
         table.add_row("inverse OLA", f"k achieved = {report['k_achieved']:,} (max_loss {report['max_loss']})")
     if report.get("inverse_m") is not None:
-        table.add_row("m-concealing", f"m = {report['m']:.4g}, 1/m = {report['inverse_m']:.4g}")
+        table.add_row("m-concealing", f"m = {number(report['m'])}, 1/m = {number(report['inverse_m'])}")
     for name, achieved in report["privacy_achieved"].items():  # l-diversity, t-closeness, ...
         for how in ("min", "max"):
             if how in achieved:
-                values = ", ".join(f"{c} {v:.4g}" for c, v in achieved[how].items() if v is not None)
+                values = ", ".join(f"{c} {number(v)}" for c, v in achieved[how].items() if v is not None)
                 table.add_row(name, f"{how} per column: {values}")
     risk = report["risk"]
     if risk.get("release") is not None:  # the prosecutor figure is in the headline, with its context
@@ -251,7 +252,7 @@ def print_release(release: Release) -> None:
         how = f"estimated by {risk['estimator']}" if risk["release"].get("estimated") else "exact"
         table.add_row(
             "risk (release)",
-            f"B {'n/a' if b is None else f'{b:.4g}'} ({how}, N = {risk['population_size']:,})",
+            f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,})",
         )
     table.add_row("search", report["why"])
     for warning in release.warnings:
@@ -295,8 +296,9 @@ def _local_recoding_rows(table: Any, local: dict[str, Any]) -> None:
     table.add_row(
         "cell-level loss",
         f"global node -> local recoding: released {g['released']:,} -> {m['released']:,}, "
-        f"Prec {g['prec']:.4f} -> {m['prec']:.4f}, entropy {g['entropy_normalized']:.4f} -> "
-        f"{m['entropy_normalized']:.4f}, DM* {g['dm_star_normalized']:.5f} -> {m['dm_star_normalized']:.5f}",
+        f"Prec {number(g['prec'])} -> {number(m['prec'])}, entropy {number(g['entropy_normalized'])} -> "
+        f"{number(m['entropy_normalized'])}, DM* {number(g['dm_star_normalized'])} -> "
+        f"{number(m['dm_star_normalized'])}",
     )
 
 
@@ -333,16 +335,22 @@ def inspect(
         table.add_column("value", justify="right")
         table.add_row("records", f"{stats['records']:,}")
         table.add_row("equivalence classes", f"{stats['classes']:,}")
-        table.add_row("unique records (class size 1)", f"{stats['uniques']:,} ({stats['uniques_pct']:.2f}%)")
-        table.add_row(f"records in classes < {k}", f"{stats['below_k']:,} ({stats['below_k_pct']:.2f}%)")
-        table.add_row("mean class size", f"{stats['mean_class_size']:.2f}")
-        table.add_row("median class size", f"{stats['median_class_size']:.0f}")
+        table.add_row(
+            "unique records (class size 1)", f"{stats['uniques']:,} ({percent(stats['uniques_pct'] / 100)})"
+        )
+        table.add_row(
+            f"records in classes < {k}", f"{stats['below_k']:,} ({percent(stats['below_k_pct'] / 100)})"
+        )
+        table.add_row("mean class size", number(stats["mean_class_size"]))
+        table.add_row("median class size", number(stats["median_class_size"]))
         table.add_row("largest class", f"{stats['max_class_size']:,}")
-        table.add_row("prosecutor risk: max / mean", f"{stats['max_risk']:.3f} / {stats['mean_risk']:.4f}")
+        table.add_row(
+            "prosecutor risk: max / mean", f"{number(stats['max_risk'])} / {number(stats['mean_risk'])}"
+        )
         if result.m_concealing is not None:
             mc = result.m_concealing
-            table.add_row("m-concealing: m / 1/m", f"{mc['m']:.4g} / {mc['inverse_m']:.4g}")
-            table.add_row("m-concealing: mean m(i)", f"{mc['mean']:.4g}")
+            table.add_row("m-concealing: m / 1/m", f"{number(mc['m'])} / {number(mc['inverse_m'])}")
+            table.add_row("m-concealing: mean m(i)", number(mc["mean"]))
         out.print(table)
 
     emit(result.to_dict(), as_json, quiet, show)

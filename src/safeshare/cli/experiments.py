@@ -116,8 +116,9 @@ def _print_utility(doc: dict[str, Any], path: Path) -> None:
     table.add_row("levels", ", ".join(f"{q}={lv}" for q, lv in doc["levels"].items()))
     table.add_row(
         "anonymization",
-        f"k = {doc['k']}, max suppression {doc['max_suppression']:.2%}, {doc['metric']} "
-        f"= {doc['information_loss']:.6g} (normalized {doc['information_loss_normalized']:.4f})",
+        f"k = {doc['k']}, max suppression {doc['max_suppression']:.2%}, "
+        f"{doc.get('metric_label') or doc['metric']} = {doc['information_loss']:.6g} "
+        f"(normalized {doc['information_loss_normalized']:.4f})",
     )
     table.add_row(
         "training set",

@@ -103,6 +103,7 @@ from safeshare.config_checks import (
 from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
 from safeshare.errors import ConfigError, InputError
 from safeshare.models.registry import ModelParams, model_params
+from safeshare.paths import written_path
 
 if TYPE_CHECKING:
     from safeshare.config.spec import AnonymizationSpec
@@ -478,6 +479,7 @@ class ConfigFile(Section):
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
     _overrides: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _release: bool = PrivateAttr(default=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -741,19 +743,20 @@ class ConfigFile(Section):
 
     def settings(self) -> dict[str, Any]:
         """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
-        paths as written in the file, an absolute one by its name only."""
+        paths as written in the file when they stay inside its folder, any other (absolute, or
+        climbing out with ``..``) by its name only (:func:`safeshare.paths.shown_path`)."""
         # the key file is named nowhere, and the key's fingerprint (which confirms a guessed key)
         # goes to the custodian's ledger only (issue 30)
         doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params", "key_file"})
         doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
         doc["key_file"] = None if self.identifiers is None else "given (not shown)"
         doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
-        return cast(dict[str, Any], _portable(doc))
+        return cast(dict[str, Any], _portable(doc, self.base_dir))
 
     def with_overrides(self, **overrides: Any) -> ConfigFile:
         """A new configuration: the file's mapping with these overrides (added to the ones it
         was loaded with), validated again as a whole. The file is not read again."""
-        return parse_config(self._raw, self._path, **{**self._overrides, **overrides})
+        return parse_config(self._raw, self._path, self._release, **{**self._overrides, **overrides})
 
 
 def _check_local_recoding(cfg: ConfigFile) -> None:
@@ -776,12 +779,21 @@ def _check_local_recoding(cfg: ConfigFile) -> None:
         raise refuse(why, key="local_recoding")
 
 
-def _portable(value: Any) -> Any:
-    """Absolute paths by their name only (a report never shows the custodian's directories)."""
+#: Keys whose text values are file paths (relative to the configuration's folder): the input,
+#: a hierarchy file, a builder's file, the ledger, small-cells' population table.
+PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population"})
+
+
+def _portable(value: Any, base: Path, key: str | None = None) -> Any:
+    """Paths as a report shows them (a report never shows the custodian's directories): a path
+    key's text by :func:`~safeshare.paths.written_path` (inside the folder as written, else by
+    name), any other absolute path by its name only."""
     if isinstance(value, dict):
-        return {key: _portable(v) for key, v in value.items()}
+        return {k: _portable(v, base, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_portable(v) for v in value]
+        return [_portable(v, base, key) for v in value]
+    if isinstance(value, str) and key in PATH_KEYS and value:
+        return written_path(value, base)
     if isinstance(value, str) and os.path.isabs(value) and len(value) > 1:
         return PurePath(value).name
     return value
@@ -883,17 +895,22 @@ def _with_overrides(
     return out, options
 
 
-def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> ConfigFile:
-    """Validate a configuration mapping read from ``path``, with ``overrides``."""
+def parse_config(raw: Mapping[str, Any], path: Path, release: bool = True, **overrides: Any) -> ConfigFile:
+    """Validate a configuration mapping read from ``path``, with ``overrides``; ``release``:
+    the run writes a release (epsilon-safe's non-DP calibration is refused then; ``False``
+    for ``--dry-run``)."""
     name = str(path)
     check_keys(raw, TOP_LEVEL_KEYS, f"{name}:", NOT_READ)
     merged, options = _with_overrides(raw, overrides)
+    if merged.get("algorithm") == "epsilon-safe":
+        _check_epsilon_safe(merged, options, path, release)
     try:
         cfg = ConfigFile.model_validate(merged, context={"options": options})
     except ValidationError as exc:
         raise _config_error(exc, name, options) from None
     cfg._path = path
     cfg._raw = dict(raw)
+    cfg._release = release
     cfg._overrides = {key: value for key, value in overrides.items() if value is not None}
     # what needs the files: hierarchies, the input's options, the QI names of prec_weights
     cfg.source  # noqa: B018
@@ -922,6 +939,65 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
     if cfg.engine == "spark" and cfg.output.format == "csv":
         raise ConfigError(f"{name}: output.format: the spark engine writes Parquet releases only")
     return cfg
+
+
+#: What stands in for a section epsilon-safe's requirements have already reported, while the rest
+#: of the configuration is validated in the same pass (:func:`_check_epsilon_safe`).
+_EPSILON_SAFE_STAND_INS: dict[str, Any] = {
+    "dp": {"beta": 0.5, "epsilon_prime": 1.0, "utility": "safepub"},
+    "privacy": {"k-anonymity": {"k": 2}},
+    "metric": "prec",
+}
+
+
+def _check_epsilon_safe(
+    merged: Mapping[str, Any], options: Mapping[str, str], path: Path, release: bool
+) -> None:
+    """Every requirement of epsilon-safe anonymization, checked on the configuration before any
+    data is read and told in one message (issue 30, item 18: beta, then the penalty factor after
+    seconds of work, then the roles, then the hierarchies, one failed run at a time): the ``dp:``
+    section (:func:`safeshare.dp.config.dp_problems`), one privacy model (k-anonymity), the Prec
+    metric, no ``knowledge:`` nor local recoding, every released column a quasi-identifier with a
+    hierarchy file (:func:`safeshare.dp.epsilon_safe.requirement_problems`). Nothing is raised
+    when they are met: the configuration's own validation follows, and reports anything else."""
+    from safeshare.dp.config import dp_problems
+    from safeshare.dp.epsilon_safe import requirement_problems, requirements_message
+    from safeshare.metrics.loss import METRIC_ALIASES
+
+    problems = dp_problems(merged.get("dp"), options, release)
+    rest = {**merged, "dp": _EPSILON_SAFE_STAND_INS["dp"]}
+    privacy = merged.get("privacy")
+    models: list[str] | None = list(privacy) if isinstance(privacy, Mapping) else None
+    if privacy is None:
+        problems.append("privacy: exactly one privacy model, k-anonymity (got none)")
+        rest["privacy"] = _EPSILON_SAFE_STAND_INS["privacy"]
+    metric = merged.get("metric", "prec")
+    key = metric.strip().lower() if isinstance(metric, str) else None
+    if key is not None and METRIC_ALIASES.get(key, key) != "prec":
+        problems.append(f"metric: algorithm epsilon-safe scores nodes by prec (thesis 4.5.4), not {metric!r}")
+        rest["metric"] = _EPSILON_SAFE_STAND_INS["metric"]
+    if merged.get("knowledge") is not None:
+        problems.append(
+            "knowledge: not supported with algorithm epsilon-safe (every released column is a QI)"
+        )
+        rest.pop("knowledge")
+    if merged.get("local_recoding") not in (None, False):
+        problems.append("local_recoding: not supported with algorithm epsilon-safe (it draws one node)")
+        rest.pop("local_recoding")
+    try:
+        cfg = ConfigFile.model_validate(rest, context={"options": options})
+        cfg._path = path
+        problems += requirement_problems(cfg.schema, models)  # hierarchy files opened, no data read
+    except ValidationError as exc:
+        if not problems:
+            return  # the configuration's own validation reports it
+        problems.append(str(_config_error(exc, f"{path}", options)).removeprefix(f"{path}: "))
+    except InputError as exc:  # a hierarchy file that cannot be read, a bad role, ...
+        if not problems:
+            return
+        problems.append(str(exc).removeprefix(f"{path}: "))
+    if problems:
+        raise ConfigError(requirements_message(problems, f"{path}: "))
 
 
 def _check_population_size(cfg: ConfigFile) -> None:
@@ -998,14 +1074,15 @@ def named_files(raw: Mapping[str, Any], base_dir: Path) -> list[tuple[str, Path]
     return out
 
 
-def load_config(path: str | Path, **overrides: Any) -> ConfigFile:
+def load_config(path: str | Path, release: bool = True, **overrides: Any) -> ConfigFile:
     """Read and validate a configuration file, with overrides by option name (``k=10``,
-    ``max_suppression="5%"``, ``algorithm="epsilon-safe"``, ``beta=0.5``, ``spark_master=...``)."""
+    ``max_suppression="5%"``, ``algorithm="epsilon-safe"``, ``beta=0.5``, ``spark_master=...``);
+    ``release=False`` for a run that writes no release (``--dry-run``)."""
     path = Path(path)
     raw = read_yaml(path)
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
-    return parse_config(dict(raw), path, **overrides)
+    return parse_config(dict(raw), path, release, **overrides)
 
 
 def config_json_schema() -> str:

@@ -16,7 +16,22 @@ padded with empty values, and both would flow into a release unchanged. So:
   padded with empty values; long records are always an error);
 * duplicate column names, also equal after case-folding and stripping, are
   bad input (:func:`check_unique_names`), checked on the *raw* header, before
-  pandas or DuckDB rename them to ``age.1`` / ``age_1``.
+  pandas or DuckDB rename them to ``age.1`` / ``age_1``; so is an empty name
+  (pandas called it ``Unnamed: 2``, DuckDB ``column2``, and the two engines
+  released different files);
+* a CSV line longer than :data:`MAX_LINE_BYTES` is bad input naming the line and
+  its size, never quoting it (:func:`check_line_sizes`; DuckDB's own error quoted
+  the record);
+* a CSV that reads as one column while its first lines hold another delimiter the
+  same number of times is bad input with the delimiter to set
+  (:func:`check_delimiter`);
+* a Parquet column of a type that has no text (binary, lists, structs, maps) is bad
+  input naming the column and its type (:func:`check_parquet_types`);
+* a UTF-8 byte-order mark is not part of the first column's name (pandas and DuckDB
+  drop it from the data; the raw header read here drops it too).
+
+Every engine calls the same checks, so the memory, DuckDB and Spark engines give
+the same release or the same one-line refusal (issue 30, item 16).
 """
 
 from __future__ import annotations
@@ -33,6 +48,17 @@ import pandas as pd
 
 from safeshare.errors import DataError
 from safeshare.missing import missing_texts
+
+#: The longest CSV line (bytes) an input may hold: DuckDB's default ``max_line_size``, the
+#: same limit for every engine (:func:`check_line_sizes`).
+MAX_LINE_BYTES = 2_000_000
+
+# the csv module refuses fields above 128 KiB by default: the raw header and the exact scans
+# must read every line the engines read
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
+
+#: Delimiters a single-column CSV is sniffed for (:func:`check_delimiter`).
+SNIFFED_DELIMITERS = (";", "\t", "|", ",")
 
 Format = Literal["csv", "parquet"]
 Ragged = Literal["error", "pad"]
@@ -137,7 +163,9 @@ def check_unique_names(names: Sequence[str], where: str) -> None:
     would otherwise be released as it is.
     """
     seen: dict[str, str] = {}
-    for name in names:
+    for position, name in enumerate(names, 1):
+        if not str(name).strip():
+            raise DataError(f"{where}: column {position} has an empty name; every column needs its own name")
         key = str(name).strip().casefold()
         if key in seen:
             same = repr(seen[key]) if seen[key] == str(name) else f"{seen[key]!r} (also {str(name)!r})"
@@ -168,7 +196,9 @@ def open_text(source: TableSource) -> Iterator[IO[str]]:
     import zipfile
 
     suffix = source.path.suffix.lower()
-    text: dict[str, Any] = {"encoding": source.encoding, "newline": ""}
+    # a UTF-8 byte-order mark is not text of the first line (pandas and DuckDB drop it too)
+    utf8 = source.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+    text: dict[str, Any] = {"encoding": "utf-8-sig" if utf8 else source.encoding, "newline": ""}
     with contextlib.ExitStack() as stack:
         handle: IO[str]
         if suffix == ".gz":
@@ -183,7 +213,7 @@ def open_text(source: TableSource) -> Iterator[IO[str]]:
             raw = stack.enter_context(archive.open(members[0])) if members else io.BytesIO()
             handle = stack.enter_context(io.TextIOWrapper(raw, **text))
         else:
-            handle = stack.enter_context(open(source.path, encoding=source.encoding, newline=""))
+            handle = stack.enter_context(open(source.path, **text))
         yield handle
 
 
@@ -273,6 +303,215 @@ def _arrow_counts_ok(source: TableSource, expected: int) -> bool:
     except Exception:  # any failure: the exact scan decides
         return False
     return True
+
+
+def _open_bytes(source: TableSource) -> IO[bytes]:
+    """The CSV's bytes, decompressed by extension like :func:`open_text`."""
+    import bz2
+    import gzip
+    import lzma
+
+    suffix = source.path.suffix.lower()
+    opener: Any = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(suffix, open)
+    handle: IO[bytes] = opener(source.path, "rb")
+    return handle
+
+
+def first_long_line(source: TableSource, limit: int = MAX_LINE_BYTES) -> tuple[int, int] | None:
+    """``(physical line, bytes)`` of the first line longer than ``limit`` bytes (its line end not
+    counted), or ``None``. One pass over the bytes in chunks (memory: a chunk); an uncompressed
+    file no larger than ``limit`` is not read."""
+    compressed = source.path.suffix.lower() in (".gz", ".bz2", ".xz", ".zip")
+    if source.path.suffix.lower() == ".zip":
+        return None  # read by pandas only; DuckDB refuses zip inputs itself
+    if not compressed and source.path.stat().st_size <= limit:
+        return None
+    line, length = 1, 0
+    chunk = 1 << 24
+    with _open_bytes(source) as handle:
+        while True:
+            block = handle.read(chunk)
+            if not block:
+                break
+            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+            if ends.size == 0:
+                length += len(block)
+                if length > limit:
+                    return line, _line_length(handle, length)
+                continue
+            first = length + int(ends[0])
+            gaps = np.diff(ends) - 1
+            if first > limit:
+                return line, first
+            if gaps.size and int(gaps.max()) > limit:
+                at = int(np.flatnonzero(gaps > limit)[0])
+                return line + at + 1, int(gaps[at])
+            line += int(ends.size)
+            length = len(block) - int(ends[-1]) - 1
+            if length > limit:
+                return line, _line_length(handle, length)
+    return (line, length) if length > limit else None
+
+
+def _line_length(handle: IO[bytes], so_far: int) -> int:
+    """The length of the line being read: ``so_far`` bytes plus the rest up to its end."""
+    while True:
+        block = handle.read(1 << 24)
+        if not block:
+            return so_far
+        end = block.find(b"\n")
+        if end >= 0:
+            return so_far + end
+        so_far += len(block)
+
+
+def long_line_message(source: TableSource, line: int, size: int, limit: int = MAX_LINE_BYTES) -> str:
+    """The one-line refusal of a line longer than ``limit`` (its content is never quoted)."""
+    return (
+        f"{source.path} line {line}: {size:,} bytes, longer than the {limit:,} bytes a line may hold "
+        "(a wrong delimiter or quoting, or a value to drop or shorten before release)"
+    )
+
+
+def check_line_sizes(source: TableSource, limit: int = MAX_LINE_BYTES) -> None:
+    """Raise :class:`DataError` naming the first CSV line longer than ``limit`` bytes."""
+    found = first_long_line(source, limit)
+    if found is not None:
+        raise DataError(long_line_message(source, found[0], found[1], limit))
+
+
+def sniffed_delimiter(source: TableSource, lines: int = 20) -> tuple[str, int] | None:
+    """For a CSV that reads as one column: another delimiter of :data:`SNIFFED_DELIMITERS` that
+    occurs the same number of times (at least once) on each of its first ``lines`` records, with
+    the field count it would give; ``None`` when there is none (a true single-column file)."""
+    try:
+        records = []
+        with open_text(source) as handle:
+            for _ in range(source.skip_rows):
+                handle.readline()
+            for text in handle:
+                if text.strip(" \t\r\n"):
+                    records.append(text.rstrip("\r\n"))
+                if len(records) >= lines:
+                    break
+    except (UnicodeDecodeError, OSError, ValueError, EOFError):
+        return None
+    if not records:
+        return None
+    for candidate in SNIFFED_DELIMITERS:
+        if candidate == source.delimiter:
+            continue
+        counts = {
+            len(next(csv.reader([r], delimiter=candidate, quotechar='"', skipinitialspace=True), [])) - 1
+            for r in records
+        }
+        if len(counts) == 1 and (n := counts.pop()) >= 1:
+            return candidate, n + 1
+    return None
+
+
+def check_delimiter(source: TableSource, n_columns: int) -> None:
+    """Raise :class:`DataError` when a CSV reads as one column but its first lines are split the
+    same way by another delimiter (``;``, tab, ``|``): read with the wrong one, the whole record
+    would be one value. (The configuration's "reads as a single column" check saw only runs that
+    name several columns; ``inspect``, ``risk``, ``hierarchy build`` and a configuration naming
+    one column read the file as one column without a word.)"""
+    if source.fmt != "csv" or n_columns != 1:
+        return
+    found = sniffed_delimiter(source)
+    if found is not None:
+        shown = "\\t" if found[0] == "\t" else found[0]
+        raise DataError(
+            f"{source.path} reads as a single column with delimiter {source.delimiter!r}, but its lines "
+            f"hold {shown!r} the same number of times ({found[1]} columns): set input.delimiter: "
+            f"{shown!r} (--delimiter {shown!r})"
+        )
+
+
+def _untextual(kind: Any) -> str | None:
+    """How to name an Arrow type that has no text a release could hold (``None``: it has one)."""
+    import pyarrow as pa
+
+    checks = (
+        (pa.types.is_binary, "binary"),
+        (pa.types.is_large_binary, "binary"),
+        (pa.types.is_fixed_size_binary, "fixed-size binary"),
+        (pa.types.is_list, "list"),
+        (pa.types.is_large_list, "list"),
+        (pa.types.is_fixed_size_list, "list"),
+        (pa.types.is_struct, "struct"),
+        (pa.types.is_map, "map"),
+        (pa.types.is_union, "union"),
+    )
+    for check, name in checks:
+        if check(kind):
+            return name
+    if pa.types.is_dictionary(kind):
+        return _untextual(kind.value_type)
+    return None
+
+
+def check_parquet_types(source: TableSource) -> None:
+    """Raise :class:`DataError` naming the first Parquet column whose type has no text value
+    (binary, list, struct, map, union): pandas rendered bytes as ``b'...'`` or failed to decode
+    them, DuckDB as escapes or not at all, so the engines disagreed; drop or convert it first."""
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(source.path)
+    except Exception as exc:  # pyarrow raises its own error types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {source.path}: {first}") from None
+    for field in schema:
+        kind = _untextual(field.type)
+        if kind is not None:
+            raise DataError(
+                f"{source.path}: column {field.name!r} has Parquet type {field.type} ({kind}), which has no "
+                "text to release; drop it from the file or convert it to text first"
+            )
+
+
+def kept_type(kind: Any) -> bool:
+    """Whether a column of Arrow type ``kind`` keeps its type in a Parquet release when it is
+    released verbatim (a sensitive or insensitive column; issue 30, item 16): signed integers,
+    32- and 64-bit floating-point numbers, booleans, dates and microsecond timestamps without a
+    time zone, whose text (as every engine renders it, :func:`text_column`) reads back as the
+    same value, and which the memory, DuckDB and Spark engines all read and write as that type.
+    Everything else is text: generalized quasi-identifiers (labels), strings, pseudonyms and
+    shifted dates, decimals, unsigned integers and other timestamps (Spark reads an unsigned
+    64-bit integer as a decimal and writes every timestamp in microseconds)."""
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_signed_integer(kind)
+        or pa.types.is_float32(kind)
+        or pa.types.is_float64(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date32(kind)
+        or (pa.types.is_timestamp(kind) and kind.tz is None and kind.unit == "us")
+    )
+
+
+def parquet_kept_types(source: TableSource) -> dict[str, Any]:
+    """Column name (after ``names``) -> Arrow type, for the columns of a Parquet ``source`` that
+    keep their type in a Parquet release (:func:`kept_type`)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(source.path)
+    names = list(source.names) if source.names else [str(n).strip() for n in schema.names]
+    return {name: field.type for name, field in zip(names, schema, strict=True) if kept_type(field.type)}
+
+
+def typed_values(texts: pd.Series, kind: Any, missing_text: str) -> Any:
+    """The Arrow array of type ``kind`` whose values the engine's ``texts`` render (the inverse of
+    :func:`text_column` for a :func:`kept_type`); ``missing_text`` (the first missing token, or
+    ``''``), is null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = pa.array(texts.astype(object).to_numpy(), pa.string(), from_pandas=True)
+    array = pc.if_else(pc.equal(array, missing_text), pa.scalar(None, pa.string()), array)
+    return pc.cast(array, kind)
 
 
 def parquet_names(source: TableSource) -> list[str]:

@@ -180,3 +180,55 @@ class EpsilonSafeOptions(Section):
             seed=self.seed,
             allow_non_dp=self.allow_non_dp,
         )
+
+
+#: What stands in for a missing ``beta`` or ``epsilon_prime`` while the section's other keys are
+#: validated in the same pass (:func:`dp_problems`); never used for a run.
+_STAND_INS: dict[str, float] = {"beta": 0.5, "epsilon_prime": 1.0}
+#: The keys whose combination the section checks as a whole.
+_COMBINED = ("utility", "penalty", "penalty_mode", "sensitivity", "allow_non_dp")
+
+
+def dp_problems(section: Any, options: Mapping[str, str] | None = None, release: bool = True) -> list[str]:
+    """Every problem of epsilon-safe's ``dp:`` section at once (issue 30, item 18: they were
+    told one failed run at a time): a missing ``beta`` or ``epsilon_prime``, every key whose
+    value is refused, and the combination (a penalty factor for the thesis and linear
+    utilities, ``sensitivity: thesis`` with the thesis utility only, and, for a ``release``,
+    ``allow_non_dp`` beside it). ``options`` maps key paths given as command-line options
+    (``dp.beta``) to the option (``--beta``), which then names the problem."""
+    from pydantic import ValidationError
+
+    from safeshare.config_checks import validation_errors
+    from safeshare.dp.epsilon_safe import NON_DP_REFUSED
+
+    if section is None:
+        section = {}
+    if not isinstance(section, Mapping):
+        return ["dp: expected a mapping of epsilon-safe's parameters (beta, epsilon_prime, ...)"]
+    named = {
+        key.removeprefix("dp."): option for key, option in (options or {}).items() if key.startswith("dp.")
+    }
+    problems: list[str] = [
+        f"dp.{key} (or {DP_OPTIONS[key]}): missing" for key in ("beta", "epsilon_prime") if key not in section
+    ]
+
+    def validate(given: Mapping[str, Any]) -> list[tuple[str, str]]:
+        try:
+            EpsilonSafeOptions.model_validate(given)
+        except ValidationError as exc:
+            keys = [
+                str(e["loc"][0]) if e["loc"] else str((e.get("ctx") or {}).get("key") or "")
+                for e in exc.errors(include_url=False)
+            ]
+            lines = validation_errors(exc, "dp", {"": EpsilonSafeOptions}, named)
+            return [(key, str(line)) for key, line in zip(keys, lines, strict=True)]
+        return []
+
+    found = validate({**{k: v for k, v in _STAND_INS.items() if k not in section}, **section})
+    if found and not any(key in _COMBINED for key, _ in found):  # the combination on its own
+        found += validate({**_STAND_INS, **{k: section[k] for k in _COMBINED if k in section}})
+    problems += [line for _, line in found if line not in problems]
+    thesis = section.get("sensitivity") == "thesis" and not section.get("allow_non_dp")
+    if release and thesis and not any(key in ("sensitivity", "allow_non_dp") for key, _ in found):
+        problems.append(f"{named.get('sensitivity', 'dp.sensitivity')}: {NON_DP_REFUSED}")
+    return list(dict.fromkeys(problems))

@@ -301,34 +301,93 @@ def single_k(criterion: PrivacyCriterion) -> int:
     The k itself was validated by :class:`KAnonymity`; this checks only that it is alone.
     """
     ks = [m.k for m in criterion.models if isinstance(m, KAnonymity)]
-    others = [m.name for m in criterion.models if not isinstance(m, KAnonymity)]
-    if others or len(ks) != 1:
-        raise ConfigError(
-            "privacy: epsilon-safe anonymization supports exactly one privacy model, k-anonymity"
-            + (f" (got {', '.join(others)})" if others else "")
-        )
+    got = _models_got([m.name for m in criterion.models])
+    if got is not None or len(ks) != 1:
+        raise ConfigError(f"privacy: epsilon-safe anonymization supports exactly one privacy model, {got}")
     return ks[0]
 
 
-def check_epsilon_safe_schema(schema: Schema, columns: Sequence[str]) -> None:
-    """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2)."""
-    schema.check_columns(columns)
+def _models_got(models: Sequence[str]) -> str | None:
+    """``None`` for exactly one privacy model, k-anonymity (thesis §4.5.4); else what to say."""
+    if list(models) == ["k-anonymity"]:
+        return None
+    others = [m for m in models if m != "k-anonymity"]
+    return "k-anonymity" + (f" (got {', '.join(others)})" if others else " (got none)" if not models else "")
+
+
+def model_problem(models: Sequence[str]) -> str | None:
+    """What is wrong with the privacy models of an epsilon-safe run (``None``: nothing)."""
+    got = _models_got(models)
+    return None if got is None else f"privacy: exactly one privacy model, {got}"
+
+
+def requirement_problems(
+    schema: Schema, models: Sequence[str] | None = None, columns: Sequence[str] | None = None
+) -> list[str]:
+    """Every requirement of epsilon-safe anonymization that ``schema`` (and the privacy
+    ``models``, by name) does not meet, at once (issue 30, item 18; thesis §4.5.2):
+
+    * exactly one privacy model, k-anonymity (when ``models`` are given);
+    * every released column a quasi-identifier: the columns of ``columns`` (the input's), or,
+      before the input is read, every listed column and ``default_role`` (which must not
+      release unlisted columns unchanged);
+    * every quasi-identifier's hierarchy data-independent: a hierarchy file (or a given
+      :class:`Hierarchy`), never a builder run on the data. A *file* is all this can check:
+      a file written by ``safeshare hierarchy build`` from the same data passes, and is not
+      data-independent (docs/differential-privacy.md).
+    """
+    problems: list[str] = []
+    if models is not None:
+        problem = model_problem(models)
+        if problem is not None:
+            problems.append(problem)
     qis = set(schema.quasi_identifiers)
-    for column in schema.released_columns(columns):
-        if column not in qis:
-            role = schema.role(column)
-            raise ConfigError(
-                f"epsilon-safe anonymization treats every released column as a quasi-identifier "
-                f"(thesis 4.5.2): column {column!r} has role {role.value}; give it role quasi with a "
-                "hierarchy, or role identifying to drop it"
+    if columns is None:
+        released = [c for c, a in schema.attributes.items() if a.role.released]
+        default = schema.default_role
+        if default is not None and default.released:
+            problems.append(
+                f"default_role: {default.value} releases every unlisted column unchanged, and each released "
+                "column must be a quasi-identifier; use default_role: identifying"
             )
-    for qi in schema.quasi_identifiers:
-        spec = schema.hierarchy_spec(qi)
-        if not isinstance(spec, Hierarchy) and not getattr(spec, "data_independent", False):
-            raise ConfigError(
-                f"epsilon-safe anonymization needs data-independent hierarchies: column {qi!r} uses a "
-                "builder, whose levels depend on the data; give it a hierarchy file"
-            )
+    else:
+        released = schema.released_columns(columns)
+    not_qi = [c for c in released if c not in qis]
+    if not_qi:
+        shown = ", ".join(f"column {c!r} has role {schema.role(c).value}" for c in not_qi)
+        problems.append(
+            f"every released column a quasi-identifier (thesis 4.5.2: the theorem treats the whole "
+            f"record as the generalized value): {shown}; give each role quasi with a hierarchy file, "
+            "or role identifying to drop it"
+        )
+    built = [
+        qi
+        for qi in schema.quasi_identifiers
+        if not isinstance(spec := schema.hierarchy_spec(qi), Hierarchy)
+        and not getattr(spec, "data_independent", False)
+    ]
+    if built:
+        problems.append(
+            f"data-independent hierarchies: {', '.join(f'column {q!r}' for q in built)} "
+            f"use{'s' if len(built) == 1 else ''} a builder, whose levels depend on the data; "
+            "give each a hierarchy file"
+        )
+    return problems
+
+
+def check_epsilon_safe_schema(schema: Schema, columns: Sequence[str]) -> None:
+    """Every released column must be a QI with a data-independent hierarchy (thesis §4.5.2);
+    every unmet requirement in one message (:func:`requirement_problems`)."""
+    schema.check_columns(columns)
+    problems = requirement_problems(schema, None, columns)
+    if problems:
+        raise ConfigError(requirements_message(problems))
+
+
+def requirements_message(problems: Sequence[str], where: str = "") -> str:
+    """One line: ``WHERE algorithm epsilon-safe needs: (1) ...; (2) ...``."""
+    listed = "; ".join(f"({i}) {p}" for i, p in enumerate(problems, 1))
+    return f"{where}algorithm epsilon-safe needs (thesis 4.5): {listed}"
 
 
 class EpsilonSafeStrategy:

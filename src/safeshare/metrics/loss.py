@@ -50,6 +50,12 @@ class InformationLoss(ABC):
         """The metric at ``node`` (``classes`` may be passed to avoid re-evaluation)."""
 
     @property
+    def label(self) -> str:
+        """The metric as every view names it: its name, and its parameters when it has any
+        (a weighted Prec says so: its figures are not those of the unweighted one)."""
+        return self.name
+
+    @property
     def lower(self) -> float:
         """The value at the bottom node (the least possible)."""
         if self._lower is None:
@@ -109,6 +115,13 @@ class Prec(InformationLoss):
         total = self._total * scale
         self._denominator = total.numerator
         self._coefficients = [c * total.denominator for c in self._coefficients]
+
+    @property
+    def label(self) -> str:
+        """``prec``, or ``prec, weighted (age 2, sex 0.5)`` with configured weights."""
+        if not self.weights:
+            return self.name
+        return f"{self.name}, weighted ({weights_text(self.weights)})"
 
     def value(self, node: Node, classes: Classes | None = None) -> float:
         if self._total == 0:
@@ -218,12 +231,36 @@ def make_metric(
     return METRICS[key](evaluator)
 
 
-def all_metric_values(evaluator: Evaluator, node: Node, classes: Classes | None = None) -> dict[str, float]:
-    """Every metric's raw and normalized value at ``node`` (for reports)."""
+def weights_text(weights: Mapping[str, float]) -> str:
+    """``age 2, sex 0.5``: per-QI weights as the labels of every view write them."""
+    return ", ".join(f"{name} {float(w):g}" for name, w in weights.items())
+
+
+def metrics_for(optimized: InformationLoss) -> dict[str, InformationLoss]:
+    """Every metric of :data:`METRICS` on ``optimized``'s evaluator, with ``optimized`` itself
+    under its own name: the metric a search minimized (a weighted Prec) is reported as it was
+    minimized, never replaced by its unweighted namesake (issue 30, item 13)."""
+    evaluator = optimized.evaluator
+    return {key: optimized if key == optimized.name else make_metric(key, evaluator) for key in METRICS}
+
+
+def all_metric_values(
+    evaluator: Evaluator,
+    node: Node,
+    classes: Classes | None = None,
+    optimized: InformationLoss | None = None,
+) -> dict[str, float]:
+    """Every metric's raw and normalized value at ``node`` (for reports).
+
+    ``optimized``: the metric the search minimized; its value stands under its name (a weighted
+    Prec's, not the unweighted one's: :func:`metrics_for`).
+    """
     out: dict[str, float] = {}
     classes = classes if classes is not None and classes.node == node else evaluator.classes(node)
-    for key in METRICS:
-        m = make_metric(key, evaluator)
+    metrics = (
+        metrics_for(optimized) if optimized is not None else {k: make_metric(k, evaluator) for k in METRICS}
+    )
+    for key, m in metrics.items():
         v = m.value(node, classes)
         out[key] = v
         out[f"{key}_normalized"] = m.normalize(v)

@@ -107,7 +107,7 @@ class RiskThreshold(NodePrivacyModel):
         self.use = use
         self.threshold = float(threshold)
         self.measure = measure
-        self.estimator = check_estimator(estimator) if measure != "A" else estimator
+        self.estimator = check_estimator(estimator, measure) if measure != "A" else estimator
         self.population_size = population_size
         self.monotone_without_suppression = measure == "A"
         self._risks: dict[int, ReleaseRisk] = {}

@@ -20,13 +20,14 @@ of report.json that are not figures of the search:
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
 from safeshare.data.schema import Role, Schema
+from safeshare.figures import number, percent
+from safeshare.paths import shown_path
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,9 @@ def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:
         log10_delta = math.log10(delta) if delta > 0 else -math.inf
     if float(log10_delta) <= -math.log10(n):
         return None
-    shown = doc.get("delta_scientific") or f"{doc.get('delta', 10.0**log10_delta):.3g}"
+    shown = doc.get("delta_scientific") or number(doc.get("delta", 10.0**log10_delta), 3)
     message = (
-        f"delta = {shown} exceeds 1/N = 1/{n:,} = {1 / n:.3g} (N = records before sampling): "
+        f"delta = {shown} exceeds 1/N = 1/{n:,} = {number(1 / n, 3)} (N = records before sampling): "
         "the guarantee may fail for about one record or more; choose a larger k or a smaller "
         "beta or epsilon' (`safeshare dp params`)"
     )
@@ -184,13 +185,14 @@ def anytime_outcome(doc: Mapping[str, Any]) -> str:
     """The anytime search's claim: proven optimal, or best found with the proven bound and the gap."""
     loss, bound, gap = doc.get("information_loss"), doc.get("lower_bound"), doc.get("gap")
     if doc.get("optimal"):
-        return f"proven optimal (loss {loss:.6g}, stopped: optimal)"
+        shown = number(loss, 6) if loss is not None else "–"
+        return f"proven optimal (loss {shown}, stopped: optimal)"
     if loss is None or bound is None or gap is None:
         return f"no qualifying node found (stopped: {doc.get('stop_reason')})"
     relative = doc.get("gap_relative")
-    share = f" ({100 * relative:.1f} % of the loss)" if relative is not None else ""
+    share = f" ({percent(relative)} of the loss)" if relative is not None else ""
     return (
-        f"best found, loss {loss:.6g}, optimum >= {bound:.6g}, gap {gap:.6g}{share} "
+        f"best found, loss {number(loss, 6)}, optimum >= {number(bound, 6)}, gap {number(gap, 6)}{share} "
         f"(stopped: {str(doc.get('stop_reason')).replace('_', ' ')})"
     )
 
@@ -247,25 +249,14 @@ def _describe_one(doc: Mapping[str, Any], algorithm: Any) -> str:
     return f"{algorithm}: {checked}, {minimal:,} minimal qualifying nodes compared"
 
 
-def _relative(path: str, base: Path) -> str:
-    """``path`` relative to ``base`` (with ``..`` when needed), in POSIX form; its name alone
-    when no relative path exists (another drive)."""
-    target = Path(path)
-    if not target.is_absolute():
-        target = Path.cwd() / target
-    try:
-        return PurePath(os.path.relpath(target.resolve(), base.resolve())).as_posix()
-    except ValueError:
-        return target.name
-
-
 def portable_paths(doc: dict[str, Any]) -> None:
     """Make ``doc['config']`` and ``doc['input']`` relative to the configuration's directory.
 
     Reports travel with the release; absolute paths would publish the
     custodian's directory layout (user names, project names). The config is
-    named by its file name, the input relative to the config's directory (as
-    written in the config); without a config, the input by its file name.
+    named by its file name, the input relative to the config's directory when it
+    lies inside it, else (and without a config) by its file name
+    (:func:`safeshare.paths.shown_path`).
     """
     config = doc.get("config")
     base = None
@@ -275,7 +266,7 @@ def portable_paths(doc: dict[str, Any]) -> None:
         doc["config"] = path.name
     source = doc.get("input")
     if isinstance(source, str | PurePath) and str(source):
-        doc["input"] = _relative(str(source), base) if base is not None else Path(source).name
+        doc["input"] = shown_path(str(source), base)
 
 
 def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:

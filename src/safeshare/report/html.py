@@ -21,6 +21,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from safeshare.figures import compared, count, number, percent
+from safeshare.metrics.loss import weights_text
 from safeshare.report.content import describe_search, released_level, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
@@ -52,8 +54,8 @@ def _num(v: Any, digits: int = 6) -> str:
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, int):
-        return f"{v:,}"
-    return f"{float(v):.{digits}g}"
+        return count(v)
+    return number(v, digits)
 
 
 #: How a figure of report.json is written in the page, by kind (tests/test_report_evidence.py
@@ -75,24 +77,27 @@ def value_at(doc: Any, path: str) -> Any:
 
 
 def format_figure(value: Any, kind: str) -> str:
-    """A figure as shown: counts with thousands separators, risks with 4 significant digits,
-    shares of records as percentages (3 significant digits); ``–`` for none."""
+    """A figure as shown (:mod:`safeshare.figures`): counts with thousands separators, risks with
+    4 significant digits, shares of records as percentages (3 significant digits), never rounded
+    to a value they cannot have; ``–`` for none."""
     if value is None or (isinstance(value, float) and value != value):
         return "–"
     if kind == "text":
         return str(value)
     if kind in ("count", "bytes"):
-        return f"{int(value):,}"
+        return count(value)
     if kind == "share":
-        return f"{100 * float(value):.3g}%"
-    return f"{float(value):.4g}"
+        return percent(value)
+    return number(value)
 
 
-def figure(doc: dict[str, Any], path: str, kind: str = "risk") -> Markup:
+def figure(doc: dict[str, Any], path: str, kind: str = "risk", text: str | None = None) -> Markup:
     """The figure of report.json at ``path``, marked with its key so that a reader (or a test)
-    can tell where it comes from: ``<span class="fig" data-key=... data-kind=...>``."""
+    can tell where it comes from: ``<span class="fig" data-key=... data-kind=...>``; ``text``:
+    the figure as already written (:func:`safeshare.figures.compared`), else :func:`format_figure`."""
     assert kind in FIGURE_KINDS, kind
-    text = format_figure(value_at(doc, path), kind)
+    if text is None:
+        text = format_figure(value_at(doc, path), kind)
     return Markup('<span class="fig" data-key="{}" data-kind="{}">{}</span>').format(path, kind, text)
 
 
@@ -105,7 +110,7 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     )
     rows = [
         ("privacy models", models),
-        ("suppression limit", f"{100 * float(privacy.get('max_suppression', 0)):.4g}% of records"),
+        ("suppression limit", f"{percent(float(privacy.get('max_suppression', 0)), 4)} of records"),
     ]
     if "records_in" in doc:
         rows.append(
@@ -125,7 +130,7 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(k, int) and k >= 2:
             prosecutor = (
                 f"at most 1/{k} per record (k-anonymity, k = {k}); the smallest class holds "
-                f"{smallest:,} records: 1/{smallest:,} = {1 / max(smallest, 1):.4f}"
+                f"{smallest:,} records: 1/{smallest:,} = {number(1 / max(smallest, 1))}"
             )
             if not bounded:
                 prosecutor += (
@@ -160,11 +165,11 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         )
     if doc.get("inverse_m") is not None:
         detail = doc.get("m_concealing", {})
-        known = ", ".join(f"{c} p={p:g}" for c, p in detail.get("knowledge", {}).items())
+        known = ", ".join(f"{c} p={number(p, 6)}" for c, p in detail.get("knowledge", {}).items())
         rows.append(
             (
                 "m-concealing (thesis §5.2) achieved",
-                f"m = {doc['m']:.4g}, 1/m = {doc['inverse_m']:.4g} "
+                f"m = {number(doc['m'])}, 1/m = {number(doc['inverse_m'])} "
                 f"({detail.get('records_at_max', 0):,} records at m; "
                 f"adversary knows {known or 'nothing more'})",
             )
@@ -183,7 +188,7 @@ def _dp_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("ε", _num(doc.get("epsilon"), 6)),
         ("ε′ (node choice)", _num(doc.get("epsilon_prime"), 6)),
         ("δ", str(delta)),
-        ("1/N", "–" if not n else f"{1 / int(n):.3g}"),
+        ("1/N", "–" if not n else number(1 / int(n), 3)),
         ("records before sampling (N)", _num(n)),
         ("records sampled", _num(doc.get("records_sampled"))),
     ]
@@ -257,8 +262,8 @@ def _local_recoding(doc: dict[str, Any]) -> dict[str, Any] | None:
     loss = [
         (
             title,
-            _num(g.get(key)) if not digits else f"{float(g[key]):.{digits}f}",
-            _num(m.get(key)) if not digits else f"{float(m[key]):.{digits}f}",
+            _num(g.get(key)) if not digits else number(float(g[key]), digits),
+            _num(m.get(key)) if not digits else number(float(m[key]), digits),
         )
         for title, key, digits in measures
         if key in g and key in m
@@ -301,7 +306,7 @@ def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
     chart = line_chart(
         xs,
         ys,
-        f"optimal node's normalized {doc.get('metric')} by suppression limit",
+        f"optimal node's normalized {doc.get('metric_label') or doc.get('metric')} by suppression limit",
         "suppression limit (%)",
         "normalized loss",
         highlight=chosen,
@@ -309,7 +314,7 @@ def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
     rows = []
     for t in tradeoff:
         levels = ", ".join(f"{q}={lv}" for q, lv in t.get("levels", {}).items()) or "no solution"
-        label = f"{100 * float(t['max_suppression']):.4g}%" + (" ◀ chosen" if t.get("chosen") else "")
+        label = percent(float(t["max_suppression"]), 4) + (" ◀ chosen" if t.get("chosen") else "")
         rows.append(
             (
                 label,
@@ -326,7 +331,10 @@ def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows = []
     for key, title in METRIC_TITLES.items():
         if key in loss:
-            mark = " (optimized)" if key == doc.get("metric") else ""
+            mark = ""
+            if key == doc.get("metric"):  # as minimized: weighted Prec names its weights (issue 30, item 13)
+                weights = doc.get("metric_weights") or {}
+                mark = f", weighted ({weights_text(weights)}) (optimized)" if weights else " (optimized)"
             if doc.get("local_recoding"):  # the search's metric: of the global node, not the mixed release
                 mark += ", global node (round 0)"
             rows.append((title + mark, _num(loss[key]), _num(loss.get(f"{key}_normalized"), 4)))
@@ -344,11 +352,16 @@ def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
     risk = head.get("risk")
     if isinstance(risk, dict):
         relation = "≤" if risk.get("holds") else ">"
+        achieved, threshold = None, None  # each as format_figure, unless both are numbers:
+        if isinstance(risk.get("achieved"), int | float) and isinstance(risk.get("threshold"), int | float):
+            achieved, threshold = compared(risk["achieved"], risk["threshold"])
         rows.append(
             (
                 f"{risk.get('measure')}, achieved against the threshold",
                 Markup("{} {} {}").format(
-                    figure(doc, "headline.risk.achieved"), relation, figure(doc, "headline.risk.threshold")
+                    figure(doc, "headline.risk.achieved", text=achieved),
+                    relation,
+                    figure(doc, "headline.risk.threshold", text=threshold),
                 ),
             )
         )

@@ -16,6 +16,8 @@ from typing import Any
 import jinja2
 import numpy as np
 
+from safeshare.figures import count, number
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 #: Class-size bins (lower bounds): the prosecutor risk 1/f of a record is fixed by its bin.
@@ -91,5 +93,5 @@ def _num(value: Any) -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
-        return f"{value:,}"
-    return f"{float(value):.4g}"
+        return count(value)
+    return number(value)

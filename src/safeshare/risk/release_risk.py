@@ -57,14 +57,26 @@ def histogram_estimators() -> list[str]:
     return sorted(name for name, cls in ESTIMATORS.items() if not cls.requires_table)
 
 
-def check_estimator(name: str) -> str:
-    """``name`` if it is a class-size estimator, else :class:`InputError` naming the usable ones."""
+def check_estimator(name: str, measure: str = "B") -> str:
+    """``name`` if it is a class-size estimator that can give ``measure``, else :class:`InputError`
+    naming the usable ones.
+
+    ``uniques`` (the share of the *population* that is unique) needs an estimator whose
+    ``population_uniques_`` counts the population's uniques (``uniques_scope = "population"``):
+    Benedetti-Franconi's counts only the sample's records that are population unique.
+    """
     if name not in ESTIMATORS:
         raise InputError(f"unknown estimator {name!r}: expected one of {', '.join(histogram_estimators())}")
     if ESTIMATORS[name].requires_table:
         raise InputError(
             f"estimator {name!r} needs the frequency table, not class sizes; "
             f"use one of {', '.join(histogram_estimators())}"
+        )
+    if measure == "uniques" and ESTIMATORS[name].uniques_scope != "population":
+        usable = [e for e in histogram_estimators() if ESTIMATORS[e].uniques_scope == "population"]
+        raise InputError(
+            f"estimator {name!r} estimates how many of the sample's records are population uniques, "
+            f"not the population's share the uniques measure bounds; use one of {', '.join(usable)}"
         )
     return name
 
@@ -125,7 +137,7 @@ def release_risk_estimate(
     given = dict(params or {})
     if not interval:
         given.setdefault("n_bootstrap", 0)
-    fitted = make_estimator(check_estimator(estimator), **given).fit(hist, int(population_size))
+    fitted = make_estimator(check_estimator(estimator, measure), **given).fit(hist, int(population_size))
     if measure == "B":
         return RiskValue(fitted.B_, fitted.B_reason_, fitted.B_interval_ if interval else None)
     share = fitted.population_uniqueness_
@@ -188,7 +200,7 @@ class ReleaseRisk:
         if use not in USES:
             raise InputError(f"risk use: expected one of {', '.join(USES)}, got {use!r}")
         self.measure = measure
-        self.estimator = check_estimator(estimator) if measure != "A" else estimator
+        self.estimator = check_estimator(estimator, measure) if measure != "A" else estimator
         self.population_size = int(population_size)
         self.params = dict(params or {})
         self.use = use

@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from safeshare.errors import InputError
+from safeshare.figures import number, percent
 from safeshare.ui import services
 from safeshare.ui.confine import confine_config
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
@@ -100,12 +101,12 @@ def _num(value: Any, digits: int = 4) -> str:
             return "0"
         if abs(value) >= 1000:
             return f"{value:,.0f}"
-        return f"{value:.{digits}g}"
+        return number(value, digits)  # never rounded to a value it cannot have (safeshare.figures)
     return str(value)
 
 
 def _pct(value: Any) -> str:
-    return "–" if value is None else f"{100 * float(value):.2f}%"
+    return "–" if value is None else percent(float(value))
 
 
 #: The deepest nesting a JSON body may have (a configuration nests five levels).

@@ -444,9 +444,10 @@ def _publish_and_record(
 
 
 def _relative_to(path: Path, base: Path) -> str:
-    import os
+    """The ledger as report.json names it (:func:`safeshare.paths.shown_path`)."""
+    from safeshare.paths import shown_path
 
-    return os.path.relpath(path.absolute(), base.absolute())
+    return shown_path(path, base)
 
 
 def anonymize_dry_run(
@@ -462,7 +463,7 @@ def anonymize_dry_run(
     from safeshare.io import OutputDirectory, atomic_write, atomic_write_text
     from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
 
-    cfg = load_config(config, **overrides)
+    cfg = load_config(config, release=False, **overrides)
     if cfg.algorithm != "epsilon-safe":
         raise ConfigError(f"--dry-run applies to algorithm epsilon-safe only (algorithm is {cfg.algorithm})")
     anonymizer = EpsilonSafeAnonymizer(cfg.spec())

@@ -148,10 +148,16 @@ class AnonymizationResult:
         return out
 
     def loss_values(self) -> dict[str, float]:
-        """Every metric at the chosen node (raw and normalized)."""
+        """Every metric at the chosen node (raw and normalized); the one the search minimized as
+        it minimized it (a weighted Prec with its weights, :func:`~safeshare.metrics.loss.metrics_for`)."""
         if self.node is None:
             return {}
-        return all_metric_values(self.evaluator, self.node, self.classes)
+        return all_metric_values(self.evaluator, self.node, self.classes, optimized=self.metric)
+
+    @property
+    def metric_weights(self) -> dict[str, float]:
+        """The per-QI weights of the minimized metric (Prec's ``prec_weights``; empty without)."""
+        return {name: float(w) for name, w in getattr(self.metric, "weights", {}).items()}
 
     def suppressed_tuples(self) -> pd.DataFrame:
         """The generalized QI tuples of the suppressed classes (one column per QI)."""
@@ -194,6 +200,8 @@ class AnonymizationResult:
             "levels": self.levels,
             "generalization": self.generalization(),
             "metric": metric,
+            "metric_label": self.metric.label,
+            "metric_weights": self.metric_weights,
             "information_loss": loss.get(metric),
             "information_loss_normalized": loss.get(f"{metric}_normalized"),
             "loss": loss,

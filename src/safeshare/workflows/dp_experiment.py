@@ -99,7 +99,7 @@ def stored_samples(
     """Draw ``n_samples`` Bernoulli(``beta``) samples of the configured data (seeds ``seed + i``)."""
     from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
 
-    cfg = load_config(config)
+    cfg = load_config(config, release=False)  # samples only: no release
     ks = [m.k for m in cfg.privacy if isinstance(m, KAnonymity)]
     if len(ks) != 1:
         raise ConfigError(f"{config}: privacy: the experiments need k-anonymity")

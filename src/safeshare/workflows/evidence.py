@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,9 @@ from typing import Any
 
 import duckdb
 
+from safeshare.figures import compared, number, percent
 from safeshare.io import files_of, sha256_file
+from safeshare.paths import shown_path
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.sql import quote, release_relation
 
@@ -210,13 +211,9 @@ def released_labels(
 
 
 def _relative(path: Path, base: Path | None) -> str:
-    if base is None:
-        return path.name
-    return os.path.relpath(Path(path).absolute(), Path(base).absolute())
-
-
-def _fraction(x: float) -> str:
-    return f"{x:.4f}".rstrip("0").rstrip(".") if x else "0"
+    """A file as the evidence names it: inside the configuration's folder by its relative path,
+    else by its name (:func:`safeshare.paths.shown_path`)."""
+    return shown_path(path, base)
 
 
 # ------------------------------------------------------------------ the informed adversary
@@ -235,15 +232,15 @@ def informed_figures(informed: Mapping[str, Any]) -> str:
     records = int(informed.get("records") or 0)
     singled = int(informed.get("singled_out") or 0)
     fewest = int(informed.get("smallest_candidates") or 0)
-    share = f" ({singled / records:.1%})" if records else ""
+    share = f" ({percent(singled / records)})" if records else ""
     text = f"up to {singled:,} of {records:,} released records{share} can be singled out"
     if informed.get("dates"):
         expected = float(informed["singled_out_expected"])
-        text += f" (on average over the true dates the release allows, {expected:,.1f})"
+        text += f" (on average over the true dates the release allows, {number(expected)})"
     if not singled:
         text = "no record can be singled out"
     if fewest >= 2:
-        text += f"; no record's prosecutor risk exceeds 1/{fewest} = {_fraction(1 / fewest)} against them"
+        text += f"; no record's prosecutor risk exceeds 1/{fewest} = {number(1 / fewest)} against them"
     below = informed.get("below_k")
     if below and informed.get("k"):
         text += f"; {int(below):,} records keep fewer than {int(informed['k'])} candidates"
@@ -340,9 +337,13 @@ def _attack_models(
     register = f"a population register of N = {population_size:,}" if population_size else "the input itself"
     average = ""
     if risk is not None:
-        estimate = f"; this release: {_fraction(risk_estimate)}" if risk_estimate is not None else ""
+        threshold = float(risk["threshold"])
+        shown, limit = (
+            compared(risk_estimate, threshold) if risk_estimate is not None else ("", number(threshold))
+        )
+        estimate = f"; this release: {shown}" if risk_estimate is not None else ""
         average = (
-            f"{risk.get('measure', 'B')} <= {_fraction(float(risk['threshold']))} "
+            f"{risk.get('measure', 'B')} <= {limit} "
             f"({risk.get('estimator') or 'exact'}, N = {risk.get('population_size')}{estimate})"
         )
 
@@ -350,14 +351,14 @@ def _attack_models(
     if k >= 2:
         prosecutor_bound = (
             f"every released class holds at least k = {k} records, so no record's risk exceeds "
-            f"1/{k} = {_fraction(1 / k)}; the smallest released class holds {smallest} records"
+            f"1/{k} = {number(1 / k)}; the smallest released class holds {smallest} records"
         )
         if not holds:
             prosecutor_bound += " (for this adversary only: not for the informed prosecutor, below)"
     elif smallest:
         prosecutor_bound = (
             f"not bounded for each record (no k-anonymity): the smallest released class holds {smallest} "
-            f"record(s), so some record's risk is {_fraction(1 / smallest)}; the threshold bounds an average"
+            f"record(s), so some record's risk is {number(1 / smallest)}; the threshold bounds an average"
         )
     else:
         prosecutor_bound = "the release holds no record"
@@ -398,7 +399,7 @@ def _attack_models(
     else:
         marketer_bound = (
             f"not bounded by a threshold; {classes:,} classes over {n_out:,} released records"
-            + (f" = {_fraction(share)}" if share is not None else "")
+            + (f" = {number(share)}" if share is not None else "")
         )
     marketer = AttackModel(
         "marketer",
@@ -498,7 +499,7 @@ def _checks(expected: Expectations, verification: Verification) -> tuple[Verifie
         VerifierCheck(
             "suppression",
             f"at most {limit} of the {expected.records_in:,} input records suppressed "
-            f"(max_suppression {expected.max_suppression:g})",
+            f"(max_suppression {number(expected.max_suppression, 6)})",
             held("the release has more records") and not any("suppressed, more than" in f for f in failures),
         ),
     ]

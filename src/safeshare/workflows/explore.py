@@ -39,7 +39,7 @@ import numpy as np
 from safeshare.core.evaluation import Classes
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.metrics.loss import METRICS, make_metric
+from safeshare.metrics.loss import metrics_for
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
@@ -119,6 +119,7 @@ class LatticeView:
     quasi_identifiers: tuple[str, ...]
     heights: tuple[int, ...]
     size: int
+    #: the metric as minimized (its label: ``prec, weighted (age 2)`` with prec_weights)
     metric: str
     records: int
     max_suppression: float
@@ -279,7 +280,7 @@ def lattice_view(
     table, evaluator = result.table, result.evaluator
     lattice = table.lattice
     searched: set[Node] = set(result.failing)
-    metrics = {name: make_metric(name, evaluator) for name in METRICS}
+    metrics = metrics_for(result.metric)  # the optimized metric as minimized (weights included)
     complete = lattice.size <= max_nodes
     figures: list[NodeFigures] = []
     sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -308,7 +309,7 @@ def lattice_view(
         quasi_identifiers=tuple(table.qi_names),
         heights=tuple(lattice.heights),
         size=lattice.size,
-        metric=result.metric.name,
+        metric=result.metric.label,
         records=table.n_records,
         max_suppression=result.criterion.max_suppression,
         optimum=tuple(result.node) if result.node is not None else None,

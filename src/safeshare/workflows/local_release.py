@@ -35,6 +35,7 @@ import numpy as np
 
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.errors import InputError
+from safeshare.figures import percent
 from safeshare.io import OutputDirectory
 from safeshare.report.content import report_warnings
 from safeshare.risk.report_risk import risk_section
@@ -101,7 +102,7 @@ def check_local_releasable(result: LocalRecodingResult) -> None:
     if not result.found:
         raise InputError(
             "no generalization satisfies the privacy models within the suppression limit "
-            f"({result.max_suppression:.0%}); allow more suppression or lower the requirements"
+            f"({percent(result.max_suppression)}); allow more suppression or lower the requirements"
         )
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Role, Schema
 from safeshare.io import files_of
+from safeshare.paths import shown_path
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Expectations, Verification
 from safeshare.verify.disclosure import disclosure_check
@@ -155,7 +155,7 @@ def release_evidence(
         FileDigest.of(
             "release",
             path,
-            os.path.relpath((published / path.relative_to(staged.parent)).absolute(), base.absolute()),
+            shown_path(published / path.relative_to(staged.parent), base),
         )
         for path in files_of(staged)
     )

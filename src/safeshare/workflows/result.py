@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from safeshare.figures import compared, number
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
@@ -102,6 +103,11 @@ class Choice:
     #: the strategy's own figures (Inverse OLA's k, anytime's bound and gap, epsilon-safe's draw, ...)
     search: Mapping[str, Any]
     why: str
+    #: the metric as every view names it (``prec, weighted (age 2)`` with ``prec_weights``): the
+    #: losses above are the minimized metric's, weights included (issue 30, item 13)
+    metric_label: str = ""
+    #: the minimized metric's per-QI weights (``prec_weights``; empty without)
+    metric_weights: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -223,6 +229,8 @@ class Release:
             "levels": dict(choice.levels),
             "generalization": [dict(g) for g in choice.generalization],
             "metric": choice.metric,
+            "metric_label": choice.metric_label or choice.metric,
+            "metric_weights": dict(choice.metric_weights),
             "information_loss": choice.information_loss,
             "information_loss_normalized": choice.information_loss_normalized,
             "loss": dict(choice.loss),
@@ -312,6 +320,8 @@ def choice_of(result: AnonymizationResult) -> Choice:
         lattice_size=result.search.lattice_size,
         search=search,
         why=describe_search({**summary, **search}),
+        metric_label=summary["metric_label"],
+        metric_weights=summary["metric_weights"],
     )
 
 
@@ -359,10 +369,6 @@ def privacy_of(result: AnonymizationResult) -> PrivacyOutcome:
     )
 
 
-def _fig(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
-
-
 def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dict[str, Any]:
     """The result in one sentence and its figures, from report.json's sections.
 
@@ -404,7 +410,10 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             "reason": source.reason if source is not None else None,
             "public_release_figure": bool(source is not None and source.public_release_figure),
         }
-        shown = "no estimate" if value is None else _fig(float(value))
+        if value is None:
+            shown, limit = "no estimate", number(threshold)
+        else:  # never rounded to a value B cannot have, nor to the threshold it differs from
+            shown, limit = compared(float(value), threshold)
         where = "re-checked on the written release" if rechecked else "as found by the search (not written)"
         origin = (
             "the EMA / Health Canada public-release threshold"
@@ -416,7 +425,7 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             )
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
-        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
+        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where}")
     informed = doc.get("informed_adversary")
     informed = dict(informed) if isinstance(informed, Mapping) else None
     unmeasured = [] if informed is not None else _unmeasured_columns(doc)
@@ -432,7 +441,7 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         }
         text = f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
         if holds:
-            text += f"so no record's prosecutor risk exceeds 1/{k} = {_fig(1 / k)}"
+            text += f"so no record's prosecutor risk exceeds 1/{k} = {number(1 / k)}"
             if informed is not None:
                 text += f", also against an adversary who knows {informed_knowledge(informed)}"
             elif unmeasured:

@@ -42,6 +42,7 @@ from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import check_not_empty
 from safeshare.data.source import TableSource
 from safeshare.errors import InputError
+from safeshare.figures import number
 from safeshare.resources import available_memory
 from safeshare.risk.classes import SampleTable
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
@@ -130,6 +131,9 @@ class Estimate:
     chosen: str | None = None
     interval_method: str | None = None
     cpu_seconds: float = 0.0
+    #: whose uniques ``population_uniques`` counts: ``population`` or ``sample`` (the sample's
+    #: records that are population unique: Benedetti-Franconi, sdcMicro's tau_1)
+    uniques_scope: str = "population"
 
     @classmethod
     def of(cls, est: RiskEstimator, cpu_seconds: float) -> Estimate:
@@ -144,6 +148,7 @@ class Estimate:
             chosen=getattr(est, "chosen_", None),
             interval_method=getattr(est, "interval_method_", None),
             cpu_seconds=cpu_seconds,
+            uniques_scope=est.uniques_scope,
         )
 
     @classmethod
@@ -156,6 +161,7 @@ class Estimate:
             "interval": None if self.interval is None else list(self.interval),
             "population_uniques": self.population_uniques,
             "population_uniqueness": self.population_uniqueness,
+            "population_uniques_of": self.uniques_scope,
             "params": self.params,
         }
         if self.B is None:
@@ -225,10 +231,10 @@ class RiskAssessment:
         """The terminal's table: (measure, value) rows, from the same result as risk.json."""
         m = self.measures
         out = [("records n / population N", f"{self.n:,} / {self.population_size:,}")]
-        out.append(("A = J/N (population-to-sample)", f"{m.A:.4g}" if m.A is not None else "n/a"))
+        out.append(("A = J/N (population-to-sample)", number(m.A) if m.A is not None else "n/a"))
         if m.B is not None:
-            out.append(("B exact (sample-to-population)", f"{m.B:.4g}"))
-        out.append(("prosecutor max / mean", f"{m.prosecutor_max:.3g} / {m.prosecutor_mean:.4g}"))
+            out.append(("B exact (sample-to-population)", number(m.B)))
+        out.append(("prosecutor max / mean", f"{number(m.prosecutor_max)} / {number(m.prosecutor_mean)}"))
         for name, e in self.estimates.items():
             label = f"B estimated: {name}" + (f" (chose {e.chosen})" if e.chosen else "")
             out.append((label, describe_estimate(e)))
@@ -397,7 +403,7 @@ def describe_estimate(e: Estimate) -> str:
     """``0.0621 (95 % 0.0564-0.0683)``, or ``no estimate: <reason>``: the terminal's cell."""
     if e.B is None:
         return f"no estimate: {e.reason}"
-    text = f"{e.B:.4g}"
+    text = number(e.B)
     if e.interval is not None:
-        text += f" (95 % {e.interval[0]:.4g}–{e.interval[1]:.4g})"
+        text += f" (95 % {number(e.interval[0])}–{number(e.interval[1])})"
     return text

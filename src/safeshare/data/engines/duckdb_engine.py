@@ -112,6 +112,7 @@ import codecs
 import contextlib
 import copy
 import csv
+import dataclasses
 import functools
 import io
 import itertools
@@ -138,6 +139,9 @@ from safeshare.data.identifiers.coarse import is_coarse
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
+    check_delimiter,
+    check_line_sizes,
+    check_parquet_types,
     check_unique_names,
     first_ragged_record,
     parquet_names,
@@ -287,6 +291,12 @@ def unquote_spaced(x: str) -> str:
     )
 
 
+#: DuckDB types of a typed input (Parquet, SQL) that keep their type in a Parquet release when the
+#: column is released verbatim: signed integers, DOUBLE and FLOAT, BOOLEAN, DATE, TIMESTAMP without time
+#: zone in microseconds (the Arrow types of :func:`safeshare.data.source.kept_type`).
+KEPT_TYPES = re.compile(r"(BIG|SMALL|TINY)?INT(EGER)?|DOUBLE|FLOAT|BOOLEAN|DATE|TIMESTAMP")
+
+
 def one_line(exc: BaseException) -> str:
     """The useful part of a (multi-line) DuckDB or parser error, on one line."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -366,6 +376,9 @@ class _Column:
     raw: str
     key: SQL
     steps: tuple[SQL, SQL, SQL]
+    #: the DuckDB type a Parquet release keeps when the column is released verbatim
+    #: (:data:`KEPT_TYPES`, as :func:`safeshare.data.source.kept_type`), else ``None``: text
+    kept: str | None = None
 
     def key_sql(self) -> str:
         return self.key(self.raw)
@@ -649,6 +662,10 @@ class DuckDBEngine(Engine):
             else:
                 columns.append((quote_identifier(original), text, (_same, stripped, missing)))
         self._set_columns(names, columns)
+        self._columns = [
+            dataclasses.replace(c, kept=t.strip().upper()) if KEPT_TYPES.fullmatch(t.strip().upper()) else c
+            for c, t in zip(self._columns, types, strict=True)
+        ]
 
     def _missing_step(self) -> SQL:
         return functools.partial(missing_expression, missing=self._missing) if self._missing else _same
@@ -663,6 +680,7 @@ class DuckDBEngine(Engine):
             raise DataError(f"cannot read {source.path}: {one_line(exc)}") from None
         originals = [str(r[0]) for r in described]
         check_unique_names(parquet_names(source), str(source.path))
+        check_parquet_types(source)
         if source.names and len(source.names) != len(originals):
             raise DataError(f"{source.path}: {len(source.names)} names given for {len(originals)} columns")
         self._typed_columns(source.names or originals, originals, [str(r[1]) for r in described])
@@ -670,7 +688,9 @@ class DuckDBEngine(Engine):
 
     def _init_csv(self, source: TableSource) -> None:
         encoding = self._duckdb_encoding(source)
+        check_line_sizes(source)  # before DuckDB, whose own error quotes the record
         n_fields, header_names = self._probe_csv(source)
+        check_delimiter(source, len(source.names) if source.names else n_fields)
         self._n_fields = n_fields
         self._pad = source.ragged == "pad"
         if source.names and len(source.names) != n_fields:
@@ -1109,6 +1129,8 @@ class DuckDBEngine(Engine):
                 fields[i] = f"__m{j}.field"
             if len(plan.suppressed) and qis:
                 joins.append(self._suppression(plan, codes, register, f"__safeshare_suppressed_{uid}"))
+            if plan.format == "parquet":
+                self._typed_values(values, qi_idx)
             out = [values[i] for i in out_idx]
             select, names, options = _release_select(
                 plan.format, plan.columns, plan.delimiter, out, [fields[i] for i in out_idx]
@@ -1203,6 +1225,16 @@ class DuckDBEngine(Engine):
             for name in registered:
                 with contextlib.suppress(duckdb.Error):
                     self.con.unregister(name)
+
+    def _typed_values(self, values: dict[int, str], qi_idx: Sequence[int]) -> None:
+        """In ``values`` (column index -> SQL of its released text), each column released
+        verbatim whose type is kept (:data:`KEPT_TYPES`) becomes its text read back as that type,
+        the missing text NULL (the inverse of its rendering: the same value; issue 30, item 16)."""
+        empty = quote_literal(self._missing[0] if self._missing else "")
+        for i, v in values.items():
+            kept = self._columns[i].kept
+            if kept is not None and i not in qi_idx and i not in self._treated:
+                values[i] = f"(CASE WHEN {v} = {empty} THEN NULL ELSE TRY_CAST({v} AS {kept}) END)"
 
     #: records looked at by :meth:`_few_distinct`
     DISTINCT_SAMPLE = 1 << 20
@@ -1384,6 +1416,8 @@ class DuckDBEngine(Engine):
             fields = {i: csv_field(f"__src.__v{i}", plan.delimiter) for i in out_idx}
             for j, i in enumerate(qi_idx):
                 values[i], fields[i] = f"__mx.l{j}", f"__mx.f{j}"
+            if plan.format == "parquet":
+                self._typed_values(values, qi_idx)
             out = [values[i] for i in out_idx]
             select, _, options = _release_select(
                 plan.format, plan.columns, plan.delimiter, out, [fields[i] for i in out_idx]

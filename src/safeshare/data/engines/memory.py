@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import errno
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
+    check_delimiter,
     check_field_counts,
+    check_line_sizes,
+    check_parquet_types,
     check_unique_names,
     first_ragged_record,
     normalize_missing,
+    parquet_kept_types,
     parquet_names,
     ragged_message,
     raw_header,
     text_column,
+    typed_values,
 )
 from safeshare.errors import DataError
 from safeshare.io import atomic_path
@@ -40,8 +46,11 @@ def read_frame(source: TableSource) -> pd.DataFrame:
     source.check_readable()
     if source.fmt == "parquet":
         check_unique_names(parquet_names(source), str(source.path))
-    elif source.header and not source.names:
-        check_unique_names(raw_header(source), str(source.path))
+        check_parquet_types(source)
+    else:
+        check_line_sizes(source)
+        if source.header and not source.names:
+            check_unique_names(raw_header(source), str(source.path))
     try:
         if source.fmt == "parquet":
             # Nullable dtypes keep integer and boolean columns with nulls as integers and
@@ -94,6 +103,8 @@ def read_frame(source: TableSource) -> pd.DataFrame:
         raise DataError(f"{source.path}: duplicate column names")
     if source.names and source.header and len(source.names) != frame.shape[1]:
         raise DataError(f"{source.path}: {len(source.names)} names given for {frame.shape[1]} columns")
+    if source.fmt == "csv":
+        check_delimiter(source, frame.shape[1])
     if source.fmt == "csv" and source.ragged == "error":
         check_field_counts(source, frame.shape[1])
     frame = frame.apply(lambda col: col.str.strip())
@@ -155,6 +166,9 @@ class MemoryEngine(Engine):
     """
 
     name = "memory"
+    #: column -> Arrow type of the input's columns a Parquet release keeps typed when they are
+    #: released verbatim (:func:`~safeshare.data.source.kept_type`; a Parquet input only)
+    kept_types: dict[str, pa.DataType] = {}  # noqa: RUF012 - replaced, never mutated
 
     def __init__(
         self,
@@ -172,6 +186,8 @@ class MemoryEngine(Engine):
             frame = read_frame(data)
             self.label = str(data.path)
             self._missing = tuple(data.missing)
+            if data.fmt == "parquet":
+                self.kept_types = parquet_kept_types(data)
         self.frame: pd.DataFrame = frame.reset_index(drop=True)
         self._raw: pd.DataFrame | None = None
         if identifiers is not None:
@@ -282,10 +298,29 @@ class MemoryEngine(Engine):
         out = self.generalized_frame(plan)
         with atomic_path(target) as tmp:
             if plan.format == "parquet":
-                out.to_parquet(tmp, index=False)
+                self._to_parquet(out, plan.generalization, tmp)
             else:
                 out.to_csv(tmp, index=False, sep=plan.delimiter)
         return len(out)
+
+    def _to_parquet(self, out: pd.DataFrame, generalized: Collection[str], target: Path) -> None:
+        """``out`` (text, in release order) as Parquet: the columns released verbatim whose input
+        type is kept (:attr:`kept_types`) as values of that type, every other column as text."""
+        treated: set[str] = set()
+        if self.identifiers is not None:
+            treated = {c.name for c in self.identifiers.pseudonyms}
+            treated |= {c.name for c in self.identifiers.shifted_dates}
+        typed = {c for c in out.columns if c in self.kept_types and c not in generalized and c not in treated}
+        missing = self._missing[0] if self._missing else ""
+        arrays = [
+            typed_values(out.iloc[:, j], self.kept_types[name], missing)
+            if name in typed
+            else pa.array(
+                out.iloc[:, j].astype(object).to_numpy(), pa.string(), from_pandas=True
+            )  # as DuckDB: string
+            for j, name in enumerate(out.columns)
+        ]
+        pq.write_table(pa.table(arrays, names=[str(c) for c in out.columns]), target)
 
     # ------------------------------------------------------------------ local recoding
     def mixed_frame(self, plan: MixedReleasePlan) -> pd.DataFrame:
@@ -313,7 +348,7 @@ class MemoryEngine(Engine):
         out = self.mixed_frame(plan)
         with atomic_path(target) as tmp:
             if plan.format == "parquet":
-                out.to_parquet(tmp, index=False)
+                self._to_parquet(out, plan.quasi_identifiers, tmp)
             else:
                 out.to_csv(tmp, index=False, sep=plan.delimiter)
         return len(out)

@@ -57,6 +57,7 @@ class SampledMemoryEngine(MemoryEngine):
         self.source_records = base.n_records()
         # the identifier treatment was applied to every record of base: keep it, and its raw values
         self._missing = base._missing
+        self.kept_types = base.kept_types
         self.identifiers = base.identifiers
         self._raw = None if base._raw is None else base._raw.loc[keep].reset_index(drop=True)
 

@@ -69,7 +69,10 @@ from safeshare.data.engines.base import COUNT_COLUMN, Engine, ReleasePlan
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
+    check_delimiter,
     check_field_counts,
+    check_line_sizes,
+    check_parquet_types,
     check_unique_names,
     parquet_names,
     raw_header,
@@ -185,6 +188,9 @@ def build_session(options: SparkOptions) -> Any:
         builder = builder.config("spark.driver.host", "127.0.0.1")
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
         builder = builder.config("spark.pyspark.python", sys.executable)  # same machine: this Python
+        # the Python workers of a local session (the text UDF of doubles) are started from the
+        # environment: without it, the system's python3, which may lack pandas (issue 30, item 16)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         session = builder.getOrCreate()
     except Exception as exc:
@@ -399,6 +405,7 @@ class SparkEngine(Engine):
                     raise DataError(f"cannot read {source.path}: no such file or directory")
                 if source.path.is_file():
                     check_unique_names(parquet_names(source), str(source.path))
+                    check_parquet_types(source)
                 frame = self.spark.read.parquet(str(source.path))
                 names = list(frame.columns)
                 check_unique_names(names, str(source.path))
@@ -418,10 +425,12 @@ class SparkEngine(Engine):
         source.check_readable()
         if source.skip_rows:
             raise DataError(f"{source.path}: input.skip_rows is not supported by the spark engine")
+        check_line_sizes(source)
         header = raw_header(source)
         if source.header and not source.names:
             check_unique_names(header, str(source.path))
         n_fields = len(source.names) if source.names else len(header)
+        check_delimiter(source, n_fields)
         if source.ragged == "error":
             check_field_counts(source, n_fields)
         if source.names and len(source.names) != len(header) and source.ragged == "error":
@@ -477,6 +486,16 @@ class SparkEngine(Engine):
             tokens = list(dict.fromkeys([*self._missing, ""]))
             text = F.when(text.isin(tokens), F.lit(self._missing[0])).otherwise(text)
         return text
+
+    def _kept_type(self, i: int) -> Any:
+        """The Spark type column ``i`` keeps in the release when released verbatim (the kinds of
+        :func:`safeshare.data.source.kept_type`), or ``None`` (text, and the treated columns)."""
+        from pyspark.sql import types as T
+
+        kind = self.df.schema.fields[i].dataType  # a treated column is text here
+        kept: tuple[type, ...] = (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.DoubleType)
+        kept = (*kept, T.FloatType, T.BooleanType, T.DateType, T.TimestampNTZType)
+        return kind if isinstance(kind, kept) else None
 
     def _index(self, column: str) -> int:
         try:
@@ -562,14 +581,20 @@ class SparkEngine(Engine):
                 table = F.broadcast(table)
             cond = [F.col(f"__label{j}") == F.col(f"__sup{j}") for j in range(len(qis))]
             frame = frame.join(table, cond, "left_anti")
+        indices = [self._index(c) for c in plan.columns]
         out = frame.select(
-            *[
-                (labels[i] if i in labels else self._text(i)).alias(f"__o{n}")
-                for n, i in enumerate(self._index(c) for c in plan.columns)
-            ]
+            *[(labels[i] if i in labels else self._text(i)).alias(f"__o{n}") for n, i in enumerate(indices)]
         )
         out = out.orderBy(*[F.col(f"__o{n}").asc_nulls_first() for n in range(len(plan.columns))])
-        out = out.toDF(*plan.columns)
+        # verbatim columns of a kept type (safeshare.data.source.kept_type): their text read back
+        # as the value, the missing text as null; sorted on the text first, as every engine sorts
+        missing = F.lit(self._missing[0] if self._missing else "")
+        typed = []
+        for n, i in enumerate(indices):
+            kept = self._kept_type(i) if i not in labels else None
+            o = F.col(f"__o{n}")
+            typed.append(o if kept is None else F.when(o == missing, F.lit(None)).otherwise(o.cast(kept)))
+        out = out.select(*[c.alias(name) for c, name in zip(typed, plan.columns, strict=True)])
         return self._write_parquet(out, Path(target))
 
     def _write_parquet(self, frame: Any, target: Path) -> int:

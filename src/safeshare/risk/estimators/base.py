@@ -17,7 +17,11 @@ fitted attributes with a trailing underscore and returns the estimator.
   where the model gives one (see :class:`ClassSizeEstimator`; the copula estimators: over
   their ``R`` syntheses), else ``None``;
 * ``population_uniques_``: the estimated number of population-unique people, in ``[0, N]``
-  or ``None``; ``population_uniqueness_`` is that number divided by ``N``;
+  or ``None``; ``population_uniqueness_`` is that number divided by ``N``. Of whom, the class
+  attribute ``uniques_scope`` says: ``"population"`` (the population's uniques: Zayatz, Pitman,
+  SNB, the hypothesis test, entropy, the copulas) or ``"sample"`` (the sample's records that are
+  unique in the population, sdcMicro's ``tau_1 = sum over sample uniques of P(F = 1 | f = 1)``:
+  Benedetti-Franconi, whose model has no estimate for the people outside the sample);
 * ``n_``, ``N_``, ``sampling_fraction_`` (``n/N``).
 
 ``sample`` is a :class:`~safeshare.risk.classes.SampleTable` (the frequency
@@ -63,6 +67,9 @@ class RiskEstimator(ABC):
 
     name: ClassVar[str]
     requires_table: ClassVar[bool] = False
+    #: whose uniques ``population_uniques_`` counts: the population's, or the sample's records
+    #: that are population unique (see the module docstring)
+    uniques_scope: ClassVar[str] = "population"
 
     B_: float | None
     B_reason_: str | None

@@ -14,9 +14,15 @@ with ``f`` successes and probability ``p``; the record's risk is
   with ``method="exact"``;
 * ``p = 1`` (the sample is the population): ``r = 1/f``.
 
-Aggregated: ``B = (1/n) sum_j f_j r(f_j)``. Population uniques: the model's
-``P(F = 1 | f = 1) = p`` for each sample unique, scaled by ``1/p``, i.e. the
-number of sample uniques.
+Aggregated: ``B = (1/n) sum_j f_j r(f_j)``.
+
+Population uniques (sdcMicro's semantics, ``tau_1`` of ``modRisk``): the expected number of
+the sample's uniques that are unique in the population,
+``tau_1 = sum_{j: f_j = 1} P(F_j = 1 | f_j = 1) = s_1 p`` (the negative binomial with one
+success gives ``P(F = 1) = p``), with ``s_1`` the sample uniques; ``s_1`` itself at ``p = 1``.
+It counts people of the sample only (``uniques_scope = "sample"``): the model says nothing of
+the classes the sample misses, and extrapolating by ``1/p`` would give back ``s_1``, the
+sample's own count, which is not an estimate (issue 30, item 14).
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class BenedettiFranconiEstimator(ClassSizeEstimator):
 
     name = "benedetti_franconi"
     fitted_parameters = False
+    uniques_scope = "sample"
 
     def __init__(self, method: str = "approx") -> None:
         self.method = method
@@ -99,4 +106,5 @@ class BenedettiFranconiEstimator(ClassSizeEstimator):
         return m1, m2
 
     def _use_model(self, model: float, hist: ClassSizeHistogram, N: int) -> None:
-        self.population_uniques_ = float(hist.count(1))
+        # tau_1 = sum over the sample uniques of P(F = 1 | f = 1) = p (module docstring)
+        self.population_uniques_ = float(hist.count(1)) * min(model, 1.0)
