@@ -26,12 +26,12 @@ import csv
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
-
-import numpy as np
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from safeshare.errors import DataError
+
+if TYPE_CHECKING:  # numpy and pandas are imported by the functions that use them (start-up)
+    import pandas as pd
 
 Format = Literal["csv", "parquet"]
 Ragged = Literal["error", "pad"]
@@ -292,6 +292,8 @@ def text_column(series: pd.Series) -> pd.Series:
     ``true``/``false``, timestamps by :func:`timestamp_text`, missing as the
     empty string.
     """
+    import pandas as pd
+
     if pd.api.types.is_datetime64_any_dtype(series) and not isinstance(series.dtype, pd.ArrowDtype):
         out = timestamp_text(series)
     elif pd.api.types.is_bool_dtype(series):
@@ -321,6 +323,9 @@ def timestamp_text(series: pd.Series) -> pd.Series:
     Parquet timestamp column of dates was released by one engine and refused by
     the other's ``dates`` hierarchy).
     """
+    import numpy as np
+    import pandas as pd
+
     utc = getattr(series.dtype, "tz", None) is not None
     values = series.dt.tz_convert("UTC").dt.tz_localize(None) if utc else series
     stamps = values.to_numpy()

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from safeshare.app_runner import to_json
 from safeshare.errors import InputError
 
 #: Characters allowed in an uploaded file's name (no separator, no leading dot).
@@ -74,7 +75,7 @@ class Project:
 
     def set_meta(self, **values: Any) -> None:
         meta = {**self.meta, **values}
-        (self.directory / "project.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        (self.directory / "project.json").write_text(to_json(meta, indent=1) + "\n", encoding="utf-8")
 
     @property
     def name(self) -> str:

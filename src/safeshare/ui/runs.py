@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from safeshare.app_runner import to_json
+
 #: Kinds of run the worker knows.
 KINDS = ("profile", "estimate", "anonymize", "surveil-simulate")
 
@@ -77,7 +79,7 @@ class RunManager:
             directory = project_dir / "runs" / run_id
             directory.mkdir(parents=True, mode=0o700)
             job = {"kind": kind, "project": str(project_dir), "params": params, "id": run_id}
-            (directory / "job.json").write_text(json.dumps(job) + "\n", encoding="utf-8")
+            (directory / "job.json").write_text(to_json(job) + "\n", encoding="utf-8")
             with open(directory / "stderr.txt", "wb") as stderr:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "safeshare.ui.worker", str(directory)],

@@ -14,26 +14,13 @@ readers of what a run wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from safeshare.app_runner import Monitor
 from safeshare.errors import InputError
-
-
-class Monitor(Protocol):
-    """What a use case reports while it runs (the application layer's ``workflows.monitor.Monitor``)."""
-
-    def phase(self, name: str) -> AbstractContextManager[None]: ...
-
-    def note(self, message: str) -> None: ...
-
-    def progress(self, what: str, total: int) -> AbstractContextManager[Callable[[int], None] | None]: ...
-
-    @property
-    def wants_estimates(self) -> bool: ...
 
 
 # --------------------------------------------------------------------------- configuration

@@ -7,7 +7,8 @@ child's and the server stays small. The worker reads ``RUN_DIR/job.json`` (``kin
 :class:`FileMonitor` that writes ``progress.json`` (phase, nodes checked of the total, notes),
 writes the results into ``RUN_DIR`` and finally ``state.json``.
 
-Signals behave as in the command line: SIGTERM (the workbench's Cancel) and SIGINT raise
+Signals and exit statuses are the command line's (:func:`safeshare.app_runner.run_guarded`, one
+guard and one table for both): SIGTERM (the workbench's Cancel) and SIGINT raise
 :class:`~safeshare.errors.Interrupted` in the main thread, which unwinds through the output
 directory's clean-up (staging removed, nothing published) and exits 143 (130); bad input
 exits 2 with one line, a failed verification or an internal error 1.
@@ -16,40 +17,26 @@ exits 2 with one line, a failed verification or an internal error 1.
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
+from safeshare.app_runner import WORKBENCH_VOICE, run_guarded, to_json
+from safeshare.errors import InputError
 
 #: progress.json is rewritten at most this often (seconds)
 PROGRESS_EVERY = 0.2
 
 
 def write_json(path: Path, doc: Any) -> None:
-    """``doc`` as JSON at ``path``, replaced atomically (a reader never sees half a file)."""
+    """``doc`` as JSON at ``path`` (:func:`safeshare.app_runner.to_json`: NaN and infinities as
+    ``null``), replaced atomically (a reader never sees half a file)."""
     from safeshare.io import atomic_write_text
 
-    atomic_write_text(path, json.dumps(doc, default=_json_default) + "\n")
-
-
-def _json_default(obj: object) -> object:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path | set | frozenset | tuple):
-        return str(obj) if isinstance(obj, Path) else list(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+    atomic_write_text(path, to_json(doc) + "\n")
 
 
 class FileMonitor:
@@ -92,23 +79,6 @@ class FileMonitor:
     @property
     def wants_estimates(self) -> bool:
         return True
-
-
-@contextmanager
-def signals_raise() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (as the command line)."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        received.append(signum)
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[str, Any]:
@@ -159,50 +129,24 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args[0])
     job = json.loads((run_dir / "job.json").read_text(encoding="utf-8"))
     state: dict[str, Any] = {"status": "running"}
-    code = 0
-    with signals_raise() as received:
-        try:
-            try:
-                monitor = FileMonitor(run_dir / "progress.json")
-                state.update(run_job(run_dir, job, monitor))
-                state["status"] = "done"
-                monitor.state.update(phase="finished", done=None, total=None)
-                write_json(run_dir / "progress.json", monitor.state)
-            except Exception:
-                if received:  # a library turned the interrupt into its own error (DuckDB)
-                    raise Interrupted(received[-1]) from None
-                raise
-        except Interrupted as exc:
-            code = 128 + exc.signum
-            state.update(status="cancelled", error="cancelled; nothing was published")
-        except KeyboardInterrupt:
-            code = 130
-            state.update(status="cancelled", error="interrupted; nothing was published")
-        except InputError as exc:
-            code = 2
-            state.update(status="failed", error=" ".join(f"error: {exc}".split()))
-        except VerificationError as exc:
-            code = 1
-            state.update(status="failed", error=" ".join(f"error: {exc}; nothing was written".split()))
-        except SafeshareError as exc:
-            code = 1
-            state.update(status="failed", error=" ".join(f"error: {exc}".split()))
-        except MemoryError:
-            code = 1
-            state.update(status="failed", error="error: memory ran out before the run finished")
-        except OSError as exc:
-            code = 2
-            where = f"{exc.filename}: " if exc.filename else ""
-            state.update(status="failed", error=f"error: {where}{exc.strerror or exc}")
-        except Exception as exc:
-            traceback.print_exc()
-            code = 1
-            state.update(status="failed", error=f"internal error: {type(exc).__name__}: {exc}")
-        state["exit"] = code
-        write_json(run_dir / "state.json", state)
+
+    def work() -> None:
+        monitor = FileMonitor(run_dir / "progress.json")
+        state.update(run_job(run_dir, job, monitor))
+        state["status"] = "done"
+        monitor.state.update(phase="finished", done=None, total=None)
+        write_json(run_dir / "progress.json", monitor.state)
+
+    # the command line's signal guard and exit statuses; an internal error's traceback goes to
+    # the run's stderr.txt (debug), the workbench says "cancelled" for its Cancel (SIGTERM)
+    result = run_guarded(work, WORKBENCH_VOICE, debug=True)
+    if result.kind != "ok":
+        state.update(status="cancelled" if result.kind == "interrupted" else "failed", error=result.line)
+    state["exit"] = result.status
+    write_json(run_dir / "state.json", state)
     if state.get("error"):
         sys.stderr.write(state["error"] + "\n")
-    return code
+    return result.status
 
 
 if __name__ == "__main__":

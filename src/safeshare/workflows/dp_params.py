@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from safeshare.dp.parameters import DPSParameters
+if TYPE_CHECKING:  # numpy and scipy load once the options are valid (start-up)
+    from safeshare.dp.parameters import DPSParameters
 
 
 @dataclass(frozen=True)

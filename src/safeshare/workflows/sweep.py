@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from safeshare.app_runner import SILENT, Monitor, to_json
 from safeshare.config.spec import AnonymizationSpec
 from safeshare.config_checks import parse_fractions
 from safeshare.core.evaluation import Evaluator
@@ -46,7 +46,6 @@ from safeshare.models.k_anonymity import KAnonymity, check_k
 from safeshare.utility.task import UtilityTask
 from safeshare.utility.thesis import thesis_accuracy
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.monitor import SILENT, Monitor
 
 #: Columns of sweep.csv, in order.
 SWEEP_COLUMNS = (
@@ -303,7 +302,7 @@ class SweepResult:
         directory.mkdir(parents=True, exist_ok=True)
         atomic_write_text(directory / "sweep.csv", self.csv_text())
         atomic_write_text(
-            directory / "sweep.json", json.dumps({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
+            directory / "sweep.json", to_json({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
         )
         written = [directory / "sweep.csv", directory / "sweep.json"]
         if self.utility is not None:
