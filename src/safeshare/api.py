@@ -35,6 +35,9 @@ risk evaluate         :func:`risk_evaluate`                      :class:`RiskEva
 ledger verify         :func:`verify_ledger`                      :class:`LedgerVerification`
 ====================  =========================================  ==============================
 
+and :mod:`workbench` (:mod:`safeshare.workflows.workbench`), the use cases of the browser workbench
+(``safeshare ui``), which reaches the library through this module only.
+
 The surveillance use cases take
 the population table as ``population_table`` (``--population-table``) and the count of Monte
 Carlo runs as ``simulations``; a surveillance release's ``to_dict()`` is its release.json.
@@ -58,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from safeshare.report.content import ReportWarning
     from safeshare.surveillance.release import SurveillanceRelease
+    from safeshare.workflows import workbench
     from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
     from safeshare.workflows.dp_experiment import DPExperiment, dp_experiment
     from safeshare.workflows.dp_params import DPParams, dp_params
@@ -124,6 +128,9 @@ _EXPORTS: dict[str, str] = {
     "utility": "safeshare.workflows.utility",
 }
 
+#: public module name -> the module (the browser workbench's use cases: ``api.workbench.profile``...)
+_MODULES: dict[str, str] = {"workbench": "safeshare.workflows.workbench"}
+
 __all__ = [
     "BuiltHierarchy",
     "DPExperiment",
@@ -162,15 +169,18 @@ __all__ = [
     "sweep",
     "utility",
     "verify_ledger",
+    "workbench",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """``api.<name>``: imported from its module on first use, then kept in this module."""
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name in _MODULES:
+        value: Any = import_module(_MODULES[name])
+    elif name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+    else:
         raise AttributeError(f"module 'safeshare.api' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

@@ -3,7 +3,7 @@
 Screens, in the order of the work (each ``/p/<project>/<screen>``): data, privacy, run,
 explore, risk, release, surveillance. The JSON API under ``/api`` (docs/ui.md) is what the
 pages' script calls and what a script may call. No handler computes anything: the figures are
-the use cases' (through :mod:`safeshare.ui.services` and the files a run wrote), and the
+the use cases' (through :mod:`safeshare.api.workbench` and the files a run wrote), and the
 handlers only read, render and write the project's configuration.
 """
 
@@ -26,8 +26,8 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from safeshare.api import workbench
 from safeshare.errors import InputError
-from safeshare.ui import services
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
 from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
@@ -257,7 +257,7 @@ def start_run(ctx: Context, project: Project, kind: str) -> str:
     (``run-<run>.yaml``: what "copy as YAML" shows for that run)."""
     from safeshare.ui.runs import new_run_id
 
-    services.check_config(project.config_path)  # bad configuration: refused before a child starts
+    workbench.check_config(project.config_path)  # bad configuration: refused before a child starts
     run_id = new_run_id()
     name = project.snapshot(run_id)
     try:
@@ -343,7 +343,7 @@ async def data_page(request: Request) -> Response:
             profile=profile,
             profile_state=profile_state,
             profile_run=profiling,
-            builders=services.builder_types(),
+            builders=workbench.builder_types(),
             run_id=None,
         ),
     )
@@ -398,7 +398,7 @@ async def set_hierarchy(request: Request) -> Response:
         spec = dict(attributes.get(column) or {"role": "quasi"})
         files = upload.files_of("file")
         if files:
-            services.read_hierarchy_text(files[0].path.read_text(encoding="utf-8"), column)
+            workbench.read_hierarchy_text(files[0].path.read_text(encoding="utf-8"), column)
             name = check_name(files[0].name)
             target = project.directory / "hierarchies" / name
             shutil.move(str(files[0].path), target)
@@ -420,7 +420,7 @@ async def set_hierarchy(request: Request) -> Response:
             spec["hierarchy"] = dict(builder)
         values = project.values(column)
         if values is not None:  # the hierarchy must cover the data: checked now, not at run time
-            services.hierarchy_preview(spec["hierarchy"], project.directory, values, column)
+            workbench.hierarchy_preview(spec["hierarchy"], project.directory, values, column)
         attributes[column] = spec
         config["attributes"] = attributes
         project.save_config(config)
@@ -449,7 +449,7 @@ async def hierarchy_page(request: Request) -> Response:
         error = "the column's values are not profiled (too many distinct values, or no profile yet)"
     else:
         try:
-            h = services.hierarchy_preview(spec, project.directory, values, column)
+            h = workbench.hierarchy_preview(spec, project.directory, values, column)
             for level in range(h.height + 1):
                 labels = list(h.labels(level))
                 levels.append({"level": level, "count": len(labels), "labels": labels[:40]})
@@ -538,7 +538,7 @@ async def privacy_page(request: Request) -> Response:
     )
     problem = None
     try:
-        services.check_config(project.config_path)
+        workbench.check_config(project.config_path)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -549,8 +549,8 @@ async def privacy_page(request: Request) -> Response:
             "privacy",
             values=_privacy_values(config),
             reason=config.get("threshold_reason") or project.meta.get("threshold_reason", ""),
-            metrics=services.metrics(),
-            algorithms=services.algorithms(),
+            metrics=workbench.metrics(),
+            algorithms=workbench.algorithms(),
             estimate=estimate,
             estimate_state=estimate_state,
             estimate_run=estimate_run,
@@ -644,7 +644,7 @@ async def run_page(request: Request) -> Response:
     state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
     problem = None
     try:
-        services.check_config(project.config_path)
+        workbench.check_config(project.config_path)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -673,9 +673,7 @@ async def start_run_page(request: Request) -> Response:
 
 @lru_cache(maxsize=4)
 def _view(path: str, mtime: float) -> Any:
-    from safeshare.workflows.explore import LatticeView
-
-    return LatticeView.read(Path(path))
+    return workbench.LatticeView.read(Path(path))
 
 
 def view_of(project: Project, run_id: str) -> Any:
@@ -726,10 +724,8 @@ async def node_fragment(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
     run_id = request.path_params["rid"]
-    from safeshare.workflows.explore import node_detail
-
     try:
-        detail = node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
+        detail = workbench.node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
     except InputError as exc:
         return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     return ctx.render(
@@ -776,12 +772,10 @@ def _histogram_svg(detail: Mapping[str, Any], width: int = 380) -> str:
 async def compare_fragment(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    from safeshare.workflows.explore import node_detail
-
     try:
         view = view_of(project, request.path_params["rid"])
         keys = [k for k in request.query_params.get("nodes", "").split(";") if k][:4]
-        details = [node_detail(view, key) for key in keys]
+        details = [workbench.node_detail(view, key) for key in keys]
     except InputError as exc:
         return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     charts = [Markup(_histogram_svg(d, 260)) for d in details]
@@ -1081,12 +1075,10 @@ async def api_run_json(request: Request) -> Response:
 
 
 async def api_node(request: Request) -> Response:
-    from safeshare.workflows.explore import node_detail
-
     try:
         project, _ = _run_dir(request)
         return JSONResponse(
-            node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
+            workbench.node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
         )
     except InputError as exc:
         return _error(exc, 404)

@@ -3,7 +3,7 @@
 The server never reads records: every run (profile, estimate, anonymize, surveillance) is this
 process, started by :mod:`safeshare.ui.runs`, so a 10-million-row DuckDB run's memory is the
 child's and the server stays small. The worker reads ``RUN_DIR/job.json`` (``kind``,
-``project``, ``params``), calls the use case through :mod:`safeshare.ui.services` with a
+``project``, ``params``), calls the use case through :mod:`safeshare.api.workbench` with a
 :class:`FileMonitor` that writes ``progress.json`` (phase, nodes checked of the total, notes),
 writes the results into ``RUN_DIR`` and finally ``state.json``.
 
@@ -40,7 +40,7 @@ def write_json(path: Path, doc: Any) -> None:
 
 
 class FileMonitor:
-    """A :class:`~safeshare.ui.services.Monitor` that writes ``progress.json`` for the server."""
+    """A :class:`~safeshare.app_runner.Monitor` that writes ``progress.json`` for the server."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -83,38 +83,36 @@ class FileMonitor:
 
 def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[str, Any]:
     """Execute one job; return what goes into ``state.json`` besides the status."""
-    from safeshare.ui import services
+    from safeshare.api import workbench
 
     kind = job["kind"]
     project = Path(job["project"])
     params = job.get("params", {})
     if kind == "profile":
         with monitor.phase("profiling the columns"):
-            data, values = services.profile(params["input"], project, int(params.get("values_limit", 5000)))
+            data, values = workbench.profile(params["input"], project, int(params.get("values_limit", 5000)))
         write_json(project / "values.json", values)
         write_json(project / "profile.json", data.to_dict())
         return {"records": data.records}
     if kind == "estimate":
-        estimate = services.estimate(project / params["config"], monitor)
+        estimate = workbench.estimate(project / params["config"], monitor)
         write_json(run_dir / "estimate.json", {**estimate.to_dict(), "sentence": estimate.sentence()})
         return {"lattice_size": estimate.lattice_size}
     if kind == "anonymize":
-        from safeshare.workflows.explore import lattice_view, risk_comparison
-
-        done = services.anonymize(project / params["config"], run_dir / "out", monitor)
+        done = workbench.anonymize(project / params["config"], run_dir / "out", monitor)
         report = done.report
         state = {"verified": bool(report.get("verified")), "release": report.get("release")}
         with monitor.progress("exploring the lattice", min(done.fit.table.lattice.size, 10_000)) as update:
-            view = lattice_view(done.fit, done.population_size, progress=update)
+            view = workbench.lattice_view(done.fit, done.population_size, progress=update)
         view.write(run_dir)
         with monitor.phase("comparing the risk estimators"):
-            comparison = risk_comparison(
+            comparison = workbench.risk_comparison(
                 done.input_sizes, done.fit.released_class_sizes, done.population_size
             )
         write_json(run_dir / "risk.json", comparison.to_dict())
         return state
     if kind == "surveil-simulate":
-        doc = services.surveillance_simulate(params, monitor)
+        doc = workbench.surveillance_simulate(params, monitor)
         write_json(run_dir / "surveillance.json", doc)
         return {}
     raise InputError(f"unknown job kind {kind!r}")

@@ -1,26 +1,51 @@
-"""The workbench's only door into safeshare's use cases.
+"""The workbench's use cases: everything the browser workbench (``safeshare ui``) asks of the
+library, in the application layer, reached as ``safeshare.api.workbench`` (the workbench imports
+nothing else of the library but :mod:`safeshare.app_runner`, the errors and the strict YAML reader:
+the import-linter contract "The workbench reaches the library through safeshare.api").
 
-Every call the browser workbench makes into the library goes through this module, so that
-the pages and the JSON API hold no logic of their own and move onto the application layer
-(``safeshare.api``, issue 19): ``anonymize`` is :func:`safeshare.api.anonymize`, the very
-function ``safeshare anonymize`` calls, so the same configuration gives the same node, the
-same verified release bytes and the same report figures.
+The pages and the JSON API hold no logic of their own: ``anonymize`` is
+:func:`safeshare.api.anonymize`, the very function ``safeshare anonymize`` calls, so the same
+configuration gives the same node, the same verified release bytes and the same report figures;
+the Explore and Risk screens' figures are :mod:`safeshare.workflows.explore`'s.
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
-surveillance ones) run in the run's child process (:mod:`safeshare.ui.worker`), never in the
-server; the server only calls :func:`check_config`, :func:`hierarchy_preview` and the
-readers of what a run wrote.
+surveillance ones, :func:`lattice_view`) run in the run's child process
+(:mod:`safeshare.ui.worker`), never in the server; the server only calls :func:`check_config`,
+:func:`hierarchy_preview`, :func:`read_hierarchy_text`, the vocabularies and the readers of what a
+run wrote (:class:`LatticeView`, :func:`node_detail`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safeshare.app_runner import Monitor
 from safeshare.errors import InputError
+
+if TYPE_CHECKING:
+    from safeshare.workflows.explore import (
+        LatticeView,
+        NodeFigures,
+        lattice_view,
+        node_detail,
+        risk_comparison,
+    )
+
+#: The Explore and Risk screens' figures, imported on first use (PEP 562: numpy and the core load
+#: then, not when the server starts).
+_EXPLORE = ("LatticeView", "NodeFigures", "lattice_view", "node_detail", "risk_comparison")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPLORE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("safeshare.workflows.explore"), name)
+    globals()[name] = value
+    return value
 
 
 # --------------------------------------------------------------------------- configuration
@@ -138,10 +163,10 @@ class Anonymized:
 def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
     """``safeshare anonymize CONFIG --out OUT``: :func:`safeshare.api.anonymize` itself (search,
     write, verify, publish atomically), so the page's release is the command's, byte for byte."""
-    from safeshare import api
+    from safeshare.workflows.anonymize import anonymize as anonymize_use_case
     from safeshare.workflows.release import input_class_sizes
 
-    release = api.anonymize(config, out, monitor=monitor)
+    release = anonymize_use_case(config, out, monitor=monitor)
     fit = release.fit
     return Anonymized(
         report=release.report,
@@ -164,9 +189,9 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     (default: the table's first), ``policies`` (codes), ``k``, ``lag``, ``simulations``, ``seed``,
     ``threshold``, ``quantile``, ``volumes``.
     """
-    from safeshare import api
     from safeshare.surveillance.inputs import read_case_series, read_jhu_series, read_population
     from safeshare.surveillance.policies import load_space
+    from safeshare.workflows.surveil import surveil_search, surveil_simulate
 
     k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
     sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
@@ -181,7 +206,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
         region = next(iter(read_population(population, load_space(None)).regions))
     codes = list(settings.get("policies") or []) or ["1C*e"]
     with monitor.phase(f"forecasting PK{k} for {len(codes)} policies ({sims:,} simulations)"):
-        simulation = api.surveil_simulate(
+        simulation = surveil_simulate(
             population_table=population,
             region=region,
             cases=cases,
@@ -210,7 +235,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     policies: list[dict[str, Any]] = []
     if volumes:
         with monitor.phase(f"searching policies for {len(volumes)} volumes"):
-            search = api.surveil_search(
+            search = surveil_search(
                 population_table=population,
                 regions=[region],
                 volumes=volumes,
@@ -245,16 +270,21 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 
 __all__ = [
     "Anonymized",
+    "LatticeView",
     "Monitor",
+    "NodeFigures",
     "algorithms",
     "anonymize",
     "builder_types",
     "check_config",
     "estimate",
     "hierarchy_preview",
+    "lattice_view",
     "metrics",
+    "node_detail",
     "profile",
     "read_hierarchy_text",
+    "risk_comparison",
     "source",
     "surveillance_simulate",
 ]
