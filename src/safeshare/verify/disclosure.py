@@ -7,7 +7,9 @@ release** (DuckDB SQL over the file, as :mod:`safeshare.verify` does), hence onl
 records, and return structured warnings ``{code, columns, value, message}``. They never
 fail a release: they tell the custodian what to look at before publishing.
 
-* ``kept_column_identifying``: a kept column (insensitive or sensitive) whose values,
+The codes are :class:`safeshare.warning_codes.WarningCode`'s (one spelling, kebab-case):
+
+* ``kept-column-identifying``: a kept column (insensitive or sensitive) whose values,
   alone or with the released quasi-identifiers, single out more than 5 % of the released
   records. Measured as the records unique on ``(QIs, column)`` that are not already unique
   on the QIs alone (so a risk-only release with unique classes does not flag every
@@ -15,14 +17,14 @@ fail a release: they tell the custodian what to look at before publishing.
   column alone. An adversary who knows such a column (a follow-up time, a lab value, a
   count) re-identifies those records whatever the QIs' generalization: make it a
   quasi-identifier with a hierarchy, or drop it.
-* ``homogeneous_classes``: per sensitive column, the released classes (``GROUP BY`` the
+* ``homogeneous-classes``: per sensitive column, the released classes (``GROUP BY`` the
   QIs) in which every record has the same value, missing values aside: knowing a person's
   QIs then reveals that value (attribute disclosure; Machanavajjhala et al.'s
   homogeneity attack, which l-diversity prevents). ``value``: the share of released
   records in such classes. Reported whether or not l-diversity was configured; the message
   names the commonest such values with their share of all released records, since
   learning a value that 90 % of people have tells an adversary less than learning a rare one.
-* ``singleton_classes``: released classes of a single record. Only a release without
+* ``singleton-classes``: released classes of a single record. Only a release without
   k-anonymity (a risk-only release: ``risk: {threshold: ...}`` bounds an average) can hold
   them; each such record's prosecutor risk is 1. ``value``: the share of released records
   in them.
@@ -44,11 +46,12 @@ from typing import Any
 import duckdb
 
 from safeshare.verify.sql import literal, quote, release_relation
+from safeshare.warning_codes import WarningCode, warning_code
 
-#: ``kept_column_identifying`` fires above this share of released records made unique.
+#: ``kept-column-identifying`` fires above this share of released records made unique.
 UNIQUE_SHARE = 0.05
 
-#: The largest number of example values a ``homogeneous_classes`` message names.
+#: The largest number of example values a ``homogeneous-classes`` message names.
 EXAMPLES = 3
 
 
@@ -62,9 +65,12 @@ class DisclosureWarning:
     value: float
     message: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", warning_code(self.code))
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "code": self.code,
+            "code": str(self.code),
             "columns": list(self.columns),
             "value": self.value,
             "message": self.message,
@@ -160,7 +166,7 @@ def _warnings(
     if qi_uniques:
         out.append(
             DisclosureWarning(
-                "singleton_classes",
+                WarningCode.SINGLETON_CLASSES,
                 tuple(qis),
                 qi_uniques / total,
                 f"{qi_uniques:,} released classes hold a single record ({_share(qi_uniques, total)}): "
@@ -175,7 +181,7 @@ def _warnings(
         if share > unique_share:
             out.append(
                 DisclosureWarning(
-                    "kept_column_identifying",
+                    WarningCode.KEPT_COLUMN_IDENTIFYING,
                     (column, *qis),
                     share,
                     f"column {column!r}, kept as it is, makes {_share(together, total)} unique together "
@@ -209,7 +215,7 @@ def _warnings(
         )
         out.append(
             DisclosureWarning(
-                "homogeneous_classes",
+                WarningCode.HOMOGENEOUS_CLASSES,
                 (column, *qis),
                 records / total,
                 f"{classes:,} released classes ({_share(records, total)}) hold a single value of {column!r} "

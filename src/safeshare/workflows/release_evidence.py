@@ -58,8 +58,8 @@ def release_warnings(
     delimiter: str,
     missing: Sequence[str],
 ) -> list[ReportWarning]:
-    """The disclosure warnings of the written ``release`` (``kept_column_identifying``,
-    ``homogeneous_classes``, ``singleton_classes``) as report warnings."""
+    """The disclosure warnings of the written ``release`` (``kept-column-identifying``,
+    ``homogeneous-classes``, ``singleton-classes``) as report warnings."""
     schema = result.schema
     found = disclosure_warnings(
         release,
