@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -63,7 +63,6 @@ from safeshare.surveillance.inputs import (
     read_population,
 )
 from safeshare.surveillance.policies import PolicySpace, load_space
-from safeshare.surveillance.release import SurveillanceRelease
 from safeshare.surveillance.search import (
     DO_NOT_SHARE,
     PolicySearch,
@@ -89,6 +88,9 @@ from safeshare.surveillance.simulate import (
     seeded,
     series_risk,
 )
+
+if TYPE_CHECKING:
+    from safeshare.surveillance.release import SurveillanceRelease
 
 #: The case volumes searched by default (the paper's Fig. 3 columns, from 10 to 750 cases).
 DEFAULT_VOLUMES = (10, 11, 20, 50, 75, 150, 300, 500, 750)
@@ -1038,6 +1040,8 @@ def surveil_release(
     the folder atomically (:func:`safeshare.surveillance.release.release_cases`)."""
     from safeshare.data.engines.factory import make_engine
     from safeshare.data.source import TableSource
+
+    # the engines and the verifier load for a release only
     from safeshare.surveillance.release import check_custodian_log, read_schedule, release_cases
 
     if (policies is None) == (policy is None):

@@ -79,13 +79,16 @@ def utility(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Ut
     from safeshare.config.commands import UtilityOptions
     from safeshare.config.commands import options as validated
     from safeshare.io import OutputDirectory, atomic_write_text
-    from safeshare.utility.task import utility_document
-    from safeshare.workflows.anonymizer import Anonymizer
 
     started = time.perf_counter()
     overrides = {key: options.pop(key) for key in CONFIG_OVERRIDES if key in options}
     opts = validated(UtilityOptions, options)
     cfg = load_config(config, **overrides)
+
+    # the classifier (scikit-learn), the core and the searches load once the configuration is valid
+    from safeshare.utility.task import utility_document
+    from safeshare.workflows.anonymizer import Anonymizer
+
     anonymizer = Anonymizer(cfg.spec())
     output = OutputDirectory(opts.out)
     output.preflight()
