@@ -40,6 +40,14 @@ from safeshare.errors import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def nothing_published_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt line says what this process published: earlier tests of the session did."""
+    import safeshare.io
+
+    monkeypatch.setattr(safeshare.io, "_published", [])
+
+
 def strict_loads(text: str) -> Any:
     """JSON as a strict reader (a browser, jq) reads it: NaN, Infinity and -Infinity refused."""
 
@@ -164,6 +172,17 @@ def test_the_exit_status_table(exc: BaseException | None, status: int, line: str
     else:
         assert result.line is not None and result.line.startswith("error: memory ran out reading")
     assert result.line is None or "\n" not in result.line
+
+
+def test_an_interrupt_after_the_swap_says_where_the_output_was_published(tmp_path: Path) -> None:
+    from safeshare.io import OutputDirectory
+
+    output = OutputDirectory(tmp_path / "out")
+    with output as stage:
+        (stage / "a.txt").write_text("a")
+        output.publish()
+    line = outcome(Interrupted(signal.SIGTERM)).line
+    assert line == f"terminated after the new output was published to {tmp_path / 'out'}"
 
 
 def test_the_workbench_words_the_same_statuses_its_own_way() -> None:
