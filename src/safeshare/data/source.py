@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from safeshare.errors import DataError
+from safeshare.missing import missing_texts
 
 if TYPE_CHECKING:  # numpy and pandas are imported by the functions that use them (start-up)
     import pandas as pd
@@ -349,10 +350,11 @@ def timestamp_text(series: pd.Series) -> pd.Series:
 
 
 def normalize_missing(frame: pd.DataFrame, missing: tuple[str, ...]) -> pd.DataFrame:
-    """Replace every declared missing token (and the empty string) by the first token."""
+    """Replace every declared missing token (and the empty string) by the first token
+    (:func:`safeshare.missing.missing_texts`)."""
     if not missing:
         return frame
     canonical = missing[0]
-    tokens = set(missing) | {""}
+    tokens = missing_texts(missing)
     out: pd.DataFrame = frame.apply(lambda col: col.where(~col.isin(tokens), canonical))
     return out
