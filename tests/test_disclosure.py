@@ -48,7 +48,7 @@ def test_a_kept_follow_up_time_is_flagged(tmp_path: Path) -> None:
     warnings = disclosure_warnings(
         _write(frame, tmp_path / "r.csv"), "csv", ["age", "sex"], kept_columns=["followup_days", "ward"]
     )
-    assert [w.code for w in warnings] == ["kept_column_identifying"]
+    assert [w.code for w in warnings] == ["kept-column-identifying"]
     (w,) = warnings
     unique = int((frame.groupby(["age", "sex", "followup_days"]).size() == 1).sum())
     assert w.columns == ("followup_days", "age", "sex")
@@ -71,7 +71,7 @@ def test_classes_homogeneous_in_a_sensitive_column_are_flagged(tmp_path: Path) -
         _write(frame, tmp_path / "r.csv"), "csv", ["age", "sex"], sensitive_columns=["outcome"], missing=["?"]
     )
     (w,) = warnings
-    assert w.code == "homogeneous_classes" and w.columns == ("outcome", "age", "sex")
+    assert w.code == "homogeneous-classes" and w.columns == ("outcome", "age", "sex")
     assert w.value == pytest.approx(11 / 20)
     assert "2 released classes (11 of 20 released records (55.0%))" in w.message
     assert "'alive' in 1, the value of 40.0% of all released records" in w.message
@@ -116,10 +116,10 @@ def test_a_risk_only_release_with_unique_classes_is_flagged(tmp_path: Path) -> N
     assert (sizes == 1).any()
     warnings = disclosure_warnings(published.release, "csv", ["age", "zip"], ["dx"], ["dx"])
     codes = _codes(warnings)
-    assert codes[("singleton_classes", "age")] == pytest.approx((sizes == 1).sum() / len(released))
+    assert codes[("singleton-classes", "age")] == pytest.approx((sizes == 1).sum() / len(released))
     k_anonymous = Anonymizer(schema, [KAnonymity(2)]).fit(engine)
     again = write_release(k_anonymous, engine, tmp_path / "out2", html=False)
-    assert "singleton_classes" not in {
+    assert "singleton-classes" not in {
         w.code for w in disclosure_warnings(again.release, "csv", ["age", "zip"])
     }
 
@@ -150,11 +150,11 @@ def test_figures_equal_a_direct_computation_over_the_release(
     homogeneous = classes[(classes["nunique"] == 1) & (classes["first"] != "")]
     expected: dict[tuple[str, str], float] = {}
     if qi_unique:
-        expected[("singleton_classes", "q1")] = qi_unique / n
+        expected[("singleton-classes", "q1")] = qi_unique / n
     if extra / n > 0.05:
-        expected[("kept_column_identifying", "v")] = extra / n
+        expected[("kept-column-identifying", "v")] = extra / n
     if len(homogeneous):
-        expected[("homogeneous_classes", "v")] = homogeneous["size"].sum() / n
+        expected[("homogeneous-classes", "v")] = homogeneous["size"].sum() / n
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"r.{fmt}"
         if fmt == "csv":
@@ -179,7 +179,7 @@ def test_the_adult_demo_warns_only_of_classes_that_share_the_commonest_value(tmp
     schema = cfg.schema
     kept = [n for n, a in schema.attributes.items() if a.role in (Role.INSENSITIVE, Role.SENSITIVE)]
     warnings = disclosure_warnings(published.release, "csv", schema.quasi_identifiers, kept, schema.sensitive)
-    assert {w.code for w in warnings} == {"homogeneous_classes"}
+    assert {w.code for w in warnings} == {"homogeneous-classes"}
     assert {w.columns[0] for w in warnings} == {"capital-gain", "capital-loss", "hours-per-week"}
     released = pd.read_csv(published.release, dtype=str, keep_default_na=False)
     for w in warnings:
@@ -280,8 +280,8 @@ def test_the_informed_adversary_equals_its_definition(
     assert adversary.singled_out_expected == pytest.approx(want["singled_out_expected"])
     assert adversary.bound_holds == (want["smallest_candidates"] >= k)
     codes = {w.code for w in found.warnings}
-    assert ("shifted_date_identifying" in codes) == (want["below_k"] > 0)
-    assert ("coarse_pseudonym" in codes) == coarse
+    assert ("shifted-date-identifying" in codes) == (want["below_k"] > 0)
+    assert ("coarse-pseudonym" in codes) == coarse
 
 
 def test_a_pseudonym_of_a_coarse_column_is_the_column(tmp_path: Path) -> None:
@@ -307,7 +307,7 @@ def test_a_pseudonym_of_a_coarse_column_is_the_column(tmp_path: Path) -> None:
     assert adversary.smallest_candidates == int(sizes.min())
     assert adversary.below_k == int(sizes[sizes < 5].sum())
     assert adversary.singled_out == int(sizes[sizes == 1].sum())
-    (coarse,) = [w for w in found.warnings if w.code == "coarse_pseudonym"]
+    (coarse,) = [w for w in found.warnings if w.code == "coarse-pseudonym"]
     assert coarse.columns == ("zip",) and "4 distinct pseudonyms over 600 records" in coarse.message
     assert adversary.bound_holds == (sizes.min() >= 5)
     # the pseudonym of a record number, alone: not known, no adversary

@@ -120,7 +120,7 @@ def test_the_mixed_release_carries_its_evidence_and_disclosure_warnings(cli_run:
     direct = disclosure_warnings(
         out / "release.csv", "csv", qis, kept, list(cfg.schema.sensitive), missing=cfg.source.missing
     )
-    shown = [w for w in report["warnings"] if w["code"] in {"homogeneous_classes", "kept_column_identifying"}]
+    shown = [w for w in report["warnings"] if w["code"] in {"homogeneous-classes", "kept-column-identifying"}]
     assert direct and [(w["code"], w["value"]) for w in shown] == [(w.code, w.value) for w in direct]
     evidence = report["evidence"]
     assert evidence["verified"] is True

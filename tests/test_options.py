@@ -80,6 +80,7 @@ def test_one_meaning_per_option_name() -> None:
             assert word in help_text, (name, command, help_text)
     assert {c for c, _ in options["--max-suppression"]} == {"anonymize", "utility", "sweep"}
     assert {c for c, _ in options["--delimiter"]} == {
+        "attack",
         "inspect",
         "flatten",
         "hierarchy check",

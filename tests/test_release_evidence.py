@@ -288,11 +288,11 @@ def test_the_adult_demo_warns_only_of_homogeneous_classes_of_the_commonest_value
     codes = [
         w.code
         for w in release.warnings
-        if w.code in ("kept_column_identifying", "homogeneous_classes", "singleton_classes")
+        if w.code in ("kept-column-identifying", "homogeneous-classes", "singleton-classes")
     ]
-    assert codes == ["homogeneous_classes"] * 3
+    assert codes == ["homogeneous-classes"] * 3
     for w in release.warnings:
-        if w.code == "homogeneous_classes":
+        if w.code == "homogeneous-classes":
             assert w.columns[0] in ("capital-gain", "capital-loss", "hours-per-week")
             assert w.value < 0.1
             assert re.search(
@@ -301,7 +301,7 @@ def test_the_adult_demo_warns_only_of_homogeneous_classes_of_the_commonest_value
     written = json.loads((tmp_path / "out" / "report.json").read_text())
     assert written["warnings"] == [w.to_dict() for w in release.warnings]
     html = (tmp_path / "out" / "report.html").read_text()
-    assert html.count("<code>homogeneous_classes</code>") == 3
+    assert html.count("<code>homogeneous-classes</code>") == 3
 
 
 def test_the_three_warnings_fire_on_data_built_to_trigger_them(
@@ -314,20 +314,20 @@ def test_the_three_warnings_fire_on_data_built_to_trigger_them(
     assert code == 0, stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     by_code = {w["code"]: w for w in report["warnings"]}
-    kept = by_code["kept_column_identifying"]
+    kept = by_code["kept-column-identifying"]
     assert kept["columns"][0] == "followup_days" and kept["value"] > 0.5
-    homogeneous = by_code["homogeneous_classes"]
+    homogeneous = by_code["homogeneous-classes"]
     assert homogeneous["columns"][0] == "died" and 0 < homogeneous["value"] <= 1
-    assert "singleton_classes" not in by_code  # k = 5
+    assert "singleton-classes" not in by_code  # k = 5
     flat = " ".join(stdout.split())
-    assert "kept_column_identifying: column 'followup_days'" in flat and "homogeneous_classes:" in flat
+    assert "kept-column-identifying: column 'followup_days'" in flat and "homogeneous-classes:" in flat
     # risk-only: singletons
     risky = config.parent / "risky.yaml"
     risky.write_text(
         CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}")
     )
     release = api.anonymize(risky, tmp_path / "risky", tradeoff=False)
-    single = [w for w in release.warnings if w.code == "singleton_classes"]
+    single = [w for w in release.warnings if w.code == "singleton-classes"]
     assert len(single) == 1 and single[0].value > 0
     assert single[0].value == pytest.approx(
         release.report["risk"]["release"]["prosecutor"]["share_above_threshold"], abs=1
@@ -704,7 +704,7 @@ def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
     assert informed["singled_out"] >= singled  # the worst case over the shifts covers the attack
     expected = informed["singled_out_expected"]
     assert abs(singled - expected) <= 6 * expected**0.5 + 5  # and the average matches it
-    (warning,) = [w for w in report["warnings"] if w["code"] == "shifted_date_identifying"]
+    (warning,) = [w for w in report["warnings"] if w["code"] == "shifted-date-identifying"]
     assert warning["value"] == informed["below_k"] / len(released)
     assert (
         f"singles out up to {informed['singled_out']:,} of {len(released):,} released records"

@@ -1,15 +1,24 @@
 """The default estimator per sampling-fraction band and its caveats (risk/estimators/choice.py),
-on a hand-made accuracy table (the rule) and on the measured one (what the command line gets)."""
+on a hand-made accuracy table (the rule) and on the measured one (what the command line gets):
+package data (measured_accuracy.json, issue 31), equal to the module it replaced."""
 
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from safeshare.errors import InputError
-from safeshare.risk.estimators import ESTIMATORS, choice, measured
+from safeshare.resources import read_json_resource, resource_json
+from safeshare.risk.estimators import ESTIMATORS, choice
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The last commit holding the table as code (risk/estimators/measured.py, 1,251 generated lines).
+MODULE_COMMIT = "c0de85e"
 
 
 def _stats(
@@ -55,7 +64,7 @@ def table(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             for b in choice.BANDS
         },
     }
-    monkeypatch.setattr(choice, "ACCURACY", acc)
+    monkeypatch.setattr(choice, "accuracy_table", lambda: acc)
     return acc
 
 
@@ -108,7 +117,7 @@ def test_caveats_name_the_bias_the_evaluation_shows(table: dict[str, Any]) -> No
 
 
 def test_the_measured_table_covers_every_registered_estimator_in_every_band() -> None:
-    acc = measured.ACCURACY
+    acc = choice.accuracy_table()
     assert set(acc) == set(ESTIMATORS)
     for name, bands in acc.items():
         assert set(bands) == set(choice.BANDS), name
@@ -129,3 +138,81 @@ def test_the_measured_default_is_a_registered_estimator(fraction: float) -> None
     assert name in ESTIMATORS
     histogram_only = [n for n in ESTIMATORS if not ESTIMATORS[n].requires_table]
     assert not ESTIMATORS[choice.default_estimator(fraction, candidates=histogram_only)].requires_table
+
+
+def _git_show(path: str) -> str | None:
+    """``path`` at :data:`MODULE_COMMIT`, or ``None`` where git or that commit is not at hand."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run(
+        [git, "-C", str(ROOT), "show", f"{MODULE_COMMIT}:{path}"], capture_output=True, text=True
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_the_loaded_table_equals_what_the_generated_module_held() -> None:
+    """measured.py became measured_accuracy.json with the same values: every figure, every key in
+    the same order, the quantile pairs as pairs (the module's source is taken from the history)."""
+    source = _git_show("src/safeshare/risk/estimators/measured.py")
+    if source is None:
+        pytest.skip(f"git history with commit {MODULE_COMMIT} is not available (a shallow or exported tree)")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "measured.py", "exec"), namespace)  # our own generated literals
+    old = namespace["ACCURACY"]
+    new = choice.accuracy_table()
+    assert new == old
+    assert list(new) == list(old)
+    for name, bands in old.items():
+        assert list(new[name]) == list(bands)
+        for band, entry in bands.items():
+            assert list(new[name][band]) == list(entry)
+            if "relative_error_quantiles" in entry:
+                assert type(new[name][band]["relative_error_quantiles"]) is tuple
+
+
+def test_a_data_file_keeps_nan_and_infinities_and_is_standard_json(tmp_path: Path) -> None:
+    """What the generator writes (resource_json) reads back (read_json_resource) as written, an
+    unbounded quantile (inf) and a figure without points (NaN) included; the file is standard JSON."""
+    import json
+
+    table = {
+        "x": {
+            "<0.1": {
+                "pooled": {"median_abs_error": math.nan, "points": 0},
+                "relative_error_quantiles": (-math.inf, math.inf),
+            }
+        }
+    }
+    text = resource_json({"estimators": table})
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "t.json").write_text(text)
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        back = read_json_resource("pkg", "t.json")["estimators"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pkg", None)
+    entry = back["x"]["<0.1"]
+    assert math.isnan(entry["pooled"]["median_abs_error"]) and entry["pooled"]["points"] == 0
+    assert entry["relative_error_quantiles"] == (-math.inf, math.inf)
+    with pytest.raises(ValueError, match="read back as a float"):
+        resource_json({"a": "inf"})
+
+
+def test_the_generator_writes_the_file_the_package_reads() -> None:
+    """tools/risk_accuracy.py's writer, given the loaded table, writes the shipped file byte for
+    byte (so a regeneration changes it only where the evaluations changed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("risk_accuracy", ROOT / "tools" / "risk_accuracy.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shipped = (ROOT / "src" / "safeshare" / "risk" / "estimators" / choice.ACCURACY_FILE).read_text("utf-8")
+    assert tool.render(choice.accuracy_table()) == shipped

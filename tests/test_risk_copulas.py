@@ -316,7 +316,7 @@ def test_sigint_during_long_copula_work_is_answered(job: object) -> None:
     """A real SIGINT, with the command line's handler, during each long loop of the copula
     estimators: Interrupted is raised after at most one step of that loop (each is a few vectorized
     calls). The latency is printed (docs/risk.md); the jobs themselves would run for minutes."""
-    from safeshare.cli import _signals_raise
+    from safeshare.app_runner import signal_guard
 
     assert callable(job)
     sent: list[float] = []
@@ -326,7 +326,7 @@ def test_sigint_during_long_copula_work_is_answered(job: object) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
     timer = threading.Timer(0.5, fire)
-    with _signals_raise(), pytest.raises(Interrupted):
+    with signal_guard(), pytest.raises(Interrupted):
         timer.start()
         job()
     timer.join()

@@ -211,7 +211,7 @@ def test_sigint_with_worker_processes_ends_them_at_once(population: ev.Populatio
     import threading
     import time
 
-    from safeshare.cli import _signals_raise
+    from safeshare.app_runner import signal_guard
     from safeshare.errors import Interrupted
 
     settings = ev.EvaluationSettings(
@@ -228,7 +228,7 @@ def test_sigint_with_worker_processes_ends_them_at_once(population: ev.Populatio
         os.kill(os.getpid(), signal.SIGINT)
 
     timer = threading.Timer(8.0, fire)  # the workers' start-up (spawn, imports) is over by then
-    with _signals_raise(), pytest.raises(Interrupted):
+    with signal_guard(), pytest.raises(Interrupted):
         timer.start()
         ev.run_points(population, settings, jobs=2)
     timer.join()

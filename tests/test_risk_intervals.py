@@ -141,7 +141,7 @@ def test_hypothesis_test_interval_is_seeded_and_holds_its_estimate() -> None:
     """Its interval is the estimate's sampling variability; the estimate is built from lower
     confidence bounds on F, so it is not a coverage interval of the true B (docs/risk.md)."""
     from safeshare.risk.classes import SampleTable
-    from safeshare.risk.estimators.hypothesis_test import HypothesisTestEstimator
+    from safeshare.risk.estimators.hypothesis_testing import HypothesisTestEstimator
 
     pop, _, _ = _independent_population()
     table = SampleTable.from_codes(pop[:2000])

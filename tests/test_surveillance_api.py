@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from safeshare import api
-from safeshare.cli.common import _json_default
+from safeshare.app_runner import to_json
 from tests.conftest import run_cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "surveillance"
@@ -26,7 +26,7 @@ TIMINGS = {"elapsed_s"}
 
 def _plain(doc: dict[str, Any]) -> dict[str, Any]:
     """The document as ``--json`` prints it (numpy values and paths as JSON), timings left out."""
-    out: dict[str, Any] = json.loads(json.dumps(doc, default=_json_default))
+    out: dict[str, Any] = json.loads(to_json(doc))
     return {key: value for key, value in out.items() if key not in TIMINGS}
 
 

@@ -313,8 +313,8 @@ def test_the_workbench_surveillance_is_the_commands(tmp_path: Path) -> None:
     from contextlib import nullcontext
 
     from safeshare import api
+    from safeshare.api import workbench as services
     from safeshare.errors import InputError
-    from safeshare.ui import services
 
     class Quiet:
         wants_estimates = False

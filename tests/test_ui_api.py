@@ -250,7 +250,7 @@ def test_cancel_after_publication_says_what_was_published(
     """SIGTERM (the workbench's Cancel) landing after the release was published, while the
     lattice is explored: on main the run said "cancelled; nothing was published" while the
     Release screen offered the verified release. Now it says what the command line says."""
-    import safeshare.workflows.explore as explore
+    from safeshare.api import workbench
     from safeshare.ui import worker
 
     pid = bench.project()
@@ -270,12 +270,12 @@ def test_cancel_after_publication_says_what_was_published(
         os.kill(os.getpid(), signal.SIGTERM)  # the handler raises Interrupted right here
         raise AssertionError("the signal did not interrupt")
 
-    monkeypatch.setattr(explore, "lattice_view", cancelled)
+    monkeypatch.setattr(workbench, "lattice_view", cancelled)
     monkeypatch.setattr("safeshare.io._published", [])
     assert worker.main([str(run_dir)]) == 143
     state = bench.client.get(f"/api/projects/{pid}/runs/{run_dir.name}").json()
     assert state["status"] == "cancelled" and state["published"] is True and state["verified"] is True
-    assert state["error"] == f"terminated after the new output was published to {run_dir / 'out'}"
+    assert state["error"] == f"cancelled after the new output was published to {run_dir / 'out'}"
     assert "nothing was published" not in json.dumps(state)
     run_page = bench.client.get(f"/p/{pid}/run?run={run_dir.name}").text
     assert "release verified" in run_page and "nothing was published" not in run_page
@@ -286,7 +286,8 @@ def test_cancel_after_publication_says_what_was_published(
 def test_cancel_before_publication_says_nothing_was_published(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from safeshare.ui import services, worker
+    from safeshare.api import workbench
+    from safeshare.ui import worker
 
     pid = bench.project()
     directory = bench.directory(pid)
@@ -305,11 +306,11 @@ def test_cancel_before_publication_says_nothing_was_published(
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("the signal did not interrupt")
 
-    monkeypatch.setattr(services, "check_config", cancelled)
+    monkeypatch.setattr(workbench, "check_config", cancelled)
     monkeypatch.setattr("safeshare.io._published", [])
     assert worker.main([str(run_dir)]) == 143
     state = json.loads((run_dir / "state.json").read_text())
-    assert state["error"] == "terminated; nothing was published" and state["published"] is False
+    assert state["error"] == "cancelled; nothing was published" and state["published"] is False
     assert not (run_dir / "out").exists()
 
 

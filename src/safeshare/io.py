@@ -89,16 +89,6 @@ def published_paths() -> list[Path]:
     return list(_published)
 
 
-def interrupt_message(signum: int) -> str:
-    """What an interrupt left behind, in one line: whether an output was published before it
-    came (:func:`published_paths`). The command line and the workbench say the same."""
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
-    published = published_paths()
-    if published:
-        return f"{what} after the new output was published to {published[-1]}"
-    return f"{what}; nothing was published"
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

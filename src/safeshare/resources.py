@@ -1,4 +1,5 @@
-"""What the machine can do: the memory a computation may still take, checked before it is taken.
+"""What the machine and the installed package provide: the memory a computation may still take,
+checked before it is taken, and the data files shipped inside the package.
 
 Work whose size follows a parameter rather than the input (``flatten --events``, the depth of
 a masking hierarchy, the widths of an interval hierarchy) is estimated first, and refused with
@@ -9,20 +10,31 @@ process grow until the kernel kills it or a :class:`MemoryError` arrives hours l
 The memory available is the smallest of: the system's available memory (``psutil``), the
 room left under the process's address-space limit (``ulimit -v``), and the room left under
 its cgroup's limit (containers, ``systemd-run -p MemoryMax=``).
+
+Data kept as a file rather than as code (the estimators' measured accuracy,
+``risk/estimators/measured_accuracy.json``, written by ``tools/risk_accuracy.py``) is read with
+:func:`read_json_resource` from the installed package (``importlib.resources``: a wheel, an
+editable install or a zip), and written with :func:`resource_json`. JSON has no NaN or infinity:
+in these files a float that is not finite is the string ``"nan"``, ``"inf"`` or ``"-inf"``, read
+back as the float; and an array is read as a tuple (the data is read-only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import resource
+from importlib import resources as package_files
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from safeshare.errors import ResourceError
 
-__all__ = ["available_memory", "check_memory", "format_bytes"]
+__all__ = ["available_memory", "check_memory", "format_bytes", "read_json_resource", "resource_json"]
 
 _CGROUP_FILES = (
     ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
@@ -80,3 +92,44 @@ def check_memory(needed: float, what: str, hint: str = "") -> None:
             f"{what} needs about {format_bytes(needed)} of memory, more than the "
             f"{format_bytes(available)} available{advice}"
         )
+
+
+# --------------------------------------------------------------------------- data files of the package
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _encoded(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _encoded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encoded(v) for v in value]
+    if isinstance(value, str) and value in _NON_FINITE:
+        raise ValueError(f"the text {value!r} would be read back as a float")
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    raise TypeError(f"not a value of a data file: {type(value).__name__}")
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, str):
+        return _NON_FINITE.get(value, value)
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_decoded(v) for v in value)
+    return value
+
+
+def resource_json(doc: Any) -> str:
+    """``doc`` as the text of a data file of the package (module doc: non-finite floats as
+    ``"nan"``, ``"inf"``, ``"-inf"``), indented, keys in their order, ending with a newline."""
+    return json.dumps(_encoded(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def read_json_resource(package: str, name: str) -> Any:
+    """The data file ``name`` of ``package`` (e.g. ``"safeshare.risk.estimators"``), decoded as
+    :func:`resource_json` wrote it."""
+    text = package_files.files(package).joinpath(name).read_text(encoding="utf-8")
+    return _decoded(json.loads(text))

@@ -10,12 +10,11 @@ markers and search every output file for them).
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from safeshare.app_runner import to_json
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,8 @@ class AttackResult:
         return self.to_report()
 
     def to_json(self) -> str:
-        return json.dumps(self.to_report(), indent=2, default=_json_default) + "\n"
+        text: str = to_json(self.to_report(), indent=2)
+        return text + "\n"
 
     def rows(self) -> list[tuple[str, str]]:
         """The terminal's table (measure, value), from :meth:`to_report`."""
@@ -66,14 +66,6 @@ class AttackResult:
 
     def to_html(self) -> str:
         return render_html(self.to_report())
-
-
-def _json_default(value: object) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
 def _rate(doc: dict[str, Any] | None) -> str:
@@ -139,7 +131,7 @@ def render_html(doc: dict[str, Any]) -> str:
     e = html.escape
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in report_rows(doc))
     notes = "".join(f"<li>{e(n)}</li>" for n in doc.get("notes", []))
-    body = json.dumps(doc, indent=2, default=_json_default)
+    body = to_json(doc, indent=2)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>Attack on {e(str(doc['release']))}</title>"

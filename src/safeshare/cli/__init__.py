@@ -4,7 +4,8 @@ Exit status: 0 success, 2 bad input or an output that cannot be written (one
 line on stderr saying what and where: a read-only or full disk, a locked or
 foreign output directory), 1 internal error or memory exhausted, 3 a ledger whose
 chain or recorded files do not hold (``ledger verify``), 130 SIGINT
-(Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
+(Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published): the one table of
+:func:`safeshare.app_runner.outcome`, shared with the workbench's runs. Nothing is
 written to an output directory unless the release passed its independent
 verification.
 """
@@ -14,15 +15,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from importlib import import_module
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
+from safeshare.app_runner import CLI_VOICE, run_guarded
 from safeshare.cli import anonymize as anonymize_commands
 from safeshare.cli import attack as attack_command
 from safeshare.cli import experiments as experiment_commands
@@ -30,7 +29,7 @@ from safeshare.cli import ui as ui_command  # typer only; the web stack loads wh
 from safeshare.cli.common import JsonOption, QuietOption, emit
 from safeshare.cli.dp import dp_app
 from safeshare.console import out
-from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
+from safeshare.errors import InputError, Interrupted
 
 #: Command groups loaded only when one of their commands (or their own help) runs, so that
 #: ``safeshare --help`` and every other command start without importing them: name ->
@@ -104,15 +103,6 @@ app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 
 # risk (issue 9), surveil (issue 10) and ledger (issue 20): LAZY_GROUPS
 ui_command.register(app)  # the browser workbench (issue 23)
 
-T = TypeVar("T")
-
-
-class Exit(Exception):
-    """Carry an exit status out of a command."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
 
 @app.command()
 def version(quiet: QuietOption = False, as_json: JsonOption = False) -> None:
@@ -122,101 +112,14 @@ def version(quiet: QuietOption = False, as_json: JsonOption = False) -> None:
     emit({"version": __version__}, as_json, quiet, lambda: out.print(__version__))
 
 
-def _error_line(message: str) -> None:
-    """Print ``message`` to stderr as exactly one line."""
-    sys.stderr.write(" ".join(message.split()) + "\n")
-    sys.stderr.flush()
-
-
-def _interrupted(signum: int) -> int:
-    """Say what an interrupt left behind; the exit status 128 + ``signum``."""
-    from safeshare.io import interrupt_message
-
-    _error_line(interrupt_message(signum))
-    return 128 + signum
-
-
-_received: list[int] = []
-"""The signals received while :func:`main` runs (see :func:`_signals_raise`)."""
-
-
-def _run(fn: Callable[[], T]) -> int:
-    debug = bool(os.environ.get("SAFESHARE_DEBUG"))
-    try:
-        try:
-            fn()
-        except Exception:
-            # A library may turn the interrupt into its own error (DuckDB: "Query interrupted").
-            if _received:
-                raise Interrupted(_received[-1]) from None
-            raise
-    except Exit:
-        raise  # a command's own exit status (``ledger verify``: 3), not an error
-    except InputError as exc:
-        _error_line(f"error: {exc}")
-        return 2
-    except VerificationError as exc:
-        _error_line(f"error: {exc}; nothing was written")
-        return 1
-    except SafeshareError as exc:
-        _error_line(f"error: {exc}")
-        return 1
-    except Interrupted as exc:
-        return _interrupted(exc.signum)
-    except KeyboardInterrupt:
-        return _interrupted(signal.SIGINT)
-    except MemoryError:  # where the remedy is known, the library raises OutOfMemory with it
-        _error_line("error: memory ran out before the command finished")
-        return 1
-    except OSError as exc:
-        # A file the user named cannot be read or written (permissions, disk full...).
-        where = f"{exc.filename}: " if exc.filename else ""
-        _error_line(f"error: {where}{exc.strerror or exc}")
-        return 2
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        _error_line(f"internal error: {type(exc).__name__}: {exc} (set SAFESHARE_DEBUG=1 for a traceback)")
-        return 1
-    return 0
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (previous handlers restored).
-
-    SIGTERM would otherwise end the process at once, leaving the staging directory behind;
-    as an exception it unwinds through the same cleanup as Ctrl-C.
-    """
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        _received.append(signum)
-        raise Interrupted(signum)
-
-    _received.clear()
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``safeshare`` command."""
+    """Entry point of the ``safeshare`` command: its exit status (:func:`safeshare.app_runner.outcome`)."""
 
-    def invoke() -> None:
+    def invoke() -> int:
         try:
             rv = app(args=argv, standalone_mode=False)
         except typer.Exit as exc:
-            if exc.exit_code:
-                raise Exit(exc.exit_code) from None
-            return
+            return int(exc.exit_code or 0)  # a command's own status (ledger verify: 1)
         except typer.Abort:
             raise Interrupted(signal.SIGINT) from None
         except Exception as exc:
@@ -232,13 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(rv, int) and not isinstance(rv, bool) and rv:
             if rv == 128 + signal.SIGINT:
                 raise Interrupted(signal.SIGINT)
-            raise Exit(rv)
+            return rv
+        return 0
 
-    with _signals_raise():
-        try:
-            return _run(invoke)
-        except Exit as exc:
-            return exc.code
+    result = run_guarded(invoke, CLI_VOICE, debug=bool(os.environ.get("SAFESHARE_DEBUG")))
+    if result.line is not None:
+        sys.stderr.write(result.line + "\n")
+        sys.stderr.flush()
+    return result.status
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from safeshare.figures import number, percent
 from safeshare.options import TRADEOFF_AUTO_MAX
 
 if TYPE_CHECKING:
-    from safeshare.workflows.result import Release
+    from safeshare.api import Release
 
 hierarchy_app = typer.Typer(help="Inspect and build generalization hierarchies.", no_args_is_help=True)
 
@@ -135,9 +135,7 @@ def anonymize(
     ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
-    from safeshare.workflows import (
-        anonymize as api,  # safeshare.api.anonymize; validates before importing more
-    )
+    from safeshare import api  # imports the anonymize use case only: it validates before importing more
 
     options: dict[str, Any] = {
         "k": k,

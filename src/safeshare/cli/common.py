@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import typer
 
+from safeshare.app_runner import to_json
 from safeshare.options import DATA_DELIMITER_HELP, MAX_SUPPRESSION_HELP
 
 # The reading options of a data file, declared once for every command that reads one
@@ -153,36 +151,20 @@ def data_options(
 reads_data = options_of(data_options, "reading")
 
 
-def _json_default(obj: object) -> object:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        value = float(obj)
-        return value if math.isfinite(value) else None
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return obj.name
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
 def emit(doc: Any, as_json: bool, quiet: bool, show: Callable[[], None]) -> None:
-    """Print a command's result: ``doc`` as JSON (``--json``), nothing (``--quiet``), else ``show()``."""
+    """Print a command's result: ``doc`` as JSON (``--json``: :func:`safeshare.app_runner.to_json`,
+    NaN and infinities as ``null``), nothing (``--quiet``), else ``show()``."""
     if as_json:
         import sys
 
-        sys.stdout.write(json.dumps(doc, default=_json_default) + "\n")
+        sys.stdout.write(to_json(doc) + "\n")
         sys.stdout.flush()
     elif not quiet:
         show()
 
 
 class ConsoleMonitor:
-    """The command line's :class:`~safeshare.workflows.monitor.Monitor`: spinners, notes and
+    """The command line's :class:`~safeshare.app_runner.Monitor`: spinners, notes and
     progress bars on stderr (nothing with ``--quiet`` or ``--json``; spinners and bars only
     on a terminal)."""
 

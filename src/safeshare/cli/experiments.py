@@ -23,7 +23,7 @@ from safeshare.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from safeshare.workflows.sweep import SweepResult
+    from safeshare.api import SweepResult
 
 TEST_HELP = "The test set (same columns and input options as the configuration's input)."
 TARGET_HELP = "The column to predict (sensitive or insensitive, not a quasi-identifier)."

@@ -42,9 +42,9 @@ def verify_command(
     as_json: JsonOption = False,
 ) -> None:
     """Check the ledger's hash chain and the files it records: exit 0 if all hold, 3 if broken."""
-    from safeshare.workflows.ledger import verify_ledger
+    from safeshare import api
 
-    result = verify_ledger(path)
+    result = api.verify_ledger(path)
     emit(result.to_dict(), as_json, quiet, lambda: out.print(result.summary(), soft_wrap=True))
     if not result.ok:
         raise typer.Exit(BROKEN)

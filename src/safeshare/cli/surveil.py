@@ -22,14 +22,13 @@ writes ``DIR/simulation.csv`` with columns ``period, cases, mean, lower, upper``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from safeshare.cli.common import (
+    ConsoleMonitor,
     JsonOption,
     Keywords,
     QuietOption,
@@ -160,28 +159,6 @@ def _ints(text: str, option: str) -> list[int]:
         raise InputError(f"{option}: comma-separated whole numbers are required, got {text!r}") from None
 
 
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None]]:
-    """``progress(label, done, total)`` drawing bars on stderr (nothing with ``--quiet`` or ``--json``,
-    nor when stderr is not a terminal)."""
-    from rich.progress import Progress
-
-    from safeshare.console import err
-
-    if quiet or not err.is_terminal:
-        yield lambda label, done, total: None
-        return
-    with Progress(console=err, transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def update(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=total)
-            bar.update(tasks[label], completed=done, total=total)
-
-        yield update
-
-
 def _emit(result: Any, lines: list[str], as_json: bool, quiet: bool) -> None:
     """The result's ``to_dict()`` with ``--json``, nothing with ``--quiet``, else its lines."""
 
@@ -222,23 +199,22 @@ def simulate_command(
     """Forecast PK_k (and marketer risk) per period of releasing a case series under one policy."""
     from safeshare import api
 
-    with _progress(quiet or as_json) as progress:
-        result = api.surveil_simulate(
-            population_table=population_table,
-            region=region,
-            cases=cases,
-            policy=policy,
-            k=k,
-            lag=lag,
-            simulations=simulations,
-            seed=seed,
-            layout=layout,
-            compare=csv_list(compare),
-            hierarchies=hierarchies,
-            out=out_dir,
-            plots=plots,
-            progress=progress,
-        )
+    result = api.surveil_simulate(
+        population_table=population_table,
+        region=region,
+        cases=cases,
+        policy=policy,
+        k=k,
+        lag=lag,
+        simulations=simulations,
+        seed=seed,
+        layout=layout,
+        compare=csv_list(compare),
+        hierarchies=hierarchies,
+        out=out_dir,
+        plots=plots,
+        monitor=ConsoleMonitor(quiet or as_json),
+    )
     _emit(result, [f"wrote {out_dir / 'simulation.csv'} ({result.lines()[0]})"], as_json, quiet)
 
 
@@ -269,20 +245,19 @@ def search_command(
     """The acceptable policies per case volume in every region of a category (the Fig. 3 table)."""
     from safeshare import api
 
-    with _progress(quiet or as_json) as progress:
-        result = api.surveil_search(
-            population_table=population_table,
-            regions=csv_list(regions) or None,
-            categories=_categories(categories),
-            volumes=_volumes(volumes),
-            risk=risk,
-            k=_ints(k, "--k"),
-            **criterion,
-            hierarchies=hierarchies,
-            out=out_dir,
-            plots=plots,
-            progress=progress,
-        )
+    result = api.surveil_search(
+        population_table=population_table,
+        regions=csv_list(regions) or None,
+        categories=_categories(categories),
+        volumes=_volumes(volumes),
+        risk=risk,
+        k=_ints(k, "--k"),
+        **criterion,
+        hierarchies=hierarchies,
+        out=out_dir,
+        plots=plots,
+        monitor=ConsoleMonitor(quiet or as_json),
+    )
     _emit(result, result.lines(), as_json, quiet)
 
 
@@ -323,24 +298,23 @@ def select_command(
     """Choose the policy of each Sunday-Saturday week from the forecast (schedule.csv)."""
     from safeshare import api
 
-    with _progress(quiet or as_json) as progress:
-        result = api.surveil_select(
-            population_table=population_table,
-            region=region,
-            cases=cases,
-            forecasts=forecasts,
-            forecast_value=forecast_value,
-            approach=approach,
-            categories=_categories(categories),
-            **weeks,
-            k=k,
-            **criterion,
-            layout=layout,
-            zero_windows=zero_windows,
-            hierarchies=hierarchies,
-            out=out_dir,
-            progress=progress,
-        )
+    result = api.surveil_select(
+        population_table=population_table,
+        region=region,
+        cases=cases,
+        forecasts=forecasts,
+        forecast_value=forecast_value,
+        approach=approach,
+        categories=_categories(categories),
+        **weeks,
+        k=k,
+        **criterion,
+        layout=layout,
+        zero_windows=zero_windows,
+        hierarchies=hierarchies,
+        out=out_dir,
+        monitor=ConsoleMonitor(quiet or as_json),
+    )
     _emit(result, result.lines(), as_json, quiet)
 
 
@@ -376,24 +350,23 @@ def evaluate_command(
     --categories, in the paper's form: per population-size category, daily and weekly)."""
     from safeshare import api
 
-    with _progress(quiet or as_json) as progress:
-        result = api.surveil_evaluate(
-            population_table=population_table,
-            cases=cases,
-            forecasts=forecasts,
-            regions=csv_list(regions) or None,
-            categories=_categories(categories),
-            case_studies=csv_list(case_studies) or None,
-            **weeks,
-            k=_ints(k, "--k"),
-            **criterion,
-            layout=layout,
-            zero_windows=zero_windows,
-            hierarchies=hierarchies,
-            out=out_dir,
-            plots=plots,
-            progress=progress,
-        )
+    result = api.surveil_evaluate(
+        population_table=population_table,
+        cases=cases,
+        forecasts=forecasts,
+        regions=csv_list(regions) or None,
+        categories=_categories(categories),
+        case_studies=csv_list(case_studies) or None,
+        **weeks,
+        k=_ints(k, "--k"),
+        **criterion,
+        layout=layout,
+        zero_windows=zero_windows,
+        hierarchies=hierarchies,
+        out=out_dir,
+        plots=plots,
+        monitor=ConsoleMonitor(quiet or as_json),
+    )
     _emit(result, result.lines(), as_json, quiet)
 
 

@@ -61,7 +61,6 @@ the value). The frozen :class:`ConfigFile` then gives the run's objects: its
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -80,6 +79,7 @@ from pydantic import (
     model_validator,
 )
 
+from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
 from safeshare.config_checks import (
     Count,
@@ -1107,4 +1107,4 @@ def config_json_schema() -> str:
     schema["$defs"].update(privacy.pop("$defs"))
     schema["$defs"]["Privacy"] = privacy
     props["privacy"] = {"$ref": "#/$defs/Privacy"}
-    return json.dumps(schema, indent=2) + "\n"
+    return to_json(schema, indent=2) + "\n"

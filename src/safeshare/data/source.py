@@ -41,10 +41,7 @@ import csv
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
-
-import numpy as np
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from safeshare.errors import DataError
 from safeshare.missing import missing_texts
@@ -59,6 +56,8 @@ csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 
 #: Delimiters a single-column CSV is sniffed for (:func:`check_delimiter`).
 SNIFFED_DELIMITERS = (";", "\t", "|", ",")
+if TYPE_CHECKING:  # numpy and pandas are imported by the functions that use them (start-up)
+    import pandas as pd
 
 Format = Literal["csv", "parquet"]
 Ragged = Literal["error", "pad"]
@@ -326,6 +325,8 @@ def first_long_line(source: TableSource, limit: int = MAX_LINE_BYTES) -> tuple[i
         return None  # read by pandas only; DuckDB refuses zip inputs itself
     if not compressed and source.path.stat().st_size <= limit:
         return None
+    import numpy as np
+
     line, length = 1, 0
     chunk = 1 << 24
     with _open_bytes(source) as handle:
@@ -532,6 +533,8 @@ def text_column(series: pd.Series) -> pd.Series:
     ``true``/``false``, timestamps by :func:`timestamp_text`, missing as the
     empty string.
     """
+    import pandas as pd
+
     if pd.api.types.is_datetime64_any_dtype(series) and not isinstance(series.dtype, pd.ArrowDtype):
         out = timestamp_text(series)
     elif pd.api.types.is_bool_dtype(series):
@@ -561,6 +564,9 @@ def timestamp_text(series: pd.Series) -> pd.Series:
     Parquet timestamp column of dates was released by one engine and refused by
     the other's ``dates`` hierarchy).
     """
+    import numpy as np
+    import pandas as pd
+
     utc = getattr(series.dtype, "tz", None) is not None
     values = series.dt.tz_convert("UTC").dt.tz_localize(None) if utc else series
     stamps = values.to_numpy()

@@ -28,6 +28,7 @@ from typing import Any
 from safeshare.data.schema import Role, Schema
 from safeshare.figures import number, percent
 from safeshare.paths import shown_path
+from safeshare.warning_codes import WarningCode, warning_code
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,12 @@ class ReportWarning:
 
     Attributes
     ----------
-    code: a stable identifier: ``uninformative-qi`` (a QI released at its top level or with
-        one label), ``implausible-values`` (values far beyond a coding bound, absorbed by it:
-        issue 30), ``delta-above-one-over-n`` (epsilon-safe's delta exceeds 1/N),
-        ``not-differentially-private`` (epsilon-safe with the thesis' sensitivity).
+    code: a stable identifier, one of :class:`~safeshare.warning_codes.WarningCode` (refused
+        otherwise): ``uninformative-qi`` (a QI released at its top level or with one label),
+        ``implausible-values`` (values far beyond a coding bound, absorbed by it: issue 30),
+        ``delta-above-one-over-n`` (epsilon-safe's delta exceeds 1/N),
+        ``not-differentially-private`` (epsilon-safe with the thesis' sensitivity), and the
+        disclosure warnings of :mod:`safeshare.verify.disclosure`.
     message: the sentence shown to a person.
     columns: the columns it is about (may be empty).
     value: the figure it is about (a level, a delta; ``None`` when there is none).
@@ -50,9 +53,12 @@ class ReportWarning:
     columns: tuple[str, ...] = ()
     value: Any = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", warning_code(self.code))
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "code": self.code,
+            "code": str(self.code),
             "columns": list(self.columns),
             "value": self.value,
             "message": self.message,
@@ -123,7 +129,7 @@ def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> li
             )
         else:
             continue
-        out.append(ReportWarning("uninformative-qi", message, (str(g["qi"]),), level))
+        out.append(ReportWarning(WarningCode.UNINFORMATIVE_QI, message, (str(g["qi"]),), level))
     return out
 
 
@@ -165,7 +171,7 @@ def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:
         "the guarantee may fail for about one record or more; choose a larger k or a smaller "
         "beta or epsilon' (`safeshare dp params`)"
     )
-    return ReportWarning("delta-above-one-over-n", message, (), doc.get("delta"))
+    return ReportWarning(WarningCode.DELTA_ABOVE_ONE_OVER_N, message, (), doc.get("delta"))
 
 
 def report_warnings(doc: Mapping[str, Any]) -> list[ReportWarning]:
@@ -177,7 +183,7 @@ def report_warnings(doc: Mapping[str, Any]) -> list[ReportWarning]:
         out.append(delta)
     warning = doc.get("warning")  # epsilon-safe's non-DP calibration
     if isinstance(warning, str) and warning:
-        out.append(ReportWarning("not-differentially-private", warning, (), doc.get("sensitivity")))
+        out.append(ReportWarning(WarningCode.NOT_DIFFERENTIALLY_PRIVATE, warning, (), doc.get("sensitivity")))
     return out
 
 

@@ -43,11 +43,7 @@ import pandas as pd
 from safeshare.errors import DataError, InputError, SafeshareError
 from safeshare.risk.classes import SampleTable, category_codes, pack
 from safeshare.risk.estimators import ESTIMATORS, estimator_names, make_estimator
-from safeshare.risk.estimators.average import AverageCopulaEstimator
 from safeshare.risk.estimators.base import RiskEstimator
-from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator
-from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
-from safeshare.risk.estimators.synthetic import SyntheticEstimator
 
 ACCURACY_BAND = 0.05
 """An estimate within ±0.05 of the true B counts as accurate (the issue's and the paper's 5 %)."""
@@ -285,6 +281,10 @@ def run_point(population: Population, settings: EvaluationSettings, point: int) 
         return est
 
     def average() -> RiskEstimator | None:
+        from safeshare.risk.estimators.average import AverageCopulaEstimator
+        from safeshare.risk.estimators.dvine_copula import DVineCopulaEstimator
+        from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
+
         g, v = fit("gaussian_copula"), fit("dvine_copula")
         if g is None or v is None:
             result.failures.setdefault("average", "a component copula failed")
@@ -318,6 +318,10 @@ def _b_at(
     settings: EvaluationSettings,
 ) -> float:
     """The estimate of ``name`` with population size ``N2`` (the copulas are not refitted)."""
+    # the copulas' modules (pyvinecopulib, scipy.stats) load when an evaluation needs them
+    from safeshare.risk.estimators.average import AverageCopulaEstimator
+    from safeshare.risk.estimators.synthetic import SyntheticEstimator
+
     try:
         if name == "average":
             g, v = fit("gaussian_copula"), fit("dvine_copula")

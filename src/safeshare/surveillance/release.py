@@ -36,7 +36,6 @@ period go, if asked for, to a custodian-only log outside the published folder.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.app_runner import to_json
 from safeshare.core.lattice import Node
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, OutputFormat, ReleasePlan
 from safeshare.errors import DataError, InputError, VerificationError
@@ -458,8 +458,8 @@ def release_cases(
             result.periods.append(
                 PeriodRelease(label, code, name, records_in, records_out, records_in - records_out)
             )
-        (stage / "release.json").write_text(json.dumps(result.published_doc(), indent=2) + "\n")
+        (stage / "release.json").write_text(to_json(result.published_doc(), indent=2) + "\n")
         output.publish()
     if custodian_log is not None:
-        atomic_write_text(Path(custodian_log), json.dumps(result.custodian_doc(), indent=2) + "\n")
+        atomic_write_text(Path(custodian_log), to_json(result.custodian_doc(), indent=2) + "\n")
     return result

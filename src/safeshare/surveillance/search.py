@@ -37,7 +37,6 @@ from typing import Any
 
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.search.ola import choose_best, find_minimal_nodes
 from safeshare.surveillance.choices import RISKS, RiskName
 from safeshare.surveillance.inputs import MAX_COUNT, Population
 from safeshare.surveillance.simulate import (
@@ -227,6 +226,8 @@ def search_policies(
     ``exhaustive``). Region ``r``'s draws at volume ``v`` come from the stream
     ``seeded(seed, index of r in the population table, v)``, so results do not depend on which
     other regions or volumes are searched."""
+    from safeshare.search.ola import choose_best, find_minimal_nodes  # numba's loads with the search
+
     crit = criterion or RiskCriterion()
     space = population.space
     if not regions:

@@ -3,7 +3,7 @@
 Screens, in the order of the work (each ``/p/<project>/<screen>``): data, privacy, run,
 explore, risk, release, surveillance. The JSON API under ``/api`` (docs/ui.md) is what the
 pages' script calls and what a script may call. No handler computes anything: the figures are
-the use cases' (through :mod:`safeshare.ui.services` and the files a run wrote), and the
+the use cases' (through :mod:`safeshare.api.workbench` and the files a run wrote), and the
 handlers only read, render and write the project's configuration.
 """
 
@@ -27,10 +27,9 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from safeshare.api import workbench
 from safeshare.errors import InputError
 from safeshare.figures import number, percent
-from safeshare.ui import services
-from safeshare.ui.confine import confine_config
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
 from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
@@ -211,7 +210,7 @@ def _input_section(upload: Upload, path: str) -> dict[str, Any]:
     delimiter = upload.value("delimiter")
     if delimiter and delimiter != ",":
         section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    missing = services.missing_tokens(upload.value("missing"), upload.value("blank_missing") == "yes")
+    missing = workbench.missing_tokens(upload.value("missing"), upload.value("blank_missing") == "yes")
     if missing:
         section["missing"] = missing
     return section
@@ -256,7 +255,7 @@ def build_project(ctx: Context, upload: Upload) -> Project:
                 "metric": "prec",
                 "algorithm": "ola",
             }
-        confine_config(config, project.directory, ctx.settings.workdir)  # before anything reads it
+        workbench.confine_config(config, project.directory, ctx.settings.workdir)  # before anything reads it
         project.save_config(config)
         if config.get("input", {}).get("path"):
             start_profile(ctx, project)
@@ -292,7 +291,7 @@ def _point_hierarchies(config: dict[str, Any], uploaded: list[str]) -> None:
 
 def start_profile(ctx: Context, project: Project) -> str:
     section = project.config().get("input") or {}
-    confine_config({"input": section}, project.directory, ctx.settings.workdir)
+    workbench.confine_config({"input": section}, project.directory, ctx.settings.workdir)
     return ctx.runs.start(
         project.directory, "profile", {"input": section, "values_limit": ctx.settings.values_limit}
     )
@@ -304,7 +303,7 @@ def start_run(ctx: Context, project: Project, kind: str) -> str:
     from safeshare.ui.runs import new_run_id
 
     # a bad configuration, or one naming a file outside --workdir: refused before a child starts
-    services.check_config(project.config_path, ctx.settings.workdir)
+    workbench.check_config(project.config_path, ctx.settings.workdir)
     run_id = new_run_id()
     name = project.snapshot(run_id)
     try:
@@ -390,7 +389,7 @@ async def data_page(request: Request) -> Response:
             profile=profile,
             profile_state=profile_state,
             profile_run=profiling,
-            builders=services.builder_types(),
+            builders=workbench.builder_types(),
             run_id=None,
         ),
     )
@@ -476,7 +475,7 @@ async def set_hierarchy(request: Request) -> Response:
                     f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}"
                 )
             spec["hierarchy"] = dict(builder)
-            confine_config({"attributes": {column: spec}}, project.directory, ctx.settings.workdir)
+            workbench.confine_config({"attributes": {column: spec}}, project.directory, ctx.settings.workdir)
             if values is not None:  # the hierarchy must cover the data: checked now, not at run time
                 await _check_hierarchy(ctx, project, spec["hierarchy"], column, values, _missing(config))
         attributes[column] = spec
@@ -561,7 +560,7 @@ async def input_settings(request: Request) -> Response:
         section["names"] = names
     else:
         section.pop("names", None)
-    missing = services.missing_tokens(
+    missing = workbench.missing_tokens(
         str(form.get("missing", "")), str(form.get("blank_missing", "")) == "yes"
     )
     if missing:
@@ -622,7 +621,7 @@ async def privacy_page(request: Request) -> Response:
     )
     problem = None
     try:
-        services.check_config(project.config_path, ctx.settings.workdir)
+        workbench.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -633,8 +632,8 @@ async def privacy_page(request: Request) -> Response:
             "privacy",
             values=_privacy_values(config),
             reason=config.get("threshold_reason") or project.meta.get("threshold_reason", ""),
-            metrics=services.metrics(),
-            algorithms=services.algorithms(),
+            metrics=workbench.metrics(),
+            algorithms=workbench.algorithms(),
             estimate=estimate,
             estimate_state=estimate_state,
             estimate_run=estimate_run,
@@ -740,7 +739,7 @@ async def run_page(request: Request) -> Response:
     state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
     problem = None
     try:
-        services.check_config(project.config_path, ctx.settings.workdir)
+        workbench.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -769,9 +768,7 @@ async def start_run_page(request: Request) -> Response:
 
 @lru_cache(maxsize=4)
 def _view(path: str, mtime: float) -> Any:
-    from safeshare.workflows.explore import LatticeView
-
-    return LatticeView.read(Path(path))
+    return workbench.LatticeView.read(Path(path))
 
 
 def view_of(project: Project, run_id: str) -> Any:
@@ -822,10 +819,8 @@ async def node_fragment(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
     run_id = request.path_params["rid"]
-    from safeshare.workflows.explore import node_detail
-
     try:
-        detail = node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
+        detail = workbench.node_detail(view_of(project, run_id), request.query_params.get("levels", ""))
     except InputError as exc:
         return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     return ctx.render(
@@ -872,12 +867,10 @@ def _histogram_svg(detail: Mapping[str, Any], width: int = 380) -> str:
 async def compare_fragment(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    from safeshare.workflows.explore import node_detail
-
     try:
         view = view_of(project, request.path_params["rid"])
         keys = [k for k in request.query_params.get("nodes", "").split(";") if k][:4]
-        details = [node_detail(view, key) for key in keys]
+        details = [workbench.node_detail(view, key) for key in keys]
     except InputError as exc:
         return HTMLResponse(f"<p class=error>{escape(str(exc))}</p>", status_code=400)
     charts = [Markup(_histogram_svg(d, 260)) for d in details]
@@ -1098,7 +1091,7 @@ async def api_config(request: Request) -> Response:
         text = body.decode("utf-8")
         if request.headers.get("content-type", "").startswith("application/json"):
             text = dump_yaml(_json_object(text, "the configuration"))
-        project.save_config_text(text, lambda doc: confine_config(doc, project.directory, workdir))
+        project.save_config_text(text, lambda doc: workbench.confine_config(doc, project.directory, workdir))
     except (InputError, UnicodeDecodeError) as exc:
         return _error(exc)
     return JSONResponse({"id": project.id, "config_yaml": project.config_text()})
@@ -1178,12 +1171,10 @@ async def api_run_json(request: Request) -> Response:
 
 
 async def api_node(request: Request) -> Response:
-    from safeshare.workflows.explore import node_detail
-
     try:
         project, _ = _run_dir(request)
         return JSONResponse(
-            node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
+            workbench.node_detail(view_of(project, request.path_params["rid"]), request.path_params["levels"])
         )
     except InputError as exc:
         return _error(exc, 404)

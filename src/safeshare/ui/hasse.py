@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from html import escape
+from typing import TYPE_CHECKING
 
-from safeshare.workflows.explore import LatticeView, NodeFigures
+if TYPE_CHECKING:
+    from safeshare.api import workbench
 
 EDGES_UP_TO = 1500
 ROW_GAP = 46
@@ -30,9 +32,9 @@ def _radius(widest: int) -> float:
     return 7.0 if widest <= 40 else 5.0 if widest <= 150 else 3.5 if widest <= 500 else 2.5
 
 
-def hasse_svg(view: LatticeView) -> str:
+def hasse_svg(view: workbench.LatticeView) -> str:
     """The diagram as one ``<svg>`` element (``data-testid="lattice"``)."""
-    rows: dict[int, list[NodeFigures]] = defaultdict(list)
+    rows: dict[int, list[workbench.NodeFigures]] = defaultdict(list)
     for node in view.nodes:
         rows[node.height].append(node)
     for row in rows.values():

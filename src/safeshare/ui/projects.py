@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from safeshare.app_runner import to_json
 from safeshare.errors import InputError
 
 #: Characters allowed in an uploaded file's name (no separator, no leading dot).
@@ -74,7 +75,7 @@ class Project:
 
     def set_meta(self, **values: Any) -> None:
         meta = {**self.meta, **values}
-        (self.directory / "project.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        (self.directory / "project.json").write_text(to_json(meta, indent=1) + "\n", encoding="utf-8")
 
     @property
     def name(self) -> str:
@@ -214,11 +215,11 @@ class ProjectStore:
 
     def inside(self, relative: str, what: str = "file") -> Path:
         """The file ``relative`` names under the work directory (:class:`InputError` when it
-        leaves it, through ``..`` or a link: :func:`safeshare.ui.confine.inside`; or is not a
+        leaves it, through ``..`` or a link: :func:`safeshare.workflows.confine.inside`; or is not a
         file)."""
-        from safeshare.ui.confine import inside
+        from safeshare.api import workbench
 
-        path = inside(relative, self.workdir, what)
+        path = workbench.inside(relative, self.workdir, what)
         if not path.is_file():
             raise InputError(f"{what}: {relative!r} is not a file under the work directory")
         return path

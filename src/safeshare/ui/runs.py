@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from safeshare.app_runner import to_json
+
 #: Kinds of run the worker knows.
 KINDS = ("profile", "estimate", "anonymize", "surveil-simulate")
 
@@ -88,7 +90,7 @@ class RunManager:
                 "params": params,
                 "id": run_id,
             }
-            (directory / "job.json").write_text(json.dumps(job) + "\n", encoding="utf-8")
+            (directory / "job.json").write_text(to_json(job) + "\n", encoding="utf-8")
             with open(directory / "stderr.txt", "wb") as stderr:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "safeshare.ui.worker", str(directory)],
@@ -215,7 +217,7 @@ async def hierarchy_in_child(
                     group.start_soon(drain, process.stdout, "out")
                     group.start_soon(drain, process.stderr, "err")
                     assert process.stdin is not None
-                    await process.stdin.send(json.dumps(request).encode("utf-8"))
+                    await process.stdin.send(to_json(request).encode("utf-8"))
                     await process.stdin.aclose()
                     await process.wait()
         except TimeoutError:

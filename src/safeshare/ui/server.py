@@ -11,11 +11,11 @@ When the server stops (Ctrl-C, SIGTERM), the runs still going are cancelled.
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
 import sys
 from pathlib import Path
 
+from safeshare.app_runner import to_json
 from safeshare.errors import InputError
 
 
@@ -80,7 +80,7 @@ def serve(
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown}:{port}/?token={token}"
     if as_json:
-        sys.stdout.write(json.dumps({"url": url, "host": host, "port": port}) + "\n")
+        sys.stdout.write(to_json({"url": url, "host": host, "port": port}) + "\n")
     else:
         sys.stdout.write(f"safeshare ui: {url}\n")
     sys.stdout.flush()

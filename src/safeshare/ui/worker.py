@@ -3,11 +3,12 @@
 The server never reads records: every run (profile, estimate, anonymize, surveillance) is this
 process, started by :mod:`safeshare.ui.runs`, so a 10-million-row DuckDB run's memory is the
 child's and the server stays small. The worker reads ``RUN_DIR/job.json`` (``kind``,
-``project``, ``params``), calls the use case through :mod:`safeshare.ui.services` with a
+``project``, ``params``), calls the use case through :mod:`safeshare.api.workbench` with a
 :class:`FileMonitor` that writes ``progress.json`` (phase, nodes checked of the total, notes),
 writes the results into ``RUN_DIR`` and finally ``state.json``.
 
-Signals behave as in the command line: SIGTERM (the workbench's Cancel) and SIGINT raise
+Signals and exit statuses are the command line's (:func:`safeshare.app_runner.run_guarded`, one
+guard and one table for both): SIGTERM (the workbench's Cancel) and SIGINT raise
 :class:`~safeshare.errors.Interrupted` in the main thread, which unwinds through the output
 directory's clean-up (staging removed, nothing published) and exits 143 (130); bad input
 exits 2 with one line, a failed verification or an internal error 1.
@@ -16,44 +17,30 @@ exits 2 with one line, a failed verification or an internal error 1.
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from safeshare.errors import InputError, Interrupted, SafeshareError, VerificationError
+from safeshare.app_runner import WORKBENCH_VOICE, run_guarded, to_json
+from safeshare.errors import InputError
 
 #: progress.json is rewritten at most this often (seconds)
 PROGRESS_EVERY = 0.2
 
 
 def write_json(path: Path, doc: Any) -> None:
-    """``doc`` as JSON at ``path``, replaced atomically (a reader never sees half a file)."""
+    """``doc`` as JSON at ``path`` (:func:`safeshare.app_runner.to_json`: NaN and infinities as
+    ``null``), replaced atomically (a reader never sees half a file)."""
     from safeshare.io import atomic_write_text
 
-    atomic_write_text(path, json.dumps(doc, default=_json_default) + "\n")
-
-
-def _json_default(obj: object) -> object:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path | set | frozenset | tuple):
-        return str(obj) if isinstance(obj, Path) else list(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+    atomic_write_text(path, to_json(doc) + "\n")
 
 
 class FileMonitor:
-    """A :class:`~safeshare.ui.services.Monitor` that writes ``progress.json`` for the server."""
+    """A :class:`~safeshare.app_runner.Monitor` that writes ``progress.json`` for the server."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -94,75 +81,58 @@ class FileMonitor:
         return True
 
 
-@contextmanager
-def signals_raise() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (as the command line)."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        received.append(signum)
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[str, Any]:
     """Execute one job; return what goes into ``state.json`` besides the status."""
-    from safeshare.ui import services
-    from safeshare.ui.confine import confine_config, inside
+    from safeshare.api import workbench
 
     kind = job["kind"]
     project = Path(job["project"])
+    if not job.get("workdir"):
+        raise InputError(f"{run_dir / 'job.json'}: no workdir (every file a job names is confined under it)")
     workdir = Path(job["workdir"])  # every file the job names is confined under it (again)
     params = job.get("params", {})
     if kind == "profile":
-        confine_config({"input": params["input"]}, project, workdir)
+        workbench.confine_config({"input": params["input"]}, project, workdir)
         with monitor.phase("profiling the columns"):
-            data, values = services.profile(params["input"], project, int(params.get("values_limit", 5000)))
+            data, values = workbench.profile(params["input"], project, int(params.get("values_limit", 5000)))
         write_json(project / "values.json", values)
         write_json(project / "profile.json", data.to_dict())
         return {"records": data.records}
     if kind == "estimate":
-        estimate = services.estimate(project / params["config"], workdir, monitor)
+        estimate = workbench.estimate(project / params["config"], workdir, monitor)
         write_json(run_dir / "estimate.json", {**estimate.to_dict(), "sentence": estimate.sentence()})
         return {"lattice_size": estimate.lattice_size}
     if kind == "anonymize":
-        from safeshare.workflows.explore import lattice_view, risk_comparison
-
-        done = services.anonymize(project / params["config"], run_dir / "out", workdir, monitor)
+        done = workbench.anonymize(project / params["config"], run_dir / "out", workdir, monitor)
         report = done.report
         state = {"verified": bool(report.get("verified")), "release": report.get("release")}
         with monitor.progress("exploring the lattice", min(done.fit.table.lattice.size, 10_000)) as update:
-            view = lattice_view(done.fit, done.population_size, progress=update)
+            view = workbench.lattice_view(done.fit, done.population_size, progress=update)
         view.write(run_dir)
         with monitor.phase("comparing the risk estimators"):
-            comparison = risk_comparison(
+            comparison = workbench.risk_comparison(
                 done.input_sizes, done.fit.released_class_sizes, done.population_size
             )
         write_json(run_dir / "risk.json", comparison.to_dict())
         return state
     if kind == "surveil-simulate":
         for key in ("population", "cases"):
-            inside(params[key], workdir, key)
-        doc = services.surveillance_simulate(params, monitor)
+            workbench.inside(params[key], workdir, key)
+        doc = workbench.surveillance_simulate(params, monitor)
         write_json(run_dir / "surveillance.json", doc)
         return {}
     raise InputError(f"unknown job kind {kind!r}")
 
 
-def _interrupted(run_dir: Path, signum: int) -> dict[str, Any]:
-    """The state of a run ended by a signal, in the command line's words: "terminated; nothing
-    was published", or, when Cancel came after the release was published (while the lattice was
-    explored), "terminated after the new output was published to ..." with the release's
-    verification, so that the Run screen says what the Release screen offers."""
-    from safeshare.io import interrupt_message, published_paths
+def _interrupted(run_dir: Path, line: str | None) -> dict[str, Any]:
+    """The state of a run ended by a signal, in the command line's words
+    (:func:`safeshare.app_runner.outcome`'s ``line``): "cancelled; nothing was published", or, when
+    Cancel came after the release was published (while the lattice was explored), "cancelled after
+    the new output was published to ..." with the release's verification, so that the Run screen
+    says what the Release screen offers."""
+    from safeshare.io import published_paths
 
-    state: dict[str, Any] = {"status": "cancelled", "error": interrupt_message(signum)}
+    state: dict[str, Any] = {"status": "cancelled", "error": line}
     state["published"] = bool(published_paths())
     if state["published"]:
         report = _read_report(run_dir / "out" / "report.json")
@@ -180,15 +150,15 @@ def _read_report(path: Path) -> dict[str, Any]:
 
 def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
     """``python -m safeshare.ui.worker --hierarchy``: one hierarchy checked and previewed
-    (:func:`safeshare.ui.services.hierarchy_levels`) for the server, which sends ``request``
+    (:func:`safeshare.workflows.workbench.hierarchy_levels`) for the server, which sends ``request``
     (``spec``, ``base``, ``workdir``, ``column``, ``values``) on stdin and reads the answer,
     ``{"levels": [...]}`` or ``{"error": "one line"}``, from stdout. The server never parses
     a hierarchy itself (issue 30, item 12): a file of hundreds of megabytes takes this
     process's memory and time, not the server's."""
-    from safeshare.ui import services
+    from safeshare.api import workbench
 
     try:
-        levels = services.hierarchy_levels(
+        levels = workbench.hierarchy_levels(
             request["spec"],
             Path(request["base"]),
             request.get("values"),
@@ -210,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args == ["--hierarchy"]:
         answer = check_hierarchy(json.loads(sys.stdin.buffer.read()))
-        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.write(to_json(answer) + "\n")
         return 0
     if len(args) != 1:
         sys.stderr.write("usage: python -m safeshare.ui.worker RUN_DIR | --hierarchy\n")
@@ -218,50 +188,26 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args[0])
     job = json.loads((run_dir / "job.json").read_text(encoding="utf-8"))
     state: dict[str, Any] = {"status": "running"}
-    code = 0
-    with signals_raise() as received:
-        try:
-            try:
-                monitor = FileMonitor(run_dir / "progress.json")
-                state.update(run_job(run_dir, job, monitor))
-                state["status"] = "done"
-                monitor.state.update(phase="finished", done=None, total=None)
-                write_json(run_dir / "progress.json", monitor.state)
-            except Exception:
-                if received:  # a library turned the interrupt into its own error (DuckDB)
-                    raise Interrupted(received[-1]) from None
-                raise
-        except Interrupted as exc:
-            code = 128 + exc.signum
-            state.update(_interrupted(run_dir, exc.signum))
-        except KeyboardInterrupt:
-            code = 130
-            state.update(_interrupted(run_dir, signal.SIGINT))
-        except InputError as exc:
-            code = 2
-            state.update(status="failed", error=" ".join(f"error: {exc}".split()))
-        except VerificationError as exc:
-            code = 1
-            state.update(status="failed", error=" ".join(f"error: {exc}; nothing was written".split()))
-        except SafeshareError as exc:
-            code = 1
-            state.update(status="failed", error=" ".join(f"error: {exc}".split()))
-        except MemoryError:
-            code = 1
-            state.update(status="failed", error="error: memory ran out before the run finished")
-        except OSError as exc:
-            code = 2
-            where = f"{exc.filename}: " if exc.filename else ""
-            state.update(status="failed", error=f"error: {where}{exc.strerror or exc}")
-        except Exception as exc:
-            traceback.print_exc()
-            code = 1
-            state.update(status="failed", error=f"internal error: {type(exc).__name__}: {exc}")
-        state["exit"] = code
-        write_json(run_dir / "state.json", state)
+
+    def work() -> None:
+        monitor = FileMonitor(run_dir / "progress.json")
+        state.update(run_job(run_dir, job, monitor))
+        state["status"] = "done"
+        monitor.state.update(phase="finished", done=None, total=None)
+        write_json(run_dir / "progress.json", monitor.state)
+
+    # the command line's signal guard and exit statuses; an internal error's traceback goes to
+    # the run's stderr.txt (debug), the workbench says "cancelled" for its Cancel (SIGTERM)
+    result = run_guarded(work, WORKBENCH_VOICE, debug=True)
+    if result.kind == "interrupted":
+        state.update(_interrupted(run_dir, result.line))
+    elif result.kind != "ok":
+        state.update(status="failed", error=result.line)
+    state["exit"] = result.status
+    write_json(run_dir / "state.json", state)
     if state.get("error"):
         sys.stderr.write(state["error"] + "\n")
-    return code
+    return result.status
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ release** (DuckDB SQL over the file, as :mod:`safeshare.verify` does), hence onl
 records, and return structured warnings ``{code, columns, value, message}``. They never
 fail a release: they tell the custodian what to look at before publishing.
 
-* ``kept_column_identifying``: a kept column (insensitive or sensitive) whose values,
+The codes are :class:`safeshare.warning_codes.WarningCode`'s (one spelling, kebab-case):
+
+* ``kept-column-identifying``: a kept column (insensitive or sensitive) whose values,
   alone or with the released quasi-identifiers, single out more than 5 % of the released
   records. Measured as the records unique on ``(QIs, column)`` that are not already unique
   on the QIs alone (so a risk-only release with unique classes does not flag every
@@ -15,22 +17,22 @@ fail a release: they tell the custodian what to look at before publishing.
   column alone. An adversary who knows such a column (a follow-up time, a lab value, a
   count) re-identifies those records whatever the QIs' generalization: make it a
   quasi-identifier with a hierarchy, or drop it.
-* ``homogeneous_classes``: per sensitive column, the released classes (``GROUP BY`` the
+* ``homogeneous-classes``: per sensitive column, the released classes (``GROUP BY`` the
   QIs) in which every record has the same value, missing values aside: knowing a person's
   QIs then reveals that value (attribute disclosure; Machanavajjhala et al.'s
   homogeneity attack, which l-diversity prevents). ``value``: the share of released
   records in such classes. Reported whether or not l-diversity was configured; the message
   names the commonest such values with their share of all released records, since
   learning a value that 90 % of people have tells an adversary less than learning a rare one.
-* ``singleton_classes``: released classes of a single record. Only a release without
+* ``singleton-classes``: released classes of a single record. Only a release without
   k-anonymity (a risk-only release: ``risk: {threshold: ...}`` bounds an average) can hold
   them; each such record's prosecutor risk is 1. ``value``: the share of released records
   in them.
-* ``coarse_pseudonym``: a pseudonym column with fewer distinct released values than
+* ``coarse-pseudonym``: a pseudonym column with fewer distinct released values than
   ``2 sqrt(n)`` (:mod:`safeshare.data.identifiers.coarse`): a pseudonym of ``zip`` with 4
   codes is the column itself (issue 30). It is then also checked as a kept column, and the
   informed adversary knows it. ``value``: its distinct values over the released records.
-* ``shifted_date_identifying`` (with kept shifted dates) or ``coarse_pseudonym_identifying``
+* ``shifted-date-identifying`` (with kept shifted dates) or ``coarse-pseudonym-identifying``
   (with coarse pseudonyms only): the **informed adversary** of :mod:`safeshare.verify.informed`,
   who knows the QIs, the coarse pseudonyms and each kept shifted date within ``max_days`` of
   the released one, leaves some records fewer than k candidates (or, without k, singles some
@@ -63,11 +65,12 @@ from safeshare.verify.informed import (
     informed_adversary,
 )
 from safeshare.verify.sql import literal, quote, release_relation
+from safeshare.warning_codes import WarningCode, warning_code
 
-#: ``kept_column_identifying`` fires above this share of released records made unique.
+#: ``kept-column-identifying`` fires above this share of released records made unique.
 UNIQUE_SHARE = 0.05
 
-#: The largest number of example values a ``homogeneous_classes`` message names.
+#: The largest number of example values a ``homogeneous-classes`` message names.
 EXAMPLES = 3
 
 
@@ -81,9 +84,12 @@ class DisclosureWarning:
     value: float
     message: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", warning_code(self.code))
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "code": self.code,
+            "code": str(self.code),
             "columns": list(self.columns),
             "value": self.value,
             "message": self.message,
@@ -224,7 +230,7 @@ def _check(
     for p in coarse:
         out.append(
             DisclosureWarning(
-                "coarse_pseudonym",
+                WarningCode.COARSE_PSEUDONYM,
                 (p["column"],),
                 p["distinct"] / p["records"],
                 f"column {p['column']!r} is released as {p['distinct']:,} distinct pseudonyms over "
@@ -246,7 +252,7 @@ def _check(
     if qi_uniques:
         out.append(
             DisclosureWarning(
-                "singleton_classes",
+                WarningCode.SINGLETON_CLASSES,
                 tuple(qis),
                 qi_uniques / total,
                 f"{qi_uniques:,} released classes hold a single record ({_share(qi_uniques, total)}): "
@@ -261,7 +267,7 @@ def _check(
         if share > unique_share:
             out.append(
                 DisclosureWarning(
-                    "kept_column_identifying",
+                    WarningCode.KEPT_COLUMN_IDENTIFYING,
                     (column, *qis),
                     share,
                     f"column {column!r}, kept as it is, makes {_share(together, total)} unique together "
@@ -295,7 +301,7 @@ def _check(
         )
         out.append(
             DisclosureWarning(
-                "homogeneous_classes",
+                WarningCode.HOMOGENEOUS_CLASSES,
                 (column, *qis),
                 records / total,
                 f"{classes:,} released classes ({_share(records, total)}) hold a single value of {column!r} "
@@ -349,7 +355,7 @@ def _adversary_warning(adversary: InformedAdversary, total: int) -> DisclosureWa
         else ""
     )
     return DisclosureWarning(
-        "shifted_date_identifying" if dated else "coarse_pseudonym_identifying",
+        WarningCode.SHIFTED_DATE_IDENTIFYING if dated else WarningCode.COARSE_PSEUDONYM_IDENTIFYING,
         (*adversary.known, *adversary.quasi_identifiers),
         short / total,
         f"an adversary who knows a person's quasi-identifiers and {', '.join(known)} singles out up to "

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from safeshare.app_runner import SILENT, Monitor, to_json
 from safeshare.errors import ConfigError
 from safeshare.options import TRADEOFF_AUTO_MAX
-from safeshare.workflows.monitor import SILENT, Monitor
 
 #: How a run selects the DuckDB engine, for the advice when the memory engine runs out of memory
 #: (the command's option and the API's keyword are both ``engine``; a configuration's key too).
@@ -456,7 +456,6 @@ def anonymize_dry_run(
     """``safeshare anonymize --dry-run``: epsilon-safe's distribution over every node of the
     sample's lattice, written to ``out`` (``distribution.csv``, ``distribution.json``) for the
     data custodian, no node drawn and nothing released (thesis §4.5.4)."""
-    import json
 
     from safeshare.config import load_config
     from safeshare.data.engines.factory import make_engine
@@ -483,21 +482,7 @@ def anonymize_dry_run(
     doc["config"] = Path(cfg.path).name
     with output as stage:
         atomic_write(stage / "distribution.csv", lambda p: frame.to_csv(p, index=False))
-        atomic_write_text(stage / "distribution.json", json.dumps(doc, indent=2, default=json_default) + "\n")
+        atomic_write_text(stage / "distribution.json", to_json(doc, indent=2) + "\n")
         output.publish()
     run.path = Path(out)
     return run
-
-
-def json_default(obj: object) -> object:
-    """JSON of numpy scalars; non-finite floats as ``null``."""
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        value = float(obj)
-        return value if math.isfinite(value) else None
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.app_runner import SILENT, Monitor
 from safeshare.attack import linkage as linkage_mod
 from safeshare.attack import residual as residual_mod
 from safeshare.attack.exact import exact_match
@@ -37,7 +38,6 @@ from safeshare.attack.result import AttackResult
 from safeshare.attack.truth import attribute
 from safeshare.attack.view import QIMap, consistent_pairs, read_release
 from safeshare.errors import DataError, InputError
-from safeshare.workflows.monitor import SILENT, Monitor
 
 
 def _frame(source: Any) -> pd.DataFrame:

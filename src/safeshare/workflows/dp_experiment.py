@@ -26,7 +26,6 @@ each calibration reproduces them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare.app_runner import to_json
 from safeshare.config import load_config
 from safeshare.config.spec import AnonymizationSpec
 from safeshare.core.tabulate import build_frequency_table
@@ -337,7 +337,7 @@ def dp_experiment(**options: Any) -> DPExperiment:
     checks["good_nodes_per_sample"] = [int(good_nodes(s.data).sum()) for s in samples]
     with output as stage:
         atomic_write(stage / "dp_experiments.csv", lambda p: results.to_csv(p, index=False))
-        atomic_write_text(stage / "dp_experiments.json", json.dumps(checks, indent=2, default=float) + "\n")
+        atomic_write_text(stage / "dp_experiments.json", to_json(checks, indent=2) + "\n")
         names = ["dp_experiments.csv", "dp_experiments.json", *(p.name for p in plot(results, stage))]
         output.publish()
     return DPExperiment(checks, results, Path(opts.out), [Path(opts.out) / name for name in names])

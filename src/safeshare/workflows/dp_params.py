@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from safeshare.dp.parameters import DPSParameters
+if TYPE_CHECKING:  # numpy and scipy load once the options are valid (start-up)
+    from safeshare.dp.parameters import DPSParameters
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,10 @@ def dp_params(**options: Any) -> DPParams:
     ``delta`` (target: delta <= this), ``n`` (records of the input), ``grid``."""
     from safeshare.config.commands import DPParamsOptions
     from safeshare.config.commands import options as validated
-    from safeshare.dp.parameters import solve
 
     opts = validated(DPParamsOptions, options)
+    from safeshare.dp.parameters import solve  # numpy and scipy load once the options are valid
+
     if opts.grid:
         return _grid(opts.delta if opts.delta is not None else 1e-4, opts.n if opts.n is not None else 32561)
     assert opts.n is not None

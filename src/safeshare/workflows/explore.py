@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from safeshare.app_runner import to_json
 from safeshare.core.evaluation import Classes
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
@@ -197,7 +198,7 @@ class LatticeView:
                 np.savez_compressed(fh, nodes=nodes, offsets=offsets, sizes=sizes, counts=counts)
 
         atomic_write(directory / "lattice-sizes.npz", save)
-        atomic_write_text(directory / "lattice.json", json.dumps(self.to_dict(), separators=(",", ":")))
+        atomic_write_text(directory / "lattice.json", to_json(self.to_dict(), separators=(",", ":")))
 
     @classmethod
     def read(cls, directory: Path) -> LatticeView:

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from safeshare.app_runner import SILENT, Monitor
 from safeshare.data.flatten import FlattenStats
-from safeshare.workflows.monitor import SILENT, Monitor
 
 
 @dataclass(frozen=True)

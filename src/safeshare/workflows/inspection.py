@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from safeshare.data.engines.base import COUNT_COLUMN, Engine
-from safeshare.data.schema import check_not_empty
 from safeshare.errors import DataError, InputError
-from safeshare.risk.measures import records_at_risk
+
+if TYPE_CHECKING:  # numpy, pandas and the engines load once the options are valid (start-up)
+    from safeshare.data.engines.base import Engine
 
 #: The advice when a quasi-identifier is mostly empty (the options of ``safeshare inspect``).
 INSPECT_EMPTY_HINT = "check --delimiter, or declare a missing-value token (e.g. --missing '?')"
@@ -34,6 +32,12 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     class size, and the prosecutor re-identification risk: ``1/|E|`` for a
     record of class ``E``, its maximum and its mean over records (= classes / N).
     """
+    import numpy as np
+
+    from safeshare.data.engines.base import COUNT_COLUMN
+    from safeshare.data.schema import check_not_empty
+    from safeshare.risk.measures import records_at_risk
+
     qis = list(quasi_identifiers)  # validated by InspectOptions: at least one, none twice
     available = engine.columns()
     for q in qis:
@@ -95,10 +99,14 @@ def inspect(data: str | Path, **options: Any) -> Inspection:
     """
     from safeshare.config.commands import InspectOptions
     from safeshare.config.commands import options as validated
-    from safeshare.data.engines.memory import MemoryEngine
 
     opts = validated(InspectOptions, options)
-    engine = MemoryEngine(opts.source(data))
+    source = opts.source(data)
+    source.check_readable()  # before the engine (pandas) is imported
+
+    from safeshare.data.engines.memory import MemoryEngine
+
+    engine = MemoryEngine(source)
     stats = class_statistics(engine, opts.qi, opts.k)
     measured = None
     if opts.knowledge is not None:

@@ -13,7 +13,6 @@ complete new one; on a failure the staging directory is removed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from safeshare.app_runner import to_json
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
@@ -395,9 +395,7 @@ def write_reports(release: Release, directory: Path, html: bool = True) -> None:
         release.timings["report"] = 0.0
         atomic_write_text(directory / "report.html", render_report(release.report))
         release.timings["report"] = time.perf_counter() - start
-    atomic_write_text(
-        directory / "report.json", json.dumps(release.report, indent=2, default=_json_default) + "\n"
-    )
+    atomic_write_text(directory / "report.json", to_json(release.report, indent=2) + "\n")
 
 
 def write_release(
@@ -539,19 +537,3 @@ def _version() -> str:
     from safeshare import __version__
 
     return __version__
-
-
-def _json_default(obj: object) -> object:
-    import numpy as np
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")

@@ -27,28 +27,26 @@ Nothing in them names a local path (the data's file name only) or a quasi-identi
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from safeshare.data.engines.base import COUNT_COLUMN
-from safeshare.data.engines.memory import MemoryEngine
-from safeshare.data.schema import check_not_empty
-from safeshare.data.source import TableSource
+from safeshare.app_runner import SILENT, Monitor, to_json
 from safeshare.errors import InputError
 from safeshare.figures import number
 from safeshare.resources import available_memory
-from safeshare.risk.classes import SampleTable
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
-from safeshare.risk.estimators.base import RiskEstimator
-from safeshare.risk.measures import RiskMeasures, class_sizes, risk_measures
-from safeshare.workflows.monitor import SILENT, Monitor
+
+if TYPE_CHECKING:  # numpy, pandas and the engine load once the options are valid (start-up)
+    import pandas as pd
+
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.data.source import TableSource
+    from safeshare.risk.classes import SampleTable
+    from safeshare.risk.estimators.base import RiskEstimator
+    from safeshare.risk.measures import RiskMeasures
 
 #: Synthetic records (N x simulations) an estimator may draw unless told otherwise: about a
 #: minute of CPU for 5 quasi-identifiers (the paper's Ontario case, N = 13.4 million, fits).
@@ -225,7 +223,7 @@ class RiskAssessment:
         return doc
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=_json_default) + "\n"
+        return to_json(self.to_dict(), indent=2) + "\n"
 
     def rows(self) -> list[tuple[str, str]]:
         """The terminal's table: (measure, value) rows, from the same result as risk.json."""
@@ -246,15 +244,10 @@ class RiskAssessment:
         return render_risk_html(self.to_dict())
 
 
-def _json_default(value: object) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
 def _frame(data: TableSource | pd.DataFrame) -> tuple[pd.DataFrame, str, MemoryEngine]:
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.data.source import TableSource
+
     engine = MemoryEngine(data)
     name = data.path.name if isinstance(data, TableSource) else "DataFrame"
     return engine.frame, name, engine
@@ -263,6 +256,9 @@ def _frame(data: TableSource | pd.DataFrame) -> tuple[pd.DataFrame, str, MemoryE
 def check_quasi_identifiers(engine: MemoryEngine, qi: Sequence[str], label: str) -> None:
     """``anonymize``'s checks of the input's QIs: known columns, and none empty in most records
     (:func:`~safeshare.data.schema.check_not_empty`, the same function)."""
+    from safeshare.data.engines.base import COUNT_COLUMN
+    from safeshare.data.schema import check_not_empty
+
     missing = [c for c in qi if c not in engine.columns()]
     if missing:
         known = ", ".join(engine.columns())
@@ -295,11 +291,19 @@ def risk(
     from safeshare.config.commands import RiskOptions
     from safeshare.config.commands import options as validated
     from safeshare.io import OutputDirectory
-    from safeshare.risk.html import risk_distribution, risk_drivers
 
     opts = validated(RiskOptions, options)
     if out is not None:  # a foreign, locked or unwritable folder is refused before any data is read
         OutputDirectory(Path(out)).preflight()
+    if isinstance(data, str | Path):  # a missing file is said before pandas and the estimators load
+        opts.source(data).check_readable()
+
+    import pandas as pd
+
+    from safeshare.risk.classes import SampleTable
+    from safeshare.risk.html import risk_distribution, risk_drivers
+    from safeshare.risk.measures import class_sizes, risk_measures
+
     N = opts.population_size
     columns = list(opts.qi)
     with monitor.phase("reading the data"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safeshare.workflows.monitor import SILENT, Monitor
+from safeshare.app_runner import SILENT, Monitor, to_json
 
 #: How evaluation.json says the study points are seeded.
 SEEDING = (
@@ -69,17 +69,20 @@ def risk_evaluate(
     of N, fractions; empty: none), ``sensitivity_estimator``, ``correlation`` (``mi`` |
     ``rank``), ``plots``, and the data-reading options.
     """
-    import json
 
     from safeshare.config.commands import RiskEvaluateOptions
     from safeshare.config.commands import options as validated
-    from safeshare.data.engines.memory import MemoryEngine
     from safeshare.io import OutputDirectory
-    from safeshare.risk import evaluation as ev
 
     opts = validated(RiskEvaluateOptions, {**options, "out": out})
     output = OutputDirectory(Path(out))
     output.preflight()  # refused before the (long) evaluation starts
+    source = opts.source(data)
+    source.check_readable()  # before numpy, pandas and the estimators are imported
+
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.risk import evaluation as ev
+
     wanted = tuple(opts.estimator)
     settings = ev.EvaluationSettings(
         points=opts.simulations,
@@ -90,7 +93,6 @@ def risk_evaluate(
         correlation=opts.correlation,
     )
     settings.validate()
-    source = opts.source(data)
     with monitor.phase("reading the population"):
         frame = MemoryEngine(source).frame
         population = ev.Population.from_frame(frame, opts.qi)
@@ -157,9 +159,7 @@ def risk_evaluate(
             "figures": [p.name for p in figures],
             "cpu_count": os.cpu_count(),
         }
-        stage.joinpath("evaluation.json").write_text(
-            json.dumps(document, indent=2, default=_json_default) + "\n", encoding="utf-8"
-        )
+        stage.joinpath("evaluation.json").write_text(to_json(document, indent=2) + "\n", encoding="utf-8")
         output.publish()
     return RiskEvaluation(summary, wanted, document, tuple(p.name for p in figures), output.out_dir, wall)
 
@@ -186,14 +186,6 @@ def _figures(
             sens, f"{opts.sensitivity_estimator} with N off by ±{errors_text}: {title}", stage / "sensitivity"
         )
     return figures
-
-
-def _json_default(value: object) -> Any:
-    import math
-
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
 __all__ = ["RiskEvaluation", "risk_evaluate"]

@@ -13,20 +13,22 @@ outputs or the complete new ones, never a mix (an interrupt or a failure leaves 
 run without plots or a weekly run leaves no figure of an earlier run behind). No output names a
 local path: input files are recorded by their file name only.
 
-``progress(label, done, total)`` is called as long loops advance (the command line draws bars).
+Progress goes to ``monitor`` (:class:`safeshare.app_runner.Monitor`, the protocol of every use case:
+``monitor.progress(label, total)`` as long loops advance; the command line draws bars).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from safeshare.app_runner import SILENT, Monitor, to_json
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.io import OutputDirectory
@@ -61,7 +63,6 @@ from safeshare.surveillance.inputs import (
     read_population,
 )
 from safeshare.surveillance.policies import PolicySpace, load_space
-from safeshare.surveillance.release import SurveillanceRelease
 from safeshare.surveillance.search import (
     DO_NOT_SHARE,
     PolicySearch,
@@ -88,8 +89,8 @@ from safeshare.surveillance.simulate import (
     series_risk,
 )
 
-#: ``progress(label, done, total)``
-Progress = Callable[[str, int, int], None]
+if TYPE_CHECKING:
+    from safeshare.surveillance.release import SurveillanceRelease
 
 #: The case volumes searched by default (the paper's Fig. 3 columns, from 10 to 750 cases).
 DEFAULT_VOLUMES = (10, 11, 20, 50, 75, 150, 300, 500, 750)
@@ -97,21 +98,20 @@ DEFAULT_VOLUMES = (10, 11, 20, 50, 75, 150, 300, 500, 750)
 DEFAULT_CUMULATIVE_VOLUMES = (11, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 
 
-def _silent(label: str, done: int, total: int) -> None:
-    """No progress display."""
+@contextmanager
+def _counting(monitor: Monitor, label: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """``monitor.progress(label, total)`` as the surveillance loops' callback ``tick(done, total)``."""
+    with monitor.progress(label, total) as update:
 
+        def tick(done: int, total: int) -> None:
+            if update is not None:
+                update(done)
 
-def _tick(progress: Progress, label: str) -> Callable[[int, int], None]:
-    """``progress`` with its label bound: ``tick(done, total)``."""
-
-    def tick(done: int, total: int) -> None:
-        progress(label, done, total)
-
-    return tick
+        yield tick
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    path.write_text(to_json(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> None:
@@ -254,7 +254,7 @@ def surveil_simulate(
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
-    progress: Progress = _silent,
+    monitor: Monitor = SILENT,
 ) -> SurveilSimulation:
     """Forecast PK_k (and the marketer risk) per period of releasing a case series under one policy;
     with ``compare``, the PK band of further policies on the same draws (common random numbers)."""
@@ -267,9 +267,8 @@ def surveil_simulate(
     pop = read_population(population_table, space)
     pop.region_index(region)
     series = _series_of(read_cases(cases, layout), region, pop, cases)
-    draw = draw_series(
-        pop.of(region), series.cases, simulations, seeded(seed), _tick(progress, "drawing the cases")
-    )
+    with _counting(monitor, "drawing the cases", simulations) as tick:
+        draw = draw_series(pop.of(region), series.cases, simulations, seeded(seed), tick)
     periods = series.dates.astype(str)
 
     def band(risk: SeriesRisk, what: str) -> pd.DataFrame:
@@ -284,10 +283,12 @@ def surveil_simulate(
     if others:
         parts = []
         nodes = list(dict.fromkeys([node, *others]))
-        for i, n in enumerate(nodes):
-            other = risk if n == node else series_risk(draw, space.grouping(n), k, lag)
-            parts.append(band(other, "pk").assign(policy=space.format(n)))
-            progress("policies", i + 1, len(nodes))
+        with monitor.progress("policies", len(nodes)) as update:
+            for i, n in enumerate(nodes):
+                other = risk if n == node else series_risk(draw, space.grouping(n), k, lag)
+                parts.append(band(other, "pk").assign(policy=space.format(n)))
+                if update is not None:
+                    update(i + 1)
         bands = pd.concat(parts, ignore_index=True)[["period", "policy", "cases", "mean", "lower", "upper"]]
     result = SurveilSimulation(
         region,
@@ -456,7 +457,7 @@ def surveil_search(
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
-    progress: Progress = _silent,
+    monitor: Monitor = SILENT,
 ) -> SurveilSearch:
     """The acceptable policies per case volume in every region (of each population-size category, the
     paper's with ``categories="paper"``), for each k; a volume is searched in the regions that hold it."""
@@ -482,9 +483,8 @@ def surveil_search(
                 + (f" ({name})" if edges is not None else "")
                 + (f", k {crit.k}" if len(ks) > 1 else "")
             )
-            searches[crit.k, name] = search_policies(
-                pop, members, vols, crit, progress=_tick(progress, label)
-            )
+            with _counting(monitor, label, len(vols)) as tick:
+                searches[crit.k, name] = search_policies(pop, members, vols, crit, progress=tick)
     if not any(found.results for found in searches.values()):
         most = max(pop.totals[r] for r in region_list)
         raise InputError(f"--volumes: every volume is above the people of every region (at most {most:,})")
@@ -579,7 +579,7 @@ def surveil_select(
     categories: Sequence[int] | str | None = None,
     hierarchies: str | Path | None = None,
     out: Path | None = None,
-    progress: Progress = _silent,
+    monitor: Monitor = SILENT,
 ) -> SurveilSelection:
     """Choose the policy of each Sunday-Saturday week of one region: from a forecast (or, without one,
     the realized counts: perfect forecasts), or with ``approach="cumulative"`` by the marketer risk of
@@ -613,7 +613,8 @@ def surveil_select(
     members = [region]
     if edges is not None:
         members = next(m for m in categorize(pop, edges).values() if region in m)
-    found = search_policies(pop, members, vols, crit, progress=_tick(progress, "searching policies"))
+    with _counting(monitor, "searching policies", len(vols)) as tick:
+        found = search_policies(pop, members, vols, crit, progress=tick)
     if approach == "cumulative":
         sched = select_cumulative(found, series, priority)
         source = "records released so far (cumulative)"
@@ -881,7 +882,7 @@ def surveil_evaluate(
     hierarchies: str | Path | None = None,
     out: Path | None = None,
     plots: bool = True,
-    progress: Progress = _silent,
+    monitor: Monitor = SILENT,
 ) -> SurveilEvaluation:
     """Select a policy per week from the forecasts and evaluate it on the realized cases, beside the
     perfect-forecast and the static k-anonymous policies (Table 2 per region). With ``categories``
@@ -919,80 +920,81 @@ def surveil_evaluate(
         for kk, crit in criteria.items():
             for name, members in groups.items():
                 label = f"searching policies ({name}" + (f", k {kk})" if len(ks) > 1 else ")")
-                searches[kk, name] = search_policies(
-                    pop, members, vols, crit, progress=_tick(progress, label)
-                )
+                with _counting(monitor, label, len(vols)) as tick:
+                    searches[kk, name] = search_policies(pop, members, vols, crit, progress=tick)
     modes = ["daily", "weekly"] if edges is not None else ["weekly" if weekly else "daily"]
     done: list[RegionEvaluation] = []
     notes: list[str] = []
-    for i, region in enumerate(region_list):
-        series = series_all[region]
-        per_k: dict[int, PolicySearch] = {}
-        for kk, crit in criteria.items():
-            if edges is not None:
-                per_k[kk] = searches[kk, category_of[region]]
-            else:
-                per_k[kk] = search_policies(pop, [region], vols, crit)
-                note = per_k[kk].volume_notes(pop.totals)
-                if note and note not in notes:
-                    notes.append(note)
-        scheduled = None
-        for mode in modes:
-            mode_lag = 1 if mode == "weekly" else lag
-            schedules = {
-                kk: (
-                    select_weekly(
-                        per_k[kk],
-                        series,
-                        fc,
-                        lag=lag,
-                        weekly=mode == "weekly",
-                        priority=priority,
-                        zero_windows=zero_windows,
-                    ),
-                    select_weekly(
-                        per_k[kk],
-                        series,
-                        None,
-                        lag=lag,
-                        weekly=mode == "weekly",
-                        priority=priority,
-                        zero_windows=zero_windows,
-                    ),
-                )
-                for kk in ks
-            }
-            if scheduled is None:
-                scheduled = draw_scheduled(pop, series, schedules[ks[0]][0].week_starts, criteria[ks[0]])
-            drawn = scheduled.weekly() if mode == "weekly" else scheduled
-            cache = RiskCache(space, drawn.draw, mode_lag, ks)
-            for kk in ks:
-                dyn, perf = schedules[kk]
-
-                def policies(sched: Schedule, mode: str = mode) -> list[Node | None]:
-                    return (
-                        list(sched.policies)
-                        if mode == "weekly"
-                        else [p for p in sched.policies for _ in range(7)]
+    with monitor.progress("evaluating regions", len(region_list)) as update:
+        for i, region in enumerate(region_list):
+            series = series_all[region]
+            per_k: dict[int, PolicySearch] = {}
+            for kk, crit in criteria.items():
+                if edges is not None:
+                    per_k[kk] = searches[kk, category_of[region]]
+                else:
+                    per_k[kk] = search_policies(pop, [region], vols, crit)
+                    note = per_k[kk].volume_notes(pop.totals)
+                    if note and note not in notes:
+                        notes.append(note)
+            scheduled = None
+            for mode in modes:
+                mode_lag = 1 if mode == "weekly" else lag
+                schedules = {
+                    kk: (
+                        select_weekly(
+                            per_k[kk],
+                            series,
+                            fc,
+                            lag=lag,
+                            weekly=mode == "weekly",
+                            priority=priority,
+                            zero_windows=zero_windows,
+                        ),
+                        select_weekly(
+                            per_k[kk],
+                            series,
+                            None,
+                            lag=lag,
+                            weekly=mode == "weekly",
+                            priority=priority,
+                            zero_windows=zero_windows,
+                        ),
                     )
+                    for kk in ks
+                }
+                if scheduled is None:
+                    scheduled = draw_scheduled(pop, series, schedules[ks[0]][0].week_starts, criteria[ks[0]])
+                drawn = scheduled.weekly() if mode == "weekly" else scheduled
+                cache = RiskCache(space, drawn.draw, mode_lag, ks)
+                for kk in ks:
+                    dyn, perf = schedules[kk]
 
-                done.append(
-                    RegionEvaluation(
-                        region,
-                        pop.totals[region],
-                        category_of[region],
-                        kk,
-                        mode,
-                        series,
-                        per_k[kk],
-                        dyn,
-                        perf,
-                        evaluate_policies(cache, drawn.dates, policies(dyn), criteria[kk]),
-                        evaluate_policies(cache, drawn.dates, policies(perf), criteria[kk]),
-                        evaluate_policies(cache, drawn.dates, static, criteria[kk]),
+                    def policies(sched: Schedule, mode: str = mode) -> list[Node | None]:
+                        return (
+                            list(sched.policies)
+                            if mode == "weekly"
+                            else [p for p in sched.policies for _ in range(7)]
+                        )
+
+                    done.append(
+                        RegionEvaluation(
+                            region,
+                            pop.totals[region],
+                            category_of[region],
+                            kk,
+                            mode,
+                            series,
+                            per_k[kk],
+                            dyn,
+                            perf,
+                            evaluate_policies(cache, drawn.dates, policies(dyn), criteria[kk]),
+                            evaluate_policies(cache, drawn.dates, policies(perf), criteria[kk]),
+                            evaluate_policies(cache, drawn.dates, static, criteria[kk]),
+                        )
                     )
-                )
-        progress("evaluating regions", i + 1, len(region_list))
+            if update is not None:
+                update(i + 1)
     if edges is not None:
         for search_result in searches.values():
             note = search_result.volume_notes(pop.totals)
@@ -1038,6 +1040,8 @@ def surveil_release(
     the folder atomically (:func:`safeshare.surveillance.release.release_cases`)."""
     from safeshare.data.engines.factory import make_engine
     from safeshare.data.source import TableSource
+
+    # the engines and the verifier load for a release only
     from safeshare.surveillance.release import check_custodian_log, read_schedule, release_cases
 
     if (policies is None) == (policy is None):

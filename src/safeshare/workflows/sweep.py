@@ -28,25 +28,23 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from safeshare.config.spec import AnonymizationSpec
+from safeshare.app_runner import SILENT, Monitor, to_json
+
+if TYPE_CHECKING:  # numpy, pandas, the core and the searches load once the configuration is valid
+    from safeshare.config.spec import AnonymizationSpec
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.core.frequency import FrequencyTable
+    from safeshare.data.engines.base import Engine
+    from safeshare.utility.task import UtilityTask
+    from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.config_checks import parse_fractions
-from safeshare.core.evaluation import Evaluator
-from safeshare.core.frequency import FrequencyTable
-from safeshare.data.engines.base import Engine
 from safeshare.errors import ConfigError, InputError
-from safeshare.metrics.loss import metric_name
-from safeshare.models.k_anonymity import KAnonymity, check_k
-from safeshare.utility.task import UtilityTask
-from safeshare.utility.thesis import thesis_accuracy
-from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.monitor import SILENT, Monitor
 
 #: Columns of sweep.csv, in order.
 SWEEP_COLUMNS = (
@@ -98,6 +96,9 @@ class SweepGrid:
     metrics: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        from safeshare.metrics.loss import metric_name
+        from safeshare.models.k_anonymity import check_k
+
         ks = [check_k(k, "--k") for k in self.k]
         limits = []
         for s in self.max_suppression_pct:
@@ -263,6 +264,8 @@ class SweepResult:
     def accuracy_table(self) -> list[dict[str, Any]]:
         """Table 6.1 layout: one row per (k, limit), one accuracy column per metric
         (and the thesis' value next to it when comparing)."""
+        from safeshare.utility.thesis import thesis_accuracy
+
         out: list[dict[str, Any]] = []
         for k in self.grid.k:
             for pct in self.grid.max_suppression_pct:
@@ -303,7 +306,7 @@ class SweepResult:
         directory.mkdir(parents=True, exist_ok=True)
         atomic_write_text(directory / "sweep.csv", self.csv_text())
         atomic_write_text(
-            directory / "sweep.json", json.dumps({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
+            directory / "sweep.json", to_json({**(meta or {}), **self.to_dict()}, indent=2) + "\n"
         )
         written = [directory / "sweep.csv", directory / "sweep.json"]
         if self.utility is not None:
@@ -332,7 +335,7 @@ class SweepResult:
 
 
 #: Called after each configuration with the row and the full anonymization result.
-OnResult = Callable[[SweepRow, AnonymizationResult], None]
+OnResult = Callable[[SweepRow, "AnonymizationResult"], None]
 
 
 class Sweep:
@@ -348,6 +351,8 @@ class Sweep:
     """
 
     def __init__(self, spec: AnonymizationSpec, grid: SweepGrid) -> None:
+        from safeshare.models.k_anonymity import KAnonymity
+
         self.spec = spec
         self.schema = spec.schema
         self.base_models = [m for m in spec.privacy if not isinstance(m, KAnonymity)]
@@ -366,6 +371,10 @@ class Sweep:
 
     def anonymizer(self, k: int, pct: float, metric: str) -> Anonymizer:
         """The anonymizer of one configuration."""
+        from safeshare.metrics.loss import metric_name
+        from safeshare.models.k_anonymity import KAnonymity
+        from safeshare.workflows.anonymizer import Anonymizer
+
         prec_weights = self.spec.prec_weights if metric_name(metric) == "prec" else {}
         return Anonymizer(
             replace(
@@ -392,6 +401,10 @@ class Sweep:
         (:meth:`UtilityTask.evaluate`). ``on_result`` receives every result
         (e.g. to write its release); ``progress`` is called after each row.
         """
+        from safeshare.core.evaluation import Evaluator
+        from safeshare.models.k_anonymity import KAnonymity
+        from safeshare.utility.thesis import thesis_accuracy
+
         start = time.perf_counter()
         evaluator = evaluator or Evaluator(table)
         for k in self.grid.k:
@@ -455,15 +468,19 @@ def sweep(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Swee
     from safeshare.config import load_config
     from safeshare.config.commands import SweepOptions
     from safeshare.config.commands import options as validated
-    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
     from safeshare.io import OutputDirectory
-    from safeshare.utility.thesis import is_thesis_setting
-    from safeshare.workflows.anonymizer import build_frequency_table
-    from safeshare.workflows.utility import utility_task
 
     started = time.perf_counter()
     opts = validated(SweepOptions, options)
     cfg = load_config(config)
+
+    # numpy, pandas, the engines, the core and the searches load once the configuration is valid
+    from safeshare.core.evaluation import Evaluator
+    from safeshare.data.engines.factory import CONFIG_SWITCH, make_engine
+    from safeshare.utility.thesis import is_thesis_setting
+    from safeshare.workflows.anonymizer import build_frequency_table
+    from safeshare.workflows.utility import utility_task
+
     grid = SweepGrid(
         tuple(opts.k), tuple(round(f * 100.0, 9) for f in opts.max_suppression), tuple(opts.metric)
     )

@@ -8,14 +8,13 @@ trained on the original data) in ``utility.json``.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from safeshare.app_runner import SILENT, Monitor, to_json
 from safeshare.errors import InputError
-from safeshare.workflows.monitor import SILENT, Monitor
 
 if TYPE_CHECKING:
     from safeshare.config.commands import LearningOptions
@@ -80,13 +79,16 @@ def utility(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Ut
     from safeshare.config.commands import UtilityOptions
     from safeshare.config.commands import options as validated
     from safeshare.io import OutputDirectory, atomic_write_text
-    from safeshare.utility.task import utility_document
-    from safeshare.workflows.anonymizer import Anonymizer
 
     started = time.perf_counter()
     overrides = {key: options.pop(key) for key in CONFIG_OVERRIDES if key in options}
     opts = validated(UtilityOptions, options)
     cfg = load_config(config, **overrides)
+
+    # the classifier (scikit-learn), the core and the searches load once the configuration is valid
+    from safeshare.utility.task import utility_document
+    from safeshare.workflows.anonymizer import Anonymizer
+
     anonymizer = Anonymizer(cfg.spec())
     output = OutputDirectory(opts.out)
     output.preflight()
@@ -123,6 +125,6 @@ def utility(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Ut
     }
     doc = utility_document(task, result, score, extra)
     with output as stage:
-        atomic_write_text(stage / "utility.json", json.dumps(doc, indent=2) + "\n")
+        atomic_write_text(stage / "utility.json", to_json(doc, indent=2) + "\n")
         output.publish()
     return UtilityResult(doc, Path(opts.out) / "utility.json")

@@ -1,6 +1,7 @@
 """Estimators of the sample-to-population re-identification risk B, by name.
 
-Each built-in estimator is one module of this package, named as the estimator, that
+Each built-in estimator is one module of this package, named as the estimator (but for
+``hypothesis_test``, in ``hypothesis_testing.py``: pytest collects files named ``*_test.py``), that
 defines one :class:`~.base.RiskEstimator` and registers it with :func:`register`; its
 module is imported the first time the estimator is asked for (:data:`ESTIMATORS` is a
 lazy mapping), so a run that uses Pitman does not import the copulas' libraries
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from safeshare.errors import InputError
-from safeshare.risk.estimators.base import RiskEstimator
 
-E = TypeVar("E", bound=type[RiskEstimator])
+if TYPE_CHECKING:  # numpy and pandas load with the first estimator (the names need neither)
+    from safeshare.risk.estimators.base import RiskEstimator
+
+E = TypeVar("E", bound="type[RiskEstimator]")
 
 PAPER_ESTIMATORS = (
     "entropy",
@@ -35,12 +38,15 @@ PAPER_ESTIMATORS = (
 )
 BASELINES = ("pitman", "zayatz", "snb", "dankar")
 
+#: The built-in estimators whose module is not named as the estimator.
+_MODULES = {"hypothesis_test": "hypothesis_testing"}
+
 DEFAULT_ESTIMATOR = "pitman"
 """The estimator ``safeshare risk`` uses unless told otherwise: the best on our own evaluation
 (``safeshare risk evaluate`` on Adult, docs/risk.md "Evaluation results")."""
 
 
-class _Registry(Mapping[str, type[RiskEstimator]]):
+class _Registry(Mapping[str, "type[RiskEstimator]"]):
     """Name -> estimator class; a built-in estimator's module is imported on first access."""
 
     def __init__(self, builtin: tuple[str, ...]) -> None:
@@ -54,7 +60,7 @@ class _Registry(Mapping[str, type[RiskEstimator]]):
 
     def __getitem__(self, name: str) -> type[RiskEstimator]:
         if name not in self._classes and name in self._builtin:
-            importlib.import_module(f"{__name__}.{name}")
+            importlib.import_module(f"{__name__}.{_MODULES.get(name, name)}")
             if name not in self._classes:  # the module must register its estimator under its own name
                 raise RuntimeError(f"module {name} registers no estimator named {name!r}")
         return self._classes[name]
@@ -103,7 +109,6 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "PAPER_ESTIMATORS",
-    "RiskEstimator",
     "estimator_names",
     "make_estimator",
     "register",

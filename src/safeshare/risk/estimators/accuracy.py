@@ -7,7 +7,7 @@ does not say how far ``B_`` is from the true B. The models' error is larger: on 
 So the interval is split-conformal (Vovk, Gammerman & Shafer 2005; Lei et al. 2018) with the
 relative error to the estimate as the score: with ``q_lo``, ``q_hi`` the conformal 2.5 % and
 97.5 % quantiles of ``r = (estimate - B) / estimate`` over the evaluation points of the same
-sampling-fraction band (:data:`~safeshare.risk.estimators.measured.ACCURACY`, three datasets),
+sampling-fraction band (:func:`~safeshare.risk.estimators.choice.accuracy_table`, three datasets),
 
     B in [ B_ (1 - q_hi),  B_ (1 - q_lo) ],  widened to contain B_mc_interval_,  clipped to [1/N, 1].
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 
+from safeshare.risk.estimators import choice
 from safeshare.risk.estimators.choice import band
-from safeshare.risk.estimators.measured import ACCURACY
 
 #: The syntheses per estimate of the evaluation the error quantiles come from (``safeshare risk
 #: evaluate`` with the estimators' default, ``synthetic.DEFAULT_REPETITIONS``).
@@ -33,7 +33,7 @@ def prediction_interval(
 ) -> tuple[float, float] | None:
     """The interval of the module docstring (the Monte Carlo interval alone for an estimator the
     evaluation did not cover; ``None`` if that is ``None`` too)."""
-    entry = ACCURACY.get(name, {}).get(band(sampling_fraction))
+    entry = choice.accuracy_table().get(name, {}).get(band(sampling_fraction))
     if entry is None or "relative_error_quantiles" not in entry:
         return mc
     q_lo, q_hi = entry["relative_error_quantiles"]
@@ -49,7 +49,7 @@ def interval_method(name: str, repetitions: int, sampling_fraction: float) -> st
     with what its coverage depends on: report.json's ``interval_method``. An estimate from
     fewer syntheses than the calibration's carries more Monte Carlo error than the interval
     was calibrated with: said, with the option that gives the calibrated setting."""
-    entry = ACCURACY.get(name, {}).get(band(sampling_fraction))
+    entry = choice.accuracy_table().get(name, {}).get(band(sampling_fraction))
     if entry is None or "relative_error_quantiles" not in entry:
         if repetitions < 2:
             return "none: one synthesis has no Monte Carlo interval, and the evaluation did not cover it"

@@ -2,8 +2,8 @@
 
 Both come from our evaluations (docs/risk.md, "Which estimator, by sampling fraction"): every
 estimator on 300 study points of each of Adult, Census-Income KDD and German credit
-(``safeshare risk evaluate``), summarized per sampling-fraction band in
-:data:`~safeshare.risk.estimators.measured.ACCURACY`.
+(``safeshare risk evaluate``), summarized per sampling-fraction band in :func:`accuracy_table`
+(package data, ``measured_accuracy.json``, written by ``tools/risk_accuracy.py``).
 
 * :func:`default_estimator`: in the band of ``n/N``, the estimator whose *worst* dataset has the
   largest share of points within ±0.05 of the true B (a point without an estimate counts as a
@@ -17,12 +17,13 @@ estimator on 300 study points of each of Adult, Census-Income KDD and German cre
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import Any
 
 from safeshare.errors import InputError
-from safeshare.risk.estimators.measured import ACCURACY
+from safeshare.resources import read_json_resource
 
 BANDS = ("<0.1", "0.1-0.5", ">0.5")
 """Sampling-fraction bands: f < 0.1, 0.1 <= f <= 0.5, f > 0.5 (the evaluation's)."""
@@ -34,6 +35,21 @@ BIAS = 0.10
 
 MIN_WITHIN = 0.90
 """A dataset with fewer of its points within ±0.05 of the true B earns a caveat."""
+
+
+#: The data file of the measured accuracy (in this package).
+ACCURACY_FILE = "measured_accuracy.json"
+
+
+@functools.cache
+def accuracy_table() -> dict[str, dict[str, dict[str, Any]]]:
+    """The measured accuracy, per estimator and band (read from :data:`ACCURACY_FILE` on first use;
+    its ``about`` says what each figure is): ``datasets`` (per dataset) and ``pooled``: ``points``,
+    ``failed`` (no estimate), ``within`` (share of points within ±0.05 of the true B),
+    ``median_abs_error``, ``median_error``, ``median_relative_error``, ``relative_points``; for the
+    copulas ``relative_error_quantiles`` (a pair). Do not change the returned mapping."""
+    table: dict[str, dict[str, dict[str, Any]]] = read_json_resource(__package__, ACCURACY_FILE)["estimators"]
+    return table
 
 
 def band(sampling_fraction: float) -> str:
@@ -70,10 +86,11 @@ def ranking(sampling_fraction: float, candidates: Iterable[str] | None = None) -
     """The evaluated estimators (of ``candidates``, if given), best first, in the band of
     ``sampling_fraction`` (module rule; ties keep the table's order)."""
     label = band(sampling_fraction)
-    names = list(ACCURACY) if candidates is None else [n for n in candidates if n in ACCURACY]
+    table = accuracy_table()
+    names = list(table) if candidates is None else [n for n in candidates if n in table]
 
     def key(name: str) -> tuple[float, float]:
-        within, mae = _worst(ACCURACY[name][label])
+        within, mae = _worst(table[name][label])
         return (-within, mae)
 
     return sorted(names, key=key)
@@ -93,9 +110,10 @@ def default_estimator(sampling_fraction: float, candidates: Iterable[str] | None
 def caveat(name: str, sampling_fraction: float) -> str | None:
     """One line naming the bias the evaluation shows for ``name`` in the band of ``sampling_fraction``."""
     label = band(sampling_fraction)
-    if name not in ACCURACY:
+    table = accuracy_table()
+    if name not in table:
         return None
-    entry = ACCURACY[name][label]
+    entry = table[name][label]
     where = _band_text(label)
     rel = entry["pooled"]["median_relative_error"]
     if math.isfinite(rel) and abs(rel) >= BIAS:

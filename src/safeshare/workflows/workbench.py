@@ -1,48 +1,61 @@
-"""The workbench's only door into safeshare's use cases.
+"""The workbench's use cases: everything the browser workbench (``safeshare ui``) asks of the
+library, in the application layer, reached as ``safeshare.api.workbench`` (the workbench imports
+nothing else of the library but :mod:`safeshare.app_runner`, the errors and the strict YAML reader:
+the import-linter contract "The workbench reaches the library through safeshare.api").
 
-Every call the browser workbench makes into the library goes through this module, so that
-the pages and the JSON API hold no logic of their own and move onto the application layer
-(``safeshare.api``, issue 19): ``anonymize`` is :func:`safeshare.api.anonymize`, the very
-function ``safeshare anonymize`` calls, so the same configuration gives the same node, the
-same verified release bytes and the same report figures.
+The pages and the JSON API hold no logic of their own: ``anonymize`` is
+:func:`safeshare.api.anonymize`, the very function ``safeshare anonymize`` calls, so the same
+configuration gives the same node, the same verified release bytes and the same report figures;
+the Explore and Risk screens' figures are :mod:`safeshare.workflows.explore`'s.
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
-surveillance ones) run in the run's child process (:mod:`safeshare.ui.worker`), never in the
-server; the server only calls :func:`check_config` and the readers of what a run wrote
-(hierarchies are checked and previewed in a short-lived child too: :func:`hierarchy_levels`).
+surveillance ones, :func:`lattice_view`) run in the run's child process
+(:mod:`safeshare.ui.worker`), never in the server; the server only calls :func:`check_config`,
+:func:`confine_config`, the vocabularies and the readers of what a run wrote (:class:`LatticeView`,
+:func:`node_detail`); hierarchies are checked and previewed in a short-lived child too
+(:func:`hierarchy_levels`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from safeshare.app_runner import Monitor
 from safeshare.errors import InputError
+from safeshare.workflows.confine import confine_config, confine_config_file, inside
+
+if TYPE_CHECKING:
+    from safeshare.workflows.explore import (
+        LatticeView,
+        NodeFigures,
+        lattice_view,
+        node_detail,
+        risk_comparison,
+    )
+
+#: The Explore and Risk screens' figures, imported on first use (PEP 562: numpy and the core load
+#: then, not when the server starts).
+_EXPLORE = ("LatticeView", "NodeFigures", "lattice_view", "node_detail", "risk_comparison")
 
 
-class Monitor(Protocol):
-    """What a use case reports while it runs (the application layer's ``workflows.monitor.Monitor``)."""
-
-    def phase(self, name: str) -> AbstractContextManager[None]: ...
-
-    def note(self, message: str) -> None: ...
-
-    def progress(self, what: str, total: int) -> AbstractContextManager[Callable[[int], None] | None]: ...
-
-    @property
-    def wants_estimates(self) -> bool: ...
+def __getattr__(name: str) -> Any:
+    if name not in _EXPLORE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("safeshare.workflows.explore"), name)
+    globals()[name] = value
+    return value
 
 
 # --------------------------------------------------------------------------- configuration
 def check_config(path: Path, workdir: Path) -> Any:
     """The validated configuration at ``path`` (:class:`InputError` with the key path if not),
     once every file it names is confined under ``workdir`` (before any of them is opened:
-    :func:`safeshare.ui.confine.confine_config_file`)."""
+    :func:`safeshare.workflows.confine.confine_config_file`)."""
     from safeshare.config import load_config
-    from safeshare.ui.confine import confine_config_file
 
     confine_config_file(path, workdir)
     return load_config(path)
@@ -116,7 +129,6 @@ def hierarchy_preview(
     values kept as they are (:mod:`safeshare.missing`), as a run builds it; every label checked
     true of its value. Its files are confined under ``workdir`` first."""
     from safeshare.hierarchy.builders import FileBuilder, builder_from_spec, with_data_missing
-    from safeshare.ui.confine import confine_config
 
     confine_config({"attributes": {name: {"hierarchy": spec}}}, base_dir, workdir)
 
@@ -154,7 +166,6 @@ def hierarchy_levels(
     (:mod:`safeshare.ui.worker` ``--hierarchy``), never in the server: a large file is parsed
     where its memory and time block nothing."""
     from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
-    from safeshare.ui.confine import confine_config
 
     if values is not None:
         hierarchy = hierarchy_preview(spec, base_dir, values, name, workdir, missing)
@@ -210,11 +221,11 @@ def anonymize(config: Path, out: Path, workdir: Path, monitor: Monitor) -> Anony
     """``safeshare anonymize CONFIG --out OUT``: :func:`safeshare.api.anonymize` itself (search,
     write, verify, publish atomically), so the page's release is the command's, byte for byte.
     Every file the configuration names is confined under ``workdir`` first."""
-    from safeshare import api
+    from safeshare.workflows.anonymize import anonymize as anonymize_use_case
     from safeshare.workflows.release import input_class_sizes
 
     population_size = check_config(config, workdir).population_size
-    release = api.anonymize(config, out, monitor=monitor)
+    release = anonymize_use_case(config, out, monitor=monitor)
     fit = release.fit
     return Anonymized(
         report=release.report,
@@ -237,9 +248,9 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     (default: the table's first), ``policies`` (codes), ``k``, ``lag``, ``simulations``, ``seed``,
     ``threshold``, ``quantile``, ``volumes``.
     """
-    from safeshare import api
     from safeshare.surveillance.inputs import read_case_series, read_jhu_series, read_population
     from safeshare.surveillance.policies import load_space
+    from safeshare.workflows.surveil import surveil_search, surveil_simulate
 
     k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
     sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
@@ -254,7 +265,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
         region = next(iter(read_population(population, load_space(None)).regions))
     codes = list(settings.get("policies") or []) or ["1C*e"]
     with monitor.phase(f"forecasting PK{k} for {len(codes)} policies ({sims:,} simulations)"):
-        simulation = api.surveil_simulate(
+        simulation = surveil_simulate(
             population_table=population,
             region=region,
             cases=cases,
@@ -283,7 +294,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     policies: list[dict[str, Any]] = []
     if volumes:
         with monitor.phase(f"searching policies for {len(volumes)} volumes"):
-            search = api.surveil_search(
+            search = surveil_search(
                 population_table=population,
                 regions=[region],
                 volumes=volumes,
@@ -321,17 +332,25 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 
 __all__ = [
     "Anonymized",
+    "LatticeView",
     "Monitor",
+    "NodeFigures",
     "algorithms",
     "anonymize",
     "builder_types",
     "check_config",
+    "confine_config",
+    "confine_config_file",
     "estimate",
     "hierarchy_levels",
     "hierarchy_preview",
+    "inside",
+    "lattice_view",
     "metrics",
     "missing_tokens",
+    "node_detail",
     "profile",
+    "risk_comparison",
     "source",
     "surveillance_simulate",
 ]
