@@ -306,3 +306,84 @@ def test_public_totals_of_a_region_outside_the_population_are_refused(tmp_path: 
     totals.write_text("region,date,new_cases\n12345,2020-08-02,3\n")
     assert main(_release(tmp_path / "o", "--policy", "2Bse", "--public-totals", str(totals))) == 2
     _one_line(capsys, "t.csv: region '12345' is not in the population table")
+
+
+def _long_ledger(path: Path, entries: int) -> None:
+    """A valid series ledger of ``entries`` releases, each re-publishing the same week with another
+    count: every one is compared with the new release."""
+    import hashlib
+
+    from safeshare.workflows.ledger import GENESIS, canonical, entry_hash
+    from safeshare.workflows.series_ledger import hierarchy_fingerprint
+
+    fingerprint, previous, lines = hierarchy_fingerprint(default_space()), GENESIS, []
+    for seq in range(1, entries + 1):
+        record = {
+            "first_day": "2020-08-02",
+            "last_day": "2020-08-08",
+            "admissible": [[0], [4], [3], [1], [1]],
+            "na": None,
+            "regions": None,
+            "cells": [["99003", "0-59", "*", "*", "*", 100 + 20 * seq]],
+        }
+        content = hashlib.sha256(canonical(record).encode()).hexdigest()
+        publication = {
+            "file": f"f{seq}.csv",
+            "policy": "4***",
+            "sha256": "0" * 64,
+            "content": content,
+            **record,
+        }
+        entry = {
+            "time": "2020-08-09T00:00:00Z",
+            "safeshare_version": "0",
+            "approved_by": None,
+            "files": [],
+            "series": {
+                "format": 1,
+                "hierarchy": fingerprint,
+                "k": 11,
+                "weekly": True,
+                "publications": [publication],
+            },
+            "seq": seq,
+            "prev_sha256": previous,
+        }
+        entry["entry_sha256"] = entry_hash(entry)
+        lines.append(canonical(entry))
+        previous = hashlib.sha256(lines[-1].encode()).hexdigest()
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_series_check_publishes_nothing(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    ledger = tmp_path / "series.jsonl"
+    _long_ledger(ledger, 8000)
+    out = tmp_path / "out"
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    args = _release(out, "--policy", "4***", "--weekly", "--series", str(ledger))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "safeshare", *args],
+        env={**os.environ, "PYTHONPATH": src},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    watch = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 300
+    while sum(watch.cpu_times()[:2]) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the release ended before the signal"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert time.monotonic() - sent < 5  # within a second or two of CPU, on a loaded machine
+    assert not out.exists() and not list(tmp_path.glob(".out.staging-*"))

@@ -506,9 +506,10 @@ def _derive(
             continue
         inner = combos(span)
         for v, pub in own:
+            # an earlier publication is only compared with combinations holding a new one
             candidates: list[tuple[int, bool, int, tuple[Publication, ...]]]
-            candidates = [(w, True, _kind(q), (q,)) for w, q in own if q is not pub]
-            candidates += [(t, c, n, wit) for (t, c, n), wit in inner.items()]
+            candidates = [(w, True, _kind(q), (q,)) for w, q in own if q is not pub and (pub.new or q.new)]
+            candidates += [(t, c, n, wit) for (t, c, n), wit in inner.items() if pub.new or n & NEW]
             for t, complete, kinds, witness in candidates:
                 if not _counts(kinds | _kind(pub)):
                     continue
