@@ -234,7 +234,7 @@ def releases(weeks: int = 52, counties: int = 9, policy: str = "3B*e") -> dict[s
             check_times.append(result.timings["series_check"])
             actions += sum(len(p.series) for p in result.periods)
             start = time.perf_counter()
-            api.surveil_release(
+            alone = api.surveil_release(
                 population_table=pop,
                 cases_records=recs,
                 policy=policy,
@@ -243,6 +243,7 @@ def releases(weeks: int = 52, counties: int = 9, policy: str = "3B*e") -> dict[s
                 new_series=True,
             )
             without += time.perf_counter() - start
+            out["released_without"] = float(alone.to_dict()["records"])
         held = json.loads((folder / "custodian.json").read_text())
         out["ledger_bytes"] = float((folder / "series" / "series.jsonl").stat().st_size)
         out["released"] = float(held["records_out"])
@@ -275,8 +276,9 @@ def main_series() -> int:
         f"target {SERIES_TARGETS['releases_last_check']:.0f}"
     )
     print(
-        f"  {int(f['releases_actions'])} remedies; last release: {int(f['released']):,} records released, "
-        f"{int(f['held_back']):,} held back; ledger {f['ledger_bytes'] / 1e6:.1f} MB; peak RSS "
+        f"  {int(f['releases_actions'])} remedies; last release: {int(f['released']):,} records released "
+        f"({int(f['released_without']):,} without the series), {int(f['held_back']):,} not released; "
+        f"ledger {f['ledger_bytes'] / 1e6:.1f} MB; peak RSS "
         f"{f['peak_rss_mb']:.0f} MB"
     )
     missed = [k for k, target in SERIES_TARGETS.items() if f[k] > target]

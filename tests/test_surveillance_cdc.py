@@ -237,3 +237,31 @@ def test_a_label_equal_to_the_suppression_token_is_refused(tmp_path: Path, capsy
     args += [str(examples / "case_records.csv"), "--policy", "1Ase", "--hierarchies", str(spec)]
     assert main([*args, "--rules", "cdc", "--out", str(tmp_path / "o")]) == 2
     assert "'race' has a label 'NA', the suppression token" in capsys.readouterr().err
+
+
+def test_a_cdc_style_release_in_its_series(inputs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    """The series check reads the NA fields at their virtual top: a re-release with 3 more records of
+    80001 (late reports) shows a difference of 3 in a county cell; refused, or the earlier file kept."""
+    out = tmp_path / "out"
+    assert main(_args(inputs, out, "--rules", "cdc")) == 0
+    first = (out / "release_week_2020-08-02.csv").read_bytes()
+    entry = json.loads((out / "series.jsonl").read_text())
+    (pub,) = entry["series"]["publications"]
+    assert pub["na"] == "NA" and pub["admissible"][0] == [0, 1]
+    assert sum(c[-1] for c in pub["cells"]) == 9591
+    assert main(_args(inputs, out, "--rules", "cdc")) == 0  # the same again: nothing new
+    pop, rec = inputs
+    late = tmp_path / "late.csv"
+    frame = pd.read_csv(rec, dtype=str)
+    extra = frame[(frame["region"] == "80001") & (frame["race"] == "black")].head(3)
+    pd.concat([frame, extra]).to_csv(late, index=False)
+    args = ["surveil", "release", "--population-table", str(pop), "--cases-records", str(late), "--policy"]
+    args += ["4Ase", "--weekly", "--rules", "cdc", "--out", str(out)]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "cell region 80001, age 60+, race NA, sex male, ethnicity NA" in err  # the 11 became 14
+    assert "a difference of 3 record(s)" in err
+    assert main([*args, "--on-conflict", "suppress"]) == 0
+    assert (out / "release_week_2020-08-02.csv").read_bytes() == first
+    log = json.loads((out / "release.json").read_text())["rules"]
+    assert log["files"]["release_week_2020-08-02.csv"]["suppressed_fields"]["records"] == 9591

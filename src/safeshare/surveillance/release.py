@@ -646,6 +646,7 @@ def _write_period(job: _Job, state: PeriodState, stage: Path) -> _Written:
         code = space.format(state.node) if state.node is not None else DO_NOT_SHARE
         period = PeriodRelease(state.label, code, None, records_in, 0, records_in, list(state.actions))
         return _Written(period, None, signature)
+    planned: int | None
     if state.frozen is not None:
         name, node = state.frozen.file, space.parse(state.frozen.policy)
         fmt: OutputFormat = "parquet" if name.endswith(".parquet") else "csv"
@@ -653,37 +654,46 @@ def _write_period(job: _Job, state: PeriodState, stage: Path) -> _Written:
         if sha256_file(stage / name) != state.frozen.sha256:
             raise SeriesConflict(f"{state.frozen.path}: it is not the file the series ledger recorded")
         planned = None
-    elif job.rules is not None:
-        assert state.node is not None
-        return _write_cdc_period(job, state, stage, records_in)
     else:
         assert state.node is not None
         node, fmt = state.node, job.fmt
-        plan, records_in, planned = plan_period(
-            job.population,
-            job.tuples,
-            in_period,
-            node,
-            state.label,
-            job.k,
-            job.columns,
-            job.fmt,
-            state.withheld,
-        )
+        name = f"release_{'week_' if job.weekly else ''}{state.label}.{job.fmt}"
+        if job.rules is not None:
+            planned = _write_cdc_file(job, state, stage / name)
+        else:
+            plan, records_in, planned = plan_period(
+                job.population,
+                job.tuples,
+                in_period,
+                node,
+                state.label,
+                job.k,
+                job.columns,
+                job.fmt,
+                state.withheld,
+            )
+            if planned:
+                written = job.engine.write_release(plan, stage / name)
+                if written != planned:
+                    raise VerificationError(
+                        f"the release {name}: {written} records written, {planned} planned"
+                    )
         if planned == 0:
             # every record suppressed: no (empty) file, whose name would tell that records came in
             period = PeriodRelease(
                 state.label, space.format(node), None, records_in, 0, records_in, list(state.actions)
             )
             return _Written(period, None, signature)
-        name = f"release_{'week_' if job.weekly else ''}{state.label}.{job.fmt}"
-        written = job.engine.write_release(plan, stage / name)
-        if written != planned:
-            raise VerificationError(f"the release {name}: {written} records written, {planned} planned")
     columns = job.columns if state.frozen is None else _columns_of(stage / name, fmt)
-    check = verify_period(
-        stage / name, fmt, job.population, node, job.k, columns, state.label, records_in, job.rows
-    )
+    rules = job.rules
+    if rules is not None:
+        check = verify_cdc_period(
+            stage / name, fmt, job.population, node, rules, columns, state.label, records_in, job.rows
+        )
+    else:
+        check = verify_period(
+            stage / name, fmt, job.population, node, job.k, columns, state.label, records_in, job.rows
+        )
     failures = list(check.failures)
     if planned is not None and check.records_out != planned:
         failures.append(f"{check.records_out} records read back, {planned} planned")
@@ -695,7 +705,8 @@ def _write_period(job: _Job, state: PeriodState, stage: Path) -> _Written:
     period = PeriodRelease(
         state.label, space.format(node), name, records_in, out, records_in - out, list(state.actions)
     )
-    levels = admissible(node)
+    na = None if rules is None else rules.na
+    levels = admissible(node, fields=rules is not None)
     started = time.perf_counter()
     pub = read_publication(
         stage / name,
@@ -705,15 +716,21 @@ def _write_period(job: _Job, state: PeriodState, stage: Path) -> _Written:
         last_day=state.span[1],
         hierarchy=job.hierarchy,
         admissible=levels,
+        na=na,
         con=job.con,
     )
     job.series_seconds += time.perf_counter() - started
-    return _Written(period, Published(pub, name, space.format(node), levels), signature)
+    fields = (
+        {}
+        if rules is None
+        else suppressed_fields(stage / name, fmt, ["region", "date", *space.names], rules.na)
+    )
+    return _Written(period, Published(pub, name, space.format(node), levels, na), signature, fields)
 
 
-def _write_cdc_period(job: _Job, state: PeriodState, stage: Path, records_in: int) -> _Written:
+def _write_cdc_file(job: _Job, state: PeriodState, target: Path) -> int:
     """One period under the CDC-style rule set: fields suppressed by :func:`apply_rules`, written as a
-    mixed plan (labels per raw tuple), re-checked by :mod:`safeshare.verify.cdc_rules`."""
+    mixed plan (labels per raw tuple) to ``target``; the records written (0: no file)."""
     rules, node = job.rules, state.node
     assert rules is not None and node is not None
     space = job.population.space
@@ -742,11 +759,8 @@ def _write_cdc_period(job: _Job, state: PeriodState, stage: Path, records_in: in
         released = unit.released(rules)
         out.append([released[0], state.label, *released[1:]])
     planned = int(sum(u.n for u in units.values() if not u.dropped))
-    signature = _signature(state)
-    code = space.format(node)
     if planned == 0:
-        period = PeriodRelease(state.label, code, None, records_in, 0, records_in, list(state.actions))
-        return _Written(period, None, signature)
+        return 0
     plan = MixedReleasePlan(
         columns=job.columns,
         quasi_identifiers=qis,
@@ -754,37 +768,10 @@ def _write_cdc_period(job: _Job, state: PeriodState, stage: Path, records_in: in
         labels=pd.DataFrame(out, columns=qis),
         format=job.fmt,
     )
-    name = f"release_{'week_' if job.weekly else ''}{state.label}.{job.fmt}"
-    written = job.engine.write_mixed_release(plan, stage / name)
-    check = verify_cdc_period(
-        stage / name, job.fmt, job.population, node, rules, job.columns, state.label, records_in, job.rows
-    )
-    failures = list(check.failures)
-    if written != planned or check.records_out != planned:
-        failures.append(f"{written} records written, {check.records_out} read back, {planned} planned")
-    if failures:
-        raise VerificationError(
-            f"the release {name} failed its independent privacy check: " + "; ".join(failures)
-        )
-    period = PeriodRelease(
-        state.label, code, name, records_in, planned, records_in - planned, list(state.actions)
-    )
-    levels = admissible(node, fields=True)
-    started = time.perf_counter()
-    pub = read_publication(
-        stage / name,
-        job.fmt,
-        name=f"{name} (this release)",
-        first_day=state.span[0],
-        last_day=state.span[1],
-        hierarchy=job.hierarchy,
-        admissible=levels,
-        na=rules.na,
-        con=job.con,
-    )
-    job.series_seconds += time.perf_counter() - started
-    fields = suppressed_fields(stage / name, job.fmt, qis, rules.na)
-    return _Written(period, Published(pub, name, code, levels, rules.na), signature, fields)
+    written = job.engine.write_mixed_release(plan, target)
+    if written != planned:
+        raise VerificationError(f"the release {target.name}: {written} records written, {planned} planned")
+    return planned
 
 
 def verify_cdc_period(
