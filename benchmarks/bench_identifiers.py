@@ -9,7 +9,8 @@ dates and a diagnosis. With the DuckDB engine:
 * treated: ``mrn`` a pseudonym, ``admitted`` a kept shifted date and ``discharged`` a shifted
   date generalized by month (a quasi-identifier), same privacy model (k = 5);
 * the independent identifier check on the written release (recomputing every pseudonym
-  and shift from the key), and the disclosure warnings over it.
+  and shift from the key), and the disclosure warnings over it, with the informed adversary
+  who knows the true admission dates within max_days (issue 30, verify/informed.py).
 
 CPU seconds (``time.process_time``: this process and DuckDB's threads; the machine is
 shared, so wall time says little) and the peak resident memory. Targets: the treated run
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import resource
+import secrets
 import sys
 import tempfile
 import time
@@ -45,8 +47,9 @@ from safeshare.data.source import TableSource  # noqa: E402
 from safeshare.hierarchy.builders import DateBuilder  # noqa: E402
 from safeshare.hierarchy.hierarchy import Hierarchy  # noqa: E402
 from safeshare.verify import verify_release, with_identifiers  # noqa: E402
-from safeshare.verify.disclosure import disclosure_warnings  # noqa: E402
+from safeshare.verify.disclosure import disclosure_check  # noqa: E402
 from safeshare.verify.identifiers import IdentifierExpectations  # noqa: E402
+from safeshare.verify.informed import KeptShiftedDate  # noqa: E402
 from safeshare.workflows.release import release_expectations  # noqa: E402
 
 TARGET_RATIO, TARGET_BYTES = 4.0, 2 * 1024**3
@@ -113,7 +116,7 @@ def _cpu(fn: Any) -> tuple[float, Any]:
 def run(records: int, warm_up: bool = True) -> dict[str, Any]:
     if warm_up:  # imports and compiled kernels (numba's cache) out of the timings
         run(3_000, warm_up=False)
-    key = SecretKey(bytes(range(32)))
+    key = SecretKey(secrets.token_bytes(32))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "visits.csv"
         visits(records).to_csv(path, index=False)
@@ -145,10 +148,20 @@ def run(records: int, warm_up: bool = True) -> dict[str, Any]:
         expected = with_identifiers(expected, engine.columns(), roles, None, ids)
         out["verify_s"], verification = _cpu(lambda: verify_release(target, "csv", expected))
         out["verified"] = verification.passed
-        out["warnings_s"], warnings = _cpu(
-            lambda: disclosure_warnings(target, "csv", table.qi_names, ["admitted", "dx"], ["dx"])
+        out["warnings_s"], found = _cpu(
+            lambda: disclosure_check(
+                target,
+                "csv",
+                table.qi_names,
+                ["dx"],
+                ["dx"],
+                shifted_dates=[KeptShiftedDate("admitted", "mrn", 60)],
+                pseudonyms=["mrn"],
+                k=5,
+            )
         )
-        out["warnings"] = [w.code for w in warnings]
+        out["warnings"] = [w.code for w in found.warnings]
+        out["informed"] = found.adversary
         engine.close()
     out["rss_peak"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
     return out
@@ -168,6 +181,13 @@ def main() -> int:
     print(f"  identifier + release verification         {r['verify_s']:8.1f}  (passed: {r['verified']})")
     fired = ", ".join(r["warnings"]) or "none"
     print(f"  disclosure warnings                       {r['warnings_s']:8.1f}  ({fired})")
+    informed = r["informed"]
+    if informed is not None:
+        print(
+            f"    informed adversary (admitted within 60 days): singles out up to {informed.singled_out:,} "
+            f"of {informed.records:,} ({informed.singled_out_expected:,.1f} on average), fewest candidates "
+            f"{informed.smallest_candidates}"
+        )
     print(f"  peak resident memory                      {r['rss_peak'] / 1024**3:8.2f} GB")
     ok = (
         r["verified"]

@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "identifiers": "bench_identifiers",
     "flatten": "bench_flatten",
     "local-recoding": "bench_local_recoding",
+    "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
     # issue 24: Census-Income KDD, 14 QIs, two hierarchy sets, <= 60 s of CPU each (ARX beside when given)
     "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt", "--max-cpu", "60"]),

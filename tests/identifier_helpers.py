@@ -4,6 +4,7 @@ pseudonyms and shifted dates, shared by the identifier, disclosure and evidence 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +25,11 @@ from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.release import release_expectations
 
-#: A fixed key for reproducible tests (never a real key: it is in the source).
-TEST_KEY = SecretKey(bytes(range(32)))
-OTHER_KEY = SecretKey(bytes(range(100, 132)))
+#: Fixed keys for reproducible tests (never real keys: they are in the source). Random-looking
+#: bytes: a counter such as bytes(range(32)) is refused as a key (issue 30).
+TEST_KEY_BYTES = hashlib.sha256(b"safeshare test key").digest()
+TEST_KEY = SecretKey(TEST_KEY_BYTES)
+OTHER_KEY = SecretKey(hashlib.sha256(b"safeshare other test key").digest())
 
 COLUMNS = ["mrn", "sex", "age", "admitted", "discharged", "dx"]
 

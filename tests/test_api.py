@@ -216,7 +216,7 @@ WALK: dict[str, tuple[Any, Any]] = {
         "walk.key",
         lambda r: (
             {c["name"]: c["treatment"] for c in r["columns"]}["id"] == "pseudonymized"
-            and r["provenance"]["settings"]["key_file"].startswith("given (key fingerprint ")
+            and r["provenance"]["settings"]["key_file"] == "given (not shown)"
         ),
     ),
     "threshold_reason": (

@@ -193,3 +193,174 @@ def test_an_empty_release_has_no_warning_and_bad_share_is_refused(tmp_path: Path
     assert disclosure_warnings(path, "csv", ["a"], ["b"], ["b"]) == []
     with pytest.raises(ValueError):
         disclosure_warnings(path, "csv", ["a"], unique_share=1.5)
+
+
+# ------------------------------------------------------------------ the informed adversary (issue 30)
+def _brute_force(
+    frame: pd.DataFrame, group: list[str], dates: list[str], window: int, k: int
+) -> dict[str, float]:
+    """The informed adversary's figures by definition, record by record: a record's candidates for
+    a true anchor D are the records of its group (QIs, coarse pseudonyms) with the same intervals
+    and missing dates whose anchor is within ``window`` of D; the worst D of [a - N, a + N]."""
+    import datetime as dt
+
+    pattern, a = [], []
+    for _, row in frame.iterrows():
+        days = [dt.date.fromisoformat(row[d]).toordinal() if row[d] else None for d in dates]
+        anchor = next((d for d in days if d is not None), None)
+        intervals = tuple(None if d is None or anchor is None else d - anchor for d in days)
+        pattern.append((*(row[g] for g in group), intervals))
+        a.append(0 if anchor is None else anchor)
+    fewest, expected = [], 0.0
+    for i in range(len(frame)):
+        others = [j for j in range(len(frame)) if pattern[j] == pattern[i]]
+        counts = [
+            sum(abs(a[j] - d) <= window for j in others) for d in range(a[i] - window, a[i] + window + 1)
+        ]
+        fewest.append(min(counts))
+        expected += sum(c == 1 for c in counts) / (2 * window + 1)
+    return {
+        "smallest_candidates": min(fewest),
+        "singled_out": sum(f == 1 for f in fewest),
+        "singled_out_expected": expected,
+        "below_k": sum(f < k for f in fewest),
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["F", "M"]),
+            st.sampled_from(["a", "b", "c"]),
+            st.one_of(st.none(), st.integers(0, 60)),
+            st.one_of(st.none(), st.integers(0, 5)),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 12),
+    st.integers(2, 5),
+)
+def test_the_informed_adversary_equals_its_definition(
+    rows: list[tuple[str, str, int | None, int | None]], window: int, k: int
+) -> None:
+    """Kept shifted dates of one person (admitted, and a discharge some days later, each possibly
+    missing) with a coarse pseudonym: the figures of the written release (DuckDB, then the range
+    minimum) equal the definition computed record by record."""
+    import datetime as dt
+
+    from safeshare.verify.disclosure import disclosure_check
+    from safeshare.verify.informed import KeptShiftedDate
+
+    start = dt.date(2021, 3, 1)
+    frame = pd.DataFrame(
+        {
+            "sex": [r[0] for r in rows],
+            "zip": [f"pz{r[1]}" for r in rows],
+            "admitted": ["" if r[2] is None else (start + dt.timedelta(days=r[2])).isoformat() for r in rows],
+            "discharged": [
+                "" if r[2] is None or r[3] is None else (start + dt.timedelta(days=r[2] + r[3])).isoformat()
+                for r in rows
+            ],
+        }
+    )
+    dates = [KeptShiftedDate("admitted", "mrn", window), KeptShiftedDate("discharged", "mrn", window)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(frame, Path(tmp) / "r.csv")
+        found = disclosure_check(path, "csv", ["sex"], shifted_dates=dates, pseudonyms=["zip"], k=k)
+    adversary = found.adversary
+    assert adversary is not None
+    coarse = bool(adversary.coarse_pseudonyms)  # 3 zips are coarse once there are more than 2 records
+    want = _brute_force(frame, ["sex", "zip"] if coarse else ["sex"], ["admitted", "discharged"], window, k)
+    assert adversary.records == len(frame)
+    assert adversary.smallest_candidates == want["smallest_candidates"]
+    assert adversary.singled_out == want["singled_out"]
+    assert adversary.below_k == want["below_k"]
+    assert adversary.singled_out_expected == pytest.approx(want["singled_out_expected"])
+    assert adversary.bound_holds == (want["smallest_candidates"] >= k)
+    codes = {w.code for w in found.warnings}
+    assert ("shifted_date_identifying" in codes) == (want["below_k"] > 0)
+    assert ("coarse_pseudonym" in codes) == coarse
+
+
+def test_a_pseudonym_of_a_coarse_column_is_the_column(tmp_path: Path) -> None:
+    """Issue 30, item 4: ``zip`` released as 4 pseudonyms is the zip itself; the informed adversary
+    knows it, so the classes are (QIs, zip); a pseudonym of a record number is not."""
+    from safeshare.verify.disclosure import disclosure_check
+
+    rng = np.random.default_rng(7)
+    n = 600
+    frame = pd.DataFrame(
+        {
+            "age": rng.choice(["40-49", "50-59"], n),
+            "zip": rng.choice(["9f3a", "11bc", "c0de", "77aa"], n, p=[0.7, 0.2, 0.07, 0.03]),
+            "mrn": [f"{i:016x}" for i in rng.permutation(n)],
+        }
+    )
+    found = disclosure_check(
+        _write(frame, tmp_path / "r.csv"), "csv", ["age"], pseudonyms=["zip", "mrn"], k=5
+    )
+    adversary = found.adversary
+    assert adversary is not None and [p["column"] for p in adversary.coarse_pseudonyms] == ["zip"]
+    sizes = frame.groupby(["age", "zip"]).size()
+    assert adversary.smallest_candidates == int(sizes.min())
+    assert adversary.below_k == int(sizes[sizes < 5].sum())
+    assert adversary.singled_out == int(sizes[sizes == 1].sum())
+    (coarse,) = [w for w in found.warnings if w.code == "coarse_pseudonym"]
+    assert coarse.columns == ("zip",) and "4 distinct pseudonyms over 600 records" in coarse.message
+    assert adversary.bound_holds == (sizes.min() >= 5)
+    # the pseudonym of a record number, alone: not known, no adversary
+    assert (
+        disclosure_check(_write(frame, tmp_path / "m.csv"), "csv", ["age"], pseudonyms=["mrn"], k=5).adversary
+        is None
+    )
+
+
+def test_dates_an_adversary_cannot_tell_apart_keep_the_bound(tmp_path: Path) -> None:
+    """Many records on each of a few dates, a wide window: every record keeps at least k
+    candidates whatever the true date, so the per-record bound holds against the informed
+    adversary too, and the headline says so."""
+    import datetime as dt
+
+    from safeshare.verify.disclosure import disclosure_check
+    from safeshare.verify.informed import KeptShiftedDate
+    from safeshare.workflows.result import headline
+
+    frame = pd.DataFrame(
+        {
+            "sex": ["F", "M"] * 200,
+            "admitted": [
+                (dt.date(2022, 1, 1) + dt.timedelta(days=7 * (i % 10))).isoformat() for i in range(400)
+            ],
+        }
+    )
+    found = disclosure_check(
+        _write(frame, tmp_path / "r.csv"),
+        "csv",
+        ["sex"],
+        shifted_dates=[KeptShiftedDate("admitted", "mrn", 30)],
+        k=5,
+    )
+    adversary = found.adversary
+    assert adversary is not None and adversary.bound_holds and adversary.singled_out == 0
+    assert adversary.smallest_candidates >= 5 and not found.warnings
+    doc = {"k": 5, "min_class_size": 200, "verified": True, "informed_adversary": adversary.to_dict()}
+    head = headline(doc)
+    assert head["prosecutor"]["bounded"] is True
+    assert (
+        "no record's prosecutor risk exceeds 1/5 = 0.2, also against an adversary who knows the true admitted"
+        in head["text"]
+    )
+    weak = dict(adversary.to_dict(), bound_holds=False, smallest_candidates=1, singled_out=3, below_k=9)
+    head = headline({**doc, "informed_adversary": weak})
+    assert head["prosecutor"]["bounded"] is False and "exceeds 1/5" not in head["text"]
+    assert (
+        "the bound of 1/5 per record does not hold against an adversary who also knows the true admitted"
+        in head["text"]
+    )
+    # not measured (a release not written): the bound is stated for the QI adversary only, and says so
+    plain = headline(
+        {**doc, "informed_adversary": None, "columns": [{"name": "admitted", "treatment": "shifted"}]}
+    )
+    assert "not measured against one who also knows the true admitted" in plain["text"]

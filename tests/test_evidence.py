@@ -26,7 +26,7 @@ from safeshare.workflows.evidence import (
 )
 from safeshare.workflows.release import release_expectations, write_release
 from tests.conftest import ADULT_DIR
-from tests.identifier_helpers import TEST_KEY, make_engine, release, visits, visits_schema
+from tests.identifier_helpers import TEST_KEY, TEST_KEY_BYTES, make_engine, release, visits, visits_schema
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +103,23 @@ def test_adult_evidence_states_the_model_the_labels_the_checks_and_the_hashes(
     assert list(checks) == ["columns", "labels", "k-anonymity", "suppression"]
     assert all(c["passed"] for c in checks.values()) and doc["verified"]
     assert "at least k = 5 records" in checks["k-anonymity"]["requirement"]
-    # hashes: every file, relative paths, equal to hashlib
+    # every file named by a relative path; the hashes of the configuration and the release equal
+    # hashlib's; the input's and the hierarchies' are not published (issue 30: they would confirm a
+    # guess of a suppressed record), the ledger holds them
     roles = {f["role"] for f in doc["files"]}
     assert roles == {"input", "config", "hierarchy", "release"}
     assert sum(f["role"] == "hierarchy" for f in doc["files"]) == 9
     for f in doc["files"]:
         assert not Path(f["path"]).is_absolute()
         path = (ADULT_DIR / f["path"]).resolve()
-        assert (
-            hashlib.sha256(path.read_bytes()).hexdigest() == f["sha256"] and path.stat().st_size == f["bytes"]
-        )
+        if f["role"] in ("input", "hierarchy"):
+            assert f["sha256"] is None and f["bytes"] is None
+            assert hashlib.sha256(path.read_bytes()).hexdigest() not in json.dumps(doc)
+        else:
+            assert (
+                hashlib.sha256(path.read_bytes()).hexdigest() == f["sha256"]
+                and path.stat().st_size == f["bytes"]
+            )
     assert doc["software_version"] == __version__ and doc["engine"] == "memory" and doc["seeds"] == {}
 
 
@@ -205,7 +212,9 @@ def test_a_failed_check_is_named() -> None:
     assert not evidence["verified"]
 
 
-def test_identifier_evidence_has_the_fingerprint_and_never_the_key(tmp_path: Path) -> None:
+def test_identifier_evidence_has_neither_the_key_nor_its_fingerprint(tmp_path: Path) -> None:
+    """Issue 30, item 6: the published fingerprint let a guessed key be checked offline (then every
+    pseudonym inverted); the evidence names the columns, never the key or its fingerprint."""
     path = tmp_path / "visits.csv"
     visits(60).to_csv(path, index=False)
     schema = visits_schema()
@@ -225,10 +234,12 @@ def test_identifier_evidence_has_the_fingerprint_and_never_the_key(tmp_path: Pat
         identifiers=done.engine.identifiers.describe(),  # type: ignore[union-attr]
     ).to_dict()
     text = json.dumps(evidence)
-    assert bytes(range(32)).hex() not in text and TEST_KEY.subkey(b"safeshare pseudonym v1").hex() not in text
+    assert TEST_KEY_BYTES.hex() not in text and TEST_KEY.subkey(b"safeshare pseudonym v1").hex() not in text
     check = evidence["verifier_checks"][-1]
-    assert check["name"] == "identifiers" and check["passed"] and TEST_KEY.fingerprint in check["requirement"]
-    assert evidence["identifiers"]["key_fingerprint"] == TEST_KEY.fingerprint
+    assert check["name"] == "identifiers" and check["passed"]
+    assert "recomputed from the key" in check["requirement"]
+    assert TEST_KEY.fingerprint not in text and "fingerprint" not in evidence["identifiers"]
+    assert TEST_KEY.fingerprint not in json.dumps(done.verification.to_dict())
     discharged = next(q for q in evidence["quasi_identifiers"] if q["name"] == "discharged")
     assert discharged["hierarchy"].startswith("dates (levels: month, quarter, year; format: %Y-%m-%d")
     assert [f["path"] for f in evidence["files"]] == ["visits.csv", "r.csv"]

@@ -18,7 +18,8 @@ from safeshare.data.schema import HierarchyBuilder
 from safeshare.errors import ConfigError, HierarchyError, InputError
 from safeshare.hierarchy.builders import (
     BUILDERS,
-    DATE_LEVELS,
+    CALENDAR_LEVELS,
+    WEEK_LEVELS,
     DateBuilder,
     FileBuilder,
     GroupingBuilder,
@@ -29,6 +30,7 @@ from safeshare.hierarchy.builders import (
 )
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv, write_arx_csv
+from safeshare.hierarchy.truth import check_hierarchy, semantics_of
 
 ADULT = Path(__file__).resolve().parents[1] / "examples" / "adult" / "hierarchies"
 
@@ -644,26 +646,59 @@ def test_masking_equal_length_codes_property(values: list[str]) -> None:
 
 # =========================================================================== dates
 class TestDates:
-    def test_default_levels_with_iso_weeks(self) -> None:
-        h = DateBuilder().build(["2021-01-20", "2021-01-01", "2021-03-31"], name="admission")
+    def test_default_levels_are_the_calendar(self) -> None:
+        h = DateBuilder().build(["2021-01-20", "2021-01-01", "2021-03-31", "2022-01-01"], name="admission")
         assert rows_of(h) == {
-            "2021-01-20": ("2021-W03", "2021-01", "2021-Q1", "2021", "*"),
-            # A Friday in ISO week 2020-W53, whose Thursday is 2020-12-31.
-            "2021-01-01": ("2020-W53", "2020-12", "2020-Q4", "2020", "*"),
-            # A Wednesday in 2021-W13 (Mar 29 .. Apr 4), whose Thursday is April 1.
-            "2021-03-31": ("2021-W13", "2021-04", "2021-Q2", "2021", "*"),
+            "2021-01-20": ("2021-01", "2021-Q1", "2021", "*"),
+            "2021-01-01": ("2021-01", "2021-Q1", "2021", "*"),
+            "2021-03-31": ("2021-03", "2021-Q1", "2021", "*"),
+            # issue 30: the old default (weeks, then months) labelled it 2021-12 and 2021
+            "2022-01-01": ("2022-01", "2022-Q1", "2022", "*"),
+        }
+
+    def test_iso_weeks_nest_in_iso_years(self) -> None:
+        h = DateBuilder(levels=["week", "week_year"]).build(
+            ["2021-01-20", "2021-01-01", "2022-01-01", "2020-12-31"]
+        )
+        assert rows_of(h) == {
+            "2021-01-20": ("2021-W03", "2021-W01..2021-W52", "*"),
+            # A Friday in ISO week 2020-W53: ISO year 2020, labelled by its weeks, never "2020".
+            "2021-01-01": ("2020-W53", "2020-W01..2020-W53", "*"),
+            "2020-12-31": ("2020-W53", "2020-W01..2020-W53", "*"),
+            "2022-01-01": ("2021-W52", "2021-W01..2021-W52", "*"),
         }
 
     def test_sunday_weeks_follow_mmwr_years(self) -> None:
-        h = DateBuilder(week_start="sunday").build(["2019-12-29", "2021-01-02", "2021-01-03", "2021-01-09"])
+        h = DateBuilder(levels=["week", "week_year"], week_start="sunday").build(
+            ["2019-12-29", "2021-01-02", "2021-01-03", "2021-01-09"]
+        )
         assert rows_of(h) == {
-            # MMWR week 1 of 2020 began on Sunday 2019-12-29.
-            "2019-12-29": ("2019-12-29..2020-01-04", "2020-01", "2020-Q1", "2020", "*"),
+            # MMWR week 1 of 2020 began on Sunday 2019-12-29; MMWR 2020 ended on 2021-01-02.
+            "2019-12-29": ("2019-12-29..2020-01-04", "2019-12-29..2021-01-02", "*"),
             # MMWR week 53 of 2020 ended on Saturday 2021-01-02.
-            "2021-01-02": ("2020-12-27..2021-01-02", "2020-12", "2020-Q4", "2020", "*"),
-            "2021-01-03": ("2021-01-03..2021-01-09", "2021-01", "2021-Q1", "2021", "*"),
-            "2021-01-09": ("2021-01-03..2021-01-09", "2021-01", "2021-Q1", "2021", "*"),
+            "2021-01-02": ("2020-12-27..2021-01-02", "2019-12-29..2021-01-02", "*"),
+            "2021-01-03": ("2021-01-03..2021-01-09", "2021-01-03..2022-01-01", "*"),
+            "2021-01-09": ("2021-01-03..2021-01-09", "2021-01-03..2022-01-01", "*"),
         }
+
+    @pytest.mark.parametrize(
+        "levels",
+        [
+            ["week", "month", "quarter", "year"],  # the old default
+            ["week", "month"],
+            ["day", "week", "year"],
+            ["week_year", "decade"],
+            ["week", "quarter"],
+        ],
+    )
+    def test_weeks_and_calendar_levels_are_refused(self, levels: list[str]) -> None:
+        """issue 30: a week is in no one month or calendar year, so no hierarchy holds both."""
+        with pytest.raises(ConfigError, match="weeks do not nest in months, quarters or years"):
+            DateBuilder(levels=levels)
+        with pytest.raises(
+            ConfigError, match=r"choose calendar levels .* or week levels \[day, week, week_year\]"
+        ):
+            builder_from_spec({"type": "dates", "levels": levels}, Path("."), "attributes.d.hierarchy")
 
     def test_without_weeks_the_calendar_is_used(self) -> None:
         h = DateBuilder(levels=["month", "quarter", "year", "decade"]).build(["2021-01-01", "2019-12-31"])
@@ -688,10 +723,11 @@ class TestDates:
     def test_missing(self) -> None:
         h = DateBuilder(levels=["year"], missing=["unknown"]).build(["unknown", "2020-02-29"], name="d")
         assert rows_of(h) == {"unknown": ("unknown", "*"), "2020-02-29": ("2020", "*")}
-        # A list of missing tokens replaces the default (the empty string).
-        with pytest.raises(HierarchyError, match="d: value '' is not a date"):
-            DateBuilder(levels=["year"], missing=["unknown"]).build(["", "2020-02-29"], name="d")
-        h = DateBuilder(levels=["year"]).build(["", "2020-02-29"])
+        # The blank cell is a missing value only when declared (issue 30: one switch, safeshare.missing).
+        for builder in (DateBuilder(levels=["year"], missing=["unknown"]), DateBuilder(levels=["year"])):
+            with pytest.raises(HierarchyError, match=r"d: the empty value .* input.missing: \[''\]"):
+                builder.build(["", "2020-02-29"], name="d")
+        h = DateBuilder(levels=["year"], missing=[""]).build(["", "2020-02-29"])
         assert rows_of(h)[""] == ("", "*")
 
     def test_chronological_leaf_order(self) -> None:
@@ -709,7 +745,9 @@ class TestDates:
 
     def test_date_at_the_edge_of_the_calendar(self) -> None:
         with pytest.raises(HierarchyError, match="too close"):
-            DateBuilder(week_start="sunday").build(["0001-01-01"])
+            DateBuilder(levels=["week"], week_start="sunday").build(["0001-01-01"])
+        with pytest.raises(HierarchyError, match="too close"):
+            DateBuilder(levels=["week_year"], week_start="sunday").build(["9999-12-31"])
 
     @pytest.mark.parametrize(
         ("params", "message"),
@@ -734,8 +772,10 @@ class TestDates:
 
 @st.composite
 def date_levels(draw: st.DrawFn) -> list[str]:
-    chosen = draw(st.sets(st.sampled_from(DATE_LEVELS), min_size=1))
-    return [level for level in DATE_LEVELS if level in chosen]
+    """A sub-sequence of one chain: the calendar or the weeks (issue 30: never a mix)."""
+    chain = draw(st.sampled_from([CALENDAR_LEVELS, WEEK_LEVELS]))
+    chosen = draw(st.sets(st.sampled_from(chain), min_size=1))
+    return [level for level in chain if level in chosen]
 
 
 @settings(max_examples=60, deadline=None)
@@ -752,30 +792,31 @@ def test_dates_property(dates: list[dt.date], levels: list[str], week_start: str
     for value, labels in rows_of(h).items():
         day = dt.date.fromisoformat(value)
         by_level = dict(zip(levels, labels, strict=False))
+        first = day - dt.timedelta(days=(day.weekday() + 1) % 7)  # its Sunday
         if "week" in levels:
             if week_start == "monday":
                 year, week, _ = day.isocalendar()
                 assert by_level["week"] == f"{year:04d}-W{week:02d}"
-                middle = dt.date.fromisocalendar(year, week, 4)
             else:
-                first = day - dt.timedelta(days=(day.weekday() + 1) % 7)
-                assert first.weekday() == 6
                 assert by_level["week"] == f"{first}..{first + dt.timedelta(days=6)}"
-                middle = first + dt.timedelta(days=3)
-            # The coarser levels describe the week: at least 4 of its days lie there.
-            if "year" in levels:
-                assert by_level["year"] == str(middle.year)
-                if week_start == "monday":
-                    assert by_level["year"] == str(day.isocalendar()[0])
-            if "month" in levels:
-                assert by_level["month"] == f"{middle.year:04d}-{middle.month:02d}"
-        else:
-            if "month" in levels:
-                assert by_level["month"] == value[:7]
-            if "year" in levels:
-                assert by_level["year"] == value[:4]
-        if "quarter" in levels and "year" in levels:
-            assert by_level["quarter"].startswith(by_level["year"] + "-Q")
+        if "week_year" in levels:
+            if week_start == "monday":
+                year = day.isocalendar()[0]
+                assert by_level["week_year"].startswith(f"{year:04d}-W01..{year:04d}-W5")
+            else:
+                start, end = (dt.date.fromisoformat(t) for t in by_level["week_year"].split(".."))
+                assert start <= day <= end and start.weekday() == 6 and end.weekday() == 5
+                # the MMWR year of the date (its week's Wednesday's) is the one the range spans
+                assert (first + dt.timedelta(days=3)).year == (start + dt.timedelta(days=3)).year
+        # The calendar levels are the date's own month, quarter, year and decade.
+        if "month" in levels:
+            assert by_level["month"] == value[:7]
+        if "quarter" in levels:
+            assert by_level["quarter"] == f"{value[:4]}-Q{(day.month - 1) // 3 + 1}"
+        if "year" in levels:
+            assert by_level["year"] == value[:4]
+        if "decade" in levels:
+            assert by_level["decade"] == f"{day.year // 10 * 10:04d}-{day.year // 10 * 10 + 9:04d}"
         if "day" in levels:
             assert by_level["day"] == value
 
@@ -785,14 +826,31 @@ def test_dates_property(dates: list[dt.date], levels: list[str], week_start: str
     start=st.dates(dt.date(1990, 1, 1), dt.date(2050, 1, 1)), week_start=st.sampled_from(["monday", "sunday"])
 )
 def test_whole_weeks_map_consistently(start: dt.date, week_start: str) -> None:
-    """Every day of a run of 400 days; each week has one month, quarter and year."""
+    """Every day of a run of 400 days; each week has one week-year, and it holds all its days."""
     values = [(start + dt.timedelta(days=i)).isoformat() for i in range(400)]
-    h = DateBuilder(levels=["week", "month", "quarter", "year"], week_start=week_start).build(values)
+    h = DateBuilder(levels=["week", "week_year"], week_start=week_start).build(values)
     check_structure(h, values)
     weeks: dict[str, set[tuple[str, ...]]] = {}
     for labels in rows_of(h).values():
         weeks.setdefault(labels[0], set()).add(labels[1:])
     assert all(len(up) == 1 for up in weeks.values())
+
+
+def test_every_day_of_2022_and_2023_gets_its_own_month_and_year() -> None:
+    """issue 30, item 1: the default dates builder nested months under ISO weeks, so 44 of the 730
+    days of 2022-2023 got the wrong month and 3 the wrong year (2022-01-01 -> 2021-12, 2021)."""
+    days = [dt.date(2022, 1, 1) + dt.timedelta(days=i) for i in range(730)]
+    h = DateBuilder().build([d.isoformat() for d in days], name="admitted")
+    rows = rows_of(h)
+    for day in days:
+        month, quarter, year, _ = rows[day.isoformat()]
+        assert (month, quarter, year) == (
+            f"{day.year}-{day.month:02d}",
+            f"{day.year}-Q{(day.month - 1) // 3 + 1}",
+            str(day.year),
+        ), day
+    # and the truth check, which reads the labels apart from the builder, finds nothing false
+    assert check_hierarchy(h, semantics_of(DateBuilder())).passed
 
 
 # =========================================================================== suppression and file

@@ -46,6 +46,7 @@ from safeshare.verify.identifiers import own_shift
 from tests.identifier_helpers import (
     OTHER_KEY,
     TEST_KEY,
+    TEST_KEY_BYTES,
     identifier_expectations,
     make_engine,
     read_release,
@@ -77,7 +78,8 @@ def test_a_hex_key_file_is_read_and_never_shown(tmp_path: Path) -> None:
     key = load_key(_key_file(tmp_path, "  " + material.hex().upper() + "\n"))
     assert key == SecretKey(material)
     shown = repr(key) + str(key) + f"{key}"
-    assert material.hex() not in shown.lower() and key.fingerprint in shown
+    # neither the key nor its fingerprint (which confirms a guessed key offline, issue 30)
+    assert material.hex() not in shown.lower() and key.fingerprint not in shown
     with pytest.raises(TypeError):
         pickle.dumps(key)
     assert load_key(_key_file(tmp_path, os.urandom(40).hex())) != key
@@ -113,6 +115,61 @@ def test_short_key_bytes_are_refused() -> None:
         SecretKey(b"\x01" * 31)
 
 
+WEAK_KEYS = {
+    "64 zeros": "0" * 64,
+    "ab repeated": "ab" * 32,
+    "a short pattern repeated": "0123456789abcdef" * 4,
+    "deadbeef": "deadbeef" * 8,
+    "a counter": bytes(range(32)).hex(),
+    "a counter from 100": bytes(range(100, 132)).hex(),
+    "a block repeated": hashlib.sha256(b"x").digest()[:16].hex() * 2,
+    "the hex of a passphrase": b"correct horse battery staple 123".hex(),
+}
+
+
+@pytest.mark.parametrize("name", list(WEAK_KEYS))
+def test_a_low_entropy_key_is_refused_in_one_line_without_its_content(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 6: a key of 64 zeros or ``ab`` repeated was accepted; whoever guessed it
+    inverted every pseudonym. Refused by the library, the key file reader and the command (exit 2,
+    one line naming the file, before anything is read or written)."""
+    text = WEAK_KEYS[name]
+    with pytest.raises(ConfigError, match="the key is not random"):
+        SecretKey(bytes.fromhex(text))
+    path = _key_file(tmp_path, text + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_key(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "openssl rand -hex 32" in message
+    assert text[:16] not in message
+    # the command: exit 2, one line, nothing written (the data is never read)
+    from tests.conftest import run_cli
+
+    visits().head(40).to_csv(tmp_path / "visits.csv", index=False)
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: visits.csv}\nkey_file: release.key\nattributes:\n"
+        "  mrn: {role: pseudonym}\n  sex: {role: quasi, hierarchy: {type: masking}}\n"
+        "  age: {role: identifying}\n  admitted: {role: identifying}\n  discharged: {role: identifying}\n"
+        "  dx: {role: sensitive}\nprivacy: {k-anonymity: {k: 2}}\n"
+    )
+    code, _, stderr = run_cli(["anonymize", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "the key is not random" in stderr and len(stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_weak_key_rules_refuse_almost_no_random_key() -> None:
+    """The rules refuse a uniformly random 32-byte key with probability below 2^-45 (key.py):
+    20,000 keys from the operating system, none refused."""
+    refused = 0
+    for _ in range(20_000):
+        try:
+            SecretKey(os.urandom(32))
+        except ConfigError:
+            refused += 1
+    assert refused == 0
+
+
 def test_a_new_key_is_private_random_and_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "new.key"
     key = write_new_key(path)
@@ -127,7 +184,7 @@ def test_a_new_key_is_private_random_and_never_overwritten(tmp_path: Path) -> No
 # ------------------------------------------------------------------ pseudonyms
 def test_pseudonym_is_the_hmac_of_the_value_under_the_pseudonym_subkey() -> None:
     """The definition, pinned: k_p = HMAC(key, label), pseudonym = HMAC(k_p, utf8(value))[:L]."""
-    k_p = hmac.new(bytes(range(32)), b"safeshare pseudonym v1", hashlib.sha256).digest()
+    k_p = hmac.new(TEST_KEY_BYTES, b"safeshare pseudonym v1", hashlib.sha256).digest()
     assert TEST_KEY.subkey(PSEUDONYM_LABEL) == k_p
     for value, length in [("MRN00001", 16), ("Åsa 42", 20), ("", 64)]:
         expected = hmac.new(k_p, value.encode(), hashlib.sha256).hexdigest()[:length]
@@ -312,6 +369,8 @@ def test_release_holds_no_raw_identifier_and_no_record_keeps_its_date(
 def test_intervals_within_a_person_are_kept(
     records: list[tuple[int, dt.date]], max_days: int, fmt: str
 ) -> None:
+    # 30 people with one record each: 7 people alone would be a coarse person column (issue 30)
+    records = records + [(100 + i, dt.date(2000, 1, 1) + dt.timedelta(days=i)) for i in range(30)]
     frame = pd.DataFrame(
         {"pid": [f"p{p}" for p, _ in records], "when": [d.strftime(fmt) for _, d in records]}
     )
@@ -359,7 +418,7 @@ def test_pseudonyms_and_dates_are_stable_across_releases_and_change_with_the_key
 
 
 def test_the_key_reaches_no_output(visits_csv: Path, tmp_path: Path) -> None:
-    material = bytes(range(32))
+    material = TEST_KEY_BYTES
     schema = visits_schema()
     done = release(
         make_engine("duckdb", TableSource(visits_csv), schema), schema, tmp_path / "r.parquet", "parquet"
@@ -375,7 +434,7 @@ def test_the_key_reaches_no_output(visits_csv: Path, tmp_path: Path) -> None:
     for text in shown:
         for secret in secrets:
             assert secret not in text
-    assert TEST_KEY.fingerprint in repr(done.verification.to_dict())
+        assert TEST_KEY.fingerprint not in text  # issue 30: it would confirm a guessed key
 
 
 @pytest.mark.parametrize("name", ENGINES)
@@ -607,3 +666,158 @@ def test_a_sql_source_is_treated_alike_and_its_connection_gets_its_settings_back
     after = con.execute("SELECT current_setting('disabled_optimizers')").fetchone()[0]  # type: ignore[index]
     assert after == "compressed_materialization"
     assert not [r for r in con.execute("SHOW ALL TABLES").fetchall() if "safeshare" in str(r)]
+
+
+# ------------------------------------------------------------------ issue 30, items 5 and 7
+def _visits_yaml(tmp_path: Path, attributes: str, frame: pd.DataFrame | None = None) -> Path:
+    """A configuration over visits.csv (mrn, sex, age, admitted, discharged, dx) with ``attributes``."""
+    (frame if frame is not None else visits(150)).to_csv(tmp_path / "visits.csv", index=False)
+    if not (tmp_path / "release.key").exists():
+        write_new_key(tmp_path / "release.key")
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "input: {path: visits.csv}\nkey_file: release.key\nattributes:\n"
+        + attributes
+        + "privacy: {k-anonymity: {k: 3}}\nmax_suppression: 10%\n"
+    )
+    return path
+
+
+TWO_WINDOWS = """\
+  mrn: {role: pseudonym}
+  sex: {role: quasi, hierarchy: {type: masking}}
+  age: {role: quasi, hierarchy: {type: intervals, widths: [10, 20]}}
+  admitted: {role: shifted_date, person: mrn, max_days: 30}
+  discharged: {role: shifted_date, person: mrn, max_days: 60}
+  dx: {role: sensitive}
+"""
+
+
+def test_one_person_has_one_shift_whatever_the_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 5: two shifted dates of one person with different max_days got different
+    shifts (1,029 of 3,000 discharges fell before their admission). Refused: in the schema, the
+    treatment and the configuration (exit 2, one line, before the data is read)."""
+    with pytest.raises(ConfigError, match="max_days 60 differs from 'admitted''s 30"):
+        Schema.from_attributes(
+            [
+                Attribute("admitted", Role.SHIFTED_DATE, person="mrn", max_days=30),
+                Attribute("discharged", Role.SHIFTED_DATE, person="mrn", max_days=60),
+            ]
+        )
+    with pytest.raises(ConfigError, match="max_days 60 differs"):
+        IdentifierTreatment(
+            TEST_KEY,
+            shifted_dates=(
+                ShiftedDateColumn("admitted", "mrn", 30),
+                ShiftedDateColumn("discharged", "mrn", 60),
+            ),
+        )
+    # another person column does not escape it: the shift is the key's and the person text's
+    with pytest.raises(ConfigError, match="differs"):
+        IdentifierTreatment(
+            TEST_KEY,
+            shifted_dates=(
+                ShiftedDateColumn("admitted", "mrn", 30),
+                ShiftedDateColumn("discharged", "pid", 60),
+            ),
+        )
+    from tests.conftest import run_cli
+
+    config = _visits_yaml(tmp_path, TWO_WINDOWS)
+    code, _, stderr = run_cli(["anonymize", str(config), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    assert "attributes.discharged: max_days 60 differs from 'admitted''s 30" in stderr
+    # one window: every date of a person moves by the same shift, on both engines, so no
+    # discharge falls before its admission
+    same = _visits_yaml(tmp_path, TWO_WINDOWS.replace("max_days: 60", "max_days: 30"))
+    from safeshare.config import load_config
+
+    cfg = load_config(same)
+    raw = visits(150)
+    key = cfg.identifiers.key  # type: ignore[union-attr]
+    memory = make_engine("memory", TableSource(tmp_path / "visits.csv"), cfg.schema, key)
+    treated = memory.frame  # type: ignore[attr-defined]
+    shifts = {
+        column: (pd.to_datetime(treated[column]) - pd.to_datetime(raw[column])).dt.days
+        for column in ("admitted", "discharged")
+    }
+    assert (shifts["admitted"] == shifts["discharged"]).all()
+    assert shifts["admitted"].groupby(raw["mrn"]).nunique().max() == 1
+    assert (pd.to_datetime(treated["discharged"]) >= pd.to_datetime(treated["admitted"])).all()
+    with make_engine("duckdb", TableSource(tmp_path / "visits.csv"), cfg.schema, key) as duck:
+        columns = ["mrn", "admitted", "discharged"]
+        pd.testing.assert_frame_equal(
+            duck.grouped_counts(columns).sort_values(columns).reset_index(drop=True),
+            memory.grouped_counts(columns).sort_values(columns).reset_index(drop=True),
+        )
+
+
+@pytest.mark.parametrize(
+    ("person", "role", "says"),
+    [
+        ("sex", "{role: quasi, hierarchy: {type: masking}}", "is a quasi-identifier"),
+        ("dx", "{role: sensitive}", "is a sensitive column"),
+        ("notes", "{role: text}", "is free text"),
+    ],
+)
+def test_a_person_column_that_is_not_a_person_is_refused_by_role(
+    tmp_path: Path, person: str, role: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 7: ``person: sex`` moved every woman's dates by the same number of days."""
+    frame = visits(150).assign(notes=lambda f: "seen by Dr " + f["mrn"].str[-2:])
+    attributes = (
+        "  mrn: {role: pseudonym}\n  sex: {role: quasi, hierarchy: {type: masking}}\n"
+        "  age: {role: quasi, hierarchy: {type: intervals, widths: [10, 20]}}\n"
+        f"  admitted: {{role: shifted_date, person: {person}, max_days: 30}}\n"
+        "  discharged: {role: identifying}\n  dx: {role: sensitive}\n  notes: {role: text}\n"
+    )
+    config = _visits_yaml(
+        tmp_path, attributes.replace(f"  {person}: {role}\n", f"  {person}: {role}\n"), frame
+    )
+    from tests.conftest import run_cli
+
+    code, _, stderr = run_cli(["anonymize", str(config), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    assert f"attributes.admitted: its person column {person!r} {says}" in stderr
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_a_coarse_person_column_is_refused_by_its_values(name: str, tmp_path: Path) -> None:
+    """Issue 30, item 7: a person column with far fewer distinct values than records (fewer than
+    2 sqrt(n): a ward, an age, a sex kept as insensitive) gives many people one shift. Refused with
+    the figures on both engines; a record number of the same data passes."""
+    frame = visits(150).assign(ward=lambda f: "W" + (f.index % 4).astype(str))
+    path = tmp_path / "visits.csv"
+    frame.to_csv(path, index=False)
+    coarse = Schema.from_attributes(
+        [
+            Attribute("ward", Role.INSENSITIVE),
+            Attribute("admitted", Role.SHIFTED_DATE, person="ward", max_days=30),
+        ],
+        Role.IDENTIFYING,
+    )
+    with pytest.raises(DataError) as info:
+        make_engine(name, TableSource(path), coarse)
+    message = str(info.value)
+    n = len(frame)
+    assert (
+        "\n" not in message
+        and f"its person column 'ward' has 4 distinct values over {n:,} records" in message
+    )
+    assert f"2 sqrt(n) = {2 * n**0.5:,.0f}" in message
+    by_age = Schema.from_attributes(
+        [
+            Attribute("age", Role.INSENSITIVE),
+            Attribute("admitted", Role.SHIFTED_DATE, person="age", max_days=30),
+        ],
+        Role.IDENTIFYING,
+    )
+    if frame["age"].nunique() < 2 * n**0.5:
+        with pytest.raises(DataError, match="its person column 'age' has"):
+            make_engine(name, TableSource(path), by_age)
+    fine = Schema.from_attributes(
+        [Attribute("admitted", Role.SHIFTED_DATE, person="mrn", max_days=30)], Role.IDENTIFYING
+    )
+    make_engine(name, TableSource(path), fine).close()

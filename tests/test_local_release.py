@@ -133,6 +133,26 @@ def test_tampered_mixed_release_is_not_published(
     assert not list(tmp_path.glob(".out.staging-*"))
 
 
+def _false_age(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(age=frame["age"].where(frame.index >= 50, "0:9"))  # a label; no adult is 0-9
+
+
+def test_a_falsely_labelled_mixed_release_is_refused(
+    adult_recoded: tuple[MemoryEngine, LocalRecodingResult], tmp_path: Path
+) -> None:
+    """issue 30: a locally recoded release is judged per column against the input's values: 50
+    records labelled "0:9" (a label of the hierarchy, true of no input record) are refused."""
+    engine, result = adult_recoded
+    published = publish_local_recoding(result, engine, tmp_path / "good")
+    truth = json.loads(published.report_json.read_text())["verification"]["checks"]["truth"]
+    age = truth["columns"]["age"]
+    assert truth["passed"] and age["false"] == 0 and age["pairs"] >= 73
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError, match="column 'age': 50 released records carry labels that fewer"):
+        publish_local_recoding(result, MixedTampering(engine, _false_age), out)
+    assert not out.exists()
+
+
 def test_verifier_takes_the_labels_of_every_level_from_the_hierarchies(tmp_path: Path) -> None:
     path = tmp_path / "r.csv"
     rows = {"q": [("a", "ab", "*"), ("b", "ab", "*"), ("c", "c", "*")]}

@@ -172,6 +172,37 @@ def test_a_tampered_release_fails_the_spark_verification(spark: Any, tmp_path: P
 
 
 @needs_spark
+def test_a_falsely_labelled_spark_release_is_refused(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 30: the verifier judges the file Spark wrote: records of 2022-01-01 written with the
+    label 2021-12 (a label of the hierarchy, true of other records) are refused, nothing published."""
+    from safeshare.data.schema import Attribute, Role, Schema
+    from safeshare.errors import VerificationError
+    from safeshare.hierarchy.builders import DateBuilder
+    from safeshare.models import KAnonymity
+    from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
+    from tests.test_truth import admissions, relabel
+
+    path = tmp_path / "a.csv"
+    admissions().to_csv(path, index=False)
+    schema = Schema.from_attributes(
+        [Attribute("admitted", Role.QUASI, DateBuilder(levels=["month", "year"]))], Role.INSENSITIVE
+    )
+    with SparkEngine(TableSource(path), session=spark) as engine:
+        result = Anonymizer(
+            schema, [KAnonymity(2)], algorithm="node", algorithm_options={"levels": {"admitted": 1}}
+        ).fit(engine)
+        good = write_release(result, engine, tmp_path / "good", fmt="parquet")
+        assert good.report["verification"]["checks"]["truth"]["passed"]
+        monkeypatch.setattr(AnonymizationResult, "release_plan", relabel("2022-01-01", "2021-12"))
+        out = tmp_path / "out"
+        with pytest.raises(VerificationError, match="records in 1 classes are not input records"):
+            write_release(result, engine, out, fmt="parquet")
+    assert not out.exists()
+
+
+@needs_spark
 def test_shape_checks_and_table_input(spark: Any, tmp_path: Path) -> None:
     dup = tmp_path / "dup.csv"
     dup.write_text("a,b,A\n1,2,3\n")

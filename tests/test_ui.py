@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from tests.ui_helpers import ROOT, adult_project, running_server, wait_idle, wait_run
 
@@ -387,3 +388,38 @@ def test_privacy_screen_sets_local_recoding_and_the_threshold_reason(server) -> 
         )
         config = client.get(f"/api/projects/{project}/config").text
         assert "threshold_reason: the agreement's figure" in config and "local_recoding" not in config
+
+
+def test_blank_cells_are_released_with_the_workbench_switch(server) -> None:
+    """issue 30, item 3: a numeric QI with blank cells could not be released from the workbench
+    (its "Missing" field dropped the empty token). The "Blank cells are missing values" box is
+    the one switch: without it the builder refuses the blank and names the box; with it the
+    release keeps the blanks as blanks, verified."""
+    lines = ["age,sex"] + [f"{'' if i % 5 == 0 else 20 + i % 40},{'FM'[i % 2]}" for i in range(200)]
+    (server.workdir / "blanks.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    builder = {"column": "age", "builder": "{type: intervals, widths: [10, 20]}"}
+    empty = {"file": ("none.csv", b"")}
+    with server.client() as client:
+        pid = client.post("/api/projects", data={"path": "blanks.csv"}).json()["id"]
+        wait_idle(client, pid)
+        client.post(f"/p/{pid}/roles", data={"role-age": "quasi", "role-sex": "insensitive"})
+        answer = client.post(f"/p/{pid}/hierarchy", data=builder, files=empty, follow_redirects=False)
+        assert answer.status_code == 303
+        assert "Blank cells are missing values" in httpx.URL(answer.headers["location"]).params["error"]
+        saved = client.post(
+            f"/p/{pid}/input",
+            data={"header": "yes", "missing": "", "blank_missing": "yes"},
+            follow_redirects=False,
+        )
+        assert saved.status_code == 303
+        assert yaml.safe_load(client.get(f"/api/projects/{pid}/config").text)["input"]["missing"] == [""]
+        wait_idle(client, pid)
+        assert 'name="blank_missing" value="yes"' in client.get(f"/p/{pid}/data").text
+        answer = client.post(f"/p/{pid}/hierarchy", data=builder, files=empty, follow_redirects=False)
+        assert "error" not in answer.headers["location"], answer.headers["location"]
+        run = client.post(f"/api/projects/{pid}/runs", json={"kind": "anonymize"}).json()["id"]
+        state = wait_run(client, pid, run)
+        assert state["status"] == "done" and state["verified"] is True, state
+        release = client.get(f"/api/projects/{pid}/runs/{run}/files/release.csv").text.splitlines()
+    ages = [line.split(",")[0] for line in release[1:]]
+    assert ages.count("") == 40 and len(ages) + 0 <= 200

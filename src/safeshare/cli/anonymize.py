@@ -261,7 +261,12 @@ def print_release(release: Release) -> None:
     if evidence is not None:
         checks = ", ".join(c["name"] for c in evidence["verifier_checks"])
         table.add_row("re-checked", f"{checks} (independently, on the written file)")
-        table.add_row("evidence", f"SHA-256 of {len(evidence['files'])} files in report.json and report.html")
+        hashed = sum(1 for f in evidence["files"] if f.get("sha256"))
+        table.add_row(
+            "evidence",
+            f"SHA-256 of {hashed} files in report.json and report.html (of the input and hierarchy files: "
+            "the ledger only)",
+        )
     certificate = report.get("certificate") or {}
     if certificate.get("approved_by"):
         table.add_row("approved by", certificate["approved_by"])
@@ -379,6 +384,10 @@ def hierarchy_check(
             out.print(f"  level {level['level']}: {level['labels']} labels ({shown})")
         if data is not None:
             out.print(f"  covers every value of column {column!r} in {data}")
+        truth = result.truth
+        out.print(f"  {truth['true']:,} of {truth['pairs']:,} labels checked true of their values")
+        for warning in result.warnings:
+            err.print(f"warning: {warning}", style="yellow", soft_wrap=True)
 
     emit(result.to_dict(), as_json, quiet, show)
 
@@ -406,12 +415,14 @@ def hierarchy_build(
         out=out_file,
         **reading,
     )
-    emit(
-        built.to_dict(),
-        as_json,
-        quiet,
-        lambda: out.print(f"wrote {out_file}: {built.values} values, height {built.height}"),
-    )
+
+    def show() -> None:
+        out.print(f"wrote {out_file}: {built.values} values, height {built.height}")
+        for warning in built.warnings:
+            shown = ", ".join(warning["values"][:10]) + (", ..." if len(warning["values"]) > 10 else "")
+            err.print(f"warning: {warning['message']} (values: {shown})", style="yellow", soft_wrap=True)
+
+    emit(built.to_dict(), as_json, quiet, show)
 
 
 # --------------------------------------------------------------------------- flatten

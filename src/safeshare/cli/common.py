@@ -43,7 +43,13 @@ HeaderOption = Annotated[
 NamesOption = Annotated[
     str | None, typer.Option("--names", help="Column names of a headerless CSV (comma list).")
 ]
-MissingOption = Annotated[str | None, typer.Option("--missing", help="Comma-separated missing-value tokens.")]
+MissingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--missing",
+        help="Comma-separated missing-value tokens; an empty item (--missing '') declares blank cells.",
+    ),
+]
 SkipRowsOption = Annotated[int, typer.Option("--skip-rows", help="Lines to skip at the top of the data.")]
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")]

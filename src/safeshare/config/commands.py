@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema, model_validator
 
 from safeshare.config_checks import (
     Count,
@@ -31,8 +31,17 @@ from safeshare.config_checks import (
 )
 from safeshare.data.source import TableSource
 from safeshare.errors import ConfigError
+from safeshare.missing import parse_missing
 
 M = TypeVar("M", bound=BaseModel)
+
+#: ``--missing``: a comma-separated text in which an empty item is the blank cell (``--missing ''``
+#: declares blanks missing; :func:`safeshare.missing.parse_missing`), or a list.
+MissingTokens = Annotated[
+    list[Text],
+    BeforeValidator(lambda v: list(parse_missing(v)) if isinstance(v, str) else v),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
 
 
 def options(model: type[M], values: Mapping[str, Any]) -> M:
@@ -49,7 +58,7 @@ class DataOptions(Section):
     delimiter: Text = ","
     header: Flag = True
     names: TextList | None = None
-    missing: TextList = Field(default_factory=list)
+    missing: MissingTokens = Field(default_factory=list)
     skip_rows: Count = 0
 
     def source(self, path: str | Path) -> TableSource:

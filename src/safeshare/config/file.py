@@ -23,7 +23,7 @@ Example (paths are relative to the configuration file)::
       admitted: {role: shifted_date, person: mrn, max_days: 180}      # per-person shift
       discharged: {role: shifted_date, person: mrn, max_days: 180,
                    hierarchy: {type: dates, levels: [month, year]}}  # a QI, shifted first
-    key_file: release.key       # hex, >= 64 digits, mode 0600 (never shown; its fingerprint is)
+    key_file: release.key       # >= 64 random hex digits, mode 0600 (never shown; fingerprint: ledger only)
     privacy:
       k-anonymity: {k: 5}
       l-diversity: {l: 2, columns: [diagnosis]}   # some sensitive columns only (default: all)
@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path, PurePath
@@ -463,7 +464,7 @@ class ConfigFile(Section):
         OutputSection()
     )
     #: The secret key of pseudonyms and shifted dates: a file of hex digits (at least 64), mode 0600.
-    #: Never shown: reports give the key's fingerprint only.
+    #: Never shown; its fingerprint is written to the ledger only (it confirms a guessed key).
     key_file: Annotated[str | None, checked(check_text, allow_none=True)] = None
     #: Why the risk threshold is what it is (shown in the report's evidence beside the threshold).
     threshold_reason: Annotated[str | None, checked(check_text, allow_none=True)] = None
@@ -603,7 +604,13 @@ class ConfigFile(Section):
                 )
             except ConfigError as exc:  # "column 'x': ..." -> the file and the key path
                 raise ConfigError(f"{here}: {str(exc).removeprefix(f'column {column!r}: ')}") from None
-        schema = Schema.from_attributes(attrs)
+        try:
+            schema = Schema.from_attributes(attrs)
+        except ConfigError as exc:  # "column 'x': ..." -> the file and the key path
+            named = re.match(r"column '([^']*)': ", str(exc))
+            if named is None:
+                raise ConfigError(f"{where}: {exc}") from None
+            raise ConfigError(f"{where}.{named.group(1)}: {str(exc)[named.end() :]}") from None
         if self.default_role is not None:
             schema.default_role = Role.parse(self.default_role)
         return schema
@@ -726,13 +733,11 @@ class ConfigFile(Section):
     def settings(self) -> dict[str, Any]:
         """Every setting of the run, defaults filled in (report.json's ``provenance.settings``);
         paths as written in the file, an absolute one by its name only."""
-        # the key file is named nowhere: the key is identified by its fingerprint
+        # the key file is named nowhere, and the key's fingerprint (which confirms a guessed key)
+        # goes to the custodian's ledger only (issue 30)
         doc = self.model_dump(mode="json", by_alias=True, exclude={"privacy_params", "key_file"})
         doc["population_size"] = self.population_size  # the N used (the key, or privacy.risk's)
-        treatment = self.identifiers
-        doc["key_file"] = (
-            None if treatment is None else f"given (key fingerprint {treatment.key.fingerprint})"
-        )
+        doc["key_file"] = None if self.identifiers is None else "given (not shown)"
         doc["privacy"] = {name: m.model_dump(mode="json") for name, m in (self.privacy_params or {}).items()}
         return cast(dict[str, Any], _portable(doc))
 

@@ -18,19 +18,26 @@ from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import COUNT_COLUMN, Engine
 from safeshare.data.schema import Schema
 from safeshare.errors import DataError, InputError
+from safeshare.hierarchy.builders import with_data_missing
 from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.hierarchy.truth import FileSemantics, refuse_false
 
 
-def resolve_hierarchies(schema: Schema, grouped: pd.DataFrame) -> list[Hierarchy]:
-    """The hierarchy of every QI: loaded ones as they are, builders run on the column's values."""
+def resolve_hierarchies(
+    schema: Schema, grouped: pd.DataFrame, missing: Sequence[str] = ()
+) -> list[Hierarchy]:
+    """The hierarchy of every QI: loaded ones as they are, builders run on the column's values,
+    keeping the input's declared ``missing`` values as they are (:mod:`safeshare.missing`); every
+    builder checks that its labels are true of their values (:mod:`safeshare.hierarchy.truth`)."""
     out = []
     for qi in schema.quasi_identifiers:
         spec = schema.hierarchy_spec(qi)
-        if isinstance(spec, Hierarchy):
+        values = sorted(grouped[qi].astype(str).unique())
+        if isinstance(spec, Hierarchy):  # given loaded (the Python API): its rows of the data, judged
+            refuse_false(spec, FileSemantics(), qi, frozenset(values))
             out.append(spec)
         else:
-            values = sorted(grouped[qi].astype(str).unique())
-            out.append(spec.build(values, name=qi))
+            out.append(with_data_missing(spec, missing).build(values, name=qi))
     return out
 
 
@@ -48,10 +55,10 @@ def build_frequency_table(
         if column not in engine.columns():
             raise InputError(f"unknown column {column!r} required by a privacy model")
     grouped = engine.grouped_counts([*schema.quasi_identifiers, *sensitive])
-    schema.check_not_empty(grouped, COUNT_COLUMN, label)
+    schema.check_not_empty(grouped, COUNT_COLUMN, label, engine.missing)
     timings["group_by"] = time.perf_counter() - start
     start = time.perf_counter()
-    hierarchies = resolve_hierarchies(schema, grouped)
+    hierarchies = resolve_hierarchies(schema, grouped, engine.missing)
     table = FrequencyTable.from_grouped(grouped, schema.quasi_identifiers, hierarchies, sensitive)
     timings["encode"] = time.perf_counter() - start
     return table, timings

@@ -29,8 +29,10 @@ from typing import Any
 
 from safeshare.data.identifiers.date_shift import ISO_FORMAT, check_date_format, check_max_days
 from safeshare.data.identifiers.pseudonym import DEFAULT_LENGTH, check_length
+from safeshare.data.identifiers.treatment import check_one_window
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyBuilder
+from safeshare.missing import BLANK
 
 
 class Role(StrEnum):
@@ -158,6 +160,7 @@ def check_not_empty(
     count_column: str,
     source: str = "the input",
     hint: str = CONFIG_EMPTY_HINT,
+    missing: Sequence[str] = (),
 ) -> None:
     """Refuse a quasi-identifier that is empty in more than half of the records.
 
@@ -171,8 +174,11 @@ def check_not_empty(
     when the token is declared. ``hint`` is the advice of the message (the
     configuration's keys by default; a command gives its options). Every command
     that reads quasi-identifiers applies it (``anonymize`` through
-    :meth:`Schema.check_not_empty`, ``inspect``).
+    :meth:`Schema.check_not_empty`, ``inspect``). With the blank cell itself declared missing
+    (``missing`` holds ``""``: :mod:`safeshare.missing`), blanks are missing on purpose and pass.
     """
+    if BLANK in missing:
+        return
     total = int(grouped[count_column].sum())
     if total == 0:
         return
@@ -207,6 +213,30 @@ class Schema:
                 raise ConfigError(
                     f"default_role: expected identifying or insensitive, got {self.default_role.value!r}"
                 )
+        self._check_persons()
+
+    def _check_persons(self) -> None:
+        """A shifted date's ``person`` identifies a person: not a quasi-identifier, a sensitive or a
+        free-text column (issue 30, item 7: ``person: sex`` moved every woman's dates by one shift);
+        and every shifted date has the same ``max_days`` (item 5: one person, one shift)."""
+        shifted = [a for a in self.attributes.values() if a.role is Role.SHIFTED_DATE]
+        for attr in shifted:
+            person = self.attributes.get(str(attr.person))
+            if person is None:
+                continue
+            what = {
+                Role.QUASI: "a quasi-identifier",
+                Role.SHIFTED_DATE: "a shifted date",
+                Role.SENSITIVE: "a sensitive column",
+                Role.TEXT: "free text",
+            }.get(person.role)
+            if what is not None:
+                raise ConfigError(
+                    f"column {attr.name!r}: its person column {person.name!r} is {what}: the person must be "
+                    "the column that identifies one person (a record number, role identifying or pseudonym); "
+                    "records that share a value share one shift"
+                )
+        check_one_window([(a.name, int(a.max_days or 0)) for a in shifted])
 
     @classmethod
     def from_attributes(cls, attributes: Iterable[Attribute], default_role: Role | None = None) -> Schema:
@@ -285,10 +315,12 @@ class Schema:
                 "or set default_role: identifying (drop them) or insensitive (keep them unchanged)"
             )
 
-    def check_not_empty(self, grouped: Any, count_column: str, source: str = "the input") -> None:
+    def check_not_empty(
+        self, grouped: Any, count_column: str, source: str = "the input", missing: Sequence[str] = ()
+    ) -> None:
         """Refuse a quasi-identifier that is empty in more than half of the records
         (:func:`check_not_empty` on :attr:`quasi_identifiers`)."""
-        check_not_empty(grouped, self.quasi_identifiers, count_column, source)
+        check_not_empty(grouped, self.quasi_identifiers, count_column, source, missing=missing)
 
     def released_columns(self, available: Sequence[str]) -> list[str]:
         """Columns of the release, in input order: everything but identifying and text columns."""

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.errors import DataError
+from safeshare.missing import missing_texts
 
 Format = Literal["csv", "parquet"]
 Ragged = Literal["error", "pad"]
@@ -344,10 +345,11 @@ def timestamp_text(series: pd.Series) -> pd.Series:
 
 
 def normalize_missing(frame: pd.DataFrame, missing: tuple[str, ...]) -> pd.DataFrame:
-    """Replace every declared missing token (and the empty string) by the first token."""
+    """Replace every declared missing token (and the empty string) by the first token
+    (:func:`safeshare.missing.missing_texts`)."""
     if not missing:
         return frame
     canonical = missing[0]
-    tokens = set(missing) | {""}
+    tokens = missing_texts(missing)
     out: pd.DataFrame = frame.apply(lambda col: col.where(~col.isin(tokens), canonical))
     return out

@@ -61,8 +61,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from safeshare.config_checks import check_keys, read_yaml
 from safeshare.errors import ConfigError, HierarchyError
-from safeshare.hierarchy.hierarchy import Hierarchy
+from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyWarning
 from safeshare.hierarchy.io import read_arx_csv, read_arx_rows
+from safeshare.hierarchy.truth import refuse_false, semantics_of
+from safeshare.missing import BLANK, BLANK_HINT
 from safeshare.resources import check_memory
 
 if TYPE_CHECKING:
@@ -190,6 +192,7 @@ def _assemble(
     height: int,
     top: str | None,
     name: str,
+    warnings: Sequence[HierarchyWarning] = (),
 ) -> Hierarchy:
     """The hierarchy of ``rows`` (``value, level 1 .. level height``), plus missing tokens and ``top``.
 
@@ -208,7 +211,7 @@ def _assemble(
     table = [tuple(row) for row in rows] + [(token,) * (height + 1) for token in missing]
     if top is not None:
         table = [(*row, top) for row in table]
-    return Hierarchy(table, name=name)
+    return Hierarchy(table, name=name, warnings=warnings)
 
 
 #: Memory of one label besides its characters (a str object and its slot in a row): an upper bound.
@@ -233,7 +236,8 @@ def _split_missing(values: Iterable[object], missing: Sequence[str]) -> tuple[li
 
 
 class _Configurable:
-    """Construction from a configuration mapping, with one-line errors for unknown keys."""
+    """Construction from a configuration mapping, with one-line errors for unknown keys, and the
+    truth check of every hierarchy built (:mod:`safeshare.hierarchy.truth`)."""
 
     type_name: ClassVar[str] = ""
     extra_keys: ClassVar[tuple[str, ...]] = ()
@@ -243,6 +247,33 @@ class _Configurable:
         """The builder for the keys of a ``hierarchy:`` mapping (without ``type``)."""
         _check_keys(cls, params)
         return cls(**params)
+
+    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+        """The hierarchy of ``values``, every label checked true of its value: a label the
+        builder's own semantics do not confirm raises :class:`HierarchyError` naming the
+        column, the value and the label (:func:`~safeshare.hierarchy.truth.refuse_false`)."""
+        hierarchy = self._build(values, name)
+        refuse_false(hierarchy, semantics_of(self), name or hierarchy.name)
+        return hierarchy
+
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
+        raise NotImplementedError
+
+
+def with_data_missing(builder: HierarchyBuilder, tokens: Sequence[str]) -> HierarchyBuilder:
+    """``builder`` keeping the data's missing values (the input's declared tokens,
+    :mod:`safeshare.missing`) as they are below its top, besides its own ``missing``.
+
+    The input's declaration is the one switch: a configuration's ``input.missing``, the command
+    line's ``--missing`` and the workbench's fields reach every builder through this function.
+    A hierarchy file is its own definition: it must list the token (``?;?;*``)."""
+    own = getattr(builder, "missing", None)
+    if own is None or not tokens or not isinstance(builder, _Configurable):
+        return builder
+    merged = tuple(dict.fromkeys([*own, *tokens]))
+    if merged == tuple(own):
+        return builder
+    return cast("HierarchyBuilder", dataclasses.replace(cast(Any, builder), missing=merged))
 
 
 def _known_keys(cls: type) -> list[str]:
@@ -295,7 +326,7 @@ class SuppressionBuilder(_Configurable):
     def __post_init__(self) -> None:
         _set(self, top=_as_label(self.top, "top"), missing=_as_tokens(self.missing, "missing"))
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         name = name or self.type_name
         distinct = _distinct(values)
         if not distinct:
@@ -306,10 +337,17 @@ class SuppressionBuilder(_Configurable):
 
 
 def _empty_message(name: str) -> str:
+    """The refusal of a blank cell that is not declared missing (:mod:`safeshare.missing`)."""
     return (
         f"{name}: the empty value occurs in the data (a wrong input.delimiter, or padded rows?); "
-        "if it marks an unknown value, declare it with missing: ['']"
+        f"{BLANK_HINT} (or declare it with missing: [''] in this builder only)"
     )
+
+
+def _refuse_blank(real: Sequence[str], name: str) -> None:
+    """Refuse the blank cell among the values that are not declared missing."""
+    if BLANK in real:
+        raise HierarchyError(_empty_message(name))
 
 
 # --------------------------------------------------------------------------- intervals
@@ -425,7 +463,7 @@ class IntervalBuilder(_Configurable):
             )
         )
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         name = name or self.type_name
         real, missing = _split_missing(values, self.missing)
         numbers: dict[str, Fraction] = {}
@@ -501,7 +539,53 @@ class IntervalBuilder(_Configurable):
                     )
                 row.append(text)
             rows.append(row)
-        return _assemble(rows, missing, len(widths) + with_coding, self.top, name)
+        warnings = _implausible(name, numbers, widths, bottom, top_coding, low_label, high_label)
+        return _assemble(rows, missing, len(widths) + with_coding, self.top, name, warnings)
+
+
+def _implausible(
+    name: str,
+    numbers: Mapping[str, Fraction],
+    widths: Sequence[Fraction],
+    bottom: Fraction | None,
+    top: Fraction | None,
+    low_label: str,
+    high_label: str,
+) -> list[HierarchyWarning]:
+    """Values that a coding tail absorbs although they lie far beyond its bound: more than the
+    coarsest width beyond it (without widths, more than the distance between the two bounds).
+    An age of 138 under ``coding: {top: 90}`` with ``widths: [5, 10, 20]`` (138 >= 90 + 20) is
+    most likely an error, and top coding would hide it; 95 is not reported."""
+    if widths:
+        reach = max(widths)
+    elif bottom is not None and top is not None:
+        reach = top - bottom
+    else:
+        return []
+    out = []
+    tails: list[tuple[Fraction | None, str, int, str]] = [
+        (top, high_label, 1, "above the top coding"),
+        (bottom, low_label, -1, "below the bottom coding"),
+    ]
+    for bound, label, side, where in tails:
+        if bound is None:
+            continue
+        far = bound + side * reach  # beyond it: x >= far (top), x < far (bottom)
+        found = sorted(
+            (v for v, x in numbers.items() if (x >= far if side > 0 else x < far)), key=lambda v: numbers[v]
+        )
+        if found:
+            count = "1 value of the data lies" if len(found) == 1 else f"{len(found)} values of the data lie"
+            out.append(
+                HierarchyWarning(
+                    "implausible-values",
+                    name,
+                    f"{name}: {count} far {where} (more than {_plain(reach)} beyond {_plain(bound)}), "
+                    f"released as {label!r}: check the input for errors",
+                    tuple(found),
+                )
+            )
+    return out
 
 
 def _as_coding(value: object) -> dict[str, Number] | None:
@@ -588,6 +672,7 @@ class GroupingBuilder(_Configurable):
 
     levels: Sequence[GroupLevel]
     top: str | None = "*"
+    missing: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.levels, str | bytes | Mapping) or not isinstance(self.levels, Sequence):
@@ -627,10 +712,12 @@ class GroupingBuilder(_Configurable):
                         )
             normalized.append(types.MappingProxyType(groups))
             below = tuple(groups)
-        _set(self, levels=tuple(normalized), top=_as_top(self.top))
+        _set(
+            self, levels=tuple(normalized), top=_as_top(self.top), missing=_as_tokens(self.missing, "missing")
+        )
 
     def __hash__(self) -> int:
-        return hash((tuple(tuple(level.items()) for level in self.levels), self.top))
+        return hash((tuple(tuple(level.items()) for level in self.levels), self.top, tuple(self.missing)))
 
     @classmethod
     def from_config(cls, params: Mapping[str, Any], base_dir: Path) -> Self:
@@ -646,7 +733,7 @@ class GroupingBuilder(_Configurable):
         return cls.from_file(path, **rest)
 
     @classmethod
-    def from_file(cls, path: str | Path, top: str | None = "*") -> Self:
+    def from_file(cls, path: str | Path, top: str | None = "*", missing: Sequence[str] = ()) -> Self:
         """The builder whose ``levels`` are in a YAML file (a list, or a mapping with key ``levels``)."""
         path = Path(path)
         content = read_yaml(path, "grouping file")  # no aliases, no duplicate keys, at most 1 MiB
@@ -656,11 +743,11 @@ class GroupingBuilder(_Configurable):
                 raise ConfigError(f"{path}: expected a mapping with the single key 'levels'")
             content = content["levels"]
         try:
-            return cls(levels=content, top=top)
+            return cls(levels=content, top=top, missing=missing)
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         name = name or self.type_name
         parents: list[dict[str, str]] = []
         order: dict[str, int] = {}
@@ -672,8 +759,10 @@ class GroupingBuilder(_Configurable):
                     if not parents:
                         order.setdefault(member, len(order))
             parents.append(parent)
-        distinct = _distinct(values)
+        distinct, missing = _split_missing(values, [m for m in self.missing if m not in parents[0]])
         uncovered = [v for v in distinct if v not in parents[0]]
+        if BLANK in uncovered:
+            raise HierarchyError(_empty_message(name))
         if uncovered:
             more = f" ({len(uncovered)} values are in no group)" if len(uncovered) > 1 else ""
             raise HierarchyError(
@@ -685,7 +774,7 @@ class GroupingBuilder(_Configurable):
             for parent in parents:
                 row.append(parent[row[-1]])
             rows.append(row)
-        return _assemble(rows, (), len(parents), self.top, name)
+        return _assemble(rows, missing, len(parents), self.top, name)
 
 
 def _normalize_groups(level: object, number: int) -> dict[str, tuple[str, ...]]:
@@ -751,7 +840,7 @@ class MaskingBuilder(_Configurable):
     align: str = "right"
     pad: str | None = None
     pad_side: str | None = None
-    missing: Sequence[str] = ("",)
+    missing: Sequence[str] = ()
     top: str | None = "*"
 
     def __post_init__(self) -> None:
@@ -770,9 +859,10 @@ class MaskingBuilder(_Configurable):
             top=_as_top(self.top),
         )
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         name = name or self.type_name
         real, missing = _split_missing(values, self.missing)
+        _refuse_blank(real, name)
         longest = max((len(v) for v in real), default=0)
         height = longest if self.max_masked is None else min(self.max_masked, longest)
         hint = f"set max_masked (the longest value has {longest:,} characters)"
@@ -808,35 +898,40 @@ class MaskingBuilder(_Configurable):
 # --------------------------------------------------------------------------- dates
 #: The fraction of a second after ``HH:MM:SS`` (DuckDB and both engines write up to 9 digits).
 _FRACTION = re.compile(r"(\d:\d\d)\.\d{1,9}(?!\d)")
-DATE_LEVELS = ("day", "week", "month", "quarter", "year", "decade")
+#: The calendar chain: each level nests in the next.
+CALENDAR_LEVELS = ("day", "month", "quarter", "year", "decade")
+#: The week chain: weeks nest in week-numbering years (ISO 8601, or MMWR with Sunday weeks), not in
+#: months, quarters or calendar years.
+WEEK_LEVELS = ("day", "week", "week_year")
+DATE_LEVELS = ("day", "week", "week_year", "month", "quarter", "year", "decade")
 WEEK_STARTS = ("monday", "sunday")
 
 
 @dataclass(frozen=True)
 class DateBuilder(_Configurable):
-    """Calendar generalization of dates, then ``top``.
+    """Calendar generalization of dates, then ``top``: a tree of true statements.
 
-    ``levels`` is a sub-sequence, finest first, of ``day`` (``2021-01-05``, useful
-    when ``format`` has a time of day), ``week``, ``month`` (``2021-01``),
-    ``quarter`` (``2021-Q1``), ``year`` (``2021``) and ``decade``
-    (``2020-2029``). Default ``[week, month, quarter, year]``::
+    ``levels`` is a sub-sequence, finest first, of one of two chains, never a mix:
 
-        2021-01-20 -> 2021-W03 -> 2021-01 -> 2021-Q1 -> 2021 -> *
+    * the calendar (the default is ``[month, quarter, year]``): ``day`` (``2021-01-05``, useful
+      when ``format`` has a time of day), ``month`` (``2021-01``), ``quarter`` (``2021-Q1``),
+      ``year`` (``2021``), ``decade`` (``2020-2029``)::
 
-    Weeks are ISO 8601 weeks (Monday to Sunday, ``2021-W03``) or, with
-    ``week_start: sunday``, CDC/MMWR weeks (Sunday to Saturday) labelled by
-    their first and last day (``2021-01-17..2021-01-23``).
+          2021-01-20 -> 2021-01 -> 2021-Q1 -> 2021 -> *
 
-    Weeks do not nest in months, quarters or years, but every level of a
-    hierarchy must be a function of the level below (thesis §4.1.4). So when
-    ``week`` is one of the levels, the coarser levels classify each *week*, not
-    each day: a week belongs to the month, quarter, year and decade of its
-    middle day (Thursday for ISO weeks, Wednesday for Sunday weeks), i.e. where
-    at least 4 of its 7 days lie. This is the ISO 8601 rule for the week-year
-    and the MMWR rule for the MMWR year. Near a boundary a date is therefore
-    counted in the neighbouring month or year: ``2021-01-01`` (a Friday, in ISO
-    week ``2020-W53``) generalizes to ``2020-12`` and ``2020``. Without ``week``
-    the levels are the calendar month, quarter, year and decade of the date.
+    * weeks: ``day``, ``week`` and ``week_year``. ISO 8601 weeks (Monday to Sunday) are
+      labelled ``2021-W03`` and their week-numbering year by its weeks, ``2021-W01..2021-W52``;
+      with ``week_start: sunday``, CDC/MMWR weeks (Sunday to Saturday) and MMWR years are
+      labelled by their first and last day (``2021-01-17..2021-01-23``,
+      ``2021-01-03..2022-01-01``)::
+
+          2022-01-01 -> 2021-W52 -> 2021-W01..2021-W52 -> *
+
+    A week can span two months or two years, so no month, quarter or calendar year holds every
+    day of it: a hierarchy with weeks below months would label some days with a month or a
+    year they are not in (thesis §4.1.4: every level is a function of the level below, and
+    every label is a statement about its values). Levels of both chains are refused
+    (:class:`ConfigError`); a week-numbering year is never labelled like a calendar year.
 
     ``format`` is the :func:`~datetime.datetime.strptime` format of the values
     (default ISO ``%Y-%m-%d``). A value in another format raises
@@ -844,16 +939,17 @@ class DateBuilder(_Configurable):
     column reads as ``2021-01-20 00:00:00`` on both engines (its UTC time and
     ``+00`` when it is time-zone aware), so it needs ``format: "%Y-%m-%d %H:%M:%S"``
     (the error says so); with ``%S`` and no ``%f`` in the format, a fraction of a
-    second (``13:45:00.25``) is read and dropped. The tokens in ``missing``
-    (default: the empty string) are kept as they are below the top.
+    second (``13:45:00.25``) is read and dropped. The tokens in ``missing`` (default: none;
+    the data's declared missing values are added, :mod:`safeshare.missing`) are kept as they
+    are below the top; a blank cell that is not declared missing is refused.
     """
 
     type_name: ClassVar[str] = "dates"
 
-    levels: Sequence[str] = ("week", "month", "quarter", "year")
+    levels: Sequence[str] = ("month", "quarter", "year")
     format: str = "%Y-%m-%d"
     week_start: str = "monday"
-    missing: Sequence[str] = ("",)
+    missing: Sequence[str] = ()
     top: str | None = "*"
 
     def __post_init__(self) -> None:
@@ -865,11 +961,21 @@ class DateBuilder(_Configurable):
         for level in levels:
             if level not in DATE_LEVELS:
                 raise ConfigError(f"unknown date level {level!r}; expected some of {', '.join(DATE_LEVELS)}")
-        ranks = [DATE_LEVELS.index(level) for level in levels]
+        weekly = [level for level in levels if level in ("week", "week_year")]
+        calendar = [level for level in levels if level in CALENDAR_LEVELS[1:]]
+        if weekly and calendar:
+            raise ConfigError(
+                f"levels {_shown(list(levels))}: weeks do not nest in months, quarters or years (a week "
+                f"can span two of them), so {weekly[0]!r} and {calendar[0]!r} cannot be levels of one "
+                "hierarchy; choose calendar levels [day, month, quarter, year, decade] or week levels "
+                "[day, week, week_year] (docs/hierarchies.md)"
+            )
+        chain = WEEK_LEVELS if weekly else CALENDAR_LEVELS
+        ranks = [chain.index(level) for level in levels]
         if any(b <= a for a, b in itertools.pairwise(ranks)):
             raise ConfigError(
                 f"levels {_shown(list(levels))} must go from fine to coarse without repeats, "
-                f"in the order {', '.join(DATE_LEVELS)}"
+                f"in the order {', '.join(chain)}"
             )
         fmt = _as_label(self.format, "format")
         if "%" not in fmt:
@@ -883,9 +989,10 @@ class DateBuilder(_Configurable):
             top=_as_top(self.top),
         )
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         name = name or self.type_name
         real, missing = _split_missing(values, self.missing)
+        _refuse_blank(real, name)
         parsed: dict[str, dt.datetime] = {}
         for value in real:
             when = self._parse(value)
@@ -902,9 +1009,8 @@ class DateBuilder(_Configurable):
         for value in sorted(parsed, key=lambda v: (parsed[v], v)):
             day = parsed[value].date()
             try:
-                anchor = self._anchor(day)
-                rows.append([value, *(f(day, anchor) for f in labellers)])
-            except OverflowError:
+                rows.append([value, *(f(day) for f in labellers)])
+            except (OverflowError, ValueError):
                 raise HierarchyError(f"{name}: date {value!r} is too close to year 1 or 9999") from None
         return _assemble(rows, missing, len(self.levels), self.top, name)
 
@@ -938,42 +1044,51 @@ class DateBuilder(_Configurable):
         return ""
 
     def _week_start(self, day: dt.date) -> dt.date:
+        """The first day of the week of ``day`` (Monday, or Sunday for MMWR weeks)."""
         shift = day.weekday() if self.week_start == "monday" else (day.weekday() + 1) % 7
         return day - dt.timedelta(days=shift)
 
-    def _anchor(self, day: dt.date) -> dt.date:
-        """The day whose month/quarter/year/decade the date gets (its week's middle day with weeks)."""
-        if "week" not in self.levels:
-            return day
-        return self._week_start(day) + dt.timedelta(days=3)  # Thursday (ISO) or Wednesday (Sunday weeks)
+    def _mmwr_year_start(self, year: int) -> dt.date:
+        """The first day of MMWR year ``year``: the Sunday of the week that holds January 4."""
+        return self._week_start(dt.date(year, 1, 4))
 
-    def _labeller(self, level: str) -> Callable[[dt.date, dt.date], str]:
-        def day(d: dt.date, a: dt.date) -> str:
+    def _labeller(self, level: str) -> Callable[[dt.date], str]:
+        def day(d: dt.date) -> str:
             return d.isoformat()
 
-        def week(d: dt.date, a: dt.date) -> str:
+        def week(d: dt.date) -> str:
             if self.week_start == "monday":
                 year, number, _ = d.isocalendar()
                 return f"{year:04d}-W{number:02d}"
             first = self._week_start(d)
             return f"{first.isoformat()}..{(first + dt.timedelta(days=6)).isoformat()}"
 
-        def month(d: dt.date, a: dt.date) -> str:
-            return f"{a.year:04d}-{a.month:02d}"
+        def week_year(d: dt.date) -> str:
+            if self.week_start == "monday":  # the ISO year, by its first and last week
+                year = d.isocalendar()[0]
+                weeks = dt.date(year, 12, 28).isocalendar()[1]
+                return f"{year:04d}-W01..{year:04d}-W{weeks:02d}"
+            year = (self._week_start(d) + dt.timedelta(days=3)).year  # the MMWR year: its Wednesday's
+            first, after = self._mmwr_year_start(year), self._mmwr_year_start(year + 1)
+            return f"{first.isoformat()}..{(after - dt.timedelta(days=1)).isoformat()}"
 
-        def quarter(d: dt.date, a: dt.date) -> str:
-            return f"{a.year:04d}-Q{(a.month - 1) // 3 + 1}"
+        def month(d: dt.date) -> str:
+            return f"{d.year:04d}-{d.month:02d}"
 
-        def year(d: dt.date, a: dt.date) -> str:
-            return f"{a.year:04d}"
+        def quarter(d: dt.date) -> str:
+            return f"{d.year:04d}-Q{(d.month - 1) // 3 + 1}"
 
-        def decade(d: dt.date, a: dt.date) -> str:
-            first = a.year // 10 * 10
+        def year(d: dt.date) -> str:
+            return f"{d.year:04d}"
+
+        def decade(d: dt.date) -> str:
+            first = d.year // 10 * 10
             return f"{first:04d}-{first + 9:04d}"
 
-        functions: dict[str, Callable[[dt.date, dt.date], str]] = {
+        functions: dict[str, Callable[[dt.date], str]] = {
             "day": day,
             "week": week,
+            "week_year": week_year,
             "month": month,
             "quarter": quarter,
             "year": year,
@@ -1039,7 +1154,7 @@ class FileBuilder(_Configurable):
         """The hierarchy in the file: all of it, or the rows whose leaf is in ``keep``."""
         return read_arx_csv(self.path, delimiter=self.delimiter, encoding=self.encoding, keep=keep)
 
-    def build(self, values: Sequence[str], name: str = "") -> Hierarchy:
+    def _build(self, values: Sequence[str], name: str) -> Hierarchy:
         distinct = _distinct(values)
         if not distinct:
             raise HierarchyError(f"{name or self.path}: no values to build a hierarchy from")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -47,6 +48,25 @@ def control_character(text: str) -> str | None:
     return None if found is None else f"U+{ord(found.group()):04X}"
 
 
+@dataclass(frozen=True)
+class HierarchyWarning:
+    """What a builder noticed in the data and must say (issue 30: implausible values are not
+    absorbed silently).
+
+    ``message`` names no value of the data: it is shown in the run's warnings, hence in
+    published reports; ``values`` are the data's values concerned, shown only where the
+    custodian works (``safeshare hierarchy build``'s output).
+    """
+
+    code: str
+    column: str
+    message: str
+    values: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "column": self.column, "message": self.message}
+
+
 class Hierarchy:
     """A validated generalization hierarchy for one attribute.
 
@@ -58,6 +78,8 @@ class Hierarchy:
         original values allows no generalization).
     name:
         Where the hierarchy came from (file name or attribute), used in errors.
+    warnings:
+        What its builder noticed in the data (:class:`HierarchyWarning`), kept for the run.
 
     Raises
     ------
@@ -67,8 +89,14 @@ class Hierarchy:
         a control character. The message names the offending value and level.
     """
 
-    def __init__(self, rows: Iterable[Sequence[str]], name: str = "hierarchy") -> None:
+    def __init__(
+        self,
+        rows: Iterable[Sequence[str]],
+        name: str = "hierarchy",
+        warnings: Sequence[HierarchyWarning] = (),
+    ) -> None:
         self.name = name
+        self.warnings: tuple[HierarchyWarning, ...] = tuple(warnings)
         table = [tuple(str(v) for v in row) for row in rows]
         if not table:
             raise HierarchyError(f"{name}: hierarchy is empty")
@@ -179,7 +207,7 @@ class Hierarchy:
         missing = self.missing_values(keep)
         if missing:
             raise HierarchyError(f"{self.name}: value {missing[0]!r} is not in the hierarchy")
-        return Hierarchy([r for r in self._rows if r[0] in keep], name=self.name)
+        return Hierarchy([r for r in self._rows if r[0] in keep], name=self.name, warnings=self.warnings)
 
     def _check_level(self, level: int) -> int:
         if not 0 <= level < self._depth:

@@ -9,7 +9,8 @@ of report.json that are not figures of the search:
 * :func:`column_treatments`: every input column's role and what the release
   did with it;
 * :func:`report_warnings`: what a data custodian should know before
-  publishing (uninformative QIs, a weak epsilon-safe delta);
+  publishing (uninformative QIs, implausible values a coding absorbed, a weak epsilon-safe
+  delta);
 * :func:`describe_search`: one sentence on what the search did (shared by the
   terminal summary and the HTML);
 * :func:`portable_paths`: the configuration and input paths relative to the
@@ -35,7 +36,8 @@ class ReportWarning:
     Attributes
     ----------
     code: a stable identifier: ``uninformative-qi`` (a QI released at its top level or with
-        one label), ``delta-above-one-over-n`` (epsilon-safe's delta exceeds 1/N),
+        one label), ``implausible-values`` (values far beyond a coding bound, absorbed by it:
+        issue 30), ``delta-above-one-over-n`` (epsilon-safe's delta exceeds 1/N),
         ``not-differentially-private`` (epsilon-safe with the thesis' sensitivity).
     message: the sentence shown to a person.
     columns: the columns it is about (may be empty).
@@ -87,6 +89,17 @@ def column_treatments(
             treatment = "kept"
         out.append({"name": name, "role": role.value, "treatment": treatment})
     return out
+
+
+def hierarchy_warnings(generalization: Sequence[Mapping[str, Any]]) -> list[ReportWarning]:
+    """What the QIs' hierarchy builders noticed in the data (``implausible-values``: values far
+    beyond a coding bound, which the coding would absorb silently). The messages name no value:
+    they are published; ``safeshare hierarchy build`` lists the values to the custodian."""
+    return [
+        ReportWarning(str(w["code"]), str(w["message"]), (str(g["qi"]),))
+        for g in generalization
+        for w in g.get("hierarchy_warnings", [])
+    ]
 
 
 def uninformative_qi_warnings(generalization: Sequence[Mapping[str, Any]]) -> list[ReportWarning]:
@@ -156,7 +169,8 @@ def delta_warning(doc: Mapping[str, Any]) -> ReportWarning | None:
 
 def report_warnings(doc: Mapping[str, Any]) -> list[ReportWarning]:
     """Everything the report of a release warns about, in the order shown."""
-    out = uninformative_qi_warnings(doc.get("generalization", []))
+    out = hierarchy_warnings(doc.get("generalization", []))
+    out += uninformative_qi_warnings(doc.get("generalization", []))
     delta = delta_warning(doc)
     if delta is not None:
         out.append(delta)

@@ -121,11 +121,17 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
             ("equivalence classes", f"{doc['equivalence_classes']:,} (smallest {smallest:,} records)")
         )
         k = doc.get("k")
+        bounded = bool(((doc.get("headline") or {}).get("prosecutor") or {}).get("bounded", True))
         if isinstance(k, int) and k >= 2:
             prosecutor = (
                 f"at most 1/{k} per record (k-anonymity, k = {k}); the smallest class holds "
                 f"{smallest:,} records: 1/{smallest:,} = {1 / max(smallest, 1):.4f}"
             )
+            if not bounded:
+                prosecutor += (
+                    " (against an adversary who knows the quasi-identifiers only; not against the informed "
+                    "adversary of the headline)"
+                )
         else:  # never the bare 1.0 of a singleton: it comes with what bounds the release
             prosecutor = (
                 f"not bounded per record (no k-anonymity): the smallest class holds {smallest:,} "
@@ -366,6 +372,11 @@ def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
                 figure(doc, "headline.prosecutor.max"),
                 figure(doc, "headline.prosecutor.smallest_class", "count"),
             )
+        elif prosecutor.get("k") and prosecutor.get("informed"):
+            value = Markup(
+                "at most 1/{} per record against an adversary who knows the quasi-identifiers (smallest "
+                "class {}), not against the informed adversary: below"
+            ).format(prosecutor.get("k"), figure(doc, "headline.prosecutor.smallest_class", "count"))
         else:
             value = Markup(
                 "not bounded per record (no k-anonymity): the smallest class holds {} record(s), whose "
@@ -376,7 +387,38 @@ def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
                 "the threshold bounds an average" if isinstance(risk, dict) else "no threshold applies",
             )
         rows.append(("prosecutor risk", value))
+        informed = doc.get("informed_adversary")
+        if isinstance(informed, dict):
+            rows.append(("informed adversary", _informed_row(doc, informed)))
     return {"text": head.get("text"), "verified": bool(head.get("verified")), "rows": rows}
+
+
+def _informed_row(doc: dict[str, Any], informed: dict[str, Any]) -> Markup:
+    """What the informed adversary (kept shifted dates known within max_days, coarse pseudonyms
+    known: report.json's ``informed_adversary``) achieves, with its figures marked."""
+    known = [f"{d['column']} within {d['max_days']} days" for d in informed.get("dates", [])]
+    known += [f"{p['column']} (coarse pseudonym)" for p in informed.get("coarse_pseudonyms", [])]
+    text = Markup("knows {} besides the quasi-identifiers: singles out up to {} of {} records").format(
+        ", ".join(known),
+        figure(doc, "informed_adversary.singled_out", "count"),
+        figure(doc, "informed_adversary.records", "count"),
+    )
+    if informed.get("dates"):
+        text += Markup(" ({} on average over the true dates)").format(
+            figure(doc, "informed_adversary.singled_out_expected")
+        )
+    text += Markup("; fewest candidates of a record {}").format(
+        figure(doc, "informed_adversary.smallest_candidates", "count")
+    )
+    if informed.get("k") is not None:
+        text += Markup("; {} records keep fewer than k = {}: {}").format(
+            figure(doc, "informed_adversary.below_k", "count"),
+            informed.get("k"),
+            "the bound 1/k holds against them"
+            if informed.get("bound_holds")
+            else "the bound 1/k does not hold",
+        )
+    return text
 
 
 def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -438,12 +480,22 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
     ]
     return {
         "rows": rows,
-        "hashes": [
-            (f["role"], f["path"], figure(doc, f"evidence.files.{i}.sha256", "text")) for i, f in hashes
-        ],
+        "hashes": [(f["role"], f["path"], _digest(doc, i, f)) for i, f in hashes],
         "approved_by": cert.get("approved_by"),
         "ledger": cert.get("ledger"),
     }
+
+
+#: What the report says in place of the SHA-256 of a file whose digest is not published.
+DIGEST_IN_LEDGER = "not published (it would confirm guesses of unreleased records): in the custodian's ledger"
+
+
+def _digest(doc: dict[str, Any], i: int, file: dict[str, Any]) -> Markup | str:
+    """The SHA-256 of the evidence's ``i``-th file, or why it is not published (the input and
+    hierarchy files: :data:`~safeshare.workflows.evidence.UNPUBLISHED_DIGESTS`)."""
+    if not file.get("sha256"):
+        return DIGEST_IN_LEDGER
+    return figure(doc, f"evidence.files.{i}.sha256", "text")
 
 
 def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -458,8 +510,8 @@ def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
     files = [
         {
             **f,
-            "size": figure(doc, f"evidence.files.{i}.bytes", "bytes"),
-            "digest": figure(doc, f"evidence.files.{i}.sha256", "text"),
+            "size": figure(doc, f"evidence.files.{i}.bytes", "bytes") if f.get("sha256") else "–",
+            "digest": _digest(doc, i, f),
         }
         for i, f in enumerate(evidence.get("files", []))
     ]
@@ -475,7 +527,7 @@ def _evidence(doc: dict[str, Any]) -> dict[str, Any] | None:
             f"{d['column']} (shifted per {d['person']} by up to {d['max_days']} days, format {d['format']})"
             for d in ids.get("shifted_dates", [])
         ]
-        identifiers = {"columns": "; ".join(parts), "fingerprint": ids.get("key_fingerprint")}
+        identifiers = {"columns": "; ".join(parts)}
     return {
         "attacks": attacks,
         "threshold": evidence.get("threshold"),
@@ -521,11 +573,8 @@ def _rechecked(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         rows.append(
             (
                 "identifiers re-checked",
-                Markup(
-                    "{}: pseudonyms and shifted dates recomputed from the key (fingerprint {}) for {} records"
-                ).format(
+                Markup("{}: pseudonyms and shifted dates recomputed from the key for {} records").format(
                     ", ".join(ids.get("columns", [])),
-                    ids.get("key_fingerprint"),
                     figure(doc, "verification.checks.identifiers.records_checked", "count"),
                 ),
             )

@@ -153,6 +153,12 @@ def _move_into(upload: Upload, project: Project, field: str, folder: str) -> lis
     return moved
 
 
+def _missing(config: Mapping[str, Any]) -> list[str]:
+    """The input's declared missing-value tokens of a project's configuration."""
+    tokens = (config.get("input") or {}).get("missing") or []
+    return [tokens] if isinstance(tokens, str) else [str(t) for t in tokens]
+
+
 def _csv_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -167,7 +173,7 @@ def _input_section(upload: Upload, path: str) -> dict[str, Any]:
     delimiter = upload.value("delimiter")
     if delimiter and delimiter != ",":
         section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
-    missing = _csv_list(upload.value("missing"))
+    missing = services.missing_tokens(upload.value("missing"), upload.value("blank_missing") == "yes")
     if missing:
         section["missing"] = missing
     return section
@@ -420,7 +426,7 @@ async def set_hierarchy(request: Request) -> Response:
             spec["hierarchy"] = dict(builder)
         values = project.values(column)
         if values is not None:  # the hierarchy must cover the data: checked now, not at run time
-            services.hierarchy_preview(spec["hierarchy"], project.directory, values, column)
+            services.hierarchy_preview(spec["hierarchy"], project.directory, values, column, _missing(config))
         attributes[column] = spec
         config["attributes"] = attributes
         project.save_config(config)
@@ -449,7 +455,9 @@ async def hierarchy_page(request: Request) -> Response:
         error = "the column's values are not profiled (too many distinct values, or no profile yet)"
     else:
         try:
-            h = services.hierarchy_preview(spec, project.directory, values, column)
+            h = services.hierarchy_preview(
+                spec, project.directory, values, column, _missing(project.config())
+            )
             for level in range(h.height + 1):
                 labels = list(h.labels(level))
                 levels.append({"level": level, "count": len(labels), "labels": labels[:40]})
@@ -479,7 +487,9 @@ async def input_settings(request: Request) -> Response:
         section["names"] = names
     else:
         section.pop("names", None)
-    missing = _csv_list(str(form.get("missing", "")))
+    missing = services.missing_tokens(
+        str(form.get("missing", "")), str(form.get("blank_missing", "")) == "yes"
+    )
     if missing:
         section["missing"] = missing
     else:

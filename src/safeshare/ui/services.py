@@ -99,16 +99,31 @@ def profile(
     return data, values
 
 
-def hierarchy_preview(spec: Mapping[str, Any] | str, base_dir: Path, values: Sequence[str], name: str) -> Any:
+def hierarchy_preview(
+    spec: Mapping[str, Any] | str,
+    base_dir: Path,
+    values: Sequence[str],
+    name: str,
+    missing: Sequence[str] = (),
+) -> Any:
     """The :class:`~safeshare.hierarchy.hierarchy.Hierarchy` a configuration's ``hierarchy:`` entry
-    (a file path or a builder mapping) gives for ``values``."""
-    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+    (a file path or a builder mapping) gives for ``values``, the input's declared ``missing``
+    values kept as they are (:mod:`safeshare.missing`), as a run builds it; every label checked
+    true of its value."""
+    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec, with_data_missing
 
     if isinstance(spec, str):
         return FileBuilder(path=base_dir / spec).build(list(values), name=name)
-    return builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy").build(
-        list(values), name=name
-    )
+    builder = builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy")
+    return with_data_missing(builder, missing).build(list(values), name=name)
+
+
+def missing_tokens(text: str, blank: bool) -> list[str]:
+    """The input's ``missing`` list from the workbench's field (comma-separated tokens) and its
+    "Blank cells are missing values" box (:mod:`safeshare.missing`)."""
+    from safeshare.missing import parse_missing, with_blank
+
+    return list(with_blank(parse_missing(text), blank))
 
 
 def read_hierarchy_text(text: str, name: str) -> Any:
@@ -266,6 +281,7 @@ __all__ = [
     "estimate",
     "hierarchy_preview",
     "metrics",
+    "missing_tokens",
     "profile",
     "read_hierarchy_text",
     "source",

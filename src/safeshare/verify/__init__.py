@@ -34,7 +34,11 @@ Checks:
 * pseudonyms and shifted dates (:mod:`safeshare.verify.identifiers`), when the
   expectations carry them (:func:`with_identifiers`): recomputed from the key for every
   released record. Without them, a column with an identifier role is not allowed in the
-  release at all (:func:`allowed_release_columns`), so such a release cannot pass unchecked.
+  release at all (:func:`allowed_release_columns`), so such a release cannot pass unchecked;
+* the truth of every label (:mod:`safeshare.verify.truth`), when the expectations carry the
+  input's values (:attr:`Expectations.truth`): every released label is true of the value of the
+  records it stands for, per distinct (value, label) pair, and every released class is a set of
+  input records its labels are true of.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from safeshare.verify.risk import check_risk, risk_figures
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 from safeshare.verify.small_cells import check_small_cells
 from safeshare.verify.sql import quote, release_relation
+from safeshare.verify.truth import TruthExpectations, check_truth
 
 #: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
 RELEASED_ROLES = frozenset({"quasi", "sensitive", "insensitive"})
@@ -95,6 +100,8 @@ class Expectations:
     identifiers: IdentifierExpectations | None = None
     #: the allowed labels are every level's (a locally recoded release: :func:`expectations_any_level`)
     any_level: bool = False
+    #: the labels' truth against the input's values (:mod:`safeshare.verify.truth`; ``None``: not checked)
+    truth: TruthExpectations | None = None
 
 
 @dataclass
@@ -230,6 +237,8 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
         if expected.identifiers is not None:
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
+        if expected.truth is not None and records_out and qis:
+            failures.extend(check_truth(con, qis, "release_classes", expected.truth, checks))
         if records_out and qis:
             group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
             for name, params in expected.models.items():

@@ -26,6 +26,19 @@ fail a release: they tell the custodian what to look at before publishing.
   k-anonymity (a risk-only release: ``risk: {threshold: ...}`` bounds an average) can hold
   them; each such record's prosecutor risk is 1. ``value``: the share of released records
   in them.
+* ``coarse_pseudonym``: a pseudonym column with fewer distinct released values than
+  ``2 sqrt(n)`` (:mod:`safeshare.data.identifiers.coarse`): a pseudonym of ``zip`` with 4
+  codes is the column itself (issue 30). It is then also checked as a kept column, and the
+  informed adversary knows it. ``value``: its distinct values over the released records.
+* ``shifted_date_identifying`` (with kept shifted dates) or ``coarse_pseudonym_identifying``
+  (with coarse pseudonyms only): the **informed adversary** of :mod:`safeshare.verify.informed`,
+  who knows the QIs, the coarse pseudonyms and each kept shifted date within ``max_days`` of
+  the released one, leaves some records fewer than k candidates (or, without k, singles some
+  out). ``value``: the share of released records with fewer than k candidates (without k:
+  singled out), whatever the shifts. The message gives the records singled out, on average
+  over the true dates the release allows too. :func:`disclosure_check` also returns the
+  adversary's figures, from which the headline and the evidence state a per-record bound only
+  where it holds against this adversary.
 
 Bounded: one ``GROUP BY`` of the release on the columns read (run by DuckDB with a memory
 limit, spilling to a private temporary directory) gives its distinct rows with their counts;
@@ -43,6 +56,12 @@ from typing import Any
 
 import duckdb
 
+from safeshare.verify.informed import (
+    InformedAdversary,
+    KeptShiftedDate,
+    coarse_pseudonyms,
+    informed_adversary,
+)
 from safeshare.verify.sql import literal, quote, release_relation
 
 #: ``kept_column_identifying`` fires above this share of released records made unique.
@@ -71,6 +90,15 @@ class DisclosureWarning:
         }
 
 
+@dataclass(frozen=True)
+class Disclosure:
+    """The outcome of :func:`disclosure_check`: the warnings, and the informed adversary's
+    figures when the release has kept shifted dates or coarse pseudonyms (else ``None``)."""
+
+    warnings: list[DisclosureWarning]
+    adversary: InformedAdversary | None = None
+
+
 def _share(part: int, whole: int) -> str:
     return f"{part:,} of {whole:,} released records ({part / whole:.1%})"
 
@@ -85,21 +113,58 @@ def disclosure_warnings(
     missing: Sequence[str] = (),
     unique_share: float = UNIQUE_SHARE,
     memory_limit: str = "512MB",
+    shifted_dates: Sequence[KeptShiftedDate] = (),
+    pseudonyms: Sequence[str] = (),
+    k: int | None = None,
 ) -> list[DisclosureWarning]:
-    """The disclosure warnings of the release at ``release`` (see the module docstring).
+    """The disclosure warnings of the release at ``release`` (:func:`disclosure_check`'s)."""
+    return disclosure_check(
+        release,
+        fmt,
+        quasi_identifiers,
+        kept_columns,
+        sensitive_columns,
+        delimiter,
+        missing,
+        unique_share,
+        memory_limit,
+        shifted_dates,
+        pseudonyms,
+        k,
+    ).warnings
+
+
+def disclosure_check(
+    release: Path,
+    fmt: str,
+    quasi_identifiers: Sequence[str],
+    kept_columns: Sequence[str] = (),
+    sensitive_columns: Sequence[str] = (),
+    delimiter: str = ",",
+    missing: Sequence[str] = (),
+    unique_share: float = UNIQUE_SHARE,
+    memory_limit: str = "512MB",
+    shifted_dates: Sequence[KeptShiftedDate] = (),
+    pseudonyms: Sequence[str] = (),
+    k: int | None = None,
+) -> Disclosure:
+    """The disclosure warnings of the release at ``release`` (see the module docstring), and
+    the informed adversary's figures.
 
     ``quasi_identifiers``: the released QI columns (the classes); ``kept_columns``: the
     columns released as they are that an adversary might know (the configuration's
     insensitive and sensitive columns); ``sensitive_columns``: those whose values a class
     may disclose; ``missing``: the missing-value tokens (a class whose only value is missing
-    discloses nothing).
+    discloses nothing); ``shifted_dates``: the shifted dates released as they are (no
+    hierarchy); ``pseudonyms``: the released pseudonym columns (the coarse ones are the
+    column itself); ``k``: the release's k-anonymity (``None`` without).
     """
     if not 0 < unique_share < 1:
         raise ValueError(f"unique_share must be in (0, 1), got {unique_share!r}")
     with tempfile.TemporaryDirectory(prefix="safeshare-disclosure-") as spill:
         con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2, "temp_directory": spill})
         try:
-            return _warnings(
+            return _check(
                 con,
                 release_relation(Path(release), fmt, delimiter),
                 list(quasi_identifiers),
@@ -107,12 +172,15 @@ def disclosure_warnings(
                 list(sensitive_columns),
                 tuple(missing),
                 unique_share,
+                list(shifted_dates),
+                list(pseudonyms),
+                k,
             )
         finally:
             con.close()
 
 
-def _warnings(
+def _check(
     con: duckdb.DuckDBPyConnection,
     rel: str,
     qis: list[str],
@@ -120,7 +188,10 @@ def _warnings(
     sensitive: list[str],
     missing: tuple[str, ...],
     unique_share: float,
-) -> list[DisclosureWarning]:
+    shifted: list[KeptShiftedDate],
+    pseudonyms: list[str],
+    k: int | None,
+) -> Disclosure:
     def text(column: str) -> str:
         return f"COALESCE(CAST({quote(column)} AS VARCHAR), '')"
 
@@ -134,7 +205,7 @@ def _warnings(
     # of the release serves them all (a release's records repeat a few thousand distinct rows).
     # The raw values are grouped first and cast to text after: the text is a function of the
     # value, and casting the distinct rows costs nothing, casting every record does.
-    needed = list(dict.fromkeys([*qis, *kept, *sensitive]))
+    needed = list(dict.fromkeys([*qis, *kept, *sensitive, *(d.column for d in shifted), *pseudonyms]))
     raw = ", ".join(quote(c) for c in needed)
     if needed:
         columns = ", ".join(f"{text(c)} AS {quote(c)}" for c in needed)
@@ -147,8 +218,23 @@ def _warnings(
     (total,) = one("SELECT COALESCE(SUM(w), 0) FROM released")
     total = int(total)
     if total == 0:
-        return []
+        return Disclosure([])
     out: list[DisclosureWarning] = []
+    coarse = coarse_pseudonyms(con, "released", pseudonyms, missing)
+    for p in coarse:
+        out.append(
+            DisclosureWarning(
+                "coarse_pseudonym",
+                (p["column"],),
+                p["distinct"] / p["records"],
+                f"column {p['column']!r} is released as {p['distinct']:,} distinct pseudonyms over "
+                f"{p['records']:,} records (fewer than 2 sqrt(n) = {p['limit']:,.0f}): a pseudonym of so few "
+                "values is the column itself (their frequencies, or a guess among so few, tell which is "
+                "which), so it is counted as known to the adversary; pseudonymize only a column that "
+                "identifies a person, or make this one a quasi-identifier with a hierarchy",
+            )
+        )
+    kept = [*kept, *(p["column"] for p in coarse if p["column"] not in kept)]
     group = ", ".join(quote(q) for q in qis)
     keys = f"{group}, " if group else ""
 
@@ -217,4 +303,55 @@ def _warnings(
                 "l-diversity (l >= 2) on this column would prevent it",
             )
         )
-    return out
+    adversary = None
+    if shifted or coarse:
+        adversary = informed_adversary(con, "released", qis, shifted, coarse, missing, k)
+        warning = _adversary_warning(adversary, total)
+        if warning is not None:
+            out.append(warning)
+    return Disclosure(out, adversary)
+
+
+def _adversary_warning(adversary: InformedAdversary, total: int) -> DisclosureWarning | None:
+    """The warning of an informed adversary who leaves records fewer than k candidates (without
+    k: who singles some out); ``None`` when the per-record bound holds against them."""
+    k, below, singled = adversary.k, adversary.below_k, adversary.singled_out
+    short = below if k is not None and below is not None else singled
+    if not short:
+        return None
+    known = []
+    for d in adversary.dates:
+        known.append(f"the true {d['column']} (released shifted by up to {d['max_days']} days)")
+    for p in adversary.coarse_pseudonyms:
+        known.append(f"{p['column']} (its {p['distinct']:,} pseudonyms are the column)")
+    fewest = adversary.smallest_candidates
+    bound = (
+        f"{below:,} keep fewer than k = {k} candidates (the fewest: {fewest:,}), so no per-record "
+        f"bound of 1/{k} holds against this adversary"
+        if k is not None and below
+        else "no per-record bound holds against this adversary"
+    )
+    dated = bool(adversary.dates)
+    remedy = (
+        "generalize the date (a dates hierarchy makes it a quasi-identifier), raise max_days, or drop it"
+        if dated
+        else "make the column a quasi-identifier with a hierarchy, or drop it"
+    )
+    expected = (
+        f" (the most the release allows; {adversary.singled_out_expected:,.1f} on average over the true "
+        "dates it allows)"
+        if dated
+        else ""
+    )
+    pessimistic = (
+        "; the dates of the other person columns are counted as known exactly (figures pessimistic)"
+        if adversary.pessimistic
+        else ""
+    )
+    return DisclosureWarning(
+        "shifted_date_identifying" if dated else "coarse_pseudonym_identifying",
+        (*adversary.known, *adversary.quasi_identifiers),
+        short / total,
+        f"an adversary who knows a person's quasi-identifiers and {', '.join(known)} singles out up to "
+        f"{_share(singled, total)}{expected}; {bound}{pessimistic}: {remedy}",
+    )

@@ -259,7 +259,6 @@ def check_identifiers(
         "columns": list(columns),
         "records_checked": int(total[0]) if total else 0,
         "shifts_recomputed": persons,
-        "key_fingerprint": expected.key.fingerprint,
     }
     for table in ("__expected_ids", "__released_ids", *(f"__raw_{c.column}" for c in expected.pseudonyms)):
         con.execute(f"DROP TABLE IF EXISTS {quote(table)}")

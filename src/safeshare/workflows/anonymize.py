@@ -90,6 +90,7 @@ def run_anonymization(
         # A foreign, locked or unwritable --out is refused before any data is read (checked
         # again, under the lock, when the release is published).
         OutputDirectory(out_dir).preflight()
+        _check_key_window(cfg)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     with monitor.phase(f"reading {cfg.source.path.name}"):
@@ -254,6 +255,16 @@ def _publish(
     return release
 
 
+def _check_key_window(cfg: Any) -> None:
+    """A key that shifted dates in the ledger with another window is refused before any data is
+    read (workflows/key_window.py: two windows under one key combine)."""
+    from safeshare.workflows.key_window import check_key_window
+
+    identifiers, ledger = cfg.identifiers, cfg.ledger_path
+    if identifiers is not None and identifiers.shifted_dates and ledger is not None:
+        check_key_window(ledger, identifiers.key.fingerprint, identifiers.shifted_dates[0].max_days)
+
+
 def _ledger_path(cfg: Any) -> Path | None:
     """The configured ledger, refused (before anything is written) when its folder is missing."""
     ledger: Path | None = cfg.ledger_path
@@ -280,14 +291,19 @@ def _add_evidence(
 ) -> None:
     """The disclosure warnings and the evidence of the release staged at ``staged`` (verified
     against ``expected``), added to ``release``: the same for a global and a mixed release."""
-    from safeshare.workflows.release_evidence import release_evidence, release_warnings
+    from safeshare.workflows.release_evidence import release_disclosure, release_evidence
+    from safeshare.workflows.result import headline
 
     t0 = time.perf_counter()
     fmt, delimiter = cfg.release_format, cfg.output_delimiter
     released_columns = verification.checks.get("columns", [])
-    release.warnings += release_warnings(
-        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing)
+    warnings, informed = release_disclosure(
+        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing), release.privacy.k
     )
+    release.warnings += warnings
+    release.informed_adversary = informed
+    # the headline states a per-record bound only where it holds against the informed adversary
+    release.headline = headline(release.report, cfg.threshold_reason)
     evidence = release_evidence(
         result=result,
         expected=expected,
@@ -306,6 +322,7 @@ def _add_evidence(
         seeds=release.provenance.seeds,
         identifiers=identifiers,
         records_per_level=records_per_level,
+        informed=informed,
     )
     release.evidence = evidence.to_dict()
     release.timings["evidence"] = time.perf_counter() - t0
@@ -384,7 +401,12 @@ def _append_to_ledger(
         "report": [out_dir / "report.json", out_dir / "report.html"],
     }
     fingerprint = identifiers.key.fingerprint if identifiers is not None else None
-    entry = ledger_entry(ledger, release.report, files, cfg.approved_by, fingerprint)
+    window = (
+        identifiers.shifted_dates[0].max_days
+        if identifiers is not None and identifiers.shifted_dates
+        else None
+    )
+    entry = ledger_entry(ledger, release.report, files, cfg.approved_by, fingerprint, window)
     written = append_entry(ledger, entry)
     return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
 

@@ -134,16 +134,17 @@ class AnonymizationResult:
             counts = np.bincount(codes, weights=weights, minlength=len(labels)).astype(np.int64)
             present = np.flatnonzero(counts)
             ranked = sorted(present.tolist(), key=lambda c: (-int(counts[c]), labels[c]))[:examples]
-            out.append(
-                {
-                    "qi": qi,
-                    "level": level,
-                    "height": h.height,
-                    "labels": int(present.size),
-                    "examples": [labels[c] for c in ranked],
-                    "example_records": [int(counts[c]) for c in ranked],
-                }
-            )
+            entry: dict[str, Any] = {
+                "qi": qi,
+                "level": level,
+                "height": h.height,
+                "labels": int(present.size),
+                "examples": [labels[c] for c in ranked],
+                "example_records": [int(counts[c]) for c in ranked],
+            }
+            if h.warnings:  # what its builder noticed (values far beyond a coding bound); no value shown
+                entry["hierarchy_warnings"] = [w.to_dict() for w in h.warnings]
+            out.append(entry)
         return out
 
     def loss_values(self) -> dict[str, float]:

@@ -18,10 +18,16 @@
   the labels the release holds, in full;
 * what the **verifier re-checked** on the written file, each check by name with its
   requirement (:class:`VerifierCheck`);
-* the **SHA-256** of the input file(s), the configuration, every hierarchy file and every
-  released file (:class:`FileDigest`; paths relative to ``base``, never absolute);
-* the software version, the engine, the seeds that were given, and the key's fingerprint
-  when identifiers were pseudonymized or dates shifted.
+* the **SHA-256** of the configuration and every released file (:class:`FileDigest`; paths
+  relative to ``base``, never absolute). The input file(s) and the hierarchy files are named
+  but their SHA-256 and size are **not published** (:data:`UNPUBLISHED_DIGESTS`, issue 30):
+  with every other byte of the input known (a recipient holds the released records), its
+  hash let a suppressed record's diagnosis be found by hashing each candidate, and a
+  hierarchy built from the data (``hierarchy build DATA``) lists every value, also those only
+  suppressed records carry. Their digests are in the custodian's ledger
+  (:mod:`safeshare.workflows.ledger`), which ties the signed report to its input;
+* the software version, the engine, the seeds that were given, and the identifier columns
+  when identifiers were pseudonymized or dates shifted (never the key or its fingerprint).
 
 Everything is a parameter (no dependency on the run's result object), so that the report,
 the ledger or a script can build it from what they hold.
@@ -103,14 +109,27 @@ class VerifierCheck:
     passed: bool
 
 
+#: Roles of files whose SHA-256 and size a published report leaves out (see the module docstring):
+#: their bytes depend on records that were not released. The ledger records them.
+UNPUBLISHED_DIGESTS = ("input", "hierarchy")
+
+
 @dataclass(frozen=True)
 class FileDigest:
-    """A file of the release's evidence: its role, path (relative), SHA-256 and size."""
+    """A file of the release's evidence: its role, path (relative), SHA-256 and size; ``None``
+    for a file whose digest is not published (:data:`UNPUBLISHED_DIGESTS`)."""
 
     role: str
     path: str
-    sha256: str
-    bytes: int
+    sha256: str | None
+    bytes: int | None
+
+    @classmethod
+    def of(cls, role: str, path: Path, shown: str) -> FileDigest:
+        """The digest of the file at ``path``, named ``shown``; only the name for an unpublished role."""
+        if role in UNPUBLISHED_DIGESTS:
+            return cls(role, shown, None, None)
+        return cls(role, shown, sha256_file(path), path.stat().st_size)
 
 
 @dataclass(frozen=True)
@@ -200,6 +219,37 @@ def _fraction(x: float) -> str:
     return f"{x:.4f}".rstrip("0").rstrip(".") if x else "0"
 
 
+# ------------------------------------------------------------------ the informed adversary
+def informed_knowledge(informed: Mapping[str, Any]) -> str:
+    """What the informed adversary knows beyond the quasi-identifiers, in words."""
+    known = [
+        f"the true {d['column']} (released within {d['max_days']} days of it)"
+        for d in informed.get("dates", [])
+    ]
+    known += [f"{p['column']} (a coarse pseudonym)" for p in informed.get("coarse_pseudonyms", [])]
+    return " and ".join(known)
+
+
+def informed_figures(informed: Mapping[str, Any]) -> str:
+    """The informed adversary's figures in words: records singled out, and the fewest candidates."""
+    records = int(informed.get("records") or 0)
+    singled = int(informed.get("singled_out") or 0)
+    fewest = int(informed.get("smallest_candidates") or 0)
+    share = f" ({singled / records:.1%})" if records else ""
+    text = f"up to {singled:,} of {records:,} released records{share} can be singled out"
+    if informed.get("dates"):
+        expected = float(informed["singled_out_expected"])
+        text += f" (on average over the true dates the release allows, {expected:,.1f})"
+    if not singled:
+        text = "no record can be singled out"
+    if fewest >= 2:
+        text += f"; no record's prosecutor risk exceeds 1/{fewest} = {_fraction(1 / fewest)} against them"
+    below = informed.get("below_k")
+    if below and informed.get("k"):
+        text += f"; {int(below):,} records keep fewer than {int(informed['k'])} candidates"
+    return text
+
+
 # ------------------------------------------------------------------ the builder
 def build_evidence(
     *,
@@ -219,6 +269,7 @@ def build_evidence(
     threshold_reason: str | None = None,
     seeds: Mapping[str, int | None] | None = None,
     identifiers: Mapping[str, Any] | None = None,
+    informed: Mapping[str, Any] | None = None,
 ) -> Evidence:
     """The evidence of a verified release.
 
@@ -227,18 +278,22 @@ def build_evidence(
     ``heights``/``levels``: QI -> hierarchy height and chosen level; ``records_per_level``: QI ->
     level -> released records, for a locally recoded release; ``labels``: QI -> the
     released labels (:func:`released_labels`); ``files``: role (``input``, ``config``,
-    ``hierarchy``, ``release``, ``report``) -> paths, hashed here; ``population_size``: N
+    ``hierarchy``, ``release``, ``report``) -> paths, hashed here (named only, for the roles of
+    :data:`UNPUBLISHED_DIGESTS`); ``population_size``: N
     assumed by the risk figures (``None``: the input is the population); ``risk_estimate``:
     the release's estimated B (or the configured measure) when computed;
     ``threshold_reason``: the custodian's reason for the threshold; ``seeds``: the seeds
     given; ``identifiers``: the identifier treatment (``IdentifierTreatment.describe()``:
-    columns and key fingerprint, never the key).
+    columns and their parameters, never the key or its fingerprint); ``informed``: the informed
+    adversary's figures (:class:`~safeshare.verify.informed.InformedAdversary`), who also knows the
+    kept shifted dates and the coarse pseudonyms: a fourth attack model, and the prosecutor's
+    per-record bound qualified where it fails against them.
     """
     qis = list(expected.quasi_identifiers)
     risk = expected.models.get("risk")
     k = int(expected.k)
     return Evidence(
-        attack_models=_attack_models(verification, qis, risk, k, population_size, risk_estimate),
+        attack_models=_attack_models(verification, qis, risk, k, population_size, risk_estimate, informed),
         threshold=threshold_of(risk, k, threshold_reason),
         quasi_identifiers=tuple(
             QuasiIdentifierEvidence(
@@ -254,7 +309,7 @@ def build_evidence(
         verifier_checks=_checks(expected, verification),
         verified=verification.passed,
         files=tuple(
-            FileDigest(role, _relative(path, base), sha256_file(path), path.stat().st_size)
+            FileDigest.of(role, path, _relative(path, base))
             for role, paths in files.items()
             for given in paths
             for path in files_of(Path(given))
@@ -273,6 +328,7 @@ def _attack_models(
     k: int,
     population_size: int | None,
     risk_estimate: float | None,
+    informed: Mapping[str, Any] | None = None,
 ) -> tuple[AttackModel, ...]:
     known = ", ".join(qis)
     smallest, n_out, classes = (
@@ -290,11 +346,14 @@ def _attack_models(
             f"({risk.get('estimator') or 'exact'}, N = {risk.get('population_size')}{estimate})"
         )
 
+    holds = informed is None or bool(informed.get("bound_holds"))
     if k >= 2:
         prosecutor_bound = (
             f"every released class holds at least k = {k} records, so no record's risk exceeds "
             f"1/{k} = {_fraction(1 / k)}; the smallest released class holds {smallest} records"
         )
+        if not holds:
+            prosecutor_bound += " (for this adversary only: not for the informed prosecutor, below)"
     elif smallest:
         prosecutor_bound = (
             f"not bounded for each record (no k-anonymity): the smallest released class holds {smallest} "
@@ -317,6 +376,10 @@ def _attack_models(
         journalist_bound = (
             f"at most 1/{k}: a person's class in the population is at least their released class"
         )
+        if not holds:
+            journalist_bound += (
+                " (for this adversary only: not for one who also knows the informed prosecutor's)"
+            )
     else:
         journalist_bound = "not bounded by the configured models"
     journalist = AttackModel(
@@ -346,7 +409,30 @@ def _attack_models(
         risk_estimate if average else share,
         bool(average),
     )
-    return prosecutor, journalist, marketer
+    if informed is None:
+        return prosecutor, journalist, marketer
+    fewest = int(informed.get("smallest_candidates") or 0)
+    if holds:
+        guarantee = (
+            f"every record keeps at least {fewest} candidates whatever the shifts, so the bound 1/{k} holds "
+            "against this adversary too"
+        )
+    elif k >= 2:
+        guarantee = f"not bounded at 1/{k}: {informed_figures(informed)}"
+    else:
+        guarantee = f"not bounded per record: {informed_figures(informed)}"
+    informed_prosecutor = AttackModel(
+        "informed prosecutor",
+        f"knows that a given person is in the release, that person's {known}, "
+        f"and {informed_knowledge(informed)}",
+        "the chance of picking out the person's record: 1 / the number of released records of the person's "
+        "class whose dates are within max_days of the person's true dates (with the same intervals between "
+        "them), for the most unfavourable true dates the release allows",
+        guarantee,
+        1 / fewest if fewest else None,
+        holds and k >= 2,
+    )
+    return prosecutor, journalist, marketer, informed_prosecutor
 
 
 def threshold_of(risk: Mapping[str, Any] | None, k: int, reason: str | None) -> Threshold | None:
@@ -427,8 +513,8 @@ def _checks(expected: Expectations, verification: Verification) -> tuple[Verifie
         out.append(
             VerifierCheck(
                 "identifiers",
-                f"pseudonyms ({pseudo}) and shifted dates ({shifted}) recomputed from the key "
-                f"(fingerprint {ids.key.fingerprint}) for every released record; no raw identifier released",
+                f"pseudonyms ({pseudo}) and shifted dates ({shifted}) recomputed from the key for every "
+                "released record; no raw identifier released",
                 held("identifiers:"),
             )
         )

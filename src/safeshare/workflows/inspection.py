@@ -44,7 +44,7 @@ def class_statistics(engine: Engine, quasi_identifiers: Sequence[str], k: int = 
     n = int(sizes.sum())
     if n == 0:
         raise DataError("the input has no records")
-    check_not_empty(grouped, qis, COUNT_COLUMN, engine.label, INSPECT_EMPTY_HINT)
+    check_not_empty(grouped, qis, COUNT_COLUMN, engine.label, INSPECT_EMPTY_HINT, engine.missing)
     uniques = int(records_at_risk(sizes, 2))  # records alone in their class
     below = int(records_at_risk(sizes, k))
     return {

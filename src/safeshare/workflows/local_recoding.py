@@ -260,16 +260,17 @@ class LocalRecodingResult:
             present = np.flatnonzero(counts)
             texts = self.release.space.labels[j]
             ranked = sorted(present.tolist(), key=lambda c: (-int(counts[c]), texts[c]))[:examples]
-            out.append(
-                {
-                    "qi": qi,
-                    "height": h.height,
-                    "records_per_level": {int(lv): int(c) for lv, c in enumerate(per_level) if c},
-                    "labels": int(present.size),
-                    "examples": [texts[c] for c in ranked],
-                    "example_records": [int(counts[c]) for c in ranked],
-                }
-            )
+            entry: dict[str, Any] = {
+                "qi": qi,
+                "height": h.height,
+                "records_per_level": {int(lv): int(c) for lv, c in enumerate(per_level) if c},
+                "labels": int(present.size),
+                "examples": [texts[c] for c in ranked],
+                "example_records": [int(counts[c]) for c in ranked],
+            }
+            if h.warnings:  # as AnonymizationResult.generalization
+                entry["hierarchy_warnings"] = [w.to_dict() for w in h.warnings]
+            out.append(entry)
         return out
 
     def summary(self) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from safeshare.workflows.release import (
     input_class_sizes,
     portable,
     release_name,
+    truth_expectations,
     write_reports,
 )
 from safeshare.workflows.result import (
@@ -131,6 +132,10 @@ def stage_local_release(
     start = time.perf_counter()
     if expected is None:
         expected = local_release_expectations(result, input_columns, delimiter)
+    if expected.truth is None:  # every label true of its records, at whatever level it was released
+        expected = replace(
+            expected, truth=truth_expectations(result.global_result.schema, result.table, engine)
+        )
     if identifiers is not None:
         schema = result.global_result.schema
         roles = {n: a.role.value for n, a in schema.attributes.items()}

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.data.identifiers import IdentifierTreatment
+from safeshare.data.schema import Schema
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import OutputDirectory, atomic_write_text
 from safeshare.report.content import portable_paths, report_warnings
@@ -41,6 +42,7 @@ from safeshare.verify import (
     with_identifiers,
 )
 from safeshare.verify.identifiers import IdentifierExpectations
+from safeshare.verify.truth import TruthExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.result import (
     Provenance,
@@ -112,6 +114,33 @@ def release_name(fmt: OutputFormat) -> str:
     return "release.parquet" if fmt == "parquet" else "release.csv"
 
 
+def truth_expectations(
+    schema: Schema, table: FrequencyTable, engine: Engine, levels: Mapping[str, int] | None = None
+) -> TruthExpectations:
+    """What the verifier's truth check (:mod:`safeshare.verify.truth`) needs: what the labels
+    of each quasi-identifier state, from its configured builder or file
+    (:func:`~safeshare.hierarchy.truth.semantics_of`), the labels the configured hierarchy
+    gives each value at ``levels`` (``None``: at every level, a locally recoded release), and
+    the input's distinct quasi-identifier tuples with their record counts as ``engine`` reads
+    them (:meth:`~safeshare.data.engines.base.Engine.grouped_counts`, asked when the check runs:
+    the DuckDB engine answers from its first pass, no second read of the records)."""
+    from safeshare.hierarchy.truth import semantics_of
+
+    qis = list(table.qi_names)
+    labels: dict[str, dict[str, tuple[str, ...]]] = {}
+    for qi, h in zip(qis, table.hierarchies, strict=True):
+        if levels is None:
+            labels[qi] = {row[0]: tuple(dict.fromkeys(row)) for row in h.rows}
+        else:
+            labels[qi] = {row[0]: (row[levels[qi]],) for row in h.rows}
+    return TruthExpectations(
+        semantics={qi: semantics_of(schema.hierarchy_spec(qi)) for qi in qis},
+        labels=labels,
+        input_classes=lambda: engine.grouped_counts(qis),
+        any_level=levels is None,
+    )
+
+
 def release_expectations(
     result: AnonymizationResult, input_columns: Sequence[str], delimiter: str = ","
 ) -> Expectations:
@@ -120,7 +149,8 @@ def release_expectations(
     The release's columns come from the configuration's roles applied to the
     input's header ``input_columns`` (:func:`safeshare.verify.allowed_release_columns`),
     not from the release plan, so that a plan that keeps a column it should
-    not (an unlisted one, a renamed duplicate) fails verification.
+    not (an unlisted one, a renamed duplicate) fails verification. :func:`stage_release` adds
+    the truth of every label against the input's values (:func:`truth_expectations`).
     """
     table = result.table
     schema = result.schema
@@ -209,7 +239,8 @@ def stage_release(
     """Apply the chosen node to every record of ``engine`` into ``stage`` and verify the file.
 
     ``expected``: what the verifier must find (default: :func:`release_expectations` of the
-    configuration's roles; the anonymize use case adds the identifier checks).
+    configuration's roles; the anonymize use case adds the identifier checks); the truth check
+    of :func:`truth_expectations` is added unless ``expected`` has one.
 
     Raises :class:`VerificationError` when the written release fails the independent check
     (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
@@ -223,6 +254,10 @@ def stage_release(
     start = time.perf_counter()
     if expected is None:
         expected = release_expectations(result, input_columns, delimiter)
+    if expected.truth is None:  # every label true of its records, against the input's values
+        expected = replace(
+            expected, truth=truth_expectations(result.schema, result.table, engine, result.levels)
+        )
     verification = verify_release(stage / name, fmt, expected)
     if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
         from safeshare.verify.spark import verify_release_spark

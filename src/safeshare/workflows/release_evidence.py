@@ -6,10 +6,12 @@ the evidence, :mod:`safeshare.workflows.evidence`; the ledger, :mod:`safeshare.w
 This module calls them from one run's configuration and result, so that the terminal,
 report.json, report.html and the Python API show one result:
 
-* :func:`release_warnings`: the disclosure warnings over the written release file;
+* :func:`release_disclosure`: the disclosure warnings over the written release file, and the
+  informed adversary's figures (kept shifted dates known within ``max_days``, coarse
+  pseudonyms known: :mod:`safeshare.verify.informed`);
 * :func:`release_evidence`: the evidence section (attack models, threshold and its source,
   the quasi-identifiers with their hierarchies and every released label, the verifier's
-  checks, SHA-256 of every file, software, engine, seeds, the key's fingerprint);
+  checks, SHA-256 of the configuration and the released files, software, engine, seeds);
 * :func:`ledger_entry`: the ledger line of a published release.
 """
 
@@ -24,10 +26,11 @@ from typing import Any
 
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Role, Schema
-from safeshare.io import files_of, sha256_file
+from safeshare.io import files_of
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Expectations, Verification
-from safeshare.verify.disclosure import disclosure_warnings
+from safeshare.verify.disclosure import disclosure_check
+from safeshare.verify.informed import KeptShiftedDate
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.evidence import (
     Evidence,
@@ -41,27 +44,42 @@ from safeshare.workflows.evidence import (
 
 def kept_columns(schema: Schema, released_columns: Sequence[str]) -> list[str]:
     """The released columns an adversary may know as they are: sensitive and insensitive ones
-    (listed, or unlisted under ``default_role: insensitive``). Pseudonyms (keyed: nobody
-    outside knows them) and shifted dates (a date an adversary knows is not the one released)
-    are not; quasi-identifiers are the classes themselves."""
+    (listed, or unlisted under ``default_role: insensitive``); quasi-identifiers are the classes
+    themselves. Pseudonyms and kept shifted dates are the informed adversary's
+    (:func:`kept_shifted_dates`; a pseudonym is known only when it is coarse)."""
     qis = set(schema.quasi_identifiers)
     return [
         c for c in released_columns if c not in qis and schema.role(c) in (Role.SENSITIVE, Role.INSENSITIVE)
     ]
 
 
-def release_warnings(
+def kept_shifted_dates(schema: Schema, released_columns: Sequence[str]) -> list[KeptShiftedDate]:
+    """The shifted dates released as they are (no hierarchy): an adversary who knows a person's
+    true date knows the released one within ``max_days`` (issue 30)."""
+    out = []
+    for column in released_columns:
+        attr = schema.attributes.get(column)
+        if attr is not None and attr.role is Role.SHIFTED_DATE and attr.hierarchy is None:
+            out.append(
+                KeptShiftedDate(column, str(attr.person), int(attr.max_days or 0), str(attr.date_format))
+            )
+    return out
+
+
+def release_disclosure(
     release: Path,
     fmt: str,
     result: AnonymizationResult,
     released_columns: Sequence[str],
     delimiter: str,
     missing: Sequence[str],
-) -> list[ReportWarning]:
-    """The disclosure warnings of the written ``release`` (``kept_column_identifying``,
-    ``homogeneous_classes``, ``singleton_classes``) as report warnings."""
+    k: int | None,
+) -> tuple[list[ReportWarning], dict[str, Any] | None]:
+    """The disclosure warnings of the written ``release`` as report warnings, and the informed
+    adversary's figures (report.json's ``informed_adversary``; ``None`` without kept shifted dates
+    or coarse pseudonyms). ``k``: the release's k-anonymity (``None`` without)."""
     schema = result.schema
-    found = disclosure_warnings(
+    found = disclosure_check(
         release,
         fmt,
         list(result.table.qi_names),
@@ -69,8 +87,12 @@ def release_warnings(
         sensitive_columns=[c for c in schema.sensitive if c in released_columns],
         delimiter=delimiter,
         missing=missing,
+        shifted_dates=kept_shifted_dates(schema, released_columns),
+        pseudonyms=[c for c in released_columns if schema.role(c) is Role.PSEUDONYM],
+        k=k,
     )
-    return [ReportWarning(w.code, w.message, w.columns, w.value) for w in found]
+    warnings = [ReportWarning(w.code, w.message, w.columns, w.value) for w in found.warnings]
+    return warnings, found.adversary.to_dict() if found.adversary is not None else None
 
 
 def release_evidence(
@@ -92,13 +114,15 @@ def release_evidence(
     seeds: Mapping[str, Any],
     identifiers: IdentifierTreatment | None,
     records_per_level: Mapping[str, Mapping[int, int]] | None = None,
+    informed: Mapping[str, Any] | None = None,
 ) -> Evidence:
     """The evidence of a verified release written at ``staged`` and published at ``published``.
 
     Hashes are of the bytes written; released files are named by where they are published
     (relative to the configuration's directory ``base``), not by the private stage.
     ``result`` is the search's result (for a locally recoded release, the global one, with
-    ``records_per_level`` the released records at each level per QI).
+    ``records_per_level`` the released records at each level per QI); ``informed``: the informed
+    adversary's figures (:func:`release_disclosure`).
     """
     schema = result.schema
     table = result.table
@@ -125,13 +149,13 @@ def release_evidence(
         threshold_reason=threshold_reason,
         seeds=dict(seeds),
         identifiers=identifiers.describe() if identifiers is not None else None,
+        informed=informed,
     )
     released = tuple(
-        FileDigest(
+        FileDigest.of(
             "release",
+            path,
             os.path.relpath((published / path.relative_to(staged.parent)).absolute(), base.absolute()),
-            sha256_file(path),
-            path.stat().st_size,
         )
         for path in files_of(staged)
     )
@@ -145,8 +169,14 @@ def ledger_entry(
     files: Mapping[str, Sequence[Path]],
     approved_by: str,
     key_fingerprint: str | None,
+    date_shift_max_days: int | None = None,
 ) -> dict[str, Any]:
-    """The ledger entry of a published release, from its report (report.json's content)."""
+    """The ledger entry of a published release, from its report (report.json's content).
+
+    ``key_fingerprint``: the key's, when identifiers were treated (in the ledger only: it
+    confirms a guessed key, so no published file has it); ``date_shift_max_days``: the window
+    of the shifted dates under that key (:mod:`safeshare.workflows.key_window`)."""
+    from safeshare.workflows.key_window import WINDOW_FIELD
     from safeshare.workflows.ledger import release_entry
 
     risk = doc.get("risk") or {}
@@ -165,6 +195,8 @@ def ledger_entry(
     }
     if key_fingerprint is not None:
         extra["key_fingerprint"] = key_fingerprint
+    if date_shift_max_days is not None:
+        extra[WINDOW_FIELD] = int(date_shift_max_days)
     local = doc.get("local_recoding")
     if local:  # a mixed release: node and levels are the global node's; the rounds released the rest
         extra["local_recoding"] = {

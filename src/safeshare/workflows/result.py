@@ -26,6 +26,9 @@ A release is made of sections, each a field:
   setting), the version, the seeds;
 * :attr:`Release.warnings`: structured warnings ``{code, columns, value, message}`` (among
   them the disclosure warnings over the written release, :mod:`safeshare.verify.disclosure`);
+* :attr:`Release.informed_adversary`: what an adversary who also knows the kept shifted dates
+  (within ``max_days``) and the coarse pseudonyms achieves on the written release
+  (:mod:`safeshare.verify.informed`), when it has such columns;
 * :attr:`Release.headline`: the result in one sentence with its figures (the achieved risk
   against the threshold, re-checked on the file; the prosecutor figure with its context);
 * :attr:`Release.evidence`: what a privacy officer signs (attack models, threshold and its
@@ -53,7 +56,7 @@ import numpy as np
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
-from safeshare.workflows.evidence import threshold_of
+from safeshare.workflows.evidence import informed_figures, informed_knowledge, threshold_of
 
 if TYPE_CHECKING:
     from safeshare.workflows.local_recoding import LocalRecodingResult
@@ -180,6 +183,9 @@ class Release:
     headline: Mapping[str, Any] | None = None
     #: the evidence section (``Evidence.to_dict()``), when the release was written
     evidence: Mapping[str, Any] | None = None
+    #: the informed adversary on the written release (``InformedAdversary.to_dict()``): kept
+    #: shifted dates known within max_days, coarse pseudonyms known; ``None`` without such columns
+    informed_adversary: Mapping[str, Any] | None = None
     #: the printable cover: data set, purpose, approver, ledger
     certificate: Mapping[str, Any] | None = None
     #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
@@ -258,6 +264,9 @@ class Release:
             "seeds": dict(self.provenance.seeds),
         }
         doc["warnings"] = [w.to_dict() for w in self.warnings]
+        doc["informed_adversary"] = (
+            dict(self.informed_adversary) if self.informed_adversary is not None else None
+        )
         doc["headline"] = dict(self.headline) if self.headline is not None else None
         doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
         doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
@@ -408,20 +417,76 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
         parts.append(f"{label} = {shown} {'<=' if holds else '>'} {_fig(threshold)} ({origin}), {where}")
+    informed = doc.get("informed_adversary")
+    informed = dict(informed) if isinstance(informed, Mapping) else None
+    unmeasured = [] if informed is not None else _unmeasured_columns(doc)
     if isinstance(k, int) and k >= 2:
-        out["prosecutor"] = {"bounded": True, "k": k, "max": 1 / k, "smallest_class": smallest}
-        parts.append(
-            f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
-            f"so no record's prosecutor risk exceeds 1/{k} = {_fig(1 / k)}"
-        )
+        holds = informed is None or bool(informed.get("bound_holds"))
+        fewest = int(informed.get("smallest_candidates") or 0) if informed is not None else k
+        out["prosecutor"] = {
+            "bounded": holds,
+            "k": k,
+            "max": 1 / k if holds else (1 / fewest if fewest else None),
+            "smallest_class": smallest,
+            **_adversaries(informed, unmeasured),
+        }
+        text = f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
+        if holds:
+            text += f"so no record's prosecutor risk exceeds 1/{k} = {_fig(1 / k)}"
+            if informed is not None:
+                text += f", also against an adversary who knows {informed_knowledge(informed)}"
+            elif unmeasured:
+                text += (
+                    " against an adversary who knows the quasi-identifiers; not measured against one who "
+                    f"also knows {', '.join(unmeasured)} (the release was not checked for it)"
+                )
+        else:
+            assert informed is not None
+            text += (
+                f"but the bound of 1/{k} per record does not hold against an adversary who also knows "
+                f"{informed_knowledge(informed)}: {informed_figures(informed)}"
+            )
+        parts.append(text)
     elif smallest:
-        out["prosecutor"] = {"bounded": False, "k": None, "max": 1 / smallest, "smallest_class": smallest}
+        out["prosecutor"] = {
+            "bounded": False,
+            "k": None,
+            "max": 1 / smallest,
+            "smallest_class": smallest,
+            **_adversaries(informed, unmeasured),
+        }
         parts.append(
             f"prosecutor risk not bounded per record (no k-anonymity): the smallest released class holds "
             f"{smallest:,} record{'s' if smallest != 1 else ''}"
             + ("; the threshold bounds an average" if isinstance(risk, Mapping) else "")
+            + (
+                f"; an adversary who also knows {informed_knowledge(informed)}: {informed_figures(informed)}"
+                if informed is not None and int(informed.get("singled_out") or 0)
+                else ""
+            )
         )
     out["text"] = "; ".join(parts) if parts else "no privacy figure"
+    return out
+
+
+def _adversaries(informed: Mapping[str, Any] | None, unmeasured: list[str]) -> dict[str, Any]:
+    """The headline's prosecutor keys about the informed adversary: ``informed`` (measured: the
+    figures are report.json's ``informed_adversary``) or ``unmeasured`` (what they would know)."""
+    if informed is not None:
+        return {"informed": True}
+    return {"unmeasured": unmeasured} if unmeasured else {}
+
+
+def _unmeasured_columns(doc: Mapping[str, Any]) -> list[str]:
+    """The released columns the informed adversary would know and that were not measured (a
+    release not written, or written by a path without the disclosure check): kept shifted dates
+    and pseudonyms (report.json's ``columns``)."""
+    out = []
+    for column in doc.get("columns") or []:
+        if column.get("treatment") == "shifted":
+            out.append(f"the true {column['name']}")
+        elif column.get("treatment") == "pseudonymized":
+            out.append(f"{column['name']} (if its pseudonyms are few)")
     return out
 
 

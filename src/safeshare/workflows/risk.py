@@ -261,7 +261,9 @@ def check_quasi_identifiers(engine: MemoryEngine, qi: Sequence[str], label: str)
     if missing:
         known = ", ".join(engine.columns())
         raise InputError(f"unknown quasi-identifier {missing[0]!r}: {label} has columns {known}")
-    check_not_empty(engine.grouped_counts(list(qi)), list(qi), COUNT_COLUMN, label, RISK_EMPTY_HINT)
+    check_not_empty(
+        engine.grouped_counts(list(qi)), list(qi), COUNT_COLUMN, label, RISK_EMPTY_HINT, engine.missing
+    )
 
 
 def risk(

@@ -116,6 +116,12 @@ class Engine(ABC):
     #: :meth:`grouped_counts` and :meth:`write_release` see the treated values only.
     identifiers: IdentifierTreatment | None = None
 
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The input's declared missing-value tokens as read (:mod:`safeshare.missing`): what every
+        hierarchy builder keeps as it is; none by default."""
+        return tuple(getattr(self, "_missing", ()))
+
     @abstractmethod
     def columns(self) -> list[str]:
         """Column names of the input, in order."""

@@ -134,6 +134,7 @@ import psutil
 import pyarrow as pa
 
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, ReleasePlan
+from safeshare.data.identifiers.coarse import is_coarse
 from safeshare.data.identifiers.treatment import IdentifierTreatment, UnplacedValue, located, missing_set
 from safeshare.data.source import (
     TableSource,
@@ -868,11 +869,15 @@ class DuckDBEngine(Engine):
             for j, shifted in enumerate(treatment.shifted_dates):
                 d, p = self._index(shifted.name), self._index(shifted.person)
                 persons = self._table(f"__safeshare_shift_{uid}_{j}", "v VARCHAR, s INTEGER")
+                n_persons = 0
                 for chunk in self._distinct_texts(p, present=d, skip_missing=False):
                     shifts = treatment.shift_map(shifted, chunk, self._missing)
+                    n_persons += len(chunk)
                     self._insert(
                         persons, {"v": pa.array(chunk, pa.string()), "s": pa.array(shifts, pa.int32())}
                     )
+                if is_coarse(n_persons, self._records_at_most()):  # else no count can make it coarse
+                    treatment.check_persons(shifted, n_persons, self._present_count(d))
                 dates = self._table(f"__safeshare_days_{uid}_{j}", "v VARCHAR, o INTEGER")
                 first, last = None, None
                 for chunk in self._distinct_texts(d):
@@ -973,6 +978,29 @@ class DuckDBEngine(Engine):
         values = self._materialized(lambda: sql(self._source_scan())).column(0)
         for start in range(0, len(values), batch):
             yield [str(v) for v in values.slice(start, batch).to_pylist()]
+
+    def _records_at_most(self) -> int:
+        """An upper bound on the input's records without reading them: an uncompressed CSV file
+        holds at most one record per byte; otherwise (compressed, Parquet, a relation) unknown."""
+        source = self.source
+        if source is not None and source.table is None and source.fmt == "csv":
+            path = Path(source.path)
+            if path.suffix.lower() not in (".gz", ".bz2", ".zst", ".xz", ".zip") and path.is_file():
+                return path.stat().st_size
+        return 1 << 62
+
+    def _present_count(self, i: int) -> int:
+        """The records whose raw column ``i`` is not missing (grouped on its key first, so that
+        only its distinct values are turned into text)."""
+        raw = self._raw_columns
+        absent = ", ".join(quote_literal(t) for t in sorted(missing_set(self._missing)))
+
+        def sql(scan: str) -> str:
+            grouped = f"SELECT {raw[i].key_sql()} AS __k{i}, COUNT(*) AS __n FROM ({scan}) GROUP BY 1"
+            text = self._text(grouped, {i: f"__k{i}"}, keep=["__n"], columns=raw)
+            return f"SELECT COALESCE(SUM(__n), 0) FROM ({text}) WHERE __v{i} NOT IN ({absent})"
+
+        return int(self._materialized(lambda: sql(self._source_scan())).column(0)[0].as_py())
 
     def _materialized(self, make_sql: Callable[[], str]) -> pa.Table:
         """The result of a query over the input as an Arrow table: stored by :meth:`_run` (its

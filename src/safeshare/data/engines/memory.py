@@ -193,6 +193,7 @@ class MemoryEngine(Engine):
                 present = ~dates.isin(absent)
                 unique_persons = pd.unique(persons[present])
                 shifts = treatment.shift_map(shifted, list(unique_persons), self._missing)
+                treatment.check_persons(shifted, len(unique_persons), int(present.sum()))
                 unique_dates = pd.unique(dates[present])
                 days = dict(zip(unique_dates, treatment.day_map(shifted, list(unique_dates)), strict=True))
                 out = dates.copy()
@@ -243,11 +244,20 @@ class MemoryEngine(Engine):
         return len(self.frame)
 
     def grouped_counts(self, columns: Sequence[str]) -> pd.DataFrame:
+        """The distinct tuples of ``columns`` in order of first appearance, with counts. The last
+        grouping is kept: asked again for some of its columns (the verifier's truth check asks for
+        the quasi-identifiers after the search grouped them with the sensitive columns), the
+        answer is regrouped from it, in the same order, without reading the records again."""
         cols = list(columns)
         if not cols:
             return pd.DataFrame({COUNT_COLUMN: [len(self.frame)]})
-        grouped = self.frame.groupby(cols, sort=False, dropna=False).size()
-        out = grouped.reset_index(name=COUNT_COLUMN)
+        last: tuple[pd.DataFrame, tuple[str, ...], pd.DataFrame] | None = getattr(self, "_last_grouped", None)
+        if last is not None and last[0] is self.frame and set(cols) <= set(last[1]):
+            grouped = last[2].groupby(cols, sort=False, dropna=False)[COUNT_COLUMN].sum()
+            out = grouped.reset_index(name=COUNT_COLUMN)
+        else:
+            out = self.frame.groupby(cols, sort=False, dropna=False).size().reset_index(name=COUNT_COLUMN)
+            self._last_grouped = (self.frame, tuple(cols), out.copy())
         out[COUNT_COLUMN] = out[COUNT_COLUMN].astype("int64")
         return out
 

@@ -303,6 +303,9 @@ class SparkEngine(Engine):
                 d, p = self._index(shifted.name), self._index(shifted.person)
                 persons = distinct(p, d, skip_missing=False)
                 shifts = treatment.shift_map(shifted, persons, self._missing)
+                treatment.check_persons(
+                    shifted, len(persons), int(frame.where(~F.col(f"__t{d}").isin(absent)).count())
+                )
                 dates = distinct(d, None, skip_missing=True)
                 days = treatment.day_map(shifted, dates)
                 span = list(treatment.day_range(shifted, min(days), max(days))) if days else []

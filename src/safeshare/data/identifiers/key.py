@@ -7,22 +7,41 @@ e-mail and editors unchanged, and because a file of raw bytes that happened to l
 hex could not be told apart. The file must be readable by its owner only (mode 0600 or
 stricter, as ssh asks of private keys): a key other users can read is refused.
 
+**A key must look random** (:func:`check_key_strength`, issue 30): a key of 64 zeros, of
+``ab`` repeated, or the hex of a passphrase is refused, because whoever guesses it computes
+every pseudonym and every shift. The strength of one key cannot be measured (a key made by
+hashing a password looks random and is not); what can be refused is the structure people
+type or copy, with a chance of refusing a key from ``openssl rand -hex 32`` below
+``2^-45``. For a key of ``n >= 32`` bytes, each rule with its chance of refusing ``n``
+uniformly random bytes (computed exactly for ``n = 32``; it falls with ``n``):
+
+* its bytes take fewer than 16 distinct values (``P < 3.3e-17``): zeros, ``abab...``, a
+  short pattern such as ``0123456789abcdef`` repeated;
+* the differences of successive bytes (mod 256) take fewer than 16 distinct values
+  (``P < 4.7e-16``: they are again ``n - 1`` uniform bytes): a counter ``00 01 02 ...``;
+* it repeats itself with a period of at most ``n / 2`` bytes (``P < 2^-127``);
+* every byte is printable ASCII, 0x20-0x7E (``P < 1.7e-14``): the hex of a passphrase.
+
 The key itself is used for nothing directly. Each use gets its own subkey,
 ``HMAC-SHA256(key, label)`` with a fixed label per use (a pseudorandom function keyed
 with a uniformly random key is a key-derivation function): ``safeshare pseudonym v1``,
 ``safeshare date shift v1``, ``safeshare key fingerprint v1``. So a pseudonym and a
-person's date shift never come from the same HMAC output, and the fingerprint (printed
-in reports and ledgers so that a custodian can tell which key made a release) reveals
-nothing about either.
+person's date shift never come from the same HMAC output.
 
-Nothing here ever puts the key into text: :class:`SecretKey` has no ``str``, its ``repr``
-shows the fingerprint only, it cannot be pickled, and every error names the file, never
-its content.
+The **fingerprint** (16 hex digits of the fingerprint subkey) tells a custodian which key
+made a release, and it also lets anyone who holds it test a guessed key offline. It is
+therefore written only to the custodian's ledger, never to report.json, report.html or the
+terminal (issue 30).
+
+Nothing here ever puts the key into text: :class:`SecretKey` has no ``str`` of its own, its
+``repr`` shows neither the key nor the fingerprint, it cannot be pickled, and every error
+names the file, never its content.
 """
 
 from __future__ import annotations
 
 import hmac
+import itertools
 import os
 import re
 import secrets
@@ -34,6 +53,9 @@ from safeshare.errors import ConfigError
 
 #: The shortest key accepted, in bytes (256 bits: HMAC-SHA256's full strength).
 MIN_KEY_BYTES = 32
+
+#: A key's bytes, and the differences of its successive bytes, take at least this many values.
+MIN_DISTINCT_BYTES = 16
 
 #: Labels of the subkeys (domain separation; changing one changes every output made with it).
 PSEUDONYM_LABEL = b"safeshare pseudonym v1"
@@ -47,12 +69,14 @@ _MAX_FILE_BYTES = 4096
 
 
 class SecretKey:
-    """A secret key of at least :data:`MIN_KEY_BYTES` bytes.
+    """A secret key of at least :data:`MIN_KEY_BYTES` bytes that looks random
+    (:func:`check_key_strength`).
 
     ``subkey(label)`` is ``HMAC-SHA256(key, label)``; ``fingerprint`` is the first 16
-    hex digits of the fingerprint subkey. ``repr`` shows the fingerprint only; the
-    object has no text form and refuses to be pickled, so that it cannot end up in a
-    report, a log or a worker's serialized closure by accident.
+    hex digits of the fingerprint subkey (for the custodian's ledger only: it confirms a
+    guessed key). ``repr`` shows neither; the object has no text form and refuses to be
+    pickled, so that it cannot end up in a report, a log or a worker's serialized closure
+    by accident.
     """
 
     __slots__ = ("_material",)
@@ -65,6 +89,7 @@ class SecretKey:
                 f"the key has {len(material)} bytes; at least {MIN_KEY_BYTES} are required "
                 "(e.g. openssl rand -hex 32)"
             )
+        check_key_strength(bytes(material))
         self._material = bytes(material)
 
     def subkey(self, label: bytes) -> bytes:
@@ -73,11 +98,12 @@ class SecretKey:
 
     @property
     def fingerprint(self) -> str:
-        """16 hex digits that identify the key without revealing anything of it or of its uses."""
+        """16 hex digits that identify the key, for the custodian's ledger: they reveal nothing of
+        the key's uses, but confirm a guessed key, so they are never published."""
         return self.subkey(FINGERPRINT_LABEL).hex()[:16]
 
     def __repr__(self) -> str:
-        return f"SecretKey(fingerprint={self.fingerprint})"
+        return f"SecretKey(<{len(self._material)} bytes, not shown>)"
 
     def __str__(self) -> str:
         return self.__repr__()
@@ -94,11 +120,30 @@ class SecretKey:
         return hash(self.fingerprint)
 
 
+def check_key_strength(material: bytes) -> None:
+    """Refuse key bytes that do not look random (the rules of the module docstring), in one
+    line that says which rule, never the key."""
+    n = len(material)
+    advice = "make a random one: openssl rand -hex 32"
+    if len(set(material)) < MIN_DISTINCT_BYTES:
+        why = f"its {n} bytes take only {len(set(material))} distinct values"
+    elif len({(b - a) % 256 for a, b in itertools.pairwise(material)}) < MIN_DISTINCT_BYTES:
+        why = "its bytes follow a pattern (the steps between successive bytes take few values)"
+    elif any(material[p:] == material[:-p] for p in range(1, n // 2 + 1)):
+        why = "it repeats a shorter block"
+    elif all(0x20 <= b <= 0x7E for b in material):
+        why = "every byte is printable text (the hex of a word or passphrase is not a key)"
+    else:
+        return
+    raise ConfigError(f"the key is not random: {why}; whoever guesses it can undo every pseudonym; {advice}")
+
+
 def load_key(path: str | os.PathLike[str]) -> SecretKey:
     """The key in the file at ``path`` (hex text, see the module docstring).
 
     Raises :class:`ConfigError` with one line naming the file, never its content, when
-    the file is missing, readable by others, not hex, or shorter than 32 bytes.
+    the file is missing, readable by others, not hex, shorter than 32 bytes, or not random
+    (:func:`check_key_strength`).
     """
     path = Path(path)
     where = f"key file {path}"
@@ -137,7 +182,10 @@ def load_key(path: str | os.PathLike[str]) -> SecretKey:
             f"{where}: the key has {len(material)} bytes; at least {MIN_KEY_BYTES} "
             f"({2 * MIN_KEY_BYTES} hex digits) are required"
         )
-    return SecretKey(material)
+    try:
+        return SecretKey(material)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def write_new_key(path: str | os.PathLike[str], n_bytes: int = MIN_KEY_BYTES) -> SecretKey:

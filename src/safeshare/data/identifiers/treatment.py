@@ -19,6 +19,22 @@ engines read them), as mapping tables that the engine joins to the records:
 The key never enters SQL text or a Spark plan: only these tables do. Values that cannot
 be treated raise :class:`UnplacedValue`, which the engine turns into one line naming the
 file, the line (or row) and the column (:func:`located`).
+
+**One person, one shift** (issue 30, item 5). A person's shift is a function of the key,
+the person's text and ``max_days`` only (:func:`~safeshare.data.identifiers.date_shift.day_shifts`),
+whatever the column. So every shifted date of a treatment must have the same ``max_days``
+(refused otherwise): two windows gave one person two shifts (1,029 of 3,000 discharges fell
+before their admission), and two releases of the same person under one key with two
+windows combine: each narrows the true date, and the shifts of one person under two
+windows are drawn from the same HMAC words, so they are correlated. The window is the
+key's: the ledger records it, and a later release under the same key with another window
+is refused when the ledger is kept (``workflows/key_window.py``). Without a ledger, keep one
+``max_days`` for a key (or make a new key, which also changes every pseudonym).
+
+**A person column identifies a person** (item 7): the engines count the distinct persons
+among the records with a date and refuse a coarse column (:meth:`IdentifierTreatment.check_persons`,
+:mod:`.coarse`); the schema refuses a person column that is a quasi-identifier, sensitive or
+free text.
 """
 
 from __future__ import annotations
@@ -27,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from safeshare.data.identifiers.coarse import coarse_limit, is_coarse
 from safeshare.data.identifiers.date_shift import (
     ISO_FORMAT,
     check_date_format,
@@ -88,6 +105,19 @@ class UnplacedValue(DataError):
         self.requires = requires
 
 
+def check_one_window(windows: Sequence[tuple[str, int]]) -> None:
+    """Refuse shifted dates (``(column, max_days)``) with more than one ``max_days``: a person's
+    shift depends on the window, so two windows would give one person two shifts (see the
+    module docstring)."""
+    if len({days for _, days in windows}) > 1:
+        (first, days), other = windows[0], next(w for w in windows if w[1] != windows[0][1])
+        raise ConfigError(
+            f"column {other[0]!r}: max_days {other[1]} differs from {first!r}'s {days}: every date of a "
+            "person moves by the person's one shift, drawn in one window; two windows give a person two "
+            "shifts, which together narrow the true dates (give every shifted date the same max_days)"
+        )
+
+
 def missing_set(missing: Sequence[str]) -> frozenset[str]:
     """The texts that are missing values: the empty text and every declared token."""
     return frozenset([*missing, ""])
@@ -120,6 +150,7 @@ class IdentifierTreatment:
         for shifted in self.shifted_dates:
             if shifted.person in (s.name for s in self.shifted_dates):
                 raise ConfigError(f"column {shifted.name!r}: its person {shifted.person!r} is a shifted date")
+        check_one_window([(s.name, s.max_days) for s in self.shifted_dates])
 
     @classmethod
     def from_schema(cls, schema: Schema, key: SecretKey | None) -> IdentifierTreatment | None:
@@ -186,6 +217,20 @@ class IdentifierTreatment:
         return day_shifts(self.key, persons, column.max_days)
 
     @staticmethod
+    def check_persons(column: ShiftedDateColumn, persons: int, records: int) -> None:
+        """Refuse a person column with far fewer distinct values (``persons``, among the
+        ``records`` whose date in ``column`` is present) than records (:mod:`.coarse`):
+        every record of one value gets one shift."""
+        if is_coarse(persons, records):
+            raise DataError(
+                f"column {column.name!r}: its person column {column.person!r} has {persons:,} distinct "
+                f"values over {records:,} records with a date (fewer than 2 sqrt(n) = "
+                f"{coarse_limit(records):,.0f}): it does not identify one person, and all records of one "
+                "value move by the same shift (whoever knows one true date learns them all); choose the "
+                "column that identifies the person (a record number)"
+            )
+
+    @staticmethod
     def day_map(column: ShiftedDateColumn, values: Sequence[str]) -> list[int]:
         """The day number (proleptic Gregorian ordinal) of each non-missing date text."""
         out = []
@@ -215,9 +260,9 @@ class IdentifierTreatment:
         return [format_day(d, column.date_format) for d in days]
 
     def describe(self) -> dict[str, Any]:
-        """What the treatment does, for reports: columns and parameters, and the key's fingerprint."""
+        """What the treatment does, for reports: columns and parameters. Neither the key nor its
+        fingerprint (which confirms a guessed key offline: it goes to the custodian's ledger only)."""
         return {
-            "key_fingerprint": self.key.fingerprint,
             "pseudonyms": [{"column": c.name, "length": c.length} for c in self.pseudonyms],
             "shifted_dates": [
                 {"column": c.name, "person": c.person, "max_days": c.max_days, "format": c.date_format}
