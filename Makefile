@@ -21,10 +21,12 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 # Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs) and pyspark (the spark engine's tests;
 # they skip with their reason where Java is absent). pycanon, the independent
 # checker of k / l / t in the tests, pins exact old numpy/pandas versions; it is installed
-# without its dependencies so that the project's own versions are the ones tested.
+# without its dependencies so that the project's own versions are the ones tested; so is
+# Anonymeter (the oracle of `safeshare attack`'s residual risks; it pins numpy<1.27, pyarrow<22).
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e ".[test,spark]"
 	$(RUN) -m pip install --quiet --no-deps "pycanon==1.3.6"
+	$(RUN) -m pip install --quiet --no-deps "anonymeter==1.1.0"
 	$(RUN) -m safeshare.search.warmup
 	@touch $@ $(VENV)/.installed
 
@@ -33,9 +35,16 @@ demo: $(VENV)/.installed
 	$(BIN)/safeshare anonymize examples/adult/adult.yaml --out out/demo
 	@echo "release, report.json and report.html are in out/demo/"
 
-## test: lint, type-check and the representative test suite (CI runs this)
+## test: lint, type-check and the representative test suite (CI runs this), on every core the
+## process may use, at most 4 (pytest-xdist; PYTEST_WORKERS=1 runs one process). Each test file
+## runs whole in one worker (--dist loadfile: module fixtures such as the UI server, the browser
+## and the Spark session are made once). The warm-up first fills numba's cache if the loops
+## changed (about 1 s when it is warm), so that the workers do not each compile them.
+## The 25 slowest tests are listed at the end (docs/testing.md, "Test time").
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))" 2>/dev/null || echo 2)
 test: $(VENV)/.installed-test lint typecheck chromium
-	$(RUN) -m pytest -q -m "not slow"
+	$(RUN) -m safeshare.search.warmup
+	$(RUN) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 ## test-all: every test, including the exhaustive grids marked slow
 test-all: $(VENV)/.installed-test lint typecheck chromium

@@ -351,6 +351,140 @@ def format_table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ensure_csv(parquet: Path) -> Path:
+    """The resampled Parquet file as a CSV with a header (every column), next to it; built once
+    (through a temporary name) and reused."""
+    path = parquet.with_suffix(".csv")
+    if path.exists() and path.stat().st_mtime >= parquet.stat().st_mtime:
+        return path
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
+    con.execute("SET enable_progress_bar = false")
+    try:
+        con.execute(f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{tmp}' (HEADER, DELIMITER ',')")
+        os.replace(tmp, path)
+    finally:
+        con.close()
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+#: issue 36: the shapes a user can make, each through the CLI in a fresh process: input and
+#: release format, DuckDB threads, and the report's risk section with its estimators fitted (a
+#: population size given)
+SHAPES: tuple[tuple[str, str, int, bool], ...] = (
+    *(
+        (source, release, threads, False)
+        for source in ("parquet", "csv")
+        for release in ("parquet", "csv")
+        for threads in (1, 2)
+    ),
+    ("parquet", "parquet", 2, True),
+    ("csv", "csv", 2, True),
+)
+#: N of the shapes with the risk section
+POPULATION = 40_000_000
+
+
+def baseline_group_by_on(path: Path, threads: int) -> tuple[float, float]:
+    """Wall and CPU seconds (this process, DuckDB's threads included) of a plain DuckDB
+    ``COUNT(*) GROUP BY`` the 9 QIs over ``path`` (Parquet or CSV), with ``threads`` threads."""
+    con = duckdb.connect(config={"threads": threads, "memory_limit": "1GB"})
+    con.execute("SET enable_progress_bar = false")
+    source = (
+        f"read_parquet('{path}')"
+        if path.suffix == ".parquet"
+        else f"read_csv('{path}', header=true, all_varchar=true)"
+    )
+    try:
+        start, cpu = time.perf_counter(), _cpu_seconds()
+        con.execute(f"SELECT COUNT(*) FROM {source} GROUP BY {', '.join(_q(q) for q in QIS)}").fetchall()
+        return time.perf_counter() - start, _cpu_seconds() - cpu
+    finally:
+        con.close()
+
+
+def shapes_run(parquet: Path, workdir: Path, k: int = K) -> list[dict[str, Any]]:
+    """Every shape of :data:`SHAPES` once: ``safeshare anonymize`` in a fresh process (wall time
+    spawn to exit, CPU of the process tree, peak RSS of the process tree, the load before, the
+    release's SHA-256 and report.json's phases), each beside the plain DuckDB ``GROUP BY`` of the
+    same file with the same threads, measured just before it."""
+    inputs = {"parquet": parquet, "csv": ensure_csv(parquet)}
+    out: list[dict[str, Any]] = []
+    for source, release, threads, risk in SHAPES:
+        base_wall, base_cpu = baseline_group_by_on(inputs[source], threads)
+        load = os.getloadavg()[0]
+        with tempfile.TemporaryDirectory(prefix="bench-scale-shape-", dir=workdir) as tmp:
+            cfg = cli_config(
+                inputs[source], Path(tmp) / "c.yaml", "duckdb", k, release, POPULATION if risk else None
+            )
+            target = Path(tmp) / "out"
+            cmd = [sys.executable, "-m", "safeshare", "anonymize", str(cfg), "--out", str(target)]
+            cmd += ["--no-tradeoff", "-q", "--duckdb-threads", str(threads)]
+            m = run_measured(cmd)
+            if m.returncode != 0:
+                raise RuntimeError(
+                    f"{source} -> {release}, {threads} threads: exit {m.returncode}: {m.stderr[-500:]}"
+                )
+            report = json.loads((target / "report.json").read_text())
+            out.append(
+                {
+                    "input": source,
+                    "release": release,
+                    "threads": threads,
+                    "risk": risk,
+                    "wall_s": m.wall_s,
+                    "cpu_s": m.cpu_s,
+                    "peak_mb": m.peak_mb,
+                    "load": load,
+                    "baseline_wall_s": base_wall,
+                    "baseline_cpu_s": base_cpu,
+                    "memory_limit": report.get("engine_settings", {}).get("memory_limit"),
+                    "release_memory_limit": report.get("engine_settings", {}).get("release_memory_limit"),
+                    "elapsed_s": report.get("elapsed_s", {}),
+                    "sha256": _sha256(target / f"release.{release}"),
+                }
+            )
+    return out
+
+
+def format_shapes(rows: list[dict[str, Any]]) -> tuple[str, bool]:
+    """The shapes' table, the byte check (one release per release format, whatever the input, the
+    threads or the risk section) and the targets (every shape <= 1 GB; <= 10 s on a quiet machine)."""
+    lines = [
+        "every shape through the CLI (fresh process; wall, CPU and peak RSS of the process tree), "
+        "beside a plain DuckDB GROUP BY of the 9 QIs over the same file with the same threads:",
+        f"  {'input':<8}{'release':<8}{'thr':>4}{'risk':>5}{'load':>6}{'wall s':>8}{'CPU s':>7}"
+        f"{'peak MB':>9}{'GROUP BY s (CPU)':>18}  phases",
+    ]
+    ok = True
+    for r in rows:
+        phases = ", ".join(f"{key} {v:.1f}" for key, v in r["elapsed_s"].items() if isinstance(v, float))
+        within = r["peak_mb"] <= TARGET_CLI_PEAK_MB and r["wall_s"] <= TARGET_CLI_S
+        ok = ok and within
+        lines.append(
+            f"  {r['input']:<8}{r['release']:<8}{r['threads']:>4}{'yes' if r['risk'] else 'no':>5}"
+            f"{r['load']:>6.1f}{r['wall_s']:>8.2f}{r['cpu_s']:>7.1f}{r['peak_mb']:>9.0f}"
+            f"{r['baseline_wall_s']:>9.2f} ({r['baseline_cpu_s']:.2f})  {phases}"
+            + ("" if within else "   MISSED")
+        )
+    same = True
+    for release in ("parquet", "csv"):
+        digests = {r["sha256"] for r in rows if r["release"] == release}
+        same = same and len(digests) == 1
+        lines.append(
+            f"  {release} releases byte-identical across the shapes: {'yes' if len(digests) == 1 else 'NO'}"
+        )
+    limits = sorted({f"{r['memory_limit']} / {r['release_memory_limit']}" for r in rows})
+    lines.append(f"  DuckDB memory limit / the release's (derived from this machine): {', '.join(limits)}")
+    lines.append(
+        f"  target: every shape <= {TARGET_CLI_PEAK_MB:.0f} MB and <= {TARGET_CLI_S:.0f} s "
+        "on a quiet machine: "
+        f"{'met' if ok else 'MISSED'}"
+    )
+    return "\n".join(lines), ok and same
+
+
 def arx_csv(parquet: Path, path: Path) -> Path:
     """The Parquet file as the CSV that ArxBench reads (header, ``,``), without the identifying columns."""
     keep = ", ".join(_q(c) for c in COLUMNS if c not in IDENTIFYING)
@@ -365,8 +499,17 @@ def arx_csv(parquet: Path, path: Path) -> Path:
     return path
 
 
-def cli_config(parquet: Path, path: Path, engine: str, k: int) -> Path:
-    """A safeshare YAML configuration (JSON is YAML) for the resampled file: the schema of :func:`schema`."""
+def cli_config(
+    parquet: Path,
+    path: Path,
+    engine: str,
+    k: int,
+    output_format: str = "parquet",
+    population_size: int | None = None,
+) -> Path:
+    """A safeshare YAML configuration (JSON is YAML) for the resampled file (Parquet, or its CSV
+    copy: :func:`ensure_csv`): the schema of :func:`schema`; ``population_size``: N of the report's
+    risk section (its estimators fitted), else the input is the population."""
     attributes: dict[str, Any] = {
         q: {"role": "quasi", "hierarchy": str(ADULT / "hierarchies" / f"{q}.csv")} for q in QIS
     }
@@ -380,8 +523,10 @@ def cli_config(parquet: Path, path: Path, engine: str, k: int) -> Path:
         "metric": "prec",
         "algorithm": "ola",
         "engine": engine,
-        "output": {"format": "parquet"},
+        "output": {"format": output_format},
     }
+    if population_size is not None:
+        config["population_size"] = population_size
     path.write_text(json.dumps(config, indent=1))
     return path
 
@@ -478,14 +623,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arx-rows", type=int, default=ARX_ROWS, help="rows of the run beside ARX")
     parser.add_argument("--no-arx", action="store_true", help="leave the run beside ARX out")
     parser.add_argument("--only-arx", action="store_true", help="only the run beside ARX")
+    parser.add_argument("--no-shapes", action="store_true", help="leave out the shapes (issue 36)")
+    parser.add_argument("--only-shapes", action="store_true", help="only the shapes (issue 36)")
     args, _ = parser.parse_known_args(argv)  # benchmarks/run.py passes its options to every benchmark
     if args.quick and args.rows == 10_000_000:
         args.rows = 1_000_000
     if args.quick and args.arx_rows == ARX_ROWS:
         args.arx_rows = 1_000_000
     passed = True
-    if not args.only_arx:
+    if not args.only_arx and not args.only_shapes:
         passed = scale_main(args)
+    if not args.only_arx and not args.no_shapes:
+        passed = shapes_main(args) and passed
+    if args.only_shapes:
+        return 0 if passed else 1
     arx = None if args.no_arx else locate_or_say()
     if arx is not None:
         if args.out is not None:
@@ -496,6 +647,16 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         passed = passed and ok
     return 0 if passed else 1
+
+
+def shapes_main(args: argparse.Namespace) -> bool:
+    path, _ = ensure_data(args.rows)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-shapes-", dir=args.out) as tmp:
+        text, ok = format_shapes(shapes_run(path, Path(tmp), args.k))
+    print(text, flush=True)
+    return ok
 
 
 def scale_main(args: argparse.Namespace) -> bool:

@@ -40,8 +40,12 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "local-recoding": "bench_local_recoding",
     "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
-    # issue 24: Census-Income KDD, 14 QIs, two hierarchy sets, <= 60 s of CPU each (ARX beside when given)
-    "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt", "--max-cpu", "60"]),
+    "verify-control": "bench_verify_control",  # issue 30: the control-character check's cost
+    # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
+    "attack": "bench_attack",
+    # issues 24, 36: Census-Income KDD, 14 QIs, three hierarchy sets (the project's, ALT, one generated
+    # with a fixed seed), the proven optimum <= 30 s of CPU on each, OLA's beside it (ARX beside when given)
+    "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt,random", "--max-cpu", "30"]),
     # issue 24: exact OLA at 18 QIs (19.9M nodes) within 10 minutes of CPU, beside the anytime search
     "kdd-18": ("bench_anytime", ["--qis", "18", "--time-limit", "60", "--ola-cpu-budget", "600"]),
 }

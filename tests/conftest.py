@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import resource
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,31 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv
 
 ROOT = Path(__file__).resolve().parent.parent
+#: ``SAFESHARE_TEST_CPU=FILE``: append ``CPU seconds <TAB> wall seconds <TAB> test id`` per test to
+#: FILE (setup, call and teardown; CPU of the worker and of the child processes it waited for), the
+#: profile of `make test` on a loaded machine, where ``--durations`` (wall time) measures the load
+#: (docs/testing.md, "Test time"). Each xdist worker appends its own lines.
+_CPU_LOG = os.environ.get("SAFESHARE_TEST_CPU")
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not _CPU_LOG:
+        yield
+        return
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    yield
+    line = f"{_cpu_seconds() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{item.nodeid}\n"
+    with open(_CPU_LOG, "a", encoding="utf-8") as log:
+        log.write(line)
+
+
 ADULT_DIR = ROOT / "examples" / "adult"
 ADULT_COLUMNS = list(adult.ADULT_COLUMNS)
 ADULT_QIS = list(adult.ADULT_QUASI_IDENTIFIERS)

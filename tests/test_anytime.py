@@ -411,3 +411,25 @@ def test_dm_star_class_cap_is_the_product_of_the_values_present_at_the_levels() 
         assert keys.class_cap(node) == min(table.n_rows, math.prod(present))
         below_rows += math.prod(present) < table.n_rows
     assert below_rows > 0  # the product decides at some nodes
+
+
+@pytest.mark.parametrize("metric", ["prec", "entropy"])
+@pytest.mark.parametrize("seed", range(6))
+def test_k_anonymity_with_a_node_metric_is_counted_without_class_tables(
+    seed: int, metric: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: with k-anonymity alone and a metric of the node alone (Prec, entropy) the search
+    asks the predicate as OLA does (the count of the records under k), never the class table, and
+    still reaches the exhaustive optimum."""
+    table = random_table(np.random.default_rng(100 + seed), 4, 80, max_height=3)
+    exact = make_strategy("exhaustive").run(context(table, [KAnonymity(3)], 0.1, metric))
+    ctx = context(table, [KAnonymity(3)], 0.1, metric)
+
+    def no_classes(node: object) -> None:
+        raise AssertionError(f"class table built for {node}")
+
+    monkeypatch.setattr(ctx.evaluator, "classes", no_classes)
+    found = AnytimeSearch(time_limit=None).run(ctx)
+    assert found.objective == exact.objective
+    assert found.extra["optimal"] == (exact.node is not None)
+    assert found.checked_nodes == ctx.ticker.count > 0

@@ -25,7 +25,7 @@ from safeshare.workflows.evidence import (
     released_labels,
 )
 from safeshare.workflows.release import release_expectations, write_release
-from tests.conftest import ADULT_DIR
+from tests.conftest import ADULT_DIR, run_cli, write_small_adult
 from tests.identifier_helpers import TEST_KEY, TEST_KEY_BYTES, make_engine, release, visits, visits_schema
 
 
@@ -253,3 +253,35 @@ def test_hierarchy_descriptions() -> None:
     from safeshare.hierarchy.hierarchy import Hierarchy
 
     assert describe_hierarchy(Hierarchy([("a", "*"), ("b", "*")])) == "table of 2 values, 1 levels above them"
+
+
+def test_the_verifier_reads_the_released_labels_the_evidence_gives(
+    adult_release: dict[str, object],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 36: the verifier's one scan of the written release yields every QI's distinct labels
+    (``Verification.labels``), equal to a scan of the file of its own (:func:`released_labels`),
+    and the evidence takes them from there: a publication no longer reads the release a third
+    time for its labels (a 1 GB CSV release: 3 s of CPU)."""
+    published = adult_release["published"]
+    table = adult_release["result"].table  # type: ignore[attr-defined]
+    verification = published.verification  # type: ignore[attr-defined]
+    assert verification.labels == released_labels(published.release, "csv", table.qi_names)  # type: ignore[attr-defined]
+    assert "labels" not in verification.to_dict()  # report.json is unchanged
+    import safeshare.workflows.release_evidence as module
+
+    def no_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the release was read again for its labels")
+
+    monkeypatch.setattr(module, "released_labels", no_scan)
+    work = write_small_adult(tmp_path)
+    code, _, err = run_cli(["anonymize", str(work / "adult.yaml"), "--out", str(work / "out"), "-q"], capsys)
+    assert code == 0, err
+    doc = json.loads((work / "out" / "report.json").read_text())["evidence"]
+    monkeypatch.undo()
+    release = next(Path(f["path"]) for f in doc["files"] if f["role"] == "release")
+    release = release if release.is_absolute() else work / "out" / release.name
+    expected = released_labels(release, "csv", table.qi_names)
+    assert {q["name"]: list(q["labels"]) for q in doc["quasi_identifiers"]} == expected

@@ -591,3 +591,48 @@ def test_signal_right_after_the_stage_is_made_leaves_no_stage(
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock"]
+
+
+# --------------------------------------------------------------------------- (h) SIGKILL debris
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from safeshare.io import OutputDirectory
+with OutputDirectory(Path(sys.argv[1])) as stage:
+    (stage / "release.csv").write_text("unverified\\n")
+    print(stage, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_staging_folders_of_runs_killed_by_sigkill_are_removed_by_the_next_run(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGKILL leaves the run's staging folder (an unverified release) beside its --out, and on
+    main only the next run into the same --out removed it. Now any run into the same folder
+    removes the staging folders of dead runs, under their own locks: a live run's stays."""
+    parent = tmp_path / "releases"
+    parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(parent / "monday")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert writer.stdout is not None
+        stage = Path(writer.stdout.readline().strip())
+        assert stage.is_dir() and stage.name.startswith(".monday.staging-")
+        assert anonymize(workdir, parent / "tuesday", capsys)[0] == 0
+        assert (stage / "release.csv").is_file()  # alive: its lock is held, its stage is left alone
+    finally:
+        writer.kill()
+        writer.wait()
+    assert anonymize(workdir, parent / "wednesday", capsys)[0] == 0
+    assert not stage.exists()
+    assert sorted(p.name for p in parent.iterdir() if not p.name.endswith(".lock")) == [
+        "tuesday",
+        "wednesday",
+    ]
+    assert sio.recover_stale(parent) == []  # nothing left to recover

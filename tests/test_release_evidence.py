@@ -560,13 +560,13 @@ def test_ledger_of_three_releases_verifies_and_catches_one_changed_byte(
     at = len(lines[0]) + 40  # a byte inside the second entry
     ledger.write_bytes(original[:at] + bytes([original[at] ^ 1]) + original[at + 1 :])
     code, stdout, _ = run_cli(["ledger", "verify", str(ledger)], capsys)
-    assert code == 1 and "entry 2" in stdout
+    assert code == 3 and "entry 2" in stdout
     ledger.write_bytes(original)
     released = tmp_path / "r2" / "release.csv"
     data = released.read_bytes()
     released.write_bytes(data[:-2] + bytes([data[-2] ^ 1]) + data[-1:])
     code, stdout, _ = run_cli(["ledger", "verify", str(ledger)], capsys)
-    assert code == 1 and "entry 3" in stdout
+    assert code == 3 and "entry 3" in stdout
 
 
 def test_no_published_file_holds_the_input_hash_or_the_key_fingerprint(

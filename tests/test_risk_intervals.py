@@ -60,7 +60,9 @@ def _coverage_on_classes(population: np.ndarray, fraction: float, name: str, see
     return hits
 
 
-@pytest.mark.parametrize("fraction", [0.05, 0.3])
+# 0.3 in the slow suite (make test-all): the fast suite covers the claim at 0.05 here and at 0.3
+# on Adult (test_pitman_interval_covers_b_on_adult); 2-3 minutes under load (issue 36)
+@pytest.mark.parametrize("fraction", [0.05, pytest.param(0.3, marks=pytest.mark.slow)])
 def test_pitman_interval_covers_b_where_the_model_holds(fraction: float) -> None:
     population = chinese_restaurant(30_000, theta=200.0, alpha=0.4, rng=np.random.default_rng(1))
     assert _coverage_on_classes(population, fraction, "pitman", seed=2) >= REQUIRED

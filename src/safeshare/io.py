@@ -22,6 +22,8 @@ stale release.csv beside a new release.parquet). The protocol, for
    ``.NAME.staging-*`` and ``.NAME.old-*`` left by a killed run is debris: an
    old output set aside by step 6b is renamed back if ``OUT`` is missing, and
    everything else is removed (staging dirs may hold unverified releases).
+   Then the same for every other ``NAME2`` of ``PARENT`` with such folders whose lock is
+   free (:func:`recover_stale`: what a SIGKILL left for another output).
 3. **check**: ``OUT`` may be missing, an empty directory, or a previous
    safeshare output: a directory with the marker file ``.safeshare-output``
    (JSON: the names safeshare wrote) and nothing else. Anything else is
@@ -54,9 +56,11 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -83,6 +87,16 @@ class OutputError(InputError):
 def published_paths() -> list[Path]:
     """The output directories swapped into place by this process (for the interrupt message)."""
     return list(_published)
+
+
+def interrupt_message(signum: int) -> str:
+    """What an interrupt left behind, in one line: whether an output was published before it
+    came (:func:`published_paths`). The command line and the workbench say the same."""
+    what = "interrupted" if signum == signal.SIGINT else "terminated"
+    published = published_paths()
+    if published:
+        return f"{what} after the new output was published to {published[-1]}"
+    return f"{what}; nothing was published"
 
 
 def _umask() -> int:
@@ -231,11 +245,64 @@ def release_lock(fd: int) -> None:
 
 
 def recover(out_dir: Path) -> None:
-    """Step 2: repair or remove what a killed run left beside ``out_dir`` (call with the lock held)."""
+    """Step 2: repair or remove what a killed run left beside ``out_dir`` (call with the lock
+    held), then what killed runs left for the other outputs of the same folder
+    (:func:`recover_stale`)."""
     parent = out_dir.parent
     _restore(out_dir)  # killed between steps 6a and 6b: the old output comes back
     for debris in [*parent.glob(f".{out_dir.name}.old-*"), *parent.glob(f".{out_dir.name}.staging-*")]:
         _remove_tree(debris)
+    recover_stale(parent, skip=out_dir.name)
+
+
+#: ``.NAME.staging-XXXXXXXX`` and ``.NAME.old-XXXXXXXX`` (``tempfile.mkdtemp``'s 8 characters).
+_DEBRIS = re.compile(r"^\.(?P<name>.+)\.(?:staging|old)-[a-z0-9_]{8}$")
+
+
+def recover_stale(parent: Path, skip: str | None = None) -> list[str]:
+    """Recover what runs killed by SIGKILL (which nothing can clean up at the time) left in
+    ``parent`` for any output ``NAME`` but ``skip``: its ``.NAME.staging-*`` folders (unverified
+    releases, perhaps) and ``.NAME.old-*`` ones. The names of the outputs recovered.
+
+    Safely: for each ``NAME`` with such a folder (a real directory, not a link), NAME's lock is
+    tried without waiting. Held, a run is writing NAME and its folders are left alone; free,
+    no live process owns them (the kernel drops a dead process's ``flock``, whatever its pid
+    became), and they are recovered under the lock exactly as NAME's own next run would
+    (:func:`recover`: an old output set aside comes back if NAME is missing, the rest is
+    removed). Nothing else in ``parent`` is touched."""
+    parent = Path(parent)
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return []
+    names = sorted(
+        {
+            match.group("name")
+            for entry in entries
+            if (match := _DEBRIS.match(entry.name)) is not None
+            and match.group("name") != skip
+            and entry.is_dir(follow_symlinks=False)
+        }
+    )
+    recovered = []
+    for name in names:
+        out_dir = Path(parent) / name
+        try:
+            fd = acquire_lock(out_dir)
+        except (OutputError, OSError):  # a live run holds it, or its lock cannot be made here
+            continue
+        try:
+            _restore(out_dir)
+            pattern = glob.escape(name)
+            debris = [*parent.glob(f".{pattern}.old-*"), *parent.glob(f".{pattern}.staging-*")]
+            for path in debris:
+                _remove_tree(path)
+            recovered.append(name)
+        except OSError:  # another output's trouble is not this run's: left for its own next run
+            continue
+        finally:
+            release_lock(fd)
+    return recovered
 
 
 def _restore(out_dir: Path) -> None:

@@ -2,7 +2,8 @@
 
 Exit status: 0 success, 2 bad input or an output that cannot be written (one
 line on stderr saying what and where: a read-only or full disk, a locked or
-foreign output directory), 1 internal error or memory exhausted, 130 SIGINT
+foreign output directory), 1 internal error or memory exhausted, 3 a ledger whose
+chain or recorded files do not hold (``ledger verify``), 130 SIGINT
 (Ctrl-C), 143 SIGTERM (one line; staging removed, nothing published). Nothing is
 written to an output directory unless the release passed its independent
 verification.
@@ -23,6 +24,7 @@ import typer
 from typer.core import TyperGroup
 
 from safeshare.cli import anonymize as anonymize_commands
+from safeshare.cli import attack as attack_command
 from safeshare.cli import experiments as experiment_commands
 from safeshare.cli import ui as ui_command  # typer only; the web stack loads when it runs
 from safeshare.cli.common import JsonOption, QuietOption, emit
@@ -97,6 +99,7 @@ app = typer.Typer(
 # The command groups, one module each (the order is the order of ``safeshare --help``).
 anonymize_commands.register(app)  # anonymize, inspect, hierarchy check|build, flatten
 experiment_commands.register(app)  # utility, sweep
+attack_command.register(app)  # attack (issue 34)
 app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
 # risk (issue 9), surveil (issue 10) and ledger (issue 20): LAZY_GROUPS
 ui_command.register(app)  # the browser workbench (issue 23)
@@ -127,14 +130,9 @@ def _error_line(message: str) -> None:
 
 def _interrupted(signum: int) -> int:
     """Say what an interrupt left behind; the exit status 128 + ``signum``."""
-    from safeshare.io import published_paths
+    from safeshare.io import interrupt_message
 
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
-    published = published_paths()
-    if published:
-        _error_line(f"{what} after the new output was published to {published[-1]}")
-    else:
-        _error_line(f"{what}; nothing was published")
+    _error_line(interrupt_message(signum))
     return 128 + signum
 
 
@@ -152,6 +150,8 @@ def _run(fn: Callable[[], T]) -> int:
             if _received:
                 raise Interrupted(_received[-1]) from None
             raise
+    except Exit:
+        raise  # a command's own exit status (``ledger verify``: 3), not an error
     except InputError as exc:
         _error_line(f"error: {exc}")
         return 2

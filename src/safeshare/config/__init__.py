@@ -29,6 +29,7 @@ _NAMES = (
     "SparkSection",
     "config_json_schema",
     "load_config",
+    "named_files",
     "parse_config",
 )
 

@@ -641,12 +641,21 @@ class ConfigFile(Section):
                 "key_file: PATH (or --key-file; make one with: openssl rand -hex 32 > release.key; "
                 "chmod 600 release.key)"
             )
-        path = Path(self.key_file)
+        path = self.key_path
+        assert path is not None
         try:
-            key = load_key(path if path.is_absolute() else self.base_dir / path)
+            key = load_key(path)
             return IdentifierTreatment.from_schema(self.schema, key)
         except ConfigError as exc:
             raise ConfigError(f"{self._path}: key_file: {exc}") from None
+
+    @property
+    def key_path(self) -> Path | None:
+        """The key file (relative to the configuration's directory), if any."""
+        if self.key_file is None:
+            return None
+        path = Path(self.key_file)
+        return path if path.is_absolute() else self.base_dir / path
 
     @property
     def ledger_path(self) -> Path | None:
@@ -905,7 +914,7 @@ def parse_config(raw: Mapping[str, Any], path: Path, **overrides: Any) -> Config
             )
     _check_population_size(cfg)
     _check_identifiers(cfg)
-    if cfg.ledger is not None and cfg.approved_by is None:
+    if cfg.ledger is not None and (cfg.approved_by is None or not cfg.approved_by.strip()):
         raise ConfigError(
             f"{name}: ledger: a ledger entry names who approved the release: add approved_by: "
             "(or --approved-by 'J. Doe, privacy officer')"
@@ -943,6 +952,50 @@ def _config_error(exc: ValidationError, name: str, options: Mapping[str, str]) -
     if len(loc) >= 2 and loc[0] == "attributes":
         sections[".".join(loc[:2])] = AttributeSection
     return validation_error(exc, f"{name}:", sections, options)
+
+
+def named_files(raw: Mapping[str, Any], base_dir: Path) -> list[tuple[str, Path]]:
+    """Every file a configuration mapping names, as ``(key path, path)``: ``input`` (or
+    ``input.path``), each ``attributes.<column>.hierarchy`` that is a file, the files of a
+    hierarchy builder (``path``, ``file``: :func:`~safeshare.hierarchy.builders.builder_files`),
+    the files of a privacy model (:data:`~safeshare.models.registry.FILE_KEYS`), ``key_file``
+    and ``ledger``; relative paths are joined to ``base_dir`` (the configuration's folder).
+
+    Read from the mapping as it is, valid or not, and before any of these files is opened, so
+    that a caller can confine them (the workbench: under ``--workdir``, issue 30 item 11). A
+    value that is not a text names no file here (the loader refuses it)."""
+    from safeshare.hierarchy.builders import builder_files
+    from safeshare.models.registry import FILE_KEYS
+
+    base = Path(base_dir)
+    out: list[tuple[str, Path]] = []
+
+    def add(where: str, value: Any) -> None:
+        if isinstance(value, str) and value:
+            path = Path(value)
+            out.append((where, path if path.is_absolute() else base / path))
+
+    source = raw.get("input")
+    if isinstance(source, Mapping):
+        add("input.path", source.get("path"))
+    else:
+        add("input", source)
+    attributes = raw.get("attributes")
+    for column, spec in attributes.items() if isinstance(attributes, Mapping) else []:
+        hierarchy = spec.get("hierarchy") if isinstance(spec, Mapping) else None
+        where = f"attributes.{column}.hierarchy"
+        if isinstance(hierarchy, Mapping):
+            out.extend((where, path) for path in builder_files(hierarchy, base))
+        else:
+            add(where, hierarchy)
+    privacy = raw.get("privacy")
+    for name, params in privacy.items() if isinstance(privacy, Mapping) else []:
+        for key in FILE_KEYS:
+            if isinstance(params, Mapping):
+                add(f"privacy.{name}.{key}", params.get(key))
+    add("key_file", raw.get("key_file"))
+    add("ledger", raw.get("ledger"))
+    return out
 
 
 def load_config(path: str | Path, **overrides: Any) -> ConfigFile:

@@ -49,12 +49,14 @@ def build_frequency_table(
     start = time.perf_counter()
     label = engine.label
     schema.check_columns(engine.columns(), label)
-    if engine.n_records() == 0:
-        raise DataError(f"{label}: the input has no records")
     for column in sensitive:
         if column not in engine.columns():
             raise InputError(f"unknown column {column!r} required by a privacy model")
     grouped = engine.grouped_counts([*schema.quasi_identifiers, *sensitive])
+    # After the grouping, which the DuckDB and Spark engines count from: before it, a count was
+    # a scan of the whole input of its own (a 1 GB CSV: 3.5 s of CPU; issue 36)
+    if engine.n_records() == 0:
+        raise DataError(f"{label}: the input has no records")
     schema.check_not_empty(grouped, COUNT_COLUMN, label, engine.missing)
     timings["group_by"] = time.perf_counter() - start
     start = time.perf_counter()

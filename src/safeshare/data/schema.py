@@ -27,9 +27,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from safeshare.data.identifiers.date_shift import ISO_FORMAT, check_date_format, check_max_days
+from safeshare.data.identifiers.date_shift import (
+    ISO_FORMAT,
+    check_date_format,
+    check_max_days,
+    check_one_window,
+)
 from safeshare.data.identifiers.pseudonym import DEFAULT_LENGTH, check_length
-from safeshare.data.identifiers.treatment import check_one_window
 from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.hierarchy import Hierarchy, HierarchyBuilder
 from safeshare.missing import BLANK

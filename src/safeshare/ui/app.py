@@ -10,6 +10,7 @@ handlers only read, render and write the project's configuration.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from safeshare.errors import InputError
 from safeshare.ui import services
+from safeshare.ui.confine import confine_config
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
 from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
@@ -56,6 +58,8 @@ class Settings:
     max_upload: int = 4 << 30
     #: distinct values kept per column for hierarchy previews
     values_limit: int = 5000
+    #: the largest hierarchy file the Data screen takes (checked in a child, never in the server)
+    max_hierarchy: int = 64 << 20
 
 
 class Context:
@@ -64,7 +68,7 @@ class Context:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.store = ProjectStore(settings.workdir)
-        self.runs = RunManager()
+        self.runs = RunManager(settings.workdir)
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,
@@ -102,6 +106,39 @@ def _num(value: Any, digits: int = 4) -> str:
 
 def _pct(value: Any) -> str:
     return "–" if value is None else f"{100 * float(value):.2f}%"
+
+
+#: The deepest nesting a JSON body may have (a configuration nests five levels).
+MAX_JSON_DEPTH = 32
+
+
+def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
+    """The JSON object of a request body; :class:`InputError` (a 400 with one line) for anything
+    else: not JSON, not an object, nested deeper than :data:`MAX_JSON_DEPTH`."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise InputError(f"{what}: not a JSON document") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{what}: expected a JSON object, got {type(doc).__name__}")
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(f"{what}: nested deeper than {MAX_JSON_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return doc
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    """An integer query parameter (``?limit=200``); :class:`InputError` (400) when it is not one."""
+    text = request.query_params.get(name, "").strip()
+    if not text:
+        return default
+    if not text.lstrip("-").isdigit() or len(text) > 12:
+        raise InputError(f"{name}: expected a whole number, got {text[:40]!r}")
+    return int(text)
 
 
 def _error(exc: Exception, status: int = 400) -> JSONResponse:
@@ -218,6 +255,7 @@ def build_project(ctx: Context, upload: Upload) -> Project:
                 "metric": "prec",
                 "algorithm": "ola",
             }
+        confine_config(config, project.directory, ctx.settings.workdir)  # before anything reads it
         project.save_config(config)
         if config.get("input", {}).get("path"):
             start_profile(ctx, project)
@@ -253,6 +291,7 @@ def _point_hierarchies(config: dict[str, Any], uploaded: list[str]) -> None:
 
 def start_profile(ctx: Context, project: Project) -> str:
     section = project.config().get("input") or {}
+    confine_config({"input": section}, project.directory, ctx.settings.workdir)
     return ctx.runs.start(
         project.directory, "profile", {"input": section, "values_limit": ctx.settings.values_limit}
     )
@@ -263,7 +302,8 @@ def start_run(ctx: Context, project: Project, kind: str) -> str:
     (``run-<run>.yaml``: what "copy as YAML" shows for that run)."""
     from safeshare.ui.runs import new_run_id
 
-    services.check_config(project.config_path)  # bad configuration: refused before a child starts
+    # a bad configuration, or one naming a file outside --workdir: refused before a child starts
+    services.check_config(project.config_path, ctx.settings.workdir)
     run_id = new_run_id()
     name = project.snapshot(run_id)
     try:
@@ -388,11 +428,14 @@ async def save_roles(request: Request) -> Response:
 
 
 async def set_hierarchy(request: Request) -> Response:
-    """A column's hierarchy: an uploaded ARX CSV file, or a builder given as YAML."""
+    """A column's hierarchy: an uploaded ARX CSV file (at most ``max_hierarchy`` bytes), or a
+    builder given as YAML. Checked against the column's values in a child process
+    (:func:`~safeshare.ui.runs.hierarchy_in_child`): the server's event loop is never held by a
+    large file, and the server never parses one."""
     ctx = ctx_of(request)
     project = project_of(request)
     try:
-        upload = await _upload(request, ctx)
+        upload = await _upload(request, ctx, ctx.settings.max_hierarchy + (1 << 20))
     except UploadError as exc:
         return back(f"/p/{project.id}/data", str(exc))
     try:
@@ -403,17 +446,25 @@ async def set_hierarchy(request: Request) -> Response:
         attributes = dict(config.get("attributes") or {})
         spec = dict(attributes.get(column) or {"role": "quasi"})
         files = upload.files_of("file")
+        values = project.values(column)
         if files:
-            services.read_hierarchy_text(files[0].path.read_text(encoding="utf-8"), column)
-            name = check_name(files[0].name)
+            saved = files[0]
+            name = check_name(saved.name)
+            if saved.size > ctx.settings.max_hierarchy:
+                raise InputError(
+                    f"hierarchy file {name}: {saved.size:,} bytes, more than the workbench's limit of "
+                    f"{ctx.settings.max_hierarchy:,}; build the hierarchy with a builder, or name the file "
+                    "in a configuration (the run reads it)"
+                )
+            delimiter = _sniff_delimiter(saved.path)
+            uploaded = {"type": "file", "path": str(saved.path), "delimiter": delimiter}
+            # the whole file when the column's values are not known
+            await _check_hierarchy(ctx, project, uploaded, column, values, _missing(config))
             target = project.directory / "hierarchies" / name
-            shutil.move(str(files[0].path), target)
-            first = target.read_text(encoding="utf-8").partition("\n")[0]
+            shutil.move(str(saved.path), target)
             relative = f"hierarchies/{name}"
             spec["hierarchy"] = (
-                relative
-                if ";" in first or "," not in first
-                else {"type": "file", "path": relative, "delimiter": ","}
+                relative if delimiter == ";" else {"type": "file", "path": relative, "delimiter": ","}
             )
         else:
             from safeshare.config_checks import parse_yaml
@@ -424,9 +475,9 @@ async def set_hierarchy(request: Request) -> Response:
                     f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}"
                 )
             spec["hierarchy"] = dict(builder)
-        values = project.values(column)
-        if values is not None:  # the hierarchy must cover the data: checked now, not at run time
-            services.hierarchy_preview(spec["hierarchy"], project.directory, values, column, _missing(config))
+            confine_config({"attributes": {column: spec}}, project.directory, ctx.settings.workdir)
+            if values is not None:  # the hierarchy must cover the data: checked now, not at run time
+                await _check_hierarchy(ctx, project, spec["hierarchy"], column, values, _missing(config))
         attributes[column] = spec
         config["attributes"] = attributes
         project.save_config(config)
@@ -435,6 +486,31 @@ async def set_hierarchy(request: Request) -> Response:
     finally:
         upload.discard()
     return back(f"/p/{project.id}/data", notice=f"hierarchy of {column} set")
+
+
+def _sniff_delimiter(path: Path) -> str:
+    """``,`` when the file's first line (at most 1 MiB of it) has commas and no ``;``; else ARX's ``;``."""
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 20).decode("utf-8", "replace")
+    return "," if "," in first and ";" not in first else ";"
+
+
+async def _check_hierarchy(
+    ctx: Context, project: Project, spec: Any, column: str, values: list[str] | None, missing: list[str]
+) -> list[dict[str, Any]] | None:
+    """The levels of a hierarchy entry, checked for ``values`` (the input's ``missing`` tokens
+    kept as they are, as a run builds it) in a child process."""
+    from safeshare.ui.runs import hierarchy_in_child
+
+    request = {
+        "spec": spec,
+        "base": str(project.directory),
+        "workdir": str(ctx.settings.workdir),
+        "column": column,
+        "values": values,
+        "missing": missing,
+    }
+    return await hierarchy_in_child(request)
 
 
 async def hierarchy_page(request: Request) -> Response:
@@ -455,12 +531,9 @@ async def hierarchy_page(request: Request) -> Response:
         error = "the column's values are not profiled (too many distinct values, or no profile yet)"
     else:
         try:
-            h = services.hierarchy_preview(
-                spec, project.directory, values, column, _missing(project.config())
+            levels = (
+                await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config())) or []
             )
-            for level in range(h.height + 1):
-                labels = list(h.labels(level))
-                levels.append({"level": level, "count": len(labels), "labels": labels[:40]})
         except InputError as exc:
             error = str(exc)
     return ctx.render(
@@ -548,7 +621,7 @@ async def privacy_page(request: Request) -> Response:
     )
     problem = None
     try:
-        services.check_config(project.config_path)
+        services.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -570,14 +643,23 @@ async def privacy_page(request: Request) -> Response:
     )
 
 
-def _number(form: Mapping[str, Any], key: str, kind: type) -> Any:
-    text = str(form.get(key, "")).strip()
-    if not text:
-        return None
+def _parse_number(text: str, key: str, kind: type) -> Any:
+    """``text`` as an ``int`` or a finite ``float``; a one-line :class:`InputError` naming the
+    form's field otherwise (never Python's own "invalid literal for int()")."""
     try:
-        return kind(text)
-    except ValueError:
-        raise InputError(f"{key}: expected a number, got {text!r}") from None
+        value = kind(text)
+    except (ValueError, OverflowError):
+        expected = "a whole number" if kind is int else "a number"
+        raise InputError(f"{key}: expected {expected}, got {text[:40]!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{key}: expected a finite number, got {text[:40]!r}")
+    return value
+
+
+def _number(form: Mapping[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    """The form's field ``key`` as a number of ``kind`` (``default`` when it is empty)."""
+    text = str(form.get(key, "")).strip()
+    return default if not text else _parse_number(text, key, kind)
 
 
 async def save_privacy(request: Request) -> Response:
@@ -605,7 +687,9 @@ async def save_privacy(request: Request) -> Response:
             knowledge = {}
             for part in _csv_list(str(form.get("knowledge", ""))):
                 column, _, probability = part.partition("=")
-                knowledge[column.strip()] = float(probability)
+                knowledge[column.strip()] = _parse_number(
+                    probability.strip(), f"knowledge of {column}", float
+                )
             privacy["m-concealing"] = {"m": m, "knowledge": knowledge}
         threshold = _number(form, "threshold", float)
         population = _number(form, "population_size", int)
@@ -621,7 +705,8 @@ async def save_privacy(request: Request) -> Response:
         else:
             config.pop("population_size", None)
         suppression = str(form.get("max_suppression", "0")).strip() or "0"
-        config["max_suppression"] = float(suppression.rstrip("%")) / (100 if suppression.endswith("%") else 1)
+        share = _parse_number(suppression.rstrip("%").strip(), "max_suppression", float)
+        config["max_suppression"] = share / (100 if suppression.endswith("%") else 1)
         for key in ("metric", "algorithm", "engine"):
             value = str(form.get(key, "")).strip()
             if value:
@@ -642,7 +727,7 @@ async def save_privacy(request: Request) -> Response:
         project.set_meta(threshold_reason=reason)
         if form.get("estimate"):
             start_run(ctx, project, "estimate")
-    except (InputError, RunError, ValueError) as exc:
+    except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/privacy", str(exc))
     return back(f"/p/{project.id}/privacy", notice="privacy settings saved")
 
@@ -654,7 +739,7 @@ async def run_page(request: Request) -> Response:
     state = ctx.runs.state(project.run_dir(run_id)) if run_id else None
     problem = None
     try:
-        services.check_config(project.config_path)
+        services.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
     return ctx.render(
@@ -715,7 +800,7 @@ async def explore_page(request: Request) -> Response:
     from safeshare.ui.hasse import hasse_svg
 
     drawn = len(view.nodes) <= 10_000 and view.complete
-    limit = int(request.query_params.get("limit", "200") or 200)
+    limit = _int_param(request, "limit", 200)
     return ctx.render(
         "explore.html",
         **_page(
@@ -900,21 +985,21 @@ async def start_surveillance(request: Request) -> Response:
     form = await request.form()
     try:
         params = {
-            "population": str(ctx.store.inside(str(form.get("population", "")))),
-            "cases": str(ctx.store.inside(str(form.get("cases", "")))),
+            "population": str(ctx.store.inside(str(form.get("population", "")), "population table")),
+            "cases": str(ctx.store.inside(str(form.get("cases", "")), "case series")),
             "region": str(form.get("region", "")).strip(),
             "policies": _csv_list(str(form.get("policies", ""))),
-            "k": int(str(form.get("k", "11")) or 11),
-            "lag": int(str(form.get("lag", "1")) or 1),
-            "simulations": int(str(form.get("simulations", "200")) or 200),
-            "seed": int(str(form.get("seed", "0")) or 0),
-            "threshold": float(str(form.get("threshold", "0.01")) or 0.01),
-            "quantile": float(str(form.get("quantile", "0.975")) or 0.975),
-            "volumes": [int(v) for v in _csv_list(str(form.get("volumes", "")))],
+            "k": _number(form, "k", int, 11),
+            "lag": _number(form, "lag", int, 1),
+            "simulations": _number(form, "simulations", int, 200),
+            "seed": _number(form, "seed", int, 0),
+            "threshold": _number(form, "threshold", float, 0.01),
+            "quantile": _number(form, "quantile", float, 0.975),
+            "volumes": [_parse_number(v, "volumes", int) for v in _csv_list(str(form.get("volumes", "")))],
             "layout": str(form.get("layout", "long")),
         }
         ctx.runs.start(project.directory, "surveil-simulate", params)
-    except (InputError, RunError, ValueError) as exc:
+    except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/surveillance", str(exc))
     return back(f"/p/{project.id}/surveillance")
 
@@ -941,10 +1026,11 @@ def PlainError(message: str, status: int) -> Response:
 
 
 # --------------------------------------------------------------------------- JSON API
-async def _upload(request: Request, ctx: Context) -> Upload:
+async def _upload(request: Request, ctx: Context, limit: int | None = None) -> Upload:
+    limit = min(limit, ctx.settings.max_upload) if limit is not None else ctx.settings.max_upload
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > ctx.settings.max_upload:
-        raise UploadError(f"upload larger than the limit of {ctx.settings.max_upload:,} bytes", 413)
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise UploadError(f"upload larger than the limit of {limit:,} bytes", 413)
     incoming = ctx.store.root
     incoming.mkdir(parents=True, exist_ok=True)
     if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
@@ -954,9 +1040,7 @@ async def _upload(request: Request, ctx: Context) -> Upload:
         folder = incoming / f".incoming-{secrets.token_hex(6)}"
         folder.mkdir(mode=0o700)
         return Upload(folder, {key: [str(v) for v in form.getlist(key)] for key in form})
-    return await read_upload(
-        request.headers.get("content-type", ""), request.stream(), incoming, ctx.settings.max_upload
-    )
+    return await read_upload(request.headers.get("content-type", ""), request.stream(), incoming, limit)
 
 
 def _project_doc(ctx: Context, project: Project) -> dict[str, Any]:
@@ -997,7 +1081,9 @@ async def api_project(request: Request) -> Response:
 
 
 async def api_config(request: Request) -> Response:
-    """PUT the configuration (YAML text, or JSON); GET it as YAML."""
+    """PUT the configuration (YAML text, or JSON); GET it as YAML. A configuration naming a file
+    outside ``--workdir`` is refused (400) and not saved."""
+    workdir = ctx_of(request).settings.workdir
     try:
         project = project_of(request)
     except InputError as exc:
@@ -1010,9 +1096,9 @@ async def api_config(request: Request) -> Response:
     try:
         text = body.decode("utf-8")
         if request.headers.get("content-type", "").startswith("application/json"):
-            text = dump_yaml(json.loads(text))
-        project.save_config_text(text)
-    except (InputError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+            text = dump_yaml(_json_object(text, "the configuration"))
+        project.save_config_text(text, lambda doc: confine_config(doc, project.directory, workdir))
+    except (InputError, UnicodeDecodeError) as exc:
         return _error(exc)
     return JSONResponse({"id": project.id, "config_yaml": project.config_text()})
 
@@ -1028,17 +1114,17 @@ async def api_runs(request: Request) -> Response:
             {"runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()]}
         )
     try:
-        doc = json.loads((await request.body()) or b"{}")
-        kind = doc.get("kind", "anonymize") if isinstance(doc, dict) else "anonymize"
+        doc = _json_object((await request.body()) or b"{}", "the run")
+        kind = doc.get("kind", "anonymize")
         if kind in ("anonymize", "estimate"):
             run_id = start_run(ctx, project, kind)
         elif kind == "profile":
             run_id = start_profile(ctx, project)
         else:
-            raise InputError(f"kind {kind!r}: expected anonymize, estimate or profile")
+            raise InputError(f"kind {str(kind)[:40]!r}: expected anonymize, estimate or profile")
     except RunError as exc:
         return _error(exc, 409)
-    except (InputError, ValueError) as exc:
+    except InputError as exc:
         return _error(exc)
     return JSONResponse(ctx.runs.state(project.run_dir(run_id)), status_code=202)
 

@@ -21,7 +21,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +102,17 @@ class Project:
 
         atomic_write_text(self.config_path, dump_yaml(doc))
 
-    def save_config_text(self, text: str) -> None:
-        """Replace the configuration by ``text`` (it must parse as a YAML mapping)."""
+    def save_config_text(self, text: str, check: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+        """Replace the configuration by ``text`` (it must parse as a YAML mapping, and pass
+        ``check``, which raises :class:`InputError` to refuse it: nothing is saved then)."""
         from safeshare.config_checks import parse_yaml
         from safeshare.io import atomic_write_text
 
         doc = parse_yaml(text, "config.yaml")
         if not isinstance(doc, Mapping):
             raise InputError("config.yaml: expected a mapping at the top level")
+        if check is not None:
+            check(doc)
         atomic_write_text(self.config_path, text if text.endswith("\n") else text + "\n")
 
     def snapshot(self, run_id: str) -> str:
@@ -209,12 +212,15 @@ class ProjectStore:
                         return out
         return out
 
-    def inside(self, relative: str) -> Path:
+    def inside(self, relative: str, what: str = "file") -> Path:
         """The file ``relative`` names under the work directory (:class:`InputError` when it
-        leaves it, through ``..`` or a link, or is not a file)."""
-        path = (self.workdir / relative).resolve()
-        if not path.is_relative_to(self.workdir) or not path.is_file():
-            raise InputError(f"{relative!r} is not a file under the work directory")
+        leaves it, through ``..`` or a link: :func:`safeshare.ui.confine.inside`; or is not a
+        file)."""
+        from safeshare.ui.confine import inside
+
+        path = inside(relative, self.workdir, what)
+        if not path.is_file():
+            raise InputError(f"{what}: {relative!r} is not a file under the work directory")
         return path
 
 

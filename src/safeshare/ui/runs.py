@@ -6,9 +6,12 @@ the child (:mod:`safeshare.ui.worker`): ``progress.json`` while it runs, its res
 state it reports is read from those files, so a run's figures survive a restart of the server
 and the server's memory does not grow with the data.
 
-Cancel sends SIGTERM to the child, which exits as the command line does (143, nothing
-published, staging removed). When the server stops, its running children are terminated the
-same way (and killed if they have not exited within a few seconds).
+Cancel sends SIGTERM to the child, which exits as the command line does (143, and one line
+saying whether the release had been published before). When the server stops, its running
+children are terminated the same way (and killed if they have not exited within a few
+seconds). Every child is reaped by a thread of its own as soon as it exits (no zombie
+processes), and a run that starts first removes the staging folders of the project's runs
+that were killed by SIGKILL (:func:`safeshare.io.recover_stale`).
 """
 
 from __future__ import annotations
@@ -55,9 +58,10 @@ def read_json(path: Path) -> Any:
 
 
 class RunManager:
-    """The children of one server."""
+    """The children of one server (``workdir``: where every file of a job must be)."""
 
-    def __init__(self) -> None:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
 
@@ -73,10 +77,17 @@ class RunManager:
                     raise RunError(
                         f"run {run.id} ({run.kind}) of this project is still running; cancel it first"
                     )
+            _recover_killed_runs(project_dir)
             run_id = run_id or new_run_id()
             directory = project_dir / "runs" / run_id
             directory.mkdir(parents=True, mode=0o700)
-            job = {"kind": kind, "project": str(project_dir), "params": params, "id": run_id}
+            job = {
+                "kind": kind,
+                "project": str(project_dir),
+                "workdir": str(self.workdir),
+                "params": params,
+                "id": run_id,
+            }
             (directory / "job.json").write_text(json.dumps(job) + "\n", encoding="utf-8")
             with open(directory / "stderr.txt", "wb") as stderr:
                 process = subprocess.Popen(
@@ -88,6 +99,8 @@ class RunManager:
                     env=_child_env(),
                 )
             self._runs[run_id] = Run(run_id, kind, directory, process)
+            # Reap the child as soon as it exits (no zombie waits for a page to poll it).
+            threading.Thread(target=process.wait, name=f"reap-{run_id}", daemon=True).start()
             return run_id
 
     @staticmethod
@@ -109,7 +122,8 @@ class RunManager:
                 last = _last_line(directory / "stderr.txt")
                 if run is not None and run.cancelled and code in (-signal.SIGTERM, 128 + signal.SIGTERM):
                     # terminated before its handler was installed (while Python started): nothing ran
-                    state = {"status": "cancelled", "error": "cancelled; nothing was published", "exit": code}
+                    state = {"status": "cancelled", "error": "terminated; nothing was published"}
+                    state["exit"] = code
                 else:
                     state = {
                         "status": "failed" if run is not None else "unknown",
@@ -154,6 +168,79 @@ class RunManager:
                 run.process.wait()
 
 
+def _recover_killed_runs(project_dir: Path) -> None:
+    """Remove the staging folders that runs of the project killed by SIGKILL left in their run
+    folders (``runs/<run>/.out.staging-*``): each run publishes into its own ``out``, so no
+    later run would meet them. :func:`safeshare.io.recover_stale`, under each ``out``'s lock
+    (a live run's folders are left alone)."""
+    from safeshare.io import recover_stale
+
+    runs = project_dir / "runs"
+    for directory in runs.iterdir() if runs.is_dir() else []:
+        if directory.is_dir() and not directory.is_symlink():
+            recover_stale(directory)
+
+
+#: How long the server waits for a hierarchy to be checked in its child, seconds.
+HIERARCHY_TIMEOUT = 300.0
+
+
+async def hierarchy_in_child(
+    request: dict[str, Any], timeout: float = HIERARCHY_TIMEOUT
+) -> list[dict[str, Any]] | None:
+    """Check and preview a hierarchy in a short-lived child (``python -m safeshare.ui.worker
+    --hierarchy``; :func:`safeshare.ui.worker.check_hierarchy`): the levels, ``None`` when
+    there was nothing to check, :class:`InputError` with the child's one line otherwise.
+
+    Awaited, so the server's event loop serves every other request meanwhile, and the file's
+    parsing takes the child's memory; the child is killed after ``timeout`` seconds or when
+    the request goes away."""
+    import anyio
+    from anyio.abc import ByteReceiveStream
+
+    from safeshare.errors import InputError
+
+    chunks: dict[str, bytes] = {"out": b"", "err": b""}
+
+    async def drain(stream: ByteReceiveStream | None, key: str) -> None:
+        if stream is not None:
+            async for chunk in stream:
+                chunks[key] += chunk
+
+    command = [sys.executable, "-m", "safeshare.ui.worker", "--hierarchy"]
+    async with await anyio.open_process(command, env=_child_env()) as process:
+        try:
+            with anyio.fail_after(timeout):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(drain, process.stdout, "out")
+                    group.start_soon(drain, process.stderr, "err")
+                    assert process.stdin is not None
+                    await process.stdin.send(json.dumps(request).encode("utf-8"))
+                    await process.stdin.aclose()
+                    await process.wait()
+        except TimeoutError:
+            raise InputError(
+                f"checking the hierarchy took longer than {timeout:g} s; build it with a builder, "
+                "or give the file in a configuration (the run reads it)"
+            ) from None
+        finally:
+            if process.returncode is None:
+                process.kill()
+    try:
+        answer = json.loads(chunks["out"])
+    except ValueError:
+        last = chunks["err"].decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise InputError(
+            f"the hierarchy could not be checked ({last[0] if last else f'exit {process.returncode}'})"
+        ) from None
+    if not isinstance(answer, dict):
+        raise InputError("the hierarchy could not be checked")
+    if answer.get("error"):
+        raise InputError(str(answer["error"]))
+    levels = answer.get("levels")
+    return levels if isinstance(levels, list) else None
+
+
 def _child_env() -> dict[str, str]:
     """The server's environment, with the source tree the server runs from first on the path."""
     env = dict(os.environ)
@@ -174,4 +261,4 @@ def _last_line(path: Path) -> str | None:
     return lines[-1] if lines else None
 
 
-__all__ = ["KINDS", "Run", "RunError", "RunManager", "read_json"]
+__all__ = ["KINDS", "Run", "RunError", "RunManager", "hierarchy_in_child", "read_json"]

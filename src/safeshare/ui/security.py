@@ -8,8 +8,9 @@ Every request passes four checks, in this order, before any page or API code run
 2. **Session token**: a random token (``secrets.token_urlsafe(32)``) is printed in the one URL
    the command prints. The first request carrying ``?token=T`` sets an ``HttpOnly``,
    ``SameSite=Strict`` cookie and is redirected to the same address without the token (so it
-   stays out of the history); from then on the cookie is required (or, for scripts, the header
-   ``Authorization: Bearer T``). Without it: 403. Tokens are compared in constant time.
+   stays out of the history; the redirect stays on this server: :func:`local_path`); from then
+   on the cookie is required (or, for scripts, the header ``Authorization: Bearer T``).
+   Without it: 403. Tokens are compared in constant time.
 3. **Origin** (CSRF): a request that changes state (POST, PUT, PATCH, DELETE) with an
    ``Origin`` (or, without one, a ``Referer``) of another origin gets 403.
 4. **Headers of every answer**: a Content-Security-Policy allowing only the server's own
@@ -24,7 +25,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -46,6 +47,15 @@ REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; fram
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def local_path(path: str) -> str:
+    """``path`` as the target of a redirect that stays on this server: one leading ``/`` (a
+    browser reads ``//evil.example`` or ``/\\evil.example`` as another host: an open redirect
+    once the token link was ``http://127.0.0.1:PORT//evil.example?token=T``), backslashes and
+    control characters percent-encoded."""
+    trimmed = "/" + path.lstrip("/\\")
+    return quote(trimmed, safe="/-._~!$&'()*+,;=:@")
 
 
 def allowed_hosts(host: str, port: int) -> frozenset[str]:
@@ -89,7 +99,7 @@ class Guard:
                 await _deny(send, "wrong session token")
                 return
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            location = scope.get("path", "/") + (f"?{rest}" if rest else "")
+            location = local_path(scope.get("path", "/")) + (f"?{rest}" if rest else "")
             cookie = f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
             await _send(send, 303, b"", [(b"location", location.encode()), (b"set-cookie", cookie.encode())])
             return

@@ -8,8 +8,8 @@ same verified release bytes and the same report figures.
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
 surveillance ones) run in the run's child process (:mod:`safeshare.ui.worker`), never in the
-server; the server only calls :func:`check_config`, :func:`hierarchy_preview` and the
-readers of what a run wrote.
+server; the server only calls :func:`check_config` and the readers of what a run wrote
+(hierarchies are checked and previewed in a short-lived child too: :func:`hierarchy_levels`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from safeshare.errors import InputError
 
@@ -37,10 +37,14 @@ class Monitor(Protocol):
 
 
 # --------------------------------------------------------------------------- configuration
-def check_config(path: Path) -> Any:
-    """The validated configuration at ``path`` (:class:`InputError` with the key path if not)."""
+def check_config(path: Path, workdir: Path) -> Any:
+    """The validated configuration at ``path`` (:class:`InputError` with the key path if not),
+    once every file it names is confined under ``workdir`` (before any of them is opened:
+    :func:`safeshare.ui.confine.confine_config_file`)."""
     from safeshare.config import load_config
+    from safeshare.ui.confine import confine_config_file
 
+    confine_config_file(path, workdir)
     return load_config(path)
 
 
@@ -104,13 +108,17 @@ def hierarchy_preview(
     base_dir: Path,
     values: Sequence[str],
     name: str,
+    workdir: Path,
     missing: Sequence[str] = (),
 ) -> Any:
     """The :class:`~safeshare.hierarchy.hierarchy.Hierarchy` a configuration's ``hierarchy:`` entry
     (a file path or a builder mapping) gives for ``values``, the input's declared ``missing``
     values kept as they are (:mod:`safeshare.missing`), as a run builds it; every label checked
-    true of its value."""
+    true of its value. Its files are confined under ``workdir`` first."""
     from safeshare.hierarchy.builders import FileBuilder, builder_from_spec, with_data_missing
+    from safeshare.ui.confine import confine_config
+
+    confine_config({"attributes": {name: {"hierarchy": spec}}}, base_dir, workdir)
 
     if isinstance(spec, str):
         return FileBuilder(path=base_dir / spec).build(list(values), name=name)
@@ -126,22 +134,57 @@ def missing_tokens(text: str, blank: bool) -> list[str]:
     return list(with_blank(parse_missing(text), blank))
 
 
-def read_hierarchy_text(text: str, name: str) -> Any:
-    """An ARX CSV hierarchy (``;``-separated) from its text, checked (:class:`InputError` if not)."""
-    from safeshare.hierarchy.io import parse_arx_csv
+#: Labels of each level a preview shows, and the characters shown of each.
+PREVIEW_LABELS = 40
+PREVIEW_CHARS = 200
 
-    delimiter = ";" if ";" in text.partition("\n")[0] else ","
-    return parse_arx_csv(text, name=name, delimiter=delimiter)
+
+def hierarchy_levels(
+    spec: Mapping[str, Any] | str,
+    base_dir: Path,
+    values: Sequence[str] | None,
+    name: str,
+    workdir: Path,
+    missing: Sequence[str] = (),
+) -> list[dict[str, Any]] | None:
+    """Check a hierarchy entry and describe its levels (``{level, count, labels}``, the first
+    :data:`PREVIEW_LABELS` labels of each): built for the column's ``values``
+    (:func:`hierarchy_preview`), or, when the values are not known, a file read whole (a
+    builder cannot be checked without values: ``None``). Runs in a child process
+    (:mod:`safeshare.ui.worker` ``--hierarchy``), never in the server: a large file is parsed
+    where its memory and time block nothing."""
+    from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
+    from safeshare.ui.confine import confine_config
+
+    if values is not None:
+        hierarchy = hierarchy_preview(spec, base_dir, values, name, workdir, missing)
+    else:
+        confine_config({"attributes": {name: {"hierarchy": spec}}}, base_dir, workdir)
+        if isinstance(spec, str):
+            hierarchy = FileBuilder(path=base_dir / spec).load()
+        elif spec.get("type") == "file":
+            builder = builder_from_spec(dict(spec), base_dir, f"attributes.{name}.hierarchy")
+            hierarchy = cast("FileBuilder", builder).load()
+        else:
+            return None
+    return [
+        {
+            "level": level,
+            "count": len(labels),
+            "labels": [label[:PREVIEW_CHARS] for label in labels[:PREVIEW_LABELS]],
+        }
+        for level, labels in ((lv, list(hierarchy.labels(lv))) for lv in range(hierarchy.height + 1))
+    ]
 
 
 # --------------------------------------------------------------------------- runs (child process)
-def estimate(config: Path, monitor: Monitor) -> Any:
+def estimate(config: Path, workdir: Path, monitor: Monitor) -> Any:
     """The lattice size and the search's cost (:func:`~safeshare.workflows.estimate.search_estimate`)."""
     from safeshare.data.engines.factory import make_engine
     from safeshare.workflows.anonymizer import Anonymizer
     from safeshare.workflows.estimate import search_estimate
 
-    cfg = check_config(config)
+    cfg = check_config(config, workdir)
     anonymizer = Anonymizer(cfg.spec())
     with monitor.phase(f"reading {cfg.source.path.name}"):
         engine = make_engine(cfg.engine, cfg.source, cfg.spark, cfg.duckdb)
@@ -163,19 +206,21 @@ class Anonymized:
     population_size: int | None
 
 
-def anonymize(config: Path, out: Path, monitor: Monitor) -> Anonymized:
+def anonymize(config: Path, out: Path, workdir: Path, monitor: Monitor) -> Anonymized:
     """``safeshare anonymize CONFIG --out OUT``: :func:`safeshare.api.anonymize` itself (search,
-    write, verify, publish atomically), so the page's release is the command's, byte for byte."""
+    write, verify, publish atomically), so the page's release is the command's, byte for byte.
+    Every file the configuration names is confined under ``workdir`` first."""
     from safeshare import api
     from safeshare.workflows.release import input_class_sizes
 
+    population_size = check_config(config, workdir).population_size
     release = api.anonymize(config, out, monitor=monitor)
     fit = release.fit
     return Anonymized(
         report=release.report,
         fit=fit,
         input_sizes=input_class_sizes(fit) if fit is not None and fit.found else None,
-        population_size=check_config(config).population_size,
+        population_size=population_size,
     )
 
 
@@ -255,7 +300,10 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
         ]
         for row in policies:
             row["policy"] = row.pop("best")
-    series = (read_case_series if layout == "long" else read_jhu_series)(cases)[region]
+    every = (read_case_series if layout == "long" else read_jhu_series)(cases)
+    if region not in every:
+        raise InputError(f"region {region!r}: no case series in {cases.name}")
+    series = every[region]
     return {
         "region": region,
         "k": k,
@@ -279,11 +327,11 @@ __all__ = [
     "builder_types",
     "check_config",
     "estimate",
+    "hierarchy_levels",
     "hierarchy_preview",
     "metrics",
     "missing_tokens",
     "profile",
-    "read_hierarchy_text",
     "source",
     "surveillance_simulate",
 ]

@@ -162,6 +162,8 @@ async def read_upload(
             "on_headers_finished": on_headers_finished,
         },
     )
+    from python_multipart.exceptions import FormParserError
+
     received = 0
     try:
         async for chunk in body:
@@ -170,6 +172,11 @@ async def read_upload(
                 raise UploadError(f"upload larger than the limit of {max_bytes:,} bytes", 413)
             parser.write(chunk)
         parser.finalize()
+    except FormParserError:  # a body that is not the multipart/form-data it says it is
+        if state.get("file") is not None:
+            state["file"].close()
+        upload.discard()
+        raise UploadError("the upload is not a valid multipart/form-data body", 400) from None
     except BaseException:
         if state.get("file") is not None:
             state["file"].close()

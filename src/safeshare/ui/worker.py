@@ -114,24 +114,27 @@ def signals_raise() -> Iterator[list[int]]:
 def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[str, Any]:
     """Execute one job; return what goes into ``state.json`` besides the status."""
     from safeshare.ui import services
+    from safeshare.ui.confine import confine_config, inside
 
     kind = job["kind"]
     project = Path(job["project"])
+    workdir = Path(job["workdir"])  # every file the job names is confined under it (again)
     params = job.get("params", {})
     if kind == "profile":
+        confine_config({"input": params["input"]}, project, workdir)
         with monitor.phase("profiling the columns"):
             data, values = services.profile(params["input"], project, int(params.get("values_limit", 5000)))
         write_json(project / "values.json", values)
         write_json(project / "profile.json", data.to_dict())
         return {"records": data.records}
     if kind == "estimate":
-        estimate = services.estimate(project / params["config"], monitor)
+        estimate = services.estimate(project / params["config"], workdir, monitor)
         write_json(run_dir / "estimate.json", {**estimate.to_dict(), "sentence": estimate.sentence()})
         return {"lattice_size": estimate.lattice_size}
     if kind == "anonymize":
         from safeshare.workflows.explore import lattice_view, risk_comparison
 
-        done = services.anonymize(project / params["config"], run_dir / "out", monitor)
+        done = services.anonymize(project / params["config"], run_dir / "out", workdir, monitor)
         report = done.report
         state = {"verified": bool(report.get("verified")), "release": report.get("release")}
         with monitor.progress("exploring the lattice", min(done.fit.table.lattice.size, 10_000)) as update:
@@ -144,17 +147,73 @@ def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[st
         write_json(run_dir / "risk.json", comparison.to_dict())
         return state
     if kind == "surveil-simulate":
+        for key in ("population", "cases"):
+            inside(params[key], workdir, key)
         doc = services.surveillance_simulate(params, monitor)
         write_json(run_dir / "surveillance.json", doc)
         return {}
     raise InputError(f"unknown job kind {kind!r}")
 
 
+def _interrupted(run_dir: Path, signum: int) -> dict[str, Any]:
+    """The state of a run ended by a signal, in the command line's words: "terminated; nothing
+    was published", or, when Cancel came after the release was published (while the lattice was
+    explored), "terminated after the new output was published to ..." with the release's
+    verification, so that the Run screen says what the Release screen offers."""
+    from safeshare.io import interrupt_message, published_paths
+
+    state: dict[str, Any] = {"status": "cancelled", "error": interrupt_message(signum)}
+    state["published"] = bool(published_paths())
+    if state["published"]:
+        report = _read_report(run_dir / "out" / "report.json")
+        state.update(verified=bool(report.get("verified")), release=report.get("release"))
+    return state
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
+    """``python -m safeshare.ui.worker --hierarchy``: one hierarchy checked and previewed
+    (:func:`safeshare.ui.services.hierarchy_levels`) for the server, which sends ``request``
+    (``spec``, ``base``, ``workdir``, ``column``, ``values``) on stdin and reads the answer,
+    ``{"levels": [...]}`` or ``{"error": "one line"}``, from stdout. The server never parses
+    a hierarchy itself (issue 30, item 12): a file of hundreds of megabytes takes this
+    process's memory and time, not the server's."""
+    from safeshare.ui import services
+
+    try:
+        levels = services.hierarchy_levels(
+            request["spec"],
+            Path(request["base"]),
+            request.get("values"),
+            str(request["column"]),
+            Path(request["workdir"]),
+            [str(m) for m in request.get("missing") or []],
+        )
+    except InputError as exc:
+        return {"error": " ".join(str(exc).split())}
+    except UnicodeDecodeError as exc:
+        return {"error": f"the hierarchy file is not UTF-8 text ({exc.reason} at byte {exc.start})"}
+    except MemoryError:
+        return {"error": "memory ran out while the hierarchy was read; build it with a builder instead"}
+    return {"levels": levels}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the job of ``RUN_DIR``; the exit status is the command line's."""
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--hierarchy"]:
+        answer = check_hierarchy(json.loads(sys.stdin.buffer.read()))
+        sys.stdout.write(json.dumps(answer) + "\n")
+        return 0
     if len(args) != 1:
-        sys.stderr.write("usage: python -m safeshare.ui.worker RUN_DIR\n")
+        sys.stderr.write("usage: python -m safeshare.ui.worker RUN_DIR | --hierarchy\n")
         return 2
     run_dir = Path(args[0])
     job = json.loads((run_dir / "job.json").read_text(encoding="utf-8"))
@@ -174,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise
         except Interrupted as exc:
             code = 128 + exc.signum
-            state.update(status="cancelled", error="cancelled; nothing was published")
+            state.update(_interrupted(run_dir, exc.signum))
         except KeyboardInterrupt:
             code = 130
-            state.update(status="cancelled", error="interrupted; nothing was published")
+            state.update(_interrupted(run_dir, signal.SIGINT))
         except InputError as exc:
             code = 2
             state.update(status="failed", error=" ".join(f"error: {exc}".split()))

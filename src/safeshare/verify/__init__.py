@@ -31,6 +31,9 @@ Checks:
   :mod:`safeshare.verify.population_bins`, :mod:`safeshare.verify.cdc_rules`): one
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted;
+* no value of any text column holds a terminal control character
+  (:mod:`safeshare.verify.control`: refused, not escaped; a CSV release's bytes are scanned, a
+  Parquet release's text columns counted in SQL);
 * pseudonyms and shifted dates (:mod:`safeshare.verify.identifiers`), when the
   expectations carry them (:func:`with_identifiers`): recomputed from the key for every
   released record. Without them, a column with an identifier role is not allowed in the
@@ -51,6 +54,7 @@ from typing import Any
 import duckdb
 
 from safeshare.numerics import suppression_limit
+from safeshare.verify import control
 from safeshare.verify.cdc_rules import check_cdc_rules
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
@@ -115,6 +119,10 @@ class Verification:
     equivalence_classes: int
     failures: list[str]
     checks: dict[str, Any]
+    #: every distinct value of each quasi-identifier in the file, in code point order (a null as
+    #: ""), as the verifier read them from its one scan: the evidence's released labels, without
+    #: a scan of its own (not in :meth:`to_dict`: report.json gives them in its evidence)
+    labels: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -206,7 +214,8 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         rel = release_relation(Path(path), fmt, expected.delimiter)
         failures: list[str] = []
         checks: dict[str, Any] = {}
-        columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        described = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        columns = [name for name, _ in described]
         qis = [q for q in expected.quasi_identifiers if q in columns]
         # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
         # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
@@ -235,6 +244,10 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         else:
             records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
         suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
+        # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
+        failures.extend(
+            control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels)
+        )
         if expected.identifiers is not None:
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if expected.truth is not None and records_out and qis:
@@ -268,6 +281,7 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             equivalence_classes=n_classes,
             failures=failures,
             checks=checks,
+            labels={qi: sorted(values) for qi, values in labels.items()},
         )
     finally:
         con.close()

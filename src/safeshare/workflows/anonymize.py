@@ -30,6 +30,7 @@ ENGINE_SWITCH = "--engine duckdb, or engine: duckdb in the configuration"
 if TYPE_CHECKING:
     from safeshare.core.evaluation import Evaluator
     from safeshare.data.engines.base import Engine
+    from safeshare.io import OutputDirectory
     from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
     from safeshare.workflows.epsilon_safe import EpsilonSafeDryRun
     from safeshare.workflows.release import ReleaseContext
@@ -88,8 +89,14 @@ def run_anonymization(
     out_dir = Path(out) if out is not None else None
     if out_dir is not None:
         # A foreign, locked or unwritable --out is refused before any data is read (checked
-        # again, under the lock, when the release is published).
+        # again, under the lock, when the release is published), and so is a ledger an append
+        # could not take (checked again, under its lock, before the release is published).
         OutputDirectory(out_dir).preflight()
+        ledger = _ledger_path(cfg)
+        if ledger is not None:
+            from safeshare.workflows.ledger import check_ledger
+
+            check_ledger(ledger, protected=_protected(cfg), out_dir=out_dir)  # its chain holds: read
         _check_key_window(cfg)
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -246,12 +253,8 @@ def _publish(
         assert verification is not None
         _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, identifiers)
         write_reports(release, stage)
-        output.publish()
+        release.ledger_entry = _publish_and_record(output, stage / name, ledger, cfg, release, identifiers)
     assert (out_dir / name).exists()
-    if ledger is not None:
-        release.ledger_entry = _append_to_ledger(
-            ledger, cfg, release, out_dir / name, _inputs(cfg), identifiers
-        )
     return release
 
 
@@ -375,30 +378,47 @@ def _publish_local(
         # identifiers: refused with local recoding (config)
         _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, None, per_level)
         write_reports(release, stage)
-        output.publish()
+        release.ledger_entry = _publish_and_record(output, stage / name, ledger, cfg, release, None)
     assert (out_dir / name).exists()
-    if ledger is not None:
-        release.ledger_entry = _append_to_ledger(ledger, cfg, release, out_dir / name, _inputs(cfg), None)
     return release
 
 
-def _append_to_ledger(
-    ledger: Path, cfg: Any, release: Release, published: Path, inputs: list[Path], identifiers: Any
-) -> dict[str, Any]:
-    """Append the published release to the ledger (after publishing: the entry records the
-    files as they are in the output directory)."""
+def _protected(cfg: Any) -> dict[str, list[Path]]:
+    """The files a ledger may not be: an append would replace them."""
     from safeshare.workflows.evidence import hierarchy_files
-    from safeshare.workflows.ledger import append_entry
-    from safeshare.workflows.release_evidence import ledger_entry
 
     specs = {n: a.hierarchy for n, a in cfg.schema.attributes.items() if a.hierarchy is not None}
-    out_dir = published.parent
+    protected = {"input": _inputs(cfg), "configuration": [cfg.path], "hierarchy file": hierarchy_files(specs)}
+    if cfg.key_path is not None:
+        protected["key file"] = [cfg.key_path]
+    return protected
+
+
+def _publish_and_record(
+    output: OutputDirectory, staged: Path, ledger: Path | None, cfg: Any, release: Release, identifiers: Any
+) -> dict[str, Any] | None:
+    """Publish the staged release (``output.publish()``) and, with a ledger, record it: the
+    ledger's lock is taken, its chain and place checked and the new ledger written beside it
+    (the entry hashes the staged files, recorded at their published paths) *before* the release
+    is published; only the final rename of the ledger follows the publication, with SIGINT and
+    SIGTERM held back between the two. A ledger problem therefore stops the run with nothing
+    published. The ledger line's ``{path, seq, entry_sha256}``, or ``None`` without a ledger."""
+    from safeshare.io import signals_deferred
+    from safeshare.workflows.evidence import hierarchy_files
+    from safeshare.workflows.ledger import LedgerAppend
+    from safeshare.workflows.release_evidence import ledger_entry
+
+    if ledger is None:
+        output.publish()
+        return None
+    stage = staged.parent
+    specs = {n: a.hierarchy for n, a in cfg.schema.attributes.items() if a.hierarchy is not None}
     files = {
-        "input": inputs,
+        "input": _inputs(cfg),
         "config": [cfg.path],
         "hierarchy": hierarchy_files(specs),
-        "release": [published],
-        "report": [out_dir / "report.json", out_dir / "report.html"],
+        "release": [staged],
+        "report": [stage / "report.json", stage / "report.html"],
     }
     fingerprint = identifiers.key.fingerprint if identifiers is not None else None
     window = (
@@ -406,8 +426,20 @@ def _append_to_ledger(
         if identifiers is not None and identifiers.shifted_dates
         else None
     )
-    entry = ledger_entry(ledger, release.report, files, cfg.approved_by, fingerprint, window)
-    written = append_entry(ledger, entry)
+    with LedgerAppend(ledger, protected=_protected(cfg), out_dir=output.out_dir) as append:
+        entry = ledger_entry(
+            append.path,
+            release.report,
+            files,
+            cfg.approved_by,
+            fingerprint,
+            window,
+            moved=(stage, output.out_dir),
+        )
+        append.prepare(entry)
+        with signals_deferred():  # no interrupt between the publication and its ledger line
+            output.publish()
+            written = append.commit()
     return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
 
 

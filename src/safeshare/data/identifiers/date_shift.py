@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import hmac
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from safeshare.data.identifiers.key import DATE_SHIFT_LABEL, SecretKey
 from safeshare.errors import ConfigError, DataError
@@ -128,4 +128,17 @@ def check_shift_range(column: str, first: int, last: int, max_days: int) -> None
         raise DataError(
             f"column {column!r}: dates from {lo.isoformat()} to {hi.isoformat()} cannot be shifted by up to "
             f"{max_days} days within the years 1000-9999"
+        )
+
+
+def check_one_window(windows: Sequence[tuple[str, int]]) -> None:
+    """Refuse shifted dates (``(column, max_days)``) with more than one ``max_days``: a person's
+    shift depends on the window, so two windows would give one person two shifts (see the
+    module docstring)."""
+    if len({days for _, days in windows}) > 1:
+        (first, days), other = windows[0], next(w for w in windows if w[1] != windows[0][1])
+        raise ConfigError(
+            f"column {other[0]!r}: max_days {other[1]} differs from {first!r}'s {days}: every date of a "
+            "person moves by the person's one shift, drawn in one window; two windows give a person two "
+            "shifts, which together narrow the true dates (give every shifted date the same max_days)"
         )

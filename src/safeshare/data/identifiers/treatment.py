@@ -48,6 +48,7 @@ from safeshare.data.identifiers.date_shift import (
     ISO_FORMAT,
     check_date_format,
     check_max_days,
+    check_one_window,
     check_shift_range,
     day_shifts,
     format_day,
@@ -103,19 +104,6 @@ class UnplacedValue(DataError):
         self.value = value
         self.problem = problem
         self.requires = requires
-
-
-def check_one_window(windows: Sequence[tuple[str, int]]) -> None:
-    """Refuse shifted dates (``(column, max_days)``) with more than one ``max_days``: a person's
-    shift depends on the window, so two windows would give one person two shifts (see the
-    module docstring)."""
-    if len({days for _, days in windows}) > 1:
-        (first, days), other = windows[0], next(w for w in windows if w[1] != windows[0][1])
-        raise ConfigError(
-            f"column {other[0]!r}: max_days {other[1]} differs from {first!r}'s {days}: every date of a "
-            "person moves by the person's one shift, drawn in one window; two windows give a person two "
-            "shifts, which together narrow the true dates (give every shifted date the same max_days)"
-        )
 
 
 def missing_set(missing: Sequence[str]) -> frozenset[str]:
