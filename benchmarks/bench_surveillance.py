@@ -12,7 +12,15 @@ All with 1,000 simulations, best of several runs (a 2-core machine shared with o
    target 1 s per policy;
 5. (issue 22) Table 2 in the paper's form for the synthetic nation (200 counties over the paper's five
    categories, 20 weeks, 1,000 simulations, daily and weekly releases):
-   ``api.surveil_evaluate(categories="paper")``, CPU time (``time.process_time``) — target 600 s.
+   ``api.surveil_evaluate(categories="paper")``, CPU time (``time.process_time``) — target 600 s;
+6. (issue 37) a series of 52 weekly releases of 9 synthetic counties
+   (:func:`safeshare.surveillance.synthetic.series_frames`: 20,000-300,000 people, 10 % of the records
+   reported 1-10 days late), each release cumulative (every week so far, as reported by its Saturday),
+   checked against every earlier release of the series and the public daily counts as of the release,
+   ``--on-conflict suppress``: the series check's seconds per release (reading the files back and
+   :func:`safeshare.verify.series.check_series`) — target 10 s for the 52nd release; beside it the
+   same 52 releases without a series (``--new-series`` into a fresh folder, no public counts), the
+   peak memory and the ledger's size. ``--series`` runs this part alone.
 
 Baseline measured in the same run: a plain person-by-person simulation (per simulation, an
 ordered sample of people without replacement, groups counted by ``np.unique`` per record set),
@@ -45,6 +53,7 @@ SIMS, K = 1000, 11
 WALK_VOLUMES = [10, 11, 50, 75, 150, 300, 500, 750]
 BIG_VOLUMES = [10, 11, 50, 100, 500, 1000, 5000, 10000, 20000]
 TARGETS = {"walk_pruned": 1.0, "walk_all": 3.0, "big_all": 3.0, "series_policy": 1.0, "nation_cpu": 600.0}
+SERIES_TARGETS = {"releases_last_check": 10.0}
 
 
 def _best(fn: Any, repeats: int = 3) -> tuple[float, Any]:
@@ -176,7 +185,111 @@ def nation() -> dict[str, float]:
     return {"nation_cpu": cpu, "nation_regions": float(len({r.region for r in result.regions}))}
 
 
+def releases(weeks: int = 52, counties: int = 9, policy: str = "3B*e") -> dict[str, float]:
+    """Workload 6 (see the module docstring): wall seconds of the releases with and without the
+    series, the series check's own seconds, what it withheld, the ledger's bytes and the peak RSS."""
+    import json
+    import resource
+    import tempfile
+
+    import pandas as pd
+
+    from safeshare import api
+    from safeshare.surveillance.synthetic import START, series_frames
+
+    frames = series_frames(np.random.default_rng(1), counties=counties, weeks=weeks)
+    records = frames["case_records.csv"]
+    out: dict[str, float] = {
+        "weeks": float(weeks),
+        "counties": float(counties),
+        "records": float(len(records)),
+    }
+    check_times, with_series, without = [], 0.0, 0.0
+    actions = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        frames["population.csv"].to_csv(folder / "population.csv", index=False)
+        regions = sorted(records["region"].unique())
+        for week in range(1, weeks + 1):
+            cut = str(START + 7 * week - 1)
+            known = records[(records["report_date"] <= cut) & (records["date"] <= cut)]
+            known.to_csv(folder / "records.csv", index=False)
+            days = pd.date_range(str(START), cut).strftime("%Y-%m-%d")
+            grid = pd.MultiIndex.from_product([regions, days], names=["region", "date"])
+            counts = known.groupby(["region", "date"]).size().rename("new_cases")
+            counts.reindex(grid, fill_value=0).reset_index().to_csv(folder / "totals.csv", index=False)
+            pop, recs = folder / "population.csv", folder / "records.csv"
+            start = time.perf_counter()
+            result = api.surveil_release(
+                population_table=pop,
+                cases_records=recs,
+                policy=policy,
+                weekly=True,
+                out=folder / "series",
+                on_conflict="suppress",
+                public_totals=folder / "totals.csv",
+                custodian_log=folder / "custodian.json",
+            )
+            with_series += time.perf_counter() - start
+            check_times.append(result.timings["series_check"])
+            actions += sum(len(p.series) for p in result.periods)
+            start = time.perf_counter()
+            alone = api.surveil_release(
+                population_table=pop,
+                cases_records=recs,
+                policy=policy,
+                weekly=True,
+                out=folder / f"alone{week}",
+                new_series=True,
+            )
+            without += time.perf_counter() - start
+            out["released_without"] = float(alone.to_dict()["records"])
+        held = json.loads((folder / "custodian.json").read_text())
+        out["ledger_bytes"] = float((folder / "series" / "series.jsonl").stat().st_size)
+        out["released"] = float(held["records_out"])
+        out["held_back"] = float(held["records_in"] - held["records_out"])
+    out.update(
+        releases_with_series=with_series,
+        releases_without=without,
+        releases_check_total=sum(check_times),
+        releases_last_check=check_times[-1],
+        releases_max_check=max(check_times),
+        releases_actions=float(actions),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+    return out
+
+
+def main_series() -> int:
+    f = releases()
+    print(
+        f"series of {int(f['weeks'])} weekly releases, {int(f['counties'])} counties, {int(f['records']):,} "
+        "case records (cumulative releases, public daily counts, --on-conflict suppress; seconds)"
+    )
+    print(
+        f"  all releases: {f['releases_with_series']:.1f} with the series, {f['releases_without']:.1f} "
+        f"without (new series each time)"
+    )
+    print(
+        f"  series check (read back + check): {f['releases_check_total']:.1f} in all, "
+        f"{f['releases_last_check']:.2f} for the last release, {f['releases_max_check']:.2f} at most   "
+        f"target {SERIES_TARGETS['releases_last_check']:.0f}"
+    )
+    print(
+        f"  {int(f['releases_actions'])} remedies; last release: {int(f['released']):,} records released "
+        f"({int(f['released_without']):,} without the series), {int(f['held_back']):,} not released; "
+        f"ledger {f['ledger_bytes'] / 1e6:.1f} MB; peak RSS "
+        f"{f['peak_rss_mb']:.0f} MB"
+    )
+    missed = [k for k, target in SERIES_TARGETS.items() if f[k] > target]
+    if missed:
+        print(f"  TARGET MISSED: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
 def main() -> int:
+    if "--series" in sys.argv[1:]:
+        return main_series()
     f = run()
     print(f"surveillance risk forecasts, {SIMS} simulations, PK{K} (best of several runs; seconds)")
     rows = [

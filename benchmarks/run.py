@@ -30,6 +30,8 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "dp": "bench_dp",
     "sensitive": "bench_sensitive",
     "surveillance": "bench_surveillance",
+    # issue 37: 52 weekly releases of 9 counties, each checked against the whole series
+    "surveillance-series": ("bench_surveillance", ["--series"]),
     "risk": "bench_risk",
     "risk-model": "bench_risk_model",
     "spark": "bench_spark",

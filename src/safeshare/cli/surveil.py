@@ -399,12 +399,49 @@ def release_command(
             "released and suppressed (never published).",
         ),
     ] = None,
+    series: Annotated[
+        Path | None,
+        typer.Option(
+            "--series",
+            help="The series ledger (series.jsonl) of the series' latest release, when --out is another "
+            "folder; by default --out's own ledger continues the series.",
+        ),
+    ] = None,
+    new_series: Annotated[
+        bool, typer.Option("--new-series", help="Start a new series (ignore --out's series ledger).")
+    ] = False,
+    on_conflict: Annotated[
+        str,
+        typer.Option(
+            "--on-conflict",
+            help="A release that reveals a cell with the earlier ones: refuse it (default), or suppress "
+            "further (keep earlier files, withhold cells) or coarsen its periods.",
+        ),
+    ] = "refuse",
+    public_totals: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-totals",
+            help="Case counts that are public elsewhere (region,date,new_cases): the release must not "
+            "reveal, with them, the records it suppresses.",
+        ),
+    ] = None,
+    rules: Annotated[
+        str | None,
+        typer.Option(
+            "--rules",
+            help="A rule set instead of population-bin suppression: cdc (CDC's public-use rules: "
+            "county population 20,000, subpopulation 220, share cap 50%, k = 11, location k = 1,000, "
+            "complementary suppression) or a YAML file changing its thresholds.",
+        ),
+    ] = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Release each period's case records under its week's policy: generalize, suppress records whose
-    population bin has fewer than k people, write through the engine, verify every file, publish the
-    directory atomically. ``--json`` prints release.json (nothing of the records kept back)."""
+    population bin has fewer than k people, write through the engine, verify every file, check it
+    against every earlier release of the series, publish the directory and its series ledger
+    atomically. ``--json`` prints release.json (nothing of the records kept back)."""
     from safeshare import api
 
     result = api.surveil_release(
@@ -420,5 +457,10 @@ def release_command(
         fmt=fmt,
         hierarchies=hierarchies,
         custodian_log=custodian_log,
+        series=series,
+        new_series=new_series,
+        on_conflict=on_conflict,
+        public_totals=public_totals,
+        rules=rules,
     )
     _emit(result, result.lines(), as_json, quiet)

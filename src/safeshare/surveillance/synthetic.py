@@ -239,6 +239,84 @@ def nation_frames(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
     }
 
 
+#: The series of releases (issue 37): the people of a county, log-uniform between these.
+SERIES_PEOPLE = (20_000, 300_000)
+
+
+def series_frames(
+    rng: np.random.Generator, counties: int = 9, weeks: int = 52, late: float = 0.1, delay: int = 10
+) -> dict[str, pd.DataFrame]:
+    """A SYNTHETIC series for release after release (issue 37): ``counties`` counties (fake FIPS codes
+    of a non-existent state 84, people log-uniform in 20,000-300,000, the nation's marginals), daily
+    cases over ``weeks`` weeks from 2020-08-02 (two waves, fewer reports on weekends), the person-level
+    case records (drawn without replacement from each county's people) with a ``report_date``: a share
+    ``late`` of them reported 1 to ``delay`` days after their ``date``, the others on it."""
+    space = default_space()
+    age = _age_shares()
+    days = 7 * weeks
+    t = np.arange(days, dtype=float)
+    rhythm = np.where((t.astype(int) % 7 == 0) | (t.astype(int) % 7 == 6), 0.55, 1.12)
+    lo, hi = SERIES_PEOPLE
+    sizes = np.exp(rng.uniform(np.log(lo), np.log(hi), counties)).astype(np.int64)
+    base_race = np.array([0.60, 0.13, 0.01, 0.06, 0.002, 0.06, 0.04])
+    pops, records, series = [], [], []
+    dates = START + np.arange(days)
+    for i, people in enumerate(sizes):
+        fips = f"84{2 * i + 1:03d}"
+        race = rng.dirichlet(base_race * 40)
+        hispanic = float(rng.beta(2, 10))
+        probs = np.einsum(
+            "a,r,s,e->arse", age, race, np.array([0.51, 0.49]), np.array([hispanic, 1 - hispanic])
+        )
+        counts = rng.multinomial(int(people), probs.ravel()).reshape(space.shape)
+        a, r, x, e = np.nonzero(counts)
+        pops.append(
+            pd.DataFrame(
+                {
+                    "region": fips,
+                    "age": a,
+                    "race": np.asarray(DEFAULT_RACES)[r],
+                    "sex": np.asarray(space.dimensions[2].leaves)[x],
+                    "ethnicity": np.asarray(space.dimensions[3].leaves)[e],
+                    "count": counts[a, r, x, e],
+                }
+            )
+        )
+        first, second = rng.uniform(40, 140), rng.uniform(200, 320)
+        wave = 0.3 + 2.5 * np.exp(-(((t - first) / 20) ** 2)) + 4.0 * np.exp(-(((t - second) / 25) ** 2))
+        cases = rng.poisson(people * NATION_RATE * 0.5 * wave * rhythm).astype(np.int64)
+        total = int(min(cases.sum(), people))
+        cases = (
+            cases
+            if total == cases.sum()
+            else np.diff(np.minimum(np.concatenate([[0], np.cumsum(cases)]), total))
+        )
+        flat = np.repeat(np.arange(counts.size), counts.ravel())
+        who = flat[rng.choice(flat.size, int(cases.sum()), replace=False)]
+        ai, ri, si, ei = np.unravel_index(who, space.shape)
+        day = np.repeat(np.arange(days), cases)
+        lag = np.where(rng.random(day.size) < late, rng.integers(1, delay + 1, day.size), 0)
+        records.append(
+            pd.DataFrame(
+                {
+                    "region": fips,
+                    "date": dates[day].astype(str),
+                    "age": ai,
+                    "race": np.asarray(DEFAULT_RACES)[ri],
+                    "sex": np.asarray(space.dimensions[2].leaves)[si],
+                    "ethnicity": np.asarray(space.dimensions[3].leaves)[ei],
+                    "report_date": (dates[day] + lag).astype(str),
+                }
+            )
+        )
+        series.append(pd.DataFrame({"region": fips, "date": dates.astype(str), "new_cases": cases}))
+    return {
+        "population.csv": pd.concat(pops, ignore_index=True),
+        "case_records.csv": pd.concat(records, ignore_index=True),
+        "cases_long.csv": pd.concat(series, ignore_index=True),
+    }
+
+
 def generate_nation(out: Path, seed: int) -> list[Path]:
     """Write the SYNTHETIC nation (:func:`nation_frames`) into ``out``; returns the files written."""
     rng = np.random.default_rng(seed)

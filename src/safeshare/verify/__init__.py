@@ -25,10 +25,10 @@ Checks:
   ``floor(max_suppression * N_in)``;
 * privacy models over sensitive columns (l-diversity, t-closeness,
   m-concealing), the risk threshold, small-cell suppression and the surveillance releases'
-  population-bin suppression are re-checked by the functions listed in :data:`EXTRA_CHECKS`
-  (:mod:`safeshare.verify.sensitive`, :mod:`safeshare.verify.m_concealing`,
+  population-bin suppression and CDC-style rule set are re-checked by the functions listed in
+  :data:`EXTRA_CHECKS` (:mod:`safeshare.verify.sensitive`, :mod:`safeshare.verify.m_concealing`,
   :mod:`safeshare.verify.risk`, :mod:`safeshare.verify.small_cells`,
-  :mod:`safeshare.verify.population_bins`): one
+  :mod:`safeshare.verify.population_bins`, :mod:`safeshare.verify.cdc_rules`): one
   explicit table, filled by no import side effect. A model without an entry is
   refused, never trusted;
 * no value of any text column holds a terminal control character
@@ -55,6 +55,7 @@ import duckdb
 
 from safeshare.numerics import suppression_limit
 from safeshare.verify import control
+from safeshare.verify.cdc_rules import check_cdc_rules
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.population_bins import check_population_bins
@@ -148,6 +149,7 @@ EXTRA_CHECKS: dict[str, ExtraCheck] = {
     "risk": check_risk,
     "small-cells": check_small_cells,
     "population-bins": check_population_bins,  # surveillance releases (issue 10)
+    "cdc-rules": check_cdc_rules,  # surveillance releases under a CDC-style rule set (issue 37)
 }
 
 

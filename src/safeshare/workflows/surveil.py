@@ -1034,15 +1034,31 @@ def surveil_release(
     fmt: ReleaseFormat = "csv",
     hierarchies: str | Path | None = None,
     custodian_log: Path | None = None,
+    series: Path | None = None,
+    new_series: bool = False,
+    on_conflict: str = "refuse",
+    public_totals: Path | None = None,
+    rules: str | Path | None = None,
 ) -> SurveillanceRelease:
     """Release each period's case records under its week's policy: generalize, suppress records whose
-    population bin has fewer than ``k`` people, write through the engine, verify every file, publish
-    the folder atomically (:func:`safeshare.surveillance.release.release_cases`)."""
+    population bin has fewer than ``k`` people, write through the engine, verify every file, check the
+    files against every earlier release of the series (``series``: an earlier ``series.jsonl``; by
+    default ``out``'s own; ``new_series`` starts over) and against ``public_totals`` (a case series
+    in the long layout that is public elsewhere), then publish the folder and its series ledger
+    atomically (:func:`safeshare.surveillance.release.release_cases`,
+    :mod:`safeshare.workflows.series_ledger`). ``on_conflict``: ``refuse`` a release that reveals a
+    cell with the earlier ones, or ``suppress`` / ``coarsen`` it further. ``rules``: ``cdc`` (or a
+    YAML file changing its thresholds) releases under a CDC public-use-style rule set
+    (:mod:`safeshare.surveillance.cdc`) instead of the population-bin suppression."""
     from safeshare.data.engines.factory import make_engine
     from safeshare.data.source import TableSource
 
     # the engines and the verifier load for a release only
+    from safeshare.surveillance.cdc import load_rules
     from safeshare.surveillance.release import check_custodian_log, read_schedule, release_cases
+    from safeshare.surveillance.series import check_conflict
+    from safeshare.surveillance.series import public_totals as totals_of
+    from safeshare.workflows.series_ledger import open_series, series_context
 
     if (policies is None) == (policy is None):
         raise InputError("give exactly one of --policies SCHEDULE.csv and --policy CODE")
@@ -1051,12 +1067,21 @@ def surveil_release(
     if fmt not in RELEASE_FORMATS:
         raise InputError(f"--format: one of {', '.join(RELEASE_FORMATS)}, got {fmt!r}")
     RiskCriterion(k=k)
+    conflict = check_conflict(on_conflict)
+    rule_set = None if rules is None else load_rules(rules)
     space = load_space(hierarchies)
     node = space.parse(policy) if policy is not None else None
     check_custodian_log(custodian_log, out)
     _preflight(out)
+    ledger = open_series(Path(out), series, new_series)  # verified before any data is read
     pop = read_population(population_table, space)
     schedule = node if node is not None else read_schedule(policies, space)  # type: ignore[arg-type]
+    totals = (
+        []
+        if public_totals is None
+        else totals_of(read_case_series(public_totals), pop, Path(public_totals).name)
+    )
+    context = series_context(ledger, pop, k, weekly, conflict, totals, public_totals)
     with make_engine(engine, TableSource(cases_records)) as eng:
         return release_cases(
             pop,
@@ -1069,4 +1094,6 @@ def surveil_release(
             str(cases_records),
             fmt,
             custodian_log,
+            context,
+            rule_set,
         )
