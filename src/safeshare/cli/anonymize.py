@@ -23,6 +23,7 @@ from safeshare.cli.common import (
     MetricOption,
     Orphans,
     PenaltyMode,
+    PersonOption,
     QuietOption,
     SeedOption,
     Sensitivity,
@@ -46,6 +47,7 @@ def anonymize(
     k: KOverrideOption = None,
     max_suppression: MaxSuppressionOption = None,
     metric: MetricOption = None,
+    person: PersonOption = None,
     algorithm: Annotated[
         AlgorithmName | None, typer.Option("--algorithm", help="Search strategy (docs/configuration.md).")
     ] = None,
@@ -142,6 +144,7 @@ def anonymize(
         "k": k,
         "max_suppression": max_suppression,
         "metric": metric,
+        "person": person,
         "algorithm": algorithm,
         "time_limit": time_limit,
         "max_evaluations": max_evaluations,
@@ -234,6 +237,16 @@ def print_release(release: Release) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    people = report.get("people")
+    if people is not None:  # issue 32: the unit a privacy officer signs for
+        per = people["records_per_person"]
+        table.add_row(
+            "people",
+            f"{people['people_in']:,} in ({per['people_with_several']:,} with several records, up to "
+            f"{per['max']:,}), {people['people_out']:,} released, {people['people_suppressed']:,} wholly "
+            f"suppressed; smallest class {people['min_class_people']:,} people (by {people['column']}; the "
+            f"suppression limit counts {people['suppression_unit']})",
+        )
     kept = [c["name"] for c in report["columns"] if c["treatment"] == "kept"]
     table.add_row("kept unchanged", ", ".join(kept) if kept else "none")
     if report.get("k_achieved") is not None:
@@ -249,9 +262,10 @@ def print_release(release: Release) -> None:
     if risk.get("release") is not None:  # the prosecutor figure is in the headline, with its context
         b = risk["release"].get("B")
         how = f"estimated by {risk['estimator']}" if risk["release"].get("estimated") else "exact"
+        unit = f" {risk['unit']}" if risk.get("unit") else ""
         table.add_row(
             "risk (release)",
-            f"B {'n/a' if b is None else f'{b:.4g}'} ({how}, N = {risk['population_size']:,})",
+            f"B {'n/a' if b is None else f'{b:.4g}'} ({how}, N = {risk['population_size']:,}{unit})",
         )
     table.add_row("search", report["why"])
     for warning in release.warnings:
