@@ -21,10 +21,12 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 # Runtime + test tools (pytest, hypothesis, mypy, ruff, stubs) and pyspark (the spark engine's tests;
 # they skip with their reason where Java is absent). pycanon, the independent
 # checker of k / l / t in the tests, pins exact old numpy/pandas versions; it is installed
-# without its dependencies so that the project's own versions are the ones tested.
+# without its dependencies so that the project's own versions are the ones tested; so is
+# Anonymeter (the oracle of `safeshare attack`'s residual risks; it pins numpy<1.27, pyarrow<22).
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
 	$(RUN) -m pip install --quiet -e ".[test,spark]"
 	$(RUN) -m pip install --quiet --no-deps "pycanon==1.3.6"
+	$(RUN) -m pip install --quiet --no-deps "anonymeter==1.1.0"
 	$(RUN) -m safeshare.search.warmup
 	@touch $@ $(VENV)/.installed
 

@@ -38,6 +38,8 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "local-recoding": "bench_local_recoding",
     "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
+    # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
+    "attack": "bench_attack",
     # issue 24: Census-Income KDD, 14 QIs, two hierarchy sets, <= 60 s of CPU each (ARX beside when given)
     "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt", "--max-cpu", "60"]),
     # issue 24: exact OLA at 18 QIs (19.9M nodes) within 10 minutes of CPU, beside the anytime search

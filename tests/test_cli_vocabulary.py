@@ -95,6 +95,7 @@ def annotation(param: Any) -> Any:
 def test_the_commands_are_all_there() -> None:
     assert set(COMMANDS) == {
         "anonymize",
+        "attack",
         "inspect",
         "hierarchy check",
         "hierarchy build",

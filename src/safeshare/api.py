@@ -32,6 +32,7 @@ surveil evaluate      :func:`surveil_evaluate`                   :class:`Surveil
 surveil release       :func:`surveil_release`                    :class:`SurveillanceRelease`
 risk (estimate)       :func:`risk`                               :class:`RiskAssessment`
 risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
+attack                :func:`attack`                             :class:`AttackResult`
 ====================  =========================================  ==============================
 
 The surveillance use cases take
@@ -45,8 +46,10 @@ message naming the key or the option.
 
 from __future__ import annotations
 
+from safeshare.attack.result import AttackResult
 from safeshare.surveillance.release import SurveillanceRelease
 from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
+from safeshare.workflows.attack import attack
 from safeshare.workflows.dp_experiment import DPExperiment, dp_experiment
 from safeshare.workflows.dp_params import DPParams, dp_params
 from safeshare.workflows.flatten import Flattened, flatten
@@ -71,6 +74,7 @@ from safeshare.workflows.sweep import SweepResult, sweep
 from safeshare.workflows.utility import UtilityResult, utility
 
 __all__ = [
+    "AttackResult",
     "BuiltHierarchy",
     "DPExperiment",
     "DPParams",
@@ -91,6 +95,7 @@ __all__ = [
     "UtilityResult",
     "anonymize",
     "anonymize_dry_run",
+    "attack",
     "dp_experiment",
     "dp_params",
     "flatten",

@@ -23,6 +23,7 @@ import typer
 from typer.core import TyperGroup
 
 from safeshare.cli import anonymize as anonymize_commands
+from safeshare.cli import attack as attack_command
 from safeshare.cli import experiments as experiment_commands
 from safeshare.cli import ui as ui_command  # typer only; the web stack loads when it runs
 from safeshare.cli.common import JsonOption, QuietOption, emit
@@ -97,6 +98,7 @@ app = typer.Typer(
 # The command groups, one module each (the order is the order of ``safeshare --help``).
 anonymize_commands.register(app)  # anonymize, inspect, hierarchy check|build, flatten
 experiment_commands.register(app)  # utility, sweep
+attack_command.register(app)  # attack (issue 34)
 app.add_typer(dp_app, name="dp")  # differential privacy under sampling (thesis 4.5)
 # risk (issue 9), surveil (issue 10) and ledger (issue 20): LAZY_GROUPS
 ui_command.register(app)  # the browser workbench (issue 23)

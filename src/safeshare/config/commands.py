@@ -383,3 +383,35 @@ def _fractions(value: Any, where: str) -> list[float]:
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: expected comma-separated numbers, got {item!r}") from None
     return out
+
+
+def _columns_or_none(value: Any, where: str) -> list[str]:
+    """A comma list of columns, possibly empty (``--block ''``: no blocking)."""
+    items = comma_list(value)
+    if isinstance(items, str):
+        items = [items] if items else []
+    if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
+        raise ConfigError(f"{where}: expected column names, comma separated")
+    return list(items)
+
+
+class AttackOptions(DataOptions):
+    """``safeshare attack``: re-identification attacks on a release with an identified frame
+    (the reading options are the frame's and the control's)."""
+
+    #: the column linking the frame to the configuration's input (None: the frame is the input)
+    id: Text | None = None
+    #: records of the population not in the release (the residual risks' control set)
+    control: Path | None = None
+    seed: Seed = 0
+    #: the record-risk threshold (the share of records above it is counted)
+    threshold: Probability = 0.09
+    #: QIs whose labels block the distance linkage (None: every QI)
+    block: Annotated[list[str] | None, checked(_columns_or_none, allow_none=True)] = None
+    max_pairs: PositiveInt = 2_000_000_000
+    #: targets of each residual-risk attack
+    targets: PositiveInt = 1000
+    #: the secret column of the inference attack (None: the first sensitive column the frame has)
+    secret: Text | None = None
+    #: N of the estimates (None: the configuration's population_size, else the frame's records)
+    population_size: PositiveInt | None = None

@@ -226,8 +226,8 @@ class MConcealingParams(ModelParams):
 
 
 class RiskParams(ModelParams):
-    """``risk: {measure: B|A|uniques, threshold: 0.09, estimator: NAME, population_size: N,
-    use: estimate|upper}``."""
+    """``risk: {measure: B|A|uniques|record, threshold: 0.09, estimator: NAME, population_size: N,
+    use: estimate|upper}`` (``record``: every released record's risk, threshold and N only)."""
 
     measure: Annotated[
         str, checked(lambda v, w: _measure(v, w)), WithJsonSchema({"type": "string", "default": "B"})
@@ -244,7 +244,7 @@ class RiskParams(ModelParams):
 
     @model_validator(mode="after")
     def _threshold(self) -> RiskParams:
-        if self.threshold is None and self.measure != "B":
+        if self.threshold is None and self.measure not in ("B", "record"):
             from safeshare.risk.release_risk import MEASURES
 
             raise refuse(f"missing threshold (the largest tolerated {MEASURES[self.measure]})")
@@ -258,6 +258,12 @@ class RiskParams(ModelParams):
         from safeshare.risk.measures import DEFAULT_THRESHOLD
 
         threshold = self.threshold if self.threshold is not None else DEFAULT_THRESHOLD
+        if self.measure == "record":
+            from safeshare.models.risk import RecordRiskThreshold
+
+            if self.estimator is not None or self.use != "estimate":
+                raise ConfigError("measure: record takes threshold and population_size only")
+            return RecordRiskThreshold(threshold, self.population_size)
         estimator = self.estimator if self.estimator is not None else DEFAULT_ESTIMATOR
         try:
             return RiskThreshold(threshold, self.measure, estimator, self.population_size, self.use)

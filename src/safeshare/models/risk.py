@@ -59,7 +59,7 @@ from typing import Any
 from safeshare.core.evaluation import Classes
 from safeshare.core.frequency import FrequencyTable
 from safeshare.errors import InputError
-from safeshare.models.base import BoolArray, NodePrivacyModel
+from safeshare.models.base import BoolArray, NodePrivacyModel, PrivacyModel
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD
@@ -90,8 +90,10 @@ class RiskThreshold(NodePrivacyModel):
         population_size: int | None = None,
         use: str = "estimate",
     ) -> None:
-        if measure not in MEASURES:
-            raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+        if measure not in MEASURES or measure == "record":
+            raise InputError(
+                f"risk measure {measure!r}: expected one of B, A, uniques (record: RecordRiskThreshold)"
+            )
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
             raise InputError(f"risk threshold: expected a number in (0, 1], got {threshold!r}")
         if population_size is not None and (
@@ -178,3 +180,84 @@ class RiskThreshold(NodePrivacyModel):
 
     def verification_params(self, table: FrequencyTable) -> dict[str, Any]:
         return {**self.params(), "population_size": self.population(table)}
+
+
+class RecordRiskThreshold(PrivacyModel):
+    """Every released record's probability of correct re-identification is at most ``threshold``
+    (``risk: {measure: record, threshold: t}``; issue 34).
+
+    The per-record risk is :func:`safeshare.risk.record_risk.class_size_record_risk`: ``1/f``
+    when the input is the population (no ``population_size``), else ``E[1/F | f]`` under
+    ``F - f ~ NegBin(f, n/N)`` (Benedetti-Franconi, ``n`` the input's records). It depends on the
+    class size only and decreases in it, so a class is released iff ``f >= f*``, the smallest safe
+    size (:func:`~safeshare.risk.record_risk.smallest_safe_class`): a per-class rule, monotone with
+    and without suppression (merging classes only grows them), searched by OLA with predictive
+    tagging exactly like k-anonymity (it *is* k-anonymity at ``k = f*``, which the report shows).
+    The maximum over the released records is the model's achieved value. The copula per-record
+    risk of the attack report (Rocher et al.) depends on the whole release's fit and is not monotone,
+    so it is measured, not searched.
+    """
+
+    name = "risk"
+
+    def __init__(self, threshold: float, population_size: int | None = None) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+            raise InputError(f"risk threshold: expected a number in (0, 1], got {threshold!r}")
+        if population_size is not None and (
+            isinstance(population_size, bool) or not isinstance(population_size, int) or population_size < 1
+        ):
+            raise InputError(f"risk population_size: expected a positive integer, got {population_size!r}")
+        self.threshold = float(threshold)
+        self.population_size = population_size
+        self.measure = "record"
+        self._floor: dict[int, int] = {}
+
+    def sampling_fraction(self, n_records: int) -> float:
+        return 1.0 if self.population_size is None else min(1.0, n_records / self.population_size)
+
+    def floor(self, n_records: int) -> int:
+        """``f*`` for an input of ``n_records`` records."""
+        found = self._floor.get(n_records)
+        if found is None:
+            from safeshare.risk.record_risk import smallest_safe_class
+
+            found = self._floor[n_records] = smallest_safe_class(
+                self.threshold, self.sampling_fraction(n_records)
+            )
+        return found
+
+    def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
+        return classes.sizes >= self.floor(table.n_records)
+
+    def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
+        return classes.records_in_classes_smaller_than(self.floor(table.n_records))
+
+    def validate(self, table: FrequencyTable) -> None:
+        if self.population_size is not None and table.n_records > self.population_size:
+            raise InputError(
+                f"risk population_size {self.population_size} is smaller than the input "
+                f"({table.n_records} records)"
+            )
+        if self.floor(table.n_records) > table.n_records:
+            raise InputError(
+                f"risk threshold {self.threshold:g} (measure record) needs classes of at least "
+                f"{self.floor(table.n_records):,} records, more than the input's {table.n_records:,}"
+            )
+
+    def achieved(self, classes: Classes, table: FrequencyTable, released: BoolArray) -> dict[str, Any]:
+        from safeshare.risk.record_risk import class_size_record_risk
+
+        sizes = classes.sizes[released]
+        sizes = sizes[sizes > 0]
+        top = (
+            float(class_size_record_risk(sizes, self.sampling_fraction(table.n_records)).max())
+            if sizes.size
+            else 0.0
+        )
+        return {"record": top, "smallest_safe_class": self.floor(table.n_records)}
+
+    def params(self) -> dict[str, Any]:
+        return {"measure": "record", "threshold": self.threshold, "population_size": self.population_size}
+
+    def verification_params(self, table: FrequencyTable) -> dict[str, Any]:
+        return {**self.params(), "input_records": table.n_records}

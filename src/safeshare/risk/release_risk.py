@@ -48,6 +48,7 @@ MEASURES: dict[str, str] = {
     "B": "estimated sample-to-population match rate B",
     "A": "population-to-sample match rate A = J/N",
     "uniques": "estimated share of population uniques",
+    "record": "largest per-record probability of correct re-identification",
 }
 
 
@@ -113,8 +114,8 @@ def release_risk_estimate(
     """
     sizes = np.asarray(class_sizes, dtype=np.float64)
     sizes = sizes[sizes > 0]
-    if measure not in MEASURES:
-        raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+    if measure not in MEASURES or measure == "record":
+        raise InputError(f"risk measure {measure!r}: expected one of B, A, uniques")
     if sizes.size == 0:
         return RiskValue(0.0, None, (0.0, 0.0))
     if measure == "A":
@@ -182,8 +183,8 @@ class ReleaseRisk:
         bound: bool = True,
         cache_bytes: int | None = None,
     ) -> None:
-        if measure not in MEASURES:
-            raise InputError(f"risk measure {measure!r}: expected one of {', '.join(MEASURES)}")
+        if measure not in MEASURES or measure == "record":
+            raise InputError(f"risk measure {measure!r}: expected one of B, A, uniques")
         if use not in USES:
             raise InputError(f"risk use: expected one of {', '.join(USES)}, got {use!r}")
         self.measure = measure

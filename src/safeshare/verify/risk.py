@@ -30,6 +30,19 @@ def risk_figures(
     """The risk threshold re-checked on the release: ``{measure, threshold, value, estimator,
     population_size, failures}`` (``value`` ``None`` when it cannot be computed). Recorded in
     the verification's ``checks["risk"]`` (what the report says was re-checked, with the figure)."""
+    if params.get("measure") == "record":
+        rows = con.execute(f"SELECT COUNT(*) FROM {relation} GROUP BY {group}").fetchall()
+        record_doc: dict[str, Any] = {
+            "measure": "record",
+            "threshold": params.get("threshold"),
+            "population_size": params.get("population_size"),
+            "value": None,
+            "failures": [],
+        }
+        try:
+            return _record_figures(record_doc, np.array([int(r[0]) for r in rows], dtype=np.int64), params)
+        except (KeyError, TypeError, ValueError, InputError):
+            return {"value": None, "failures": [f"risk: malformed parameters {dict(params)!r}"]}
     try:
         measure = str(params.get("measure", "B"))
         threshold = float(params["threshold"])
@@ -78,3 +91,25 @@ def check_risk(
 ) -> list[str]:
     """Failures of the risk threshold on the release (empty when it holds)."""
     return list(risk_figures(con, relation, group, params)["failures"])
+
+
+def _record_figures(doc: dict[str, Any], sizes: np.ndarray, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``record`` measure: the largest per-record risk over the written classes, from their
+    sizes (``1/f``, or ``E[1/F | f]`` at the sampling fraction ``input_records / N``)."""
+    from safeshare.risk.record_risk import class_size_record_risk
+
+    threshold = float(params["threshold"])
+    given = params.get("population_size")
+    n_input = int(params.get("input_records", 0) or 0)
+    if given is not None and n_input <= 0:
+        doc["failures"] = [f"risk: malformed parameters {dict(params)!r}"]
+        return doc
+    fraction = 1.0 if given is None else min(1.0, n_input / int(given))
+    value = float(class_size_record_risk(sizes, fraction).max()) if sizes.size else 0.0
+    doc["value"] = value
+    if value > threshold + TOLERANCE:
+        doc["failures"] = [
+            f"risk: the largest per-record risk = {value:.6g} on the release, "
+            f"above the threshold {threshold:g}"
+        ]
+    return doc

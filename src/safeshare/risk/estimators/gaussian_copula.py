@@ -71,6 +71,15 @@ class GaussianCopulaEstimator(SyntheticEstimator):
         self._cholesky = np.linalg.cholesky(self.correlation_)
         self._cuts = [copula.cut_points(cum) for cum in self.cumulative_]
 
+    def fit_model(self, table: SampleTable) -> GaussianCopulaEstimator:
+        """Fit the copula (marginals and correlation) to ``table`` without synthesizing a
+        population: what :meth:`class_probabilities` needs (the per-record risk of Rocher et al.
+        2019, :mod:`safeshare.risk.record_risk`)."""
+        self._validate()
+        self.cumulative_ = copula.cumulative(table)
+        self._prepare(table)
+        return self
+
     def _codes(self, size: int, rng: np.random.Generator) -> np.ndarray:
         z = rng.standard_normal((size, len(self._cuts))) @ self._cholesky.T
         out = np.empty(z.shape, dtype=np.int64)
