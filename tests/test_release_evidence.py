@@ -27,7 +27,7 @@ from safeshare import api
 from safeshare.config import load_config
 from safeshare.data.identifiers import load_key, write_new_key
 from safeshare.data.identifiers.pseudonym import pseudonyms
-from safeshare.errors import ConfigError
+from safeshare.errors import ConfigError, InputError
 from safeshare.report.html import value_at
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
 
@@ -321,11 +321,27 @@ def test_the_three_warnings_fire_on_data_built_to_trigger_them(
     assert "singleton_classes" not in by_code  # k = 5
     flat = " ".join(stdout.split())
     assert "kept_column_identifying: column 'followup_days'" in flat and "homogeneous_classes:" in flat
-    # risk-only: singletons
-    risky = config.parent / "risky.yaml"
-    risky.write_text(
-        CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}")
+    # risk-only: singletons (the risk threshold counts records: refused with several per person,
+    # issue 32; one admission per person here)
+    risky_dir = tmp_path / "one-admission"
+    risky_dir.mkdir()
+    clinical_dir(
+        risky_dir,
+        clinical(400, seed=0, most_admissions=1),
+        CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}"),
     )
+    several = tmp_path / "several"
+    several.mkdir()
+    with pytest.raises(InputError, match="risk counts records, and the input holds several records per"):
+        api.anonymize(
+            clinical_dir(
+                several,
+                clinical(400, seed=0),
+                CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}"),
+            ),
+            tradeoff=False,
+        )
+    risky = risky_dir / "clinical.yaml"
     release = api.anonymize(risky, tmp_path / "risky", tradeoff=False)
     single = [w for w in release.warnings if w.code == "singleton_classes"]
     assert len(single) == 1 and single[0].value > 0

@@ -33,6 +33,7 @@ surveil release       :func:`surveil_release`                    :class:`Surveil
 risk (estimate)       :func:`risk`                               :class:`RiskAssessment`
 risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
 attack                :func:`attack`                             :class:`AttackResult`
+compare               :func:`compare`                            :class:`Comparison`
 ====================  =========================================  ==============================
 
 The surveillance use cases take
@@ -50,6 +51,7 @@ from safeshare.attack.result import AttackResult
 from safeshare.surveillance.release import SurveillanceRelease
 from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
 from safeshare.workflows.attack import attack
+from safeshare.workflows.compare import Comparison, compare
 from safeshare.workflows.dp_experiment import DPExperiment, dp_experiment
 from safeshare.workflows.dp_params import DPParams, dp_params
 from safeshare.workflows.flatten import Flattened, flatten
@@ -76,6 +78,7 @@ from safeshare.workflows.utility import UtilityResult, utility
 __all__ = [
     "AttackResult",
     "BuiltHierarchy",
+    "Comparison",
     "DPExperiment",
     "DPParams",
     "Estimate",
@@ -96,6 +99,7 @@ __all__ = [
     "anonymize",
     "anonymize_dry_run",
     "attack",
+    "compare",
     "dp_experiment",
     "dp_params",
     "flatten",

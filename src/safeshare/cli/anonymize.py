@@ -328,6 +328,7 @@ def inspect(
             "(see docs/m-concealing.md).",
         ),
     ] = None,
+    person: PersonOption = None,
     *,
     reading: Keywords,
     quiet: QuietOption = False,
@@ -335,10 +336,11 @@ def inspect(
 ) -> None:
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from rich.table import Table
+    from rich.text import Text
 
     from safeshare import api
 
-    result = api.inspect(data, qi=qi, k=k, knowledge=knowledge, **reading)
+    result = api.inspect(data, qi=qi, k=k, knowledge=knowledge, person=person, **reading)
     stats = result.statistics
 
     def show() -> None:
@@ -357,7 +359,36 @@ def inspect(
             mc = result.m_concealing
             table.add_row("m-concealing: m / 1/m", f"{mc['m']:.4g} / {mc['inverse_m']:.4g}")
             table.add_row("m-concealing: mean m(i)", f"{mc['mean']:.4g}")
+        people = result.people
+        if people is not None:  # issue 32: the same figures in people
+            per = people["rows_per_person"]
+            table.add_row(f"people (by {people['column']})", f"{people['people']:,}")
+            table.add_row(
+                "rows per person: mean / median / max",
+                f"{per['mean']:.2f} / {per['median']:.0f} / {per['max']:,} "
+                f"({per['people_with_several']:,} people with several)",
+            )
+            table.add_row(
+                "people alone in a class of theirs",
+                f"{people['people_alone']:,} ({people['people_alone_pct']:.2f}%)",
+            )
+            table.add_row(
+                f"people in a class of < {k} people",
+                f"{people['people_below_k']:,} ({people['people_below_k_pct']:.2f}%)",
+            )
+            table.add_row(
+                "prosecutor risk per person: max / mean",
+                f"{people['max_risk']:.3f} / {people['mean_risk']:.4f}",
+            )
+        for found in result.repeated_persons:
+            per = found["rows_per_person"]
+            table.add_row(
+                f"rows per {found['column']}: mean / max",
+                f"{per['mean']:.2f} / {per['max']:,} ({per['people_with_several']:,} with several)",
+            )
         out.print(table)
+        for found in result.repeated_persons:  # warned by name: every figure above counts records
+            err.print(Text(f"warning: {found['message']}"), style="yellow")
 
     emit(result.to_dict(), as_json, quiet, show)
 
@@ -503,10 +534,39 @@ def flatten(
     )
 
 
+def compare(
+    releases: Annotated[
+        list[Path], typer.Argument(help="Published release folders (or their report.json), two or more.")
+    ],
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Releases of the same people side by side: people, k, risk and loss (docs/longitudinal.md)."""
+    from rich.table import Table
+
+    from safeshare import api
+
+    result = api.compare(releases)
+
+    def show() -> None:
+        table = Table(title="releases compared (figures in people)")
+        table.add_column("figure")
+        for name in result.names:
+            table.add_column(name, justify="right")
+        for label, values in result.rows():
+            table.add_row(label, *values)
+        out.print(table)
+        for warning in result.warnings:
+            err.print(f"warning: {warning}", style="yellow", markup=False)
+
+    emit(result.to_dict(), as_json, quiet, show)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``anonymize``, ``inspect``, ``hierarchy check|build`` and ``flatten`` to ``app``."""
+    """Add ``anonymize``, ``inspect``, ``compare``, ``hierarchy check|build`` and ``flatten`` to ``app``."""
     app.command("anonymize")(anonymize)
     app.command("inspect")(inspect)
+    app.command("compare")(compare)
     hierarchy_app.command("check")(hierarchy_check)
     hierarchy_app.command("build")(hierarchy_build)
     app.add_typer(hierarchy_app, name="hierarchy")

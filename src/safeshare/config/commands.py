@@ -105,6 +105,8 @@ class InspectOptions(DataOptions):
     qi: Columns
     k: PositiveInt = 5
     knowledge: Annotated[dict[str, float] | None, checked(_knowledge, allow_none=True)] = None
+    #: the column identifying each record's person (issue 32): the figures in people
+    person: Text | None = None
 
 
 class HierarchyCheckOptions(DataOptions):
@@ -338,6 +340,8 @@ class RiskOptions(DataOptions):
     bootstrap: Count | None = None
     threshold: Probability = 0.09
     max_synthetic_records: PositiveInt | None = None
+    #: the column identifying each record's person (issue 32): n, N and the measures in people
+    person: Text | None = None
 
     @model_validator(mode="before")
     @classmethod

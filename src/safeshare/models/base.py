@@ -50,6 +50,9 @@ class PrivacyModel(ABC):
     monotone_with_suppression: bool = True
     #: Monotone along generalization when nothing may be suppressed.
     monotone_without_suppression: bool = True
+    #: The rule counts records, not people (a distribution or an estimate over records): refused
+    #: when the input holds several records per person (issue 32; :meth:`PrivacyCriterion.validate`).
+    counts_records: bool = False
 
     @abstractmethod
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
@@ -167,6 +170,13 @@ class PrivacyCriterion:
 
     def validate(self, table: FrequencyTable) -> None:
         for m in self.models:
+            if m.counts_records and table.persons is not None and table.n_people < table.n_records:
+                raise InputError(
+                    f"{m.name} counts records, and the input holds several records per person "
+                    f"({table.n_people:,} people, {table.n_records:,} records, by {table.persons.column!r}): "
+                    "it is not yet defined in people; k-anonymity, distinct l-diversity and "
+                    "profile-anonymity count people"
+                )
             m.validate(table)
 
     def assess(self, classes: Classes, table: FrequencyTable) -> NodeAssessment:
