@@ -27,7 +27,7 @@ from safeshare import api
 from safeshare.config import load_config
 from safeshare.data.identifiers import load_key, write_new_key
 from safeshare.data.identifiers.pseudonym import pseudonyms
-from safeshare.errors import ConfigError
+from safeshare.errors import ConfigError, InputError
 from safeshare.figures import number
 from safeshare.report.html import value_at
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
@@ -46,16 +46,17 @@ def adult_risk(directory: Path) -> Path:
     return path
 
 
-def clinical(n_people: int = 400, seed: int = 0) -> pd.DataFrame:
-    """A cohort: people (mrn) with 1-3 admissions; sex, age, admission and discharge dates, whether
-    the person died (sensitive) and the follow-up days of each stay (kept: it singles records out)."""
+def clinical(n_people: int = 400, seed: int = 0, most_admissions: int = 3) -> pd.DataFrame:
+    """A cohort: people (mrn) with 1-3 admissions (at most ``most_admissions``); sex, age, admission
+    and discharge dates, whether the person died (sensitive) and the follow-up days of each stay
+    (kept: it singles records out)."""
     rng = np.random.default_rng(seed)
     rows = []
     for p in range(n_people):
         sex, age = str(rng.choice(["F", "M"])), int(rng.integers(40, 90))
         died = "yes" if rng.random() < 0.15 else "no"
         start = dt.date(2019, 1, 1) + dt.timedelta(days=int(rng.integers(0, 700)))
-        for _ in range(int(rng.integers(1, 4))):
+        for _ in range(int(rng.integers(1, most_admissions + 1))):
             admitted = start + dt.timedelta(days=int(rng.integers(0, 300)))
             discharged = admitted + dt.timedelta(days=int(rng.integers(1, 20)))
             rows.append(
@@ -321,11 +322,27 @@ def test_the_three_warnings_fire_on_data_built_to_trigger_them(
     assert "singleton-classes" not in by_code  # k = 5
     flat = " ".join(stdout.split())
     assert "kept-column-identifying: column 'followup_days'" in flat and "homogeneous-classes:" in flat
-    # risk-only: singletons
-    risky = config.parent / "risky.yaml"
-    risky.write_text(
-        CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}")
+    # risk-only: singletons (the risk threshold counts records: refused with several per person,
+    # issue 32; one admission per person here)
+    risky_dir = tmp_path / "one-admission"
+    risky_dir.mkdir()
+    clinical_dir(
+        risky_dir,
+        clinical(400, seed=0, most_admissions=1),
+        CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}"),
     )
+    several = tmp_path / "several"
+    several.mkdir()
+    with pytest.raises(InputError, match="risk counts records, and the input holds several records per"):
+        api.anonymize(
+            clinical_dir(
+                several,
+                clinical(400, seed=0),
+                CLINICAL_YAML.replace("privacy: {k-anonymity: {k: 5}}", "privacy: {risk: {threshold: 0.3}}"),
+            ),
+            tradeoff=False,
+        )
+    risky = risky_dir / "clinical.yaml"
     release = api.anonymize(risky, tmp_path / "risky", tradeoff=False)
     single = [w for w in release.warnings if w.code == "singleton-classes"]
     assert len(single) == 1 and single[0].value > 0
@@ -688,8 +705,10 @@ def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
     adversary who knows the true admission date singled out 19.4 % of a release certified "k = 5
     ... no record's prosecutor risk exceeds 0.2". The attack is run here with the key; the release
     (measured without it) now warns with a worst case that covers the attack and an average that
-    matches it, and the headline, the evidence and the HTML state no per-record bound of 1/5."""
-    frame = clinical(1500, seed=4)
+    matches it, and the headline, the evidence and the HTML state no per-record bound of 1/5. One
+    admission per person: k counts people (issue 32), and with several records per person k = 5 in
+    people generalizes this cohort further than k = 5 in records did."""
+    frame = clinical(3000, seed=4, most_admissions=1)
     config = clinical_dir(tmp_path, frame, CLINICAL_YAML.replace("max_days: 60", "max_days: 30"))
     release = api.anonymize(config, tmp_path / "out", tradeoff=False)
     report = release.report
@@ -737,7 +756,7 @@ def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
     config.write_text(monthly)
     again = api.anonymize(config, tmp_path / "monthly", tradeoff=False).report
     assert again["informed_adversary"] is None and again["headline"]["prosecutor"]["bounded"] is True
-    assert "no record's prosecutor risk exceeds 1/5" in again["headline"]["text"]
+    assert "no person's prosecutor risk exceeds 1/5" in again["headline"]["text"]  # mrn: the person
 
 
 def test_a_ledger_needs_an_approver(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ risk (estimate)       :func:`risk`                               :class:`RiskAss
 risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
 attack                :func:`attack`                             :class:`AttackResult`
 ledger verify         :func:`verify_ledger`                      :class:`LedgerVerification`
+compare               :func:`compare`                            :class:`Comparison`
 ====================  =========================================  ==============================
 
 and :mod:`workbench` (:mod:`safeshare.workflows.workbench`), the use cases of the browser workbench
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from safeshare.workflows import workbench
     from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
     from safeshare.workflows.attack import attack
+    from safeshare.workflows.compare import Comparison, compare
     from safeshare.workflows.dp_experiment import DPExperiment, dp_experiment
     from safeshare.workflows.dp_params import DPParams, dp_params
     from safeshare.workflows.flatten import Flattened, flatten
@@ -98,6 +100,8 @@ _EXPORTS: dict[str, str] = {
     "anonymize_dry_run": "safeshare.workflows.anonymize",
     "AttackResult": "safeshare.attack.result",
     "attack": "safeshare.workflows.attack",
+    "Comparison": "safeshare.workflows.compare",
+    "compare": "safeshare.workflows.compare",
     "DPExperiment": "safeshare.workflows.dp_experiment",
     "dp_experiment": "safeshare.workflows.dp_experiment",
     "DPParams": "safeshare.workflows.dp_params",
@@ -139,6 +143,7 @@ _MODULES: dict[str, str] = {"workbench": "safeshare.workflows.workbench"}
 __all__ = [
     "AttackResult",
     "BuiltHierarchy",
+    "Comparison",
     "DPExperiment",
     "DPParams",
     "Estimate",
@@ -160,6 +165,7 @@ __all__ = [
     "anonymize",
     "anonymize_dry_run",
     "attack",
+    "compare",
     "dp_experiment",
     "dp_params",
     "flatten",

@@ -90,9 +90,20 @@ def compared(a: float, b: float, digits: int = SIGNIFICANT) -> tuple[str, str]:
     return repr(x), repr(y)
 
 
+def against(value: float, threshold: float, holds: bool) -> tuple[str, str]:
+    """A measured ``value`` and the ``threshold`` it was checked against, as :func:`compared`, for
+    a check that ``holds`` (or not). A value that holds while above the threshold is above it by
+    less than the floating-point tolerance every check compares with (``value <= threshold +
+    1e-9``): it is the threshold, and both read as the threshold (``B = 1`` against ``1 - 2**-53``
+    read "1 <= 0.9999999999999999")."""
+    if holds and float(value) > float(threshold):
+        return number(threshold), number(threshold)
+    return compared(value, threshold)
+
+
 def count(value: int) -> str:
     """An integer with thousands separators (``31,131``)."""
     return f"{int(value):,}"
 
 
-__all__ = ["SIGNIFICANT", "compared", "count", "number", "percent"]
+__all__ = ["SIGNIFICANT", "against", "compared", "count", "number", "percent"]

@@ -22,6 +22,11 @@ code                            what it says
 ``shifted-date-identifying``    the informed adversary (kept shifted dates known within max_days)
                                 leaves records fewer than k candidates
 ``coarse-pseudonym-identifying``  the same, from coarse pseudonyms without kept shifted dates
+``likely-repeated-persons``     without a person key, a column that looks like a person identifier
+                                repeats: k and the risk count records, not people (issue 32)
+``linked-profiles``             a person's records are linkable in the release (a kept pseudonym
+                                or the person key): people whose combination of released classes
+                                fewer than k others share (issue 32)
 ==============================  ==============================================================
 
 The two structured warnings, :class:`safeshare.report.content.ReportWarning` and
@@ -47,6 +52,8 @@ class WarningCode(StrEnum):
     COARSE_PSEUDONYM = "coarse-pseudonym"
     SHIFTED_DATE_IDENTIFYING = "shifted-date-identifying"
     COARSE_PSEUDONYM_IDENTIFYING = "coarse-pseudonym-identifying"
+    LIKELY_REPEATED_PERSONS = "likely-repeated-persons"
+    LINKED_PROFILES = "linked-profiles"
 
 
 #: The spelling of every code: lower-case words (letters, digits) joined by single hyphens.

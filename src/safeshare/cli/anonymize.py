@@ -23,6 +23,7 @@ from safeshare.cli.common import (
     MetricOption,
     Orphans,
     PenaltyMode,
+    PersonOption,
     QuietOption,
     SeedOption,
     Sensitivity,
@@ -47,6 +48,7 @@ def anonymize(
     k: KOverrideOption = None,
     max_suppression: MaxSuppressionOption = None,
     metric: MetricOption = None,
+    person: PersonOption = None,
     algorithm: Annotated[
         AlgorithmName | None, typer.Option("--algorithm", help="Search strategy (docs/configuration.md).")
     ] = None,
@@ -141,6 +143,7 @@ def anonymize(
         "k": k,
         "max_suppression": max_suppression,
         "metric": metric,
+        "person": person,
         "algorithm": algorithm,
         "time_limit": time_limit,
         "max_evaluations": max_evaluations,
@@ -233,6 +236,16 @@ def print_release(release: Release) -> None:
         f"{report['records_out']:,} released",
     )
     table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
+    people = report.get("people")
+    if people is not None:  # issue 32: the unit a privacy officer signs for
+        per = people["records_per_person"]
+        table.add_row(
+            "people",
+            f"{people['people_in']:,} in ({per['people_with_several']:,} with several records, up to "
+            f"{per['max']:,}), {people['people_out']:,} released, {people['people_suppressed']:,} wholly "
+            f"suppressed; smallest class {people['min_class_people']:,} people (by {people['column']}; the "
+            f"suppression limit counts {people['suppression_unit']})",
+        )
     kept = [c["name"] for c in report["columns"] if c["treatment"] == "kept"]
     table.add_row("kept unchanged", ", ".join(kept) if kept else "none")
     if report.get("k_achieved") is not None:
@@ -248,9 +261,10 @@ def print_release(release: Release) -> None:
     if risk.get("release") is not None:  # the prosecutor figure is in the headline, with its context
         b = risk["release"].get("B")
         how = f"estimated by {risk['estimator']}" if risk["release"].get("estimated") else "exact"
+        unit = f" {risk['unit']}" if risk.get("unit") else ""
         table.add_row(
             "risk (release)",
-            f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,})",
+            f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,}{unit})",
         )
     table.add_row("search", report["why"])
     for warning in release.warnings:
@@ -314,6 +328,7 @@ def inspect(
             "(see docs/m-concealing.md).",
         ),
     ] = None,
+    person: PersonOption = None,
     *,
     reading: Keywords,
     quiet: QuietOption = False,
@@ -321,10 +336,11 @@ def inspect(
 ) -> None:
     """Equivalence-class statistics of raw data: why removing names is not enough (thesis ch. 3)."""
     from rich.table import Table
+    from rich.text import Text
 
     from safeshare import api
 
-    result = api.inspect(data, qi=qi, k=k, knowledge=knowledge, **reading)
+    result = api.inspect(data, qi=qi, k=k, knowledge=knowledge, person=person, **reading)
     stats = result.statistics
 
     def show() -> None:
@@ -349,7 +365,36 @@ def inspect(
             mc = result.m_concealing
             table.add_row("m-concealing: m / 1/m", f"{number(mc['m'])} / {number(mc['inverse_m'])}")
             table.add_row("m-concealing: mean m(i)", number(mc["mean"]))
+        people = result.people
+        if people is not None:  # issue 32: the same figures in people
+            per = people["rows_per_person"]
+            table.add_row(f"people (by {people['column']})", f"{people['people']:,}")
+            table.add_row(
+                "rows per person: mean / median / max",
+                f"{number(per['mean'])} / {number(per['median'])} / {per['max']:,} "
+                f"({per['people_with_several']:,} people with several)",
+            )
+            table.add_row(
+                "people alone in a class of theirs",
+                f"{people['people_alone']:,} ({percent(people['people_alone_pct'] / 100)})",
+            )
+            table.add_row(
+                f"people in a class of < {k} people",
+                f"{people['people_below_k']:,} ({percent(people['people_below_k_pct'] / 100)})",
+            )
+            table.add_row(
+                "prosecutor risk per person: max / mean",
+                f"{number(people['max_risk'])} / {number(people['mean_risk'])}",
+            )
+        for found in result.repeated_persons:
+            per = found["rows_per_person"]
+            table.add_row(
+                f"rows per {found['column']}: mean / max",
+                f"{number(per['mean'])} / {per['max']:,} ({per['people_with_several']:,} with several)",
+            )
         out.print(table)
+        for found in result.repeated_persons:  # warned by name: every figure above counts records
+            err.print(Text(f"warning: {found['message']}"), style="yellow")
 
     emit(result.to_dict(), as_json, quiet, show)
 
@@ -495,10 +540,39 @@ def flatten(
     )
 
 
+def compare(
+    releases: Annotated[
+        list[Path], typer.Argument(help="Published release folders (or their report.json), two or more.")
+    ],
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Releases of the same people side by side: people, k, risk and loss (docs/longitudinal.md)."""
+    from rich.table import Table
+
+    from safeshare import api
+
+    result = api.compare(releases)
+
+    def show() -> None:
+        table = Table(title="releases compared (figures in people)")
+        table.add_column("figure")
+        for name in result.names:
+            table.add_column(name, justify="right")
+        for label, values in result.rows():
+            table.add_row(label, *values)
+        out.print(table)
+        for warning in result.warnings:
+            err.print(f"warning: {warning}", style="yellow", markup=False)
+
+    emit(result.to_dict(), as_json, quiet, show)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``anonymize``, ``inspect``, ``hierarchy check|build`` and ``flatten`` to ``app``."""
+    """Add ``anonymize``, ``inspect``, ``compare``, ``hierarchy check|build`` and ``flatten`` to ``app``."""
     app.command("anonymize")(anonymize)
     app.command("inspect")(inspect)
+    app.command("compare")(compare)
     hierarchy_app.command("check")(hierarchy_check)
     hierarchy_app.command("build")(hierarchy_build)
     app.add_typer(hierarchy_app, name="hierarchy")

@@ -60,6 +60,11 @@ SimulationsOption = Annotated[int, typer.Option("--simulations", help="Number of
 
 # The overrides of a configuration's anonymization settings (anonymize, utility).
 KOverrideOption = Annotated[int | None, typer.Option("--k", help="Override k of k-anonymity.")]
+#: The column identifying each record's person (issue 32): k, risk and suppression counted in people.
+PersonOption = Annotated[
+    str | None,
+    typer.Option("--person", help="Column identifying each record's person: k and risk counted in people."),
+]
 MaxSuppressionOption = Annotated[str | None, typer.Option("--max-suppression", help=MAX_SUPPRESSION_HELP)]
 
 #: The option names of :data:`DATA_OPTIONS` (the vocabulary test checks every reading command has them).

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 import typer
 from typer.core import TyperGroup
 
-from safeshare.cli.common import JsonOption, Keywords, QuietOption, emit, reads_data
+from safeshare.cli.common import JsonOption, Keywords, PersonOption, QuietOption, emit, reads_data
 
 # Module-level imports stay light (typer, pathlib, typing, safeshare.cli.common):
 # `safeshare --help` imports this module; numpy, pandas, rich and the library load in the commands.
@@ -104,6 +104,7 @@ def risk_command(
         ),
     ] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="Risk threshold of the shares.")] = 0.09,
+    person: PersonOption = None,
     *,
     reading: Keywords,
     quiet: QuietOption = False,
@@ -128,6 +129,7 @@ def risk_command(
         bootstrap=bootstrap,
         max_synthetic_records=max_synthetic_records,
         threshold=threshold,
+        person=person,
         **reading,
     )
 
@@ -143,6 +145,8 @@ def risk_command(
         table.add_column("value", justify="right")
         for label, value in result.rows():
             table.add_row(label, value)
+        for warning in result.warnings:  # issue 32: a column that looks like a person key repeats
+            table.add_row("warning", str(warning["message"]), style="yellow")
         out.print(table)
         out.print(f"wrote {result.out}/risk.json and risk.html")
 

@@ -105,6 +105,8 @@ class InspectOptions(DataOptions):
     qi: Columns
     k: PositiveInt = 5
     knowledge: Annotated[dict[str, float] | None, checked(_knowledge, allow_none=True)] = None
+    #: the column identifying each record's person (issue 32): the figures in people
+    person: Text | None = None
 
 
 class HierarchyCheckOptions(DataOptions):
@@ -325,7 +327,7 @@ class RiskOptions(DataOptions):
 
     qi: Columns
     population_size: PositiveInt
-    estimator: Estimators = Field(default_factory=lambda: ["default"])
+    estimator: Estimators = Field(default_factory=lambda: ["default"], validate_default=True)
     #: whether ``estimator`` was ``all`` (an unaffordable copula is then "no estimate", not refused)
     every_estimator: Flag = False
     population: Path | None = None
@@ -338,6 +340,8 @@ class RiskOptions(DataOptions):
     bootstrap: Count | None = None
     threshold: Probability = 0.09
     max_synthetic_records: PositiveInt | None = None
+    #: the column identifying each record's person (issue 32): n, N and the measures in people
+    person: Text | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -362,7 +366,7 @@ class RiskEvaluateOptions(DataOptions):
     simulations: PositiveInt = 300
     seed: Seed = 0
     jobs: PositiveInt = 1
-    estimator: Estimators = Field(default_factory=lambda: ["all"])
+    estimator: Estimators = Field(default_factory=lambda: ["all"], validate_default=True)
     population_size_error: Annotated[list[float], checked(lambda v, w: _fractions(v, w))] = Field(
         default_factory=lambda: [0.1, 0.2, 0.3]
     )

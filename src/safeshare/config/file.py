@@ -12,6 +12,8 @@ Example (paths are relative to the configuration file)::
       ragged: error             # error | pad (pad short rows with empty values)
     default_role: identifying   # unlisted columns: identifying (drop) | insensitive (keep);
                                 # without it, every column must be listed
+    person: mrn                 # the column identifying each record's person: k, risk and
+                                # suppression counted in people (default: the shifted dates' person)
     attributes:
       age: {role: quasi, hierarchy: hierarchies/age.csv}
       zip: {role: quasi, hierarchy: {type: masking}}
@@ -138,6 +140,7 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "max_evaluations": ("max_evaluations",),
     "exact_max_nodes": ("exact_max_nodes",),
     "population_size": ("population_size",),
+    "person": ("person",),
     "duckdb_memory_limit": ("duckdb", "memory_limit"),
     "duckdb_threads": ("duckdb", "threads"),
     "spark_master": ("spark", "master"),
@@ -423,6 +426,9 @@ class ConfigFile(Section):
         checked(_default_role, allow_none=True),
         WithJsonSchema({"enum": ["identifying", "insensitive"]}),
     ] = None
+    #: the column identifying the person of every record (issue 32): k, risk and suppression are
+    #: counted in people; default: the one ``person`` column of the shifted dates, if any
+    person: Annotated[str | None, checked(check_text, allow_none=True)] = None
     #: ``privacy:``, each model's validated parameters (:attr:`privacy` gives the models)
     privacy_params: Annotated[
         dict[str, ModelParams] | None,
@@ -615,6 +621,12 @@ class ConfigFile(Section):
             raise ConfigError(f"{where}.{named.group(1)}: {str(exc)[named.end() :]}") from None
         if self.default_role is not None:
             schema.default_role = Role.parse(self.default_role)
+        person = self.person if self.person is not None else schema.shifted_person()
+        if person is not None:
+            try:
+                schema = Schema(schema.attributes, schema.default_role, person)
+            except ConfigError as exc:
+                raise ConfigError(f"{self._path}: {exc}") from None
         return schema
 
     def _hierarchy(self, spec: Any, where: str) -> HierarchySpec:
@@ -931,6 +943,7 @@ def parse_config(raw: Mapping[str, Any], path: Path, release: bool = True, **ove
             )
     _check_population_size(cfg)
     _check_identifiers(cfg)
+    _check_person(cfg, schema)
     if cfg.ledger is not None and (cfg.approved_by is None or not cfg.approved_by.strip()):
         raise ConfigError(
             f"{name}: ledger: a ledger entry names who approved the release: add approved_by: "
@@ -984,6 +997,12 @@ def _check_epsilon_safe(
     if merged.get("local_recoding") not in (None, False):
         problems.append("local_recoding: not supported with algorithm epsilon-safe (it draws one node)")
         rest.pop("local_recoding")
+    if merged.get("person") is not None:  # issue 32 (a shifted date's person: told by _check_person)
+        problems.append(
+            "person: algorithm epsilon-safe samples records, not people: its guarantee would not hold "
+            "for a person with several records; use another algorithm"
+        )
+        rest.pop("person")
     try:
         cfg = ConfigFile.model_validate(rest, context={"options": options})
         cfg._path = path
@@ -1007,6 +1026,21 @@ def _check_population_size(cfg: ConfigFile) -> None:
         raise ConfigError(
             f"{cfg.path}: population_size: {given} differs from privacy.risk.population_size {from_model}"
         )
+
+
+def _check_person(cfg: ConfigFile, schema: Schema) -> None:
+    """What a person key (issue 32) does not combine with, refused before any data is read."""
+    if schema.person is None:
+        return
+    where = f"{cfg.path}: person" if cfg.person is not None else f"{cfg.path}: attributes"
+    implied = "" if cfg.person is not None else f" (the shifted dates' person {schema.person!r})"
+    if ALGORITHMS[cfg.algorithm].section == "dp":
+        raise ConfigError(
+            f"{where}: algorithm {cfg.algorithm} samples records, not people{implied}: its guarantee "
+            "would not hold for a person with several records; use another algorithm"
+        )
+    if cfg.local_recoding is not None:
+        raise ConfigError(f"{where}: local recoding does not count people yet{implied}")
 
 
 def _check_identifiers(cfg: ConfigFile) -> None:

@@ -38,6 +38,7 @@ from safeshare.core import jit_cache
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.kernels import DenseComposer, compose, compose_count, count_below, records_below
 from safeshare.core.lattice import Lattice, Node
+from safeshare.core.persons import PersonGrain
 
 #: Row ids and codes as platform integers: numpy indexes and counts with them without conversion.
 IntArray = npt.NDArray[np.intp]
@@ -102,6 +103,8 @@ class Classes:
         first use when the classes were rolled up from another node's).
     compiled: count with the compiled loops of :mod:`safeshare.core.kernels` (as the
         evaluator that made them does; same results).
+    persons: the table's (row, person) grain when the run has a person key: :attr:`people`
+        counts the distinct people of every class from it (issue 32).
     """
 
     def __init__(
@@ -111,12 +114,28 @@ class Classes:
         n_records: int,
         row_class: SlotArray | Callable[[], SlotArray],
         compiled: bool = False,
+        persons: PersonGrain | None = None,
     ) -> None:
         self.node = node
         self.sizes = sizes
         self.n_records = n_records
         self._row_class = row_class
         self._compiled = compiled
+        self.persons = persons
+
+    @cached_property
+    def people(self) -> FloatArray:
+        """Distinct people per class slot (float64 of exact integers; unused slots 0): with a
+        person key, from the (row, person) grain (:meth:`PersonGrain.people_per_slot`); without
+        one, the records (one record per person)."""
+        if self.persons is None:
+            return self.sizes
+        return self.persons.people_per_slot(self.row_class, int(self.sizes.shape[0]))
+
+    @property
+    def n_people(self) -> int:
+        """People of the table (``N`` without a person key)."""
+        return self.persons.n_people if self.persons is not None else self.n_records
 
     @property
     def row_class(self) -> SlotArray:
@@ -304,6 +323,7 @@ class Evaluator:
         compiled: bool | None = None,
     ) -> None:
         self.table = table
+        self._persons = table.persons
         self.lattice: Lattice = table.lattice
         self.cache_bytes = cache_bytes
         self._m = table.n_rows
@@ -364,7 +384,14 @@ class Evaluator:
             result = self._roll_up(node, source)
         else:
             key, sizes = self._from_leaves(node)
-            result = Classes(node, sizes, self.table.n_records, row_class=key, compiled=self.compiled)
+            result = Classes(
+                node,
+                sizes,
+                self.table.n_records,
+                row_class=key,
+                compiled=self.compiled,
+                persons=self._persons,
+            )
             if self._table_limit > 0:
                 n_classes = int(np.count_nonzero(sizes))
                 if n_classes <= self._table_limit:
@@ -535,7 +562,7 @@ class Evaluator:
             rank = np.cumsum(leaf_sizes > 0, dtype=np.intp) - 1
             return rank[leaf_key]
 
-        return Classes(node, dense_sizes, self.table.n_records, row_class=row_class)
+        return Classes(node, dense_sizes, self.table.n_records, row_class=row_class, persons=self._persons)
 
     def iter_classes(self) -> Iterator[Classes]:
         """The classes of every node of the lattice, depth-first (each prefix computed once)."""
@@ -557,7 +584,7 @@ class Evaluator:
                     key, sizes = self._finish(
                         ids, n, self._codes[qi][level], self._sizes[qi][level], self._weights
                     )
-                    yield Classes(tuple(node), sizes, n_records, row_class=key)
+                    yield Classes(tuple(node), sizes, n_records, row_class=key, persons=self._persons)
                 else:
                     nids, nn = self._compose(ids, n, self._codes[qi][level], self._sizes[qi][level], self._m)
                     yield from walk(depth + 1, nids, nn)

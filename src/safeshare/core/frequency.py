@@ -5,12 +5,17 @@ columns when a privacy model needs their distribution inside classes), then
 every lattice node is evaluated on it instead of on the raw records. Its size
 ``M`` is the number of distinct combinations (21,551 for the 9 QIs of UCI
 Adult), independent of the number of records.
+
+With a person key (issue 32) the engine groups by the person too, and the table keeps that
+finer grain beside its rows: :attr:`FrequencyTable.persons`, the (row, person) pairs with their
+record counts (:mod:`safeshare.core.persons`), from which the people of every class are counted
+exactly. Without one, nothing changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -18,6 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from safeshare.core.lattice import Lattice, Node
+from safeshare.core.persons import PersonGrain, interval_tags, person_codes
 from safeshare.data.engines.base import COUNT_COLUMN
 from safeshare.errors import DataError, HierarchyError
 from safeshare.hierarchy.hierarchy import Hierarchy
@@ -38,6 +44,8 @@ class FrequencyTable:
     sensitive_names: sensitive columns kept in the table's grain.
     sensitive_codes: ``(M, s)`` index of each sensitive value in ``sensitive_labels``.
     sensitive_labels: the distinct values of each sensitive column, sorted.
+    persons: the (row, person) grain when the run has a person key (``None``: one record per
+        person).
     """
 
     qi_names: tuple[str, ...]
@@ -47,6 +55,7 @@ class FrequencyTable:
     sensitive_names: tuple[str, ...] = ()
     sensitive_codes: IntArray = field(default_factory=lambda: np.zeros((0, 0), np.int32))
     sensitive_labels: tuple[tuple[str, ...], ...] = ()
+    persons: PersonGrain | None = None
 
     @classmethod
     def from_grouped(
@@ -92,6 +101,55 @@ class FrequencyTable:
             sensitive_codes=s_codes,
             sensitive_labels=tuple(labels),
         )
+
+    @classmethod
+    def from_person_grain(
+        cls,
+        grouped: pd.DataFrame,
+        qi_names: Sequence[str],
+        hierarchies: Sequence[Hierarchy],
+        sensitive_names: Sequence[str],
+        person: str,
+        tag_columns: Sequence[str] = (),
+        date_formats: dict[str, str] | None = None,
+    ) -> FrequencyTable:
+        """Encode a ``grouped_counts`` result whose grain holds the person key (and the kept
+        shifted dates ``tag_columns`` whose intervals enter the profiles): the table's rows are
+        its distinct (QI, sensitive) tuples, and :attr:`persons` the (row, person, tag) pairs."""
+        if len(grouped) == 0 or int(grouped[COUNT_COLUMN].sum()) == 0:
+            raise DataError("the input has no records")
+        keys = [*qi_names, *sensitive_names]
+        row_of: npt.NDArray[np.int64] = np.asarray(
+            grouped.groupby(keys, sort=True, dropna=False).ngroup(), dtype=np.int64
+        )
+        n_rows = int(row_of.max()) + 1
+        first = np.full(n_rows, -1, dtype=np.int64)
+        order = np.arange(len(grouped), dtype=np.int64)
+        first[row_of[::-1]] = order[::-1]
+        rows = grouped.iloc[first][keys].reset_index(drop=True)
+        counts = np.bincount(row_of, weights=grouped[COUNT_COLUMN].to_numpy(np.float64), minlength=n_rows)
+        rows[COUNT_COLUMN] = counts.astype(np.int64)
+        base = cls.from_grouped(rows, qi_names, hierarchies, sensitive_names)
+        persons, n_people = person_codes(grouped[person])
+        tags, n_tags = interval_tags(persons, grouped[list(tag_columns)], dict(date_formats or {}))
+        by_person = np.lexsort((tags, row_of, persons))
+        grain = PersonGrain(
+            column=person,
+            row=row_of[by_person],
+            person=persons[by_person],
+            records=grouped[COUNT_COLUMN].to_numpy(dtype=np.int64)[by_person],
+            n_people=n_people,
+            n_rows=n_rows,
+            tag=tags[by_person],
+            n_tags=n_tags,
+            tag_columns=tuple(tag_columns),
+        )
+        return replace(base, persons=grain)
+
+    @property
+    def n_people(self) -> int:
+        """People of the table: distinct person keys, or ``N`` (one record per person)."""
+        return self.persons.n_people if self.persons is not None else self.n_records
 
     @property
     def n_rows(self) -> int:

@@ -18,6 +18,13 @@ Every input column must have a role: a column the configuration does not name
 is an error, unless ``default_role`` says what unlisted columns are
 (``identifying``: dropped, or ``insensitive``: kept unchanged). Columns are
 never released by accident.
+
+**The person** (issue 32). ``Schema.person`` names the column that identifies the person of
+each record (a record number, a pseudonym, a shifted date's ``person``). With it, every model
+counts people, not records: a class holds ``k`` people when ``k`` distinct values of this
+column fall in it (:mod:`safeshare.core.persons`). The column may be dropped (identifying), a
+pseudonym or kept (insensitive); it is never a quasi-identifier, sensitive, free text or a
+date. Without it the records are taken to be one per person.
 """
 
 from __future__ import annotations
@@ -209,6 +216,8 @@ class Schema:
 
     attributes: dict[str, Attribute] = field(default_factory=dict)
     default_role: Role | None = None
+    #: the column that identifies the person of every record (``None``: one record per person)
+    person: str | None = None
 
     def __post_init__(self) -> None:
         if self.default_role is not None:
@@ -218,6 +227,44 @@ class Schema:
                     f"default_role: expected identifying or insensitive, got {self.default_role.value!r}"
                 )
         self._check_persons()
+        self._check_person_key()
+
+    def _check_person_key(self) -> None:
+        """The person key identifies a person: not a quasi-identifier, a sensitive column, free
+        text or a shifted date (the same rule as a shifted date's ``person``, issue 30 item 7)."""
+        if self.person is None:
+            return
+        if not isinstance(self.person, str) or not self.person.strip():
+            raise ConfigError(f"person: expected a column name, got {self.person!r}")
+        attr = self.attributes.get(self.person)
+        role = attr.role if attr is not None else self.default_role
+        what = (
+            {
+                Role.QUASI: "a quasi-identifier",
+                Role.SHIFTED_DATE: "a shifted date",
+                Role.SENSITIVE: "a sensitive column",
+                Role.TEXT: "free text",
+            }.get(role)
+            if role is not None
+            else None
+        )
+        if attr is not None and attr.is_quasi:
+            what = "a quasi-identifier"
+        if what is not None:
+            raise ConfigError(
+                f"person: column {self.person!r} is {what}: the person key must identify one person "
+                "(a record number or patient id, role identifying, pseudonym or insensitive)"
+            )
+
+    @property
+    def person_released(self) -> bool:
+        """Whether the person key is in the release (a pseudonym or a kept column): a person's
+        records are then linkable in it (:mod:`safeshare.risk.profiles`)."""
+        if self.person is None:
+            return False
+        attr = self.attributes.get(self.person)
+        role = attr.role if attr is not None else self.default_role
+        return role in (Role.PSEUDONYM, Role.INSENSITIVE)
 
     def _check_persons(self) -> None:
         """A shifted date's ``person`` identifies a person: not a quasi-identifier, a sensitive or a
@@ -243,13 +290,21 @@ class Schema:
         check_one_window([(a.name, int(a.max_days or 0)) for a in shifted])
 
     @classmethod
-    def from_attributes(cls, attributes: Iterable[Attribute], default_role: Role | None = None) -> Schema:
+    def from_attributes(
+        cls, attributes: Iterable[Attribute], default_role: Role | None = None, person: str | None = None
+    ) -> Schema:
         out: dict[str, Attribute] = {}
         for a in attributes:
             if a.name in out:
                 raise ConfigError(f"column {a.name!r} is listed twice")
             out[a.name] = a
-        return cls(out, default_role)
+        return cls(out, default_role, person)
+
+    def shifted_person(self) -> str | None:
+        """The one ``person`` column every shifted date names (``None``: no shifted date, or
+        several person columns): the person key a configuration without ``person:`` implies."""
+        persons = {str(a.person) for a in self.attributes.values() if a.role is Role.SHIFTED_DATE}
+        return persons.pop() if len(persons) == 1 else None
 
     def role(self, column: str) -> Role:
         """The role of ``column``; :class:`DataError` for an unlisted column without ``default_role``."""
@@ -309,6 +364,9 @@ class Schema:
                 raise DataError(f"unknown column {name!r}: {source} has columns {shown}")
             if attr.person is not None and attr.person not in have:
                 raise DataError(f"column {name!r}: its person column {attr.person!r} is not in {source}")
+        if self.person is not None and self.person not in have:
+            shown = ", ".join(list(available)[:20])
+            raise DataError(f"person: unknown column {self.person!r}: {source} has columns {shown}")
         if not self.quasi_identifiers:
             raise ConfigError("no quasi-identifier: give at least one column the role 'quasi'")
         unlisted = self.unlisted(available)
@@ -336,4 +394,4 @@ class Schema:
         for name, role in roles.items():
             old = attrs.get(name)
             attrs[name] = Attribute(name, role, old.hierarchy if old else None)
-        return Schema(attrs, self.default_role)
+        return Schema(attrs, self.default_role, self.person)

@@ -50,6 +50,9 @@ class PrivacyModel(ABC):
     monotone_with_suppression: bool = True
     #: Monotone along generalization when nothing may be suppressed.
     monotone_without_suppression: bool = True
+    #: The rule counts records, not people (a distribution or an estimate over records): refused
+    #: when the input holds several records per person (issue 32; :meth:`PrivacyCriterion.validate`).
+    counts_records: bool = False
 
     @abstractmethod
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
@@ -58,7 +61,8 @@ class PrivacyModel(ABC):
     def class_size_floor(self) -> int | None:
         """``t`` when the model rejects exactly the classes of fewer than ``t`` records (``k`` for
         k-anonymity): its failing records are then :meth:`Evaluator.records_below`'s count,
-        which needs no class table. ``None`` (the default) for any other rule."""
+        which needs no class table. ``None`` (the default) for any other rule. With a person key
+        the floor is in people, and the criterion counts from the class table instead."""
         return None
 
     def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
@@ -166,6 +170,13 @@ class PrivacyCriterion:
 
     def validate(self, table: FrequencyTable) -> None:
         for m in self.models:
+            if m.counts_records and table.persons is not None and table.n_people < table.n_records:
+                raise InputError(
+                    f"{m.name} counts records, and the input holds several records per person "
+                    f"({table.n_people:,} people, {table.n_records:,} records, by {table.persons.column!r}): "
+                    "it is not yet defined in people; k-anonymity, distinct l-diversity and "
+                    "profile-anonymity count people"
+                )
             m.validate(table)
 
     def assess(self, classes: Classes, table: FrequencyTable) -> NodeAssessment:
@@ -193,14 +204,14 @@ class PrivacyCriterion:
     def failing_at(self, evaluator: Evaluator, node: Node) -> int:
         """:meth:`failing_count` of the node's classes, for k-anonymity alone counted by
         :meth:`Evaluator.records_below` without building the class table (the same integer)."""
-        if self._floor is not None:
+        if self._floor is not None and evaluator.table.persons is None:
             return evaluator.records_below(node, self._floor)
         return self.failing_count(evaluator.classes(node), evaluator.table)
 
     def holds_at(self, evaluator: Evaluator, node: Node) -> bool:
         """:meth:`holds` at ``node`` (the search predicate), for k-anonymity alone from
         :meth:`Evaluator.records_below`'s count without building the class table."""
-        if self._floor is not None:
+        if self._floor is not None and evaluator.table.persons is None:  # records: a count
             return evaluator.records_below(node, self._floor) <= self.suppression_limit(
                 evaluator.table.n_records
             )

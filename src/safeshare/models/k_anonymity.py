@@ -2,6 +2,11 @@
 
 Every equivalence class of the release holds at least ``k`` records:
 class ``E`` is acceptable iff ``|E| >= k``.
+
+With a person key (issue 32; :mod:`safeshare.core.persons`) the unit is the person: class ``E``
+is acceptable iff it holds at least ``k`` **distinct people**, ``people(E) >= k``. A class of 5
+records of 3 people fails k = 5 (each of the 3 has prosecutor risk 1/3). Monotone as in records:
+a merged class holds the union of its parts' people.
 """
 
 from __future__ import annotations
@@ -45,16 +50,21 @@ class KAnonymity(PrivacyModel):
         self.k = check_k(k)
 
     def acceptable(self, classes: Classes, table: FrequencyTable) -> BoolArray:
-        return classes.sizes >= self.k
+        return classes.people >= self.k
 
     def failing_records(self, classes: Classes, table: FrequencyTable) -> int:
+        if classes.persons is not None:
+            return int((classes.sizes * (classes.people < self.k)).sum())
         return classes.records_in_classes_smaller_than(self.k)
 
     def class_size_floor(self) -> int:
         return self.k
 
     def validate(self, table: FrequencyTable) -> None:
-        if self.k > table.n_records:
+        if table.persons is not None:
+            if self.k > table.n_people:
+                raise InputError(f"k = {self.k} exceeds the number of people ({table.n_people:,})")
+        elif self.k > table.n_records:
             raise InputError(f"k = {self.k} exceeds the number of records ({table.n_records})")
 
     def params(self) -> dict[str, Any]:

@@ -112,6 +112,8 @@ class LDiversity(SensitiveAttributeModel):
         self.c = float(c) if c is not None else None
         self.monotone_with_suppression = variant == "distinct"
         self.monotone_without_suppression = True
+        # distinct values are the same counted over records or people; the others weigh records
+        self.counts_records = variant != "distinct"
 
     @property
     def achieved_summary(self) -> tuple[str, str]:  # type: ignore[override]

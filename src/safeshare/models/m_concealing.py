@@ -57,6 +57,7 @@ class MConcealing(PrivacyModel):
     """
 
     name = "m-concealing"
+    counts_records = True  # the expected number of records hiding a record (issue 32)
     monotone_with_suppression = False
     monotone_without_suppression = True
 

@@ -82,6 +82,18 @@ class KAnonymityParams(ModelParams):
         return KAnonymity(self.k)
 
 
+class ProfileAnonymityParams(ModelParams):
+    """``profile-anonymity: {k: 5}``: every person's linked records (their profile: the multiset of
+    their classes) are shared by at least k people (issue 32; docs/longitudinal.md)."""
+
+    k: PositiveInt
+
+    def build(self, base_dir: Path) -> PrivacyModel:
+        from safeshare.models.profile import ProfileAnonymity
+
+        return ProfileAnonymity(self.k)
+
+
 class LDiversityParams(ModelParams):
     """``l-diversity: {l: 3, variant: distinct|entropy|recursive, c: 2, columns: [...]}``."""
 
@@ -319,6 +331,7 @@ PRIVACY_MODELS: dict[str, type[ModelParams]] = {
     "t-closeness": TClosenessParams,
     "risk": RiskParams,
     "small-cells": SmallCellsParams,
+    "profile-anonymity": ProfileAnonymityParams,
 }
 
 ALIASES = {
@@ -328,6 +341,7 @@ ALIASES = {
     "l_diversity": "l-diversity",
     "t_closeness": "t-closeness",
     "small_cells": "small-cells",
+    "profile_anonymity": "profile-anonymity",
 }
 
 
@@ -399,6 +413,7 @@ __all__ = [
     "LDiversityParams",
     "MConcealingParams",
     "ModelParams",
+    "ProfileAnonymityParams",
     "RiskParams",
     "SmallCellsParams",
     "TClosenessParams",

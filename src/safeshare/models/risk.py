@@ -81,6 +81,7 @@ class RiskThreshold(NodePrivacyModel):
     name = "risk"
     monotone_with_suppression = False
     monotone_without_suppression = False
+    counts_records = True  # the estimators' class sizes and N (issue 32)
 
     def __init__(
         self,
@@ -199,6 +200,7 @@ class RecordRiskThreshold(PrivacyModel):
     """
 
     name = "risk"
+    counts_records = True  # the verifier re-checks it on the file's class sizes (issue 32)
 
     def __init__(self, threshold: float, population_size: int | None = None) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:

@@ -140,6 +140,7 @@ class TCloseness(SensitiveAttributeModel):
     """
 
     name = "t-closeness"
+    counts_records = True  # the distributions weigh records (issue 32)
     monotone_with_suppression = False
     monotone_without_suppression = True
     achieved_summary = ("max", "EMD to the input's distribution per class (largest over released classes)")

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from safeshare.figures import compared, count, number, percent
+from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
 from safeshare.report.content import describe_search, released_level, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
@@ -354,7 +354,7 @@ def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
         relation = "≤" if risk.get("holds") else ">"
         achieved, threshold = None, None  # each as format_figure, unless both are numbers:
         if isinstance(risk.get("achieved"), int | float) and isinstance(risk.get("threshold"), int | float):
-            achieved, threshold = compared(risk["achieved"], risk["threshold"])
+            achieved, threshold = against(risk["achieved"], risk["threshold"], bool(risk.get("holds")))
         rows.append(
             (
                 f"{risk.get('measure')}, achieved against the threshold",

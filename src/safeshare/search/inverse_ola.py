@@ -92,7 +92,8 @@ LOSS_TOLERANCE = 1e-12
 
 
 def achievable_k(classes: Classes, table: FrequencyTable, others: Sequence[PrivacyModel], limit: int) -> int:
-    """``k*(n)``: the largest k whose suppression (with ``others``) stays within ``limit`` records.
+    """``k*(n)``: the largest k whose suppression (with ``others``) stays within ``limit`` records
+    (k in people with a person key: the classes of fewer than k people are suppressed).
 
     Returns 0 when the records rejected by ``others`` alone exceed the limit
     or no class is accepted.
@@ -109,10 +110,13 @@ def achievable_k(classes: Classes, table: FrequencyTable, others: Sequence[Priva
     rejected = float((sizes * (used & ~ok)).sum())
     if rejected > limit:
         return 0
-    a = np.sort(sizes[ok])
+    # k counts people (records without a person key); the limit counts records (issue 32)
+    people = classes.people[ok]
+    by_people = np.argsort(people, kind="stable")
+    a = people[by_people]
     if a.shape[0] == 0:
         return 0
-    prefix = np.concatenate(([0.0], np.cumsum(a)))
+    prefix = np.concatenate(([0.0], np.cumsum(sizes[ok][by_people])))
     feasible = rejected + prefix[np.searchsorted(a, a, side="left")] <= limit
     return int(a[feasible].max())
 

@@ -41,7 +41,13 @@ Checks:
 * the truth of every label (:mod:`safeshare.verify.truth`), when the expectations carry the
   input's values (:attr:`Expectations.truth`): every released label is true of the value of the
   records it stands for, per distinct (value, label) pair, and every released class is a set of
-  input records its labels are true of.
+  input records its labels are true of;
+* with a person key (:attr:`Expectations.persons`, issue 32): every released class holds at
+  least ``k`` distinct people, counted from the input's (QI tuple, person) tuples mapped by the
+  configured hierarchies (:mod:`safeshare.verify.persons`), and on the file when it keeps the key;
+* when a person's records are linkable in the release (:attr:`Expectations.links`): their
+  profiles measured on the file, and with the profile model every profile shared by at least
+  ``k`` people (:mod:`safeshare.verify.profiles`).
 """
 
 from __future__ import annotations
@@ -58,7 +64,9 @@ from safeshare.verify import control
 from safeshare.verify.cdc_rules import check_cdc_rules
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
+from safeshare.verify.persons import PersonExpectations, check_persons
 from safeshare.verify.population_bins import check_population_bins
+from safeshare.verify.profiles import LinkExpectations, check_profile_anonymity, check_profiles
 from safeshare.verify.risk import check_risk, risk_figures
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
 from safeshare.verify.small_cells import check_small_cells
@@ -106,6 +114,10 @@ class Expectations:
     any_level: bool = False
     #: the labels' truth against the input's values (:mod:`safeshare.verify.truth`; ``None``: not checked)
     truth: TruthExpectations | None = None
+    #: the people of every class, with a person key (:mod:`safeshare.verify.persons`; ``None``: none)
+    persons: PersonExpectations | None = None
+    #: the columns linking a person's records in the release (:mod:`safeshare.verify.profiles`)
+    links: LinkExpectations | None = None
 
 
 @dataclass
@@ -148,6 +160,7 @@ EXTRA_CHECKS: dict[str, ExtraCheck] = {
     "m-concealing": check_m_concealing,
     "risk": check_risk,
     "small-cells": check_small_cells,
+    "profile-anonymity": check_profile_anonymity,  # linked records (issue 32)
     "population-bins": check_population_bins,  # surveillance releases (issue 10)
     "cdc-rules": check_cdc_rules,  # surveillance releases under a CDC-style rule set (issue 37)
 }
@@ -252,6 +265,11 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
             failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
         if expected.truth is not None and records_out and qis:
             failures.extend(check_truth(con, qis, "release_classes", expected.truth, checks))
+        if expected.persons is not None and records_out and qis:
+            failures.extend(check_persons(con, rel, qis, "release_classes", expected.persons, checks))
+        if expected.links is not None and expected.links.columns and records_out and qis:
+            group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
+            failures.extend(check_profiles(con, rel, group, expected.links, checks))
         if records_out and qis:
             group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
             for name, params in expected.models.items():

@@ -107,6 +107,7 @@ def run_anonymization(
     timings["read"] = time.perf_counter() - start
     try:
         check_knowledge_columns(knowledge_columns(cfg.knowledge, cfg.privacy), cfg.schema, engine.columns())
+        repeated = _repeated_persons(cfg, engine, monitor)  # issue 32: warned by name, before the search
         if out_dir is not None and not sampling:  # one pass over the input for the table and release
             cfg.schema.check_columns(engine.columns(), engine.label)
             engine.expect_release(cfg.schema.released_columns(engine.columns()))
@@ -124,6 +125,7 @@ def run_anonymization(
             purpose=cfg.purpose,
             approved_by=cfg.approved_by,
             ledger=_relative_to(cfg.ledger_path, cfg.base_dir) if cfg.ledger_path is not None else None,
+            repeated_persons=tuple(r.to_dict() for r in repeated),
         )
         if cfg.local_recoding is not None:  # issue 25: rounds on the records the optimum suppresses
             return _publish_local(anonymizer, result, engine, cfg, context, out_dir, timings, monitor)
@@ -146,6 +148,19 @@ def run_anonymization(
         return _publish(result, released, cfg, context, out_dir, timings, monitor)
     finally:
         engine.close()
+
+
+def _repeated_persons(cfg: Any, engine: Engine, monitor: Monitor) -> list[Any]:
+    """Without a person key, the columns that look like a person identifier and repeat
+    (:func:`safeshare.workflows.persons.detect_repeated_persons`), each noted on the terminal now
+    and warned in the report: every figure of such a run counts records, not people."""
+    from safeshare.workflows.persons import detect_repeated_persons
+
+    cfg.schema.check_columns(engine.columns(), engine.label)
+    found = detect_repeated_persons(engine, cfg.schema)
+    for item in found:
+        monitor.note(f"warning: {item.message()}")
+    return found
 
 
 def tradeoff_curve(anonymizer: Anonymizer, result: AnonymizationResult) -> list[dict[str, Any]]:

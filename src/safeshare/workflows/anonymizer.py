@@ -107,6 +107,53 @@ class AnonymizationResult:
         return int(sizes.min()) if sizes.size else 0
 
     @property
+    def persons(self) -> bool:
+        """Whether the run counts people (a person key, issue 32)."""
+        return self.table.persons is not None
+
+    @property
+    def released_class_people(self) -> np.ndarray:
+        """Distinct people of every released class (records without a person key), aligned
+        with :attr:`released_class_sizes`."""
+        if self.classes is None or self.assessment is None:
+            return np.zeros(0, dtype=np.int64)
+        keep = self.assessment.acceptable & (self.classes.sizes > 0)
+        return self.classes.people[keep].astype(np.int64)
+
+    @property
+    def min_class_people(self) -> int:
+        """The fewest people of a released class (0 without one)."""
+        people = self.released_class_people
+        return int(people.min()) if people.size else 0
+
+    def people_figures(self) -> dict[str, Any] | None:
+        """The release in people (``None`` without a person key): people in and out, the people
+        with a suppressed record and the people wholly suppressed, and their records per person."""
+        from safeshare.workflows.persons import profile_figures
+
+        grain = self.table.persons
+        if grain is None:
+            return None
+        rows = self.released_rows
+        kept = grain.people_in_rows(rows)
+        per_person = grain.records_per_person()
+        return {
+            "column": grain.column,
+            "people_in": grain.n_people,
+            "people_out": kept,
+            "people_with_suppressed_records": grain.people_in_rows(~rows),
+            "people_suppressed": grain.n_people - kept,
+            "records_per_person": {
+                "mean": float(per_person.mean()) if per_person.size else 0.0,
+                "max": int(per_person.max()) if per_person.size else 0,
+                "people_with_several": int((per_person > 1).sum()),
+            },
+            "min_class_people": self.min_class_people,
+            "suppression_unit": "records",
+            "profiles": profile_figures(self),
+        }
+
+    @property
     def released_rows(self) -> np.ndarray:
         """Boolean mask over the frequency table's rows: the rows whose records are released."""
         if self.classes is None or self.assessment is None:
@@ -209,6 +256,7 @@ class AnonymizationResult:
             "suppressed_records": self.suppressed_records,
             "records_out": self.records_in - self.suppressed_records,
             "min_class_size": self.min_class_size,
+            "people": self.people_figures(),
             "equivalence_classes": int(self.released_class_sizes.size),
             "checked_nodes": self.search.checked_nodes,
             "minimal_nodes": self.minimal_node_count(),

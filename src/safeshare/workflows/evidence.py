@@ -507,6 +507,27 @@ def _checks(expected: Expectations, verification: Verification) -> tuple[Verifie
         if name == "k-anonymity":
             continue
         out.append(VerifierCheck(name, _params(params) or name, held(f"{name}:", "no independent check")))
+    persons = expected.persons
+    if persons is not None:  # issue 32: k counted in people
+        on_file = ", and on the file by the released key" if persons.released else ""
+        out.append(
+            VerifierCheck(
+                "people",
+                f"every released class holds at least k = {persons.k} distinct people ({persons.column}), "
+                f"counted from the input's records mapped by the configured hierarchies{on_file}",
+                held("people:"),
+            )
+        )
+    links = expected.links
+    if links is not None and links.columns:
+        out.append(
+            VerifierCheck(
+                "linked records",
+                f"the profiles of the people linked by {', '.join(links.columns)} measured on the file "
+                f"(people whose profile fewer than {links.k} people share); a measure, not a check",
+                True,
+            )
+        )
     ids = expected.identifiers
     if ids is not None:
         pseudo = ", ".join(c.column for c in ids.pseudonyms) or "none"

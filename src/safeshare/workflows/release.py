@@ -44,6 +44,7 @@ from safeshare.verify import (
 from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.verify.truth import TruthExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.persons import people_certificate, person_warnings
 from safeshare.workflows.result import (
     Provenance,
     Release,
@@ -108,6 +109,8 @@ class ReleaseContext:
     identifiers: IdentifierTreatment | None = None
     #: the input's missing-value tokens (released as they are by the identifier treatment)
     missing: tuple[str, ...] = ()
+    #: without a person key, the columns that look like a person identifier and repeat (issue 32)
+    repeated_persons: tuple[Mapping[str, Any], ...] = ()
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -182,7 +185,7 @@ def verifier_expectations(
     header = engine.columns()
     expected = release_expectations(result, header, delimiter)
     if identifiers is None:
-        return expected
+        return with_people(expected, result, engine)
     schema = result.schema
     table = result.table
     checks = IdentifierExpectations.from_schema(
@@ -195,7 +198,7 @@ def verifier_expectations(
     )
     roles = {name: attr.role.value for name, attr in schema.attributes.items()}
     default = schema.default_role.value if schema.default_role is not None else None
-    return with_identifiers(expected, header, roles, default, checks)
+    return with_people(with_identifiers(expected, header, roles, default, checks), result, engine)
 
 
 def check_releasable(
@@ -223,6 +226,11 @@ def check_releasable(
             f"({result.criterion.max_suppression:.0%}); allow more suppression or lower the requirements"
         )
     records = input_records if input_records is not None else result.table.n_records
+    if result.table.persons is not None and input_records is None:  # N counts people (issue 32)
+        people = result.table.n_people
+        if population_size is not None and population_size < people:
+            raise InputError(f"population_size {population_size} is smaller than the input ({people} people)")
+        return
     if population_size is not None and population_size < records:
         raise InputError(f"population_size {population_size} is smaller than the input ({records} records)")
 
@@ -258,6 +266,7 @@ def stage_release(
         expected = replace(
             expected, truth=truth_expectations(result.schema, result.table, engine, result.levels)
         )
+    expected = with_people(expected, result, engine)  # k in people; linked records' profiles
     verification = verify_release(stage / name, fmt, expected)
     if engine.name == "spark":  # a second verifier that scales with the cluster (verify/spark.py)
         from safeshare.verify.spark import verify_release_spark
@@ -269,6 +278,20 @@ def stage_release(
     timings["verify"] = time.perf_counter() - start
     check_verified(verification, written, result.suppressed_records, "the search")
     return verification
+
+
+def with_people(expected: Expectations, result: AnonymizationResult, engine: Engine) -> Expectations:
+    """``expected`` with the people check (a person key) and the profiles of linked records
+    (:mod:`safeshare.workflows.persons`, issue 32), unless it has them."""
+    from safeshare.workflows.persons import link_expectations, person_expectations, release_k
+
+    if expected.persons is None and result.table.persons is not None:
+        expected = replace(expected, persons=person_expectations(result, engine))
+    if expected.links is None:
+        expected = replace(
+            expected, links=link_expectations(result.schema, expected.columns, release_k(result))
+        )
+    return expected
 
 
 def check_verified(verification: Verification, written: int, suppressed: int, expecting: str) -> None:
@@ -312,7 +335,9 @@ def build_release(
     records = context.input_table.n_records if context.input_table is not None else result.records_in
     seeds = {"dp": result.search.extra["seed"]} if "seed" in result.search.extra else {}
     release = Release(
-        input=input_profile(result, source, input_columns, released_columns, records),
+        input=input_profile(
+            result, source, input_columns, released_columns, records, context.repeated_persons
+        ),
         choice=choice_of(result),
         output=output_of(result, release_name(fmt), fmt, out_dir),
         privacy=privacy_of(result),
@@ -337,7 +362,7 @@ def build_release(
         peak_rss_mb=peak_rss_mb(),
         fit=result,
     )
-    release.warnings = report_warnings(release.report)
+    release.warnings = report_warnings(release.report) + person_warnings(release.report)
     release.headline = headline(release.report, context.threshold_reason)
     release.certificate = {
         "data_set": source,
@@ -345,6 +370,7 @@ def build_release(
         "purpose": context.purpose,
         "approved_by": context.approved_by,
         "ledger": context.ledger,
+        **people_certificate(release.report),
     }
     return release
 
@@ -378,7 +404,10 @@ def stage_and_build(
         expected = verifier_expectations(result, engine, delimiter, context.identifiers, context.missing)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="safeshare-risk") as pool:
         risk = None
-        if context.input_table is None:  # the class sizes read here, on this thread
+        if result.table.persons is not None and context.input_table is None:  # in people (issue 32)
+            _ = result.evaluator.classes(result.table.lattice.bottom).people  # here, on this thread
+            risk = pool.submit(release_risk, result, context.population_size)
+        elif context.input_table is None:  # the class sizes read here, on this thread
             sizes = input_class_sizes(result), result.released_class_sizes
             risk = pool.submit(risk_section, *sizes, context.population_size)
         verification = stage_release(result, engine, stage, fmt, delimiter, timings, expected)
@@ -477,6 +506,10 @@ def release_risk(
     the input is the population, every released class's population size ``F_j`` is
     counted exactly on the input at the chosen node.
     """
+    if input_table is None and result.table.persons is not None:  # in people (issue 32)
+        from safeshare.workflows.persons import person_risk
+
+        return person_risk(result, population_size)
     if input_table is None:
         return risk_section(input_class_sizes(result), result.released_class_sizes, population_size)
     sizes = Evaluator(input_table).classes(input_table.lattice.bottom).nonempty

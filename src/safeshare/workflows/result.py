@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from safeshare.figures import compared, number
+from safeshare.figures import against, number, percent
 from safeshare.report.content import ReportWarning
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
@@ -82,6 +82,9 @@ class InputProfile:
     records: int
     quasi_identifiers: tuple[str, ...]
     columns: tuple[Mapping[str, str], ...]
+    #: without a person key, the columns that look like a person identifier and repeat (issue 32:
+    #: :mod:`safeshare.data.person_key`), each ``{column, records, values, repeated_values, ...}``
+    repeated_persons: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,9 @@ class Output:
     class_size_histogram: tuple[Mapping[str, Any], ...]
     #: where it was published; ``None`` when the run wrote nothing (``out=None``)
     path: Path | None = None
+    #: the release in people, with a person key (issue 32): people in and out, suppressed, the
+    #: fewest people of a released class, the suppression limit's unit (``None``: one record per person)
+    people: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,7 @@ class Release:
             "suppressed_records": out.suppressed_records,
             "records_out": out.records_out,
             "min_class_size": out.min_class_size,
+            "people": dict(out.people) if out.people is not None else None,
             "equivalence_classes": out.equivalence_classes,
             "checked_nodes": choice.checked_nodes,
             "minimal_nodes": choice.minimal_nodes,
@@ -265,6 +272,7 @@ class Release:
         if self.utility.m_concealing is not None:
             doc.update(self.utility.m_concealing)
         doc["columns"] = [dict(c) for c in self.input.columns]
+        doc["repeated_persons"] = [dict(r) for r in self.input.repeated_persons]
         doc["provenance"] = {
             "config": self.provenance.config,
             "settings": dict(self.provenance.settings),
@@ -288,6 +296,7 @@ def input_profile(
     input_columns: Sequence[str],
     released_columns: Sequence[str],
     records: int,
+    repeated_persons: Sequence[Mapping[str, Any]] = (),
 ) -> InputProfile:
     from safeshare.report.content import column_treatments
 
@@ -296,6 +305,7 @@ def input_profile(
         records=records,
         quasi_identifiers=tuple(result.table.qi_names),
         columns=tuple(column_treatments(result.schema, input_columns, released_columns)),
+        repeated_persons=tuple(dict(r) for r in repeated_persons),
     )
 
 
@@ -355,6 +365,7 @@ def output_of(result: AnonymizationResult, file: str, fmt: str, path: Path | Non
         min_class_size=result.min_class_size,
         class_size_histogram=tuple(class_size_histogram(result)),
         path=path,
+        people=result.people_figures(),
     )
 
 
@@ -383,6 +394,10 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
     achieved = doc.get("privacy_achieved", {})
     k = doc.get("k")
     smallest = int(doc.get("min_class_size") or 0)
+    people = doc.get("people") if isinstance(doc.get("people"), Mapping) else None
+    # the unit a privacy officer signs for: people with a person key, records (one per person) without
+    unit = "people" if people is not None else "records"
+    fewest_people = int(people.get("min_class_people") or 0) if people is not None else smallest
     verified = bool(doc.get("verified"))
     out: dict[str, Any] = {"verified": verified, "written": doc.get("verification") is not None}
     parts: list[str] = []
@@ -413,7 +428,7 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         if value is None:
             shown, limit = "no estimate", number(threshold)
         else:  # never rounded to a value B cannot have, nor to the threshold it differs from
-            shown, limit = compared(float(value), threshold)
+            shown, limit = against(float(value), threshold, holds)
         where = "re-checked on the written release" if rechecked else "as found by the search (not written)"
         origin = (
             "the EMA / Health Canada public-release threshold"
@@ -437,11 +452,19 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             "k": k,
             "max": 1 / k if holds else (1 / fewest if fewest else None),
             "smallest_class": smallest,
+            **({"unit": unit, "smallest_class_people": fewest_people} if people is not None else {}),
             **_adversaries(informed, unmeasured),
         }
-        text = f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
+        if people is not None:
+            text = (
+                f"k = {k}: every released class holds at least {k} people "
+                f"(smallest {fewest_people:,} people, {smallest:,} records), "
+            )
+        else:
+            text = f"k = {k}: every released class holds at least {k} records (smallest {smallest:,}), "
+        who = "person's" if people is not None else "record's"
         if holds:
-            text += f"so no record's prosecutor risk exceeds 1/{k} = {number(1 / k)}"
+            text += f"so no {who} prosecutor risk exceeds 1/{k} = {number(1 / k)}"
             if informed is not None:
                 text += f", also against an adversary who knows {informed_knowledge(informed)}"
             elif unmeasured:
@@ -460,13 +483,21 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         out["prosecutor"] = {
             "bounded": False,
             "k": None,
-            "max": 1 / smallest,
+            "max": 1 / (fewest_people or smallest),
             "smallest_class": smallest,
+            **({"unit": unit, "smallest_class_people": fewest_people} if people is not None else {}),
             **_adversaries(informed, unmeasured),
         }
+        fewest_shown = fewest_people if people is not None else smallest
+        noun = (
+            ("person" if fewest_shown == 1 else "people")
+            if people is not None
+            else ("record" if fewest_shown == 1 else "records")
+        )
+        per = "person" if people is not None else "record"
         parts.append(
-            f"prosecutor risk not bounded per record (no k-anonymity): the smallest released class holds "
-            f"{smallest:,} record{'s' if smallest != 1 else ''}"
+            f"prosecutor risk not bounded per {per} (no k-anonymity): "
+            f"the smallest released class holds {fewest_shown:,} {noun}"
             + ("; the threshold bounds an average" if isinstance(risk, Mapping) else "")
             + (
                 f"; an adversary who also knows {informed_knowledge(informed)}: {informed_figures(informed)}"
@@ -474,8 +505,41 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
                 else ""
             )
         )
+    parts += _linked(doc, out)
     out["text"] = "; ".join(parts) if parts else "no privacy figure"
     return out
+
+
+def _linked(doc: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
+    """The headline's linked records (issue 32): per link column of the release, the people whose
+    profile (their records' classes together) fewer than k people share, re-checked on the file
+    when written, with the choice of a release without linkage."""
+    from safeshare.workflows.persons import linked_figures
+
+    figures = linked_figures(doc)
+    if not figures:
+        return []
+    out["linked"] = [
+        {
+            key: f.get(key)
+            for key in ("column", "k", "people", "below_k", "singled_out", "smallest", "rechecked")
+        }
+        for f in figures
+    ]
+    parts = []
+    for f in figures:
+        column, k, people, below = str(f["column"]), int(f["k"]), int(f["people"]), int(f["below_k"])
+        if not people:
+            continue
+        if below:
+            parts.append(
+                f"linked by {column}: {below:,} of {people:,} people ({percent(below / people)}) have a "
+                f"profile (their records' classes together) that fewer than {k} people share, "
+                f"{int(f['singled_out']):,} singled out; a release without linkage (drop {column}) avoids it"
+            )
+        else:
+            parts.append(f"linked by {column}: every person's profile is shared by at least {k} people")
+    return parts
 
 
 def _adversaries(informed: Mapping[str, Any] | None, unmeasured: list[str]) -> dict[str, Any]:

@@ -187,6 +187,12 @@ class RiskAssessment:
     default_estimator: str = DEFAULT_ESTIMATOR
     #: where risk.json and risk.html were published (``None``: not written); never in them
     out: Path | None = None
+    #: what ``n``, ``N`` and the measures count: ``records``, or ``people`` with a person key
+    unit: str = "records"
+    #: with a person key, the people figures (column, rows per person, people in several classes)
+    people: dict[str, Any] | None = None
+    #: warnings by name (issue 32: without a person key, a column that looks like one repeats)
+    warnings: tuple[dict[str, Any], ...] = ()
 
     @property
     def sampling_fraction(self) -> float:
@@ -220,6 +226,9 @@ class RiskAssessment:
         doc["measures"] = m.to_dict()
         doc["risk_distribution"] = self.risk_distribution
         doc["risk_drivers"] = self.risk_drivers
+        doc["unit"] = self.unit
+        doc["people"] = self.people
+        doc["warnings"] = list(self.warnings)
         return doc
 
     def to_json(self) -> str:
@@ -228,7 +237,7 @@ class RiskAssessment:
     def rows(self) -> list[tuple[str, str]]:
         """The terminal's table: (measure, value) rows, from the same result as risk.json."""
         m = self.measures
-        out = [("records n / population N", f"{self.n:,} / {self.population_size:,}")]
+        out = [(f"{self.unit} n / population N", f"{self.n:,} / {self.population_size:,}")]
         out.append(("A = J/N (population-to-sample)", number(m.A) if m.A is not None else "n/a"))
         if m.B is not None:
             out.append(("B exact (sample-to-population)", number(m.B)))
@@ -298,31 +307,50 @@ def risk(
     if isinstance(data, str | Path):  # a missing file is said before pandas and the estimators load
         opts.source(data).check_readable()
 
+    import numpy as np
     import pandas as pd
 
     from safeshare.risk.classes import SampleTable
     from safeshare.risk.html import risk_distribution, risk_drivers
     from safeshare.risk.measures import class_sizes, risk_measures
+    from safeshare.risk.persons import person_risk_measures
 
     N = opts.population_size
     columns = list(opts.qi)
     with monitor.phase("reading the data"):
         frame, name, engine = _frame(data if isinstance(data, pd.DataFrame) else opts.source(data))
         check_quasi_identifiers(engine, columns, name)
+        warnings: tuple[dict[str, Any], ...] = ()
+        people: dict[str, Any] | None = None
+        spread = False
+        if opts.person is None:  # issue 32: a column that looks like a person key and repeats
+            warnings = tuple(_repeated_persons(engine, columns, monitor))
+        else:
+            people, frame, spread = _people(engine, frame, columns, opts.person)
+        unit = "records" if opts.person is None else "people"
         table = SampleTable.from_frame(frame, columns)
-        n = table.n
+        n = table.n if people is None else int(people["people"])
         if n > N:
-            raise InputError(f"--population-size {N} is smaller than the data ({n} records)")
+            raise InputError(f"--population-size {N} is smaller than the data ({n} {unit})")
         pop_frame = None
         if opts.population is not None:
+            if opts.person is not None:
+                raise InputError(
+                    "--population: not supported with --person yet (the population counted in people)"
+                )
             pop_frame, pop_name, pop_engine = _frame(opts.source(opts.population))
             check_quasi_identifiers(pop_engine, columns, pop_name)
             if len(pop_frame) != opts.population_size:
                 raise InputError(f"--population-size {N} differs from {pop_name}'s {len(pop_frame)} records")
         if opts.data_is_population and n != N:
-            raise InputError(f"--data-is-population: --population-size {N} differs from {n} records")
+            raise InputError(f"--data-is-population: --population-size {N} differs from {n} {unit}")
         f, F = class_sizes(frame, columns, pop_frame)
-        measures = risk_measures(f, F, population_size=N, threshold=opts.threshold)
+        if people is None:
+            measures = risk_measures(f, F, population_size=N, threshold=opts.threshold)
+        else:
+            exposure = np.asarray(people.pop("_exposure"), dtype=np.int64)
+            known = exposure if n == N else None
+            measures = person_risk_measures(exposure, known, N, int(people["classes"]), opts.threshold)
 
     params: dict[str, Any] = {
         "random_state": opts.seed,
@@ -342,6 +370,13 @@ def risk(
     for i, name_ in enumerate(wanted):
         est = make_estimator(name_, **params)
         reason = budget.refusal(name_, table, N, opts.simulations) if is_synthetic(name_) else None
+        if spread:  # the estimators assume one class per person
+            reason = (
+                f"{people['people_in_several_classes']:,} people have records in several classes: the "
+                "estimators assume one class per person (the exact measures above count people)"
+                if people is not None
+                else None
+            )
         if reason is not None:
             estimates[name_] = Estimate.skipped(name_, reason, est.get_params())
             continue
@@ -360,10 +395,67 @@ def risk(
         estimates=estimates,
         risk_distribution=risk_distribution(f),
         risk_drivers=risk_drivers(f, known_F),
+        unit=unit,
+        people=people,
+        warnings=warnings,
     )
     if out is None:
         return assessment
     return replace(assessment, out=publish_assessment(assessment, Path(out)))
+
+
+def _repeated_persons(engine: MemoryEngine, columns: Sequence[str], monitor: Monitor) -> list[dict[str, Any]]:
+    """The columns (not quasi-identifiers) that look like a person identifier and repeat: warned by
+    name, now and in risk.json (issue 32)."""
+    from safeshare.data.person_key import repeated_persons
+
+    roles: dict[str, str | None] = {c: ("quasi" if c in columns else None) for c in engine.columns()}
+    found = repeated_persons(engine, roles)
+    for item in found:
+        monitor.note(f"warning: {item.message()}")
+    return [{"code": "likely-repeated-persons", "columns": [item.column], **item.to_dict()} for item in found]
+
+
+def _people(
+    engine: MemoryEngine, frame: pd.DataFrame, columns: Sequence[str], person: str
+) -> tuple[dict[str, Any], pd.DataFrame, bool]:
+    """With a person key: the people figures, the sample with one record per person when every
+    person lies in one class (the estimators then see people), and whether some person spreads
+    over several classes. ``_exposure``: each person's most exposed class's people."""
+    import numpy as np
+    import pandas as pd
+
+    from safeshare.core.tabulate import check_person_values
+    from safeshare.data.engines.base import COUNT_COLUMN
+    from safeshare.workflows.inspection import rows_per_person
+
+    if person not in engine.columns():
+        raise InputError(
+            f"--person: unknown column {person!r}: the data has columns {', '.join(engine.columns())}"
+        )
+    if person in columns:
+        raise InputError(f"--person: {person!r} is a quasi-identifier; the person key identifies a person")
+    grain = engine.grouped_counts([*columns, person])
+    check_person_values(grain, person, engine.label, engine.missing)
+    cls = grain.groupby(list(columns), sort=False, dropna=False).ngroup().to_numpy()
+    codes, uniques = pd.factorize(grain[person].astype(str))
+    pairs = pd.DataFrame({"c": cls, "p": codes}).drop_duplicates()
+    people = np.bincount(pairs["c"].to_numpy(), minlength=int(cls.max()) + 1)
+    exposure = pairs.assign(f=people[pairs["c"].to_numpy()]).groupby("p")["f"].min()
+    classes_per_person = pairs.groupby("p").size()
+    several = int((classes_per_person > 1).sum())
+    rows = np.bincount(codes, weights=grain[COUNT_COLUMN].to_numpy(np.float64), minlength=len(uniques))
+    doc = {
+        "column": person,
+        "people": len(uniques),
+        "records": int(rows.sum()),
+        "classes": int((people > 0).sum()),
+        "rows_per_person": rows_per_person(rows),
+        "people_in_several_classes": several,
+        "_exposure": exposure.to_numpy(),
+    }
+    one = frame.drop_duplicates(subset=[person]) if not several else frame
+    return doc, one, several > 0
 
 
 class _Budget:
