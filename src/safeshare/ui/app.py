@@ -35,7 +35,8 @@ from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
 
 HERE = Path(__file__).parent
-ROLES = ("quasi", "identifying", "sensitive", "insensitive", "text")
+#: The roles the Data screen offers (the vocabulary's, through :func:`safeshare.api.workbench.roles`).
+ROLES = tuple(workbench.roles())
 SCREENS = (
     ("data", "1 Data"),
     ("privacy", "2 Privacy"),
@@ -969,6 +970,7 @@ async def surveillance_page(request: Request) -> Response:
             result=result,
             chart=chart,
             files=ctx.store.data_files(),
+            defaults=workbench.surveillance_defaults(),
         ),
     )
 
@@ -983,12 +985,10 @@ async def start_surveillance(request: Request) -> Response:
             "cases": str(ctx.store.inside(str(form.get("cases", "")), "case series")),
             "region": str(form.get("region", "")).strip(),
             "policies": _csv_list(str(form.get("policies", ""))),
-            "k": _number(form, "k", int, 11),
-            "lag": _number(form, "lag", int, 1),
-            "simulations": _number(form, "simulations", int, 200),
-            "seed": _number(form, "seed", int, 0),
-            "threshold": _number(form, "threshold", float, 0.01),
-            "quantile": _number(form, "quantile", float, 0.975),
+            **{  # an empty field is the default (api.workbench.surveillance_defaults)
+                key: _number(form, key, type(default), default)
+                for key, default in workbench.surveillance_defaults().items()
+            },
             "volumes": [_parse_number(v, "volumes", int) for v in _csv_list(str(form.get("volumes", "")))],
             "layout": str(form.get("layout", "long")),
         }
