@@ -35,6 +35,14 @@ from safeshare.config.vocabulary import (
 )
 from safeshare.errors import InputError
 from safeshare.workflows.confine import confine_config, confine_config_file, inside
+from safeshare.workflows.privacy_form import (
+    SHOWN,
+    Field,
+    ModelForm,
+    apply_privacy_form,
+    posted_reason,
+    privacy_form,
+)
 
 if TYPE_CHECKING:
     from safeshare.workflows.explore import (
@@ -365,12 +373,16 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 
 
 __all__ = [
+    "SHOWN",
     "Anonymized",
+    "Field",
     "LatticeView",
+    "ModelForm",
     "Monitor",
     "NodeFigures",
     "algorithms",
     "anonymize",
+    "apply_privacy_form",
     "builder_types",
     "check_config",
     "confine_config",
@@ -383,8 +395,12 @@ __all__ = [
     "metrics",
     "missing_tokens",
     "node_detail",
+    "posted_reason",
+    "privacy_form",
     "profile",
     "risk_comparison",
+    "roles",
     "source",
+    "surveillance_defaults",
     "surveillance_simulate",
 ]
