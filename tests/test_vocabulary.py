@@ -79,8 +79,12 @@ def test_the_aliases_name_metrics() -> None:
 def test_the_classes_have_the_vocabulary_s_names() -> None:
     from safeshare.data.schema import Role
     from safeshare.metrics.loss import METRICS
+    from safeshare.models.registry import PRIVACY_MODELS, model_name
 
     assert tuple(METRICS) == vocabulary.METRICS
+    assert tuple(PRIVACY_MODELS) == vocabulary.PRIVACY_MODELS
+    for alias, model in vocabulary.MODEL_ALIASES.items():
+        assert model_name(f" {alias.upper()} ") == model
     assert tuple(role.value for role in Role) == vocabulary.ROLES
     for alias, role in vocabulary.ROLE_ALIASES.items():
         assert Role.parse(alias.upper()) is Role(role)

@@ -83,7 +83,14 @@ from pydantic import (
 
 from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
-from safeshare.config.vocabulary import DEFAULT_ROLES, METRICS, ROLES, metric_name, unknown_metric
+from safeshare.config.vocabulary import (
+    DEFAULT_ROLES,
+    METRICS,
+    ROLES,
+    metric_name,
+    model_name,
+    unknown_metric,
+)
 from safeshare.config_checks import (
     Count,
     Flag,
@@ -877,10 +884,7 @@ def _with_overrides(
             models = {
                 name: params
                 for name, params in (privacy.items() if isinstance(privacy, Mapping) else [])
-                if not (
-                    isinstance(name, str)
-                    and name.strip().lower().replace("_", "-") in ("k-anonymity", "kanonymity")
-                )
+                if not (isinstance(name, str) and model_name(name) == "k-anonymity")
             }
             out["privacy"] = {"k-anonymity": {"k": value}, **models}
         elif keyword == "local_recoding" and value is True and isinstance(out.get(keyword), Mapping):

@@ -10,6 +10,7 @@ This module imports nothing but the standard library and :mod:`safeshare.warning
 layer may read it (pyproject.toml: the layers contract's one exception, ``-> config.vocabulary``).
 
 Roles (thesis §4.1.1, §5.3; ARX's attribute types): :data:`ROLES`, with :data:`ROLE_ALIASES`.
+Privacy models (docs/privacy-models.md): :data:`PRIVACY_MODELS`, with :data:`MODEL_ALIASES`.
 
 Loss metrics (thesis §5.1): ``prec`` (Sweeney's precision), ``dm_star`` (the discernibility
 metric DM*, ``sum_E |E|^2``), ``entropy`` (non-uniform entropy, NUE:
@@ -51,6 +52,33 @@ def role_name(value: str) -> str | None:
     key = value.strip().lower()
     key = ROLE_ALIASES.get(key, key)
     return key if key in ROLES else None
+
+
+# --------------------------------------------------------------------------- privacy models
+#: The privacy models a configuration may name (:data:`safeshare.models.registry.PRIVACY_MODELS`
+#: types their parameters, in this order).
+PRIVACY_MODELS = (
+    "k-anonymity",
+    "m-concealing",
+    "l-diversity",
+    "t-closeness",
+    "risk",
+    "small-cells",
+    "profile-anonymity",
+)
+#: Other spellings of a privacy model's name: its words joined by ``_`` (``k_anonymity``), and
+#: ``kanonymity``.
+MODEL_ALIASES = {
+    **{name.replace("-", "_"): name for name in PRIVACY_MODELS if "-" in name},
+    "kanonymity": "k-anonymity",
+}
+
+
+def model_name(value: str) -> str | None:
+    """The privacy model ``value`` names (aliases resolved, case and spaces ignored), or ``None``."""
+    key = value.strip().lower()
+    key = MODEL_ALIASES.get(key, key)
+    return key if key in PRIVACY_MODELS else None
 
 
 # --------------------------------------------------------------------------- metrics
@@ -96,6 +124,8 @@ __all__ = [
     "DEFAULT_ROLES",
     "METRICS",
     "METRIC_ALIASES",
+    "MODEL_ALIASES",
+    "PRIVACY_MODELS",
     "ROLES",
     "ROLE_ALIASES",
     "SMALL_CELL",
@@ -105,6 +135,7 @@ __all__ = [
     "SURVEILLANCE_THRESHOLD",
     "WarningCode",
     "metric_name",
+    "model_name",
     "role_name",
     "unknown_metric",
 ]
