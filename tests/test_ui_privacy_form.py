@@ -217,3 +217,11 @@ def test_unticking_a_model_removes_it(bench: Bench) -> None:
     del form["use.l-diversity"]
     assert "error" not in save(bench, pid, form)
     assert yaml.safe_load(config_text(bench, pid))["privacy"] == {"k-anonymity": {"k": 3}}
+
+
+def test_a_script_s_partial_post_changes_what_it_posts_only(bench: Bench) -> None:
+    """Without the screen's marker (a script posting a few fields): ``risk: {}`` and the other
+    models it does not name stay; an emptied field of a model removes it, as on main."""
+    pid = _project(bench, {"k-anonymity": {"k": 3}, "risk": {}, "l-diversity": {"l": 2}})
+    assert "error" not in save(bench, pid, {"k": "4", "l": ""})
+    assert yaml.safe_load(config_text(bench, pid))["privacy"] == {"k-anonymity": {"k": 4}, "risk": {}}

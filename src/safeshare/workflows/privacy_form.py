@@ -24,7 +24,7 @@ l-diversity needs ``c``) before anything is saved; a bad field is one line namin
 **Which models are used.** A model is used when the configuration has it and its box stays ticked,
 or, new, when its box is ticked or one of its fields is filled in. A post without the form's
 ``models_shown`` marker (a script posting a few fields) cannot tick boxes: there, a model is used
-when one of its fields is filled in.
+when one of its fields is filled in, or when the configuration has it and the post does not touch it.
 """
 
 from __future__ import annotations
@@ -303,8 +303,11 @@ def apply_privacy_form(
     for model in models:
         params, changed = _params(model, _section(previous.get(model.name)), form)
         filled = any(_posted(form, f) not in ("", f.blank) for f in model.fields)
-        ticked = model.box in form if boxes else filled
-        used = ticked if model.used else (ticked or filled)
+        if boxes:  # the screen's form: its box says (a new model: or a field filled in)
+            ticked = model.box in form
+            used = ticked if model.used else (ticked or filled)
+        else:  # a script's post: a model is used when a field is filled in, or it is not touched
+            used = filled or (model.used and not changed)
         if not used:
             continue
         if model.used and not changed:
