@@ -92,11 +92,11 @@ def test_the_classes_have_the_vocabulary_s_names() -> None:
 
 #: What a restatement of a surveillance default looks like (a default argument, a form's value).
 RESTATEMENTS = [
-    re.compile(r"\b(k|min_size|KANON_LEVEL)\s*(:\s*\w+\s*)?=\s*\"?11\"?\s*[,)]?\s*$"),
-    re.compile(r"\bthreshold\s*(:\s*\w+\s*)?=\s*0\.01\s*,?\s*$"),
-    re.compile(r"\bquantile\s*(:\s*\w+\s*)?=\s*0\.975\s*,?\s*$"),
-    re.compile(r"\b(simulations|sims)\s*(:\s*\w+\s*)?=\s*1000\s*,?\s*$"),
-    re.compile(r"\blag\s*(:\s*\w+\s*)?=\s*1\s*,?\s*$"),
+    re.compile(r"\b(k|min_size|KANON_LEVEL)\s*(:[^=]*)?=\s*\"?11\"?\s*[,)]?\s*$"),
+    re.compile(r"\bthreshold\s*(:[^=]*)?=\s*0\.01\s*,?\s*$"),
+    re.compile(r"\bquantile\s*(:[^=]*)?=\s*0\.975\s*,?\s*$"),
+    re.compile(r"\b(simulations|sims)\s*(:[^=]*)?=\s*1000\s*,?\s*$"),
+    re.compile(r"\blag\s*(:[^=]*)?=\s*1\s*,?\s*$"),
     re.compile(r"\"(k|lag|threshold|quantile)\",\s*(\w+,\s*)?(11|0\.01|0\.975)\)"),
     re.compile(r"\"lag\",\s*(\w+,\s*)?1\)"),
     re.compile(r"name=\"(k|threshold|quantile|lag)\"[^>]*value=\"(11|0\.01|0\.975|1)\""),
