@@ -664,6 +664,14 @@ def test_every_view_of_a_person_keyed_run_says_people(
     )
     checks = report["verification"]["checks"]["persons"]
     assert f"smallest class in people {checks['min_class_people']:,} (k = 5 in people: holds)" in text
+    # safeshare risk's page with the key: its measures are the people's (risk.json's unit)
+    assessment = api.risk(
+        tmp_path / "keyed" / "events.csv", qi="sex,age,zip", population_size=100_000, person="pid"
+    )
+    page = _text(assessment.to_html())
+    assert assessment.unit == "people" and "people with prosecutor risk above" in page
+    assert "records with prosecutor risk above" not in page and "share of records in classes" not in page
+    assert "A = (1/N) Σ p 1/f p (population-to-sample, in people)" in page
     # without the key: records, said so
     plain = config(tmp_path / "plain", frame, person=None)
     run_cli(
