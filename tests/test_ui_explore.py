@@ -162,3 +162,104 @@ def test_nodes_and_rows_take_keyboard_focus_and_the_diagram_opens_on_the_optimum
     assert (
         page.count('data-sort="num" tabindex="0"') == 5 and page.count('data-sort="text" tabindex="0"') == 2
     )
+
+
+# --------------------------------------------------------------------------- run history
+def test_the_run_history_lists_every_run_and_a_failed_run_hides_none(bench: Bench) -> None:
+    """Issue 35: after a failed run the verified release before it was reachable only by
+    ``?run=ID``. The history lists every run (status, node, k, B, suppression, verified,
+    released) with links; Explore, Risk and Release open the latest run that has their figures
+    and say that a newer run failed."""
+    pid = _project(bench, CONFIG)
+    first = _run(bench, pid)
+    report = bench.client.get(f"/api/projects/{pid}/runs/{first}/report").json()
+    put = bench.client.put(f"/api/projects/{pid}/config", content=CONFIG.replace("k: 3", "k: 500"))
+    assert put.status_code == 200, put.text
+    failed = _run(bench, pid, expect="failed")
+    history = bench.client.get(f"/api/projects/{pid}/history").json()["runs"]
+    assert [r["id"] for r in history] == [failed, first]
+    newest, older = history
+    assert newest["status"] == "failed" and not newest["verified"] and not newest["released"]
+    assert newest["k"] == 500 and newest["node"] is None
+    assert older["status"] == "done" and older["verified"] and older["released"]
+    assert older["node"] == report["node"] and older["k"] == 3
+    assert older["B"] == report["risk"]["release"]["B"]
+    assert older["suppressed"] == report["suppressed_records"] and older["records"] == report["records_in"]
+    page = bench.client.get(f"/p/{pid}/history")
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-run="([^"]+)" data-testid="history-row">(.*?)</tr>', page.text, re.S)
+    assert [r[0] for r in rows] == [failed, first]
+    for screen in ("explore", "risk", "release"):
+        assert f'href="/p/{pid}/{screen}?run={first}"' in rows[1][1]
+    assert f'href="/p/{pid}/release?run={failed}"' in rows[0][1]
+    assert "failed" in rows[0][1] and re.search(r"<td>yes</td>\s*<td>yes</td>", rows[1][1])
+    for screen in ("explore", "risk", "release"):
+        shown = bench.client.get(f"/p/{pid}/{screen}").text  # no ?run=: the latest with figures
+        assert f"This is run <code>{first}</code>; a newer run, <code>{failed}</code>" in shown, screen
+    assert 'data-testid="newer-run"' not in bench.client.get(f"/p/{pid}/release?run={failed}").text
+    assert 'data-testid="nav-history"' in page.text
+
+
+# --------------------------------------------------------------------------- release this node
+def test_release_this_node_is_a_one_off_run_that_leaves_the_project_alone(bench: Bench) -> None:
+    """Issue 35: "Release this node" pinned the project to ``algorithm: node`` + ``levels:``;
+    changing k then ran that node. Now only the run's own configuration (``run-<run>.yaml``)
+    says ``algorithm: node``; the project's is unchanged byte for byte, the next run searches
+    again, and each run's command line has its own ``--out``."""
+    pid = _project(bench, CONFIG)
+    first = _run(bench, pid)
+    config_path = bench.directory(pid) / "config.yaml"
+    before = config_path.read_bytes()
+    lattice = bench.client.get(f"/api/projects/{pid}/runs/{first}/lattice").json()
+    chosen = min(
+        (n for n in lattice["nodes"] if n["status"] == "anonymous"), key=lambda n: (n["loss"], n["levels"])
+    )["levels"]
+    answer = bench.client.post(
+        f"/p/{pid}/runs/{first}/release-node",
+        data={"levels": ",".join(map(str, chosen))},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 303 and "run=" in answer.headers["location"], answer.text
+    second = _wait(bench, pid, answer.headers["location"].split("run=")[1])
+    assert bench.client.get(f"/api/projects/{pid}/runs/{second}/report").json()["node"] == chosen
+    assert config_path.read_bytes() == before  # the project's configuration is not touched
+    one_off = (bench.directory(pid) / f"run-{second}.yaml").read_text()
+    assert "algorithm: node" in one_off and "levels: {{age: {}, sex: {}, zip: {}}}".format(*chosen) in one_off
+    # the next run, with k changed on the Privacy screen, searches again (it ran the node before)
+    saved = bench.client.post(
+        f"/p/{pid}/privacy", data={"k": "4", "max_suppression": "0.05"}, follow_redirects=False
+    )
+    assert saved.status_code == 303 and "error" not in saved.headers["location"]
+    assert "levels" not in config_path.read_text() and "algorithm: node" not in config_path.read_text()
+    third = _run(bench, pid)
+    third_yaml = (bench.directory(pid) / f"run-{third}.yaml").read_text()
+    assert "algorithm: node" not in third_yaml and "k: 4" in third_yaml
+    history = {r["id"]: r for r in bench.client.get(f"/api/projects/{pid}/history").json()["runs"]}
+    assert history[second]["one_off"] == dict(zip(("age", "sex", "zip"), chosen, strict=True))
+    assert history[second]["picked_in"] == first and history[third]["one_off"] is None
+    assert history[third]["algorithm"] == "ola" and history[second]["algorithm"] == "node"
+    # every shown command line writes its own output folder
+    lines = []
+    for rid in (first, second, third):
+        page = bench.client.get(f"/p/{pid}/release?run={rid}").text
+        cli = re.search(r'data-testid="cli">([^<]*)<', page).group(1)
+        assert cli.endswith(f"--out out/{pid}/{rid}") and f"run-{rid}.yaml" in cli
+        lines.append(cli)
+    assert len(set(lines)) == 3
+    assert 'data-testid="one-off"' in bench.client.get(f"/p/{pid}/release?run={second}").text
+
+
+def test_a_project_pinned_by_an_earlier_node_release_is_freed_by_choosing_a_search(bench: Bench) -> None:
+    """A project the earlier "Release this node" pinned (``algorithm: node`` + ``levels:``): choosing
+    OLA on the Privacy screen saved a configuration that could not run ("levels" belongs to
+    algorithm node), with no control to remove ``levels:``. Saving drops them now."""
+    pid = _project(bench, CONFIG + "algorithm: node\nlevels: {age: 1, sex: 0, zip: 0}\n")
+    saved = bench.client.post(
+        f"/p/{pid}/privacy",
+        data={"k": "3", "max_suppression": "0.05", "algorithm": "ola"},
+        follow_redirects=False,
+    )
+    assert saved.status_code == 303 and "error" not in saved.headers["location"], saved.headers
+    text = (bench.directory(pid) / "config.yaml").read_text()
+    assert "levels" not in text and "algorithm: ola" in text
+    _run(bench, pid)
