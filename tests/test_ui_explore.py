@@ -247,6 +247,10 @@ def test_release_this_node_is_a_one_off_run_that_leaves_the_project_alone(bench:
         lines.append(cli)
     assert len(set(lines)) == 3
     assert 'data-testid="one-off"' in bench.client.get(f"/p/{pid}/release?run={second}").text
+    # the Run screen shows the configuration each run used, not the project's of now
+    shown = bench.client.get(f"/p/{pid}/run?run={second}").text
+    assert "algorithm: node" in shown and 'data-testid="one-off"' in shown
+    assert "algorithm: node" not in bench.client.get(f"/p/{pid}/run?run={third}").text
 
 
 def test_a_project_pinned_by_an_earlier_node_release_is_freed_by_choosing_a_search(bench: Bench) -> None:

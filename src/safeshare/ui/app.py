@@ -829,6 +829,9 @@ async def run_page(request: Request) -> Response:
         workbench.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
+    # the configuration the shown run used (a one-off node release's differs from the project's)
+    snapshot = project.directory / f"run-{run_id}.yaml" if run_id else None
+    used = snapshot.read_text(encoding="utf-8") if snapshot is not None and snapshot.is_file() else None
     return ctx.render(
         "run.html",
         **_page(
@@ -838,7 +841,8 @@ async def run_page(request: Request) -> Response:
             run_id=run_id,
             state=state,
             problem=problem,
-            config_text=project.config_text(),
+            config_text=used if used is not None else project.config_text(),
+            summary=run_summary(ctx, project, run_id) if run_id else None,
         ),
     )
 
