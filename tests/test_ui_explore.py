@@ -101,6 +101,27 @@ def test_the_list_shows_anonymous_nodes_by_default_with_a_status_filter(bench: B
     assert answer.status_code == 400 and answer.text.startswith("error: status 'bogus': expected one of")
 
 
+def test_a_node_within_the_suppression_limit_says_which_model_rejects_it(bench: Bench) -> None:
+    """With a risk threshold on B beside k, a node can suppress within the limit and still fail:
+    its line names the threshold instead of a share of records."""
+    config = CONFIG.replace(
+        "privacy: {k-anonymity: {k: 3}}", "privacy: {k-anonymity: {k: 2}, risk: {measure: B, threshold: 0.1}}"
+    )
+    pid = _project(bench, config)
+    rid = _run(bench, pid)
+    lattice = bench.client.get(f"/api/projects/{pid}/runs/{rid}/lattice").json()
+    by_key = {",".join(map(str, n["levels"])): n for n in lattice["nodes"]}
+    rows = _rows(bench.client.get(f"/p/{pid}/explore?run={rid}&status=not-anonymous").text)
+    rejected = [r for r in rows if "rejected by" in r["why_not"]]
+    assert rejected and len(rejected) < len(rows)
+    for row in rows:
+        suppressed = by_key[row["node"]]["suppressed"]
+        if suppressed > 6:  # floor(5% of 120)
+            assert row["why_not"].startswith("needs "), row
+        else:
+            assert row["why_not"].endswith("but rejected by the risk threshold B &lt;= 0.1"), row
+
+
 def test_levels_are_shown_with_the_hierarchys_labels(bench: Bench) -> None:
     """Issue 35: "age level 1" becomes "age: 20s, 30s, 40s, …" in the list, the optimum's line and
     the node's detail (level 0 is "as in the data", its values not listed)."""

@@ -41,7 +41,7 @@ from safeshare.app_runner import to_json
 from safeshare.core.evaluation import Classes
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
-from safeshare.figures import count, percent
+from safeshare.figures import count, number, percent
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import metrics_for
 from safeshare.models.base import NodePrivacyModel
@@ -452,12 +452,21 @@ def lattice_view(
         class_sizes=sizes,
         algorithm=str(result.search.algorithm),
         suppression_allowed=int(result.criterion.suppression_limit(table.n_records)),
-        node_models=tuple(m.name for m in result.criterion.models if isinstance(m, NodePrivacyModel)),
+        node_models=tuple(_described(m) for m in result.criterion.models if isinstance(m, NodePrivacyModel)),
         level_labels={
             name: hierarchy_labels(hierarchy)
             for name, hierarchy in zip(table.qi_names, table.hierarchies, strict=True)
         },
     )
+
+
+def _described(model: NodePrivacyModel) -> str:
+    """A node-wide model in the words of :meth:`LatticeView.why_not`: a risk threshold with its
+    measure and bound (``the risk threshold B <= 0.05``), another by its name."""
+    threshold, measure = getattr(model, "threshold", None), getattr(model, "measure", None)
+    if isinstance(threshold, float) and isinstance(measure, str):
+        return f"the risk threshold {measure} <= {number(threshold)}"
+    return model.name
 
 
 def hierarchy_labels(hierarchy: Hierarchy, first: int = LABELS_SHOWN) -> list[dict[str, Any]]:
