@@ -226,6 +226,8 @@ WALK: dict[str, tuple[Any, Any]] = {
     "purpose": ("a study", lambda r: r["certificate"]["purpose"] == "a study"),
     "ledger": ("walk.jsonl", lambda r: r["certificate"]["ledger"] == "walk.jsonl"),
     "approved_by": ("A. Officer", lambda r: r["certificate"]["approved_by"] == "A. Officer"),
+    # issue 32: k and the risk in people (one record per person here)
+    "person": ("id", lambda r: (r.get("people") or {}).get("column") == "id"),
 }
 
 #: (key, algorithm) pairs that are refused, with the reason (not silently dropped).
@@ -238,6 +240,8 @@ REFUSED = {
     ("local_recoding", "node"): "local_recoding: not supported with algorithm node",
     # every column epsilon-safe releases is a quasi-identifier (thesis §4.5.2): a pseudonym is not
     ("key_file", "epsilon-safe"): "column 'id' has role pseudonym",
+    # epsilon-safe samples records, not people (issue 32)
+    ("person", "epsilon-safe"): "samples records, not people",
 }
 
 

@@ -749,7 +749,10 @@ def test_unknown_model_names_get_a_suggestion_or_the_list() -> None:
         make_model("k-anonymty", {"k": 2})
     with pytest.raises(
         ConfigError,
-        match=r"expected one of k-anonymity, l-diversity, m-concealing, risk, small-cells, t-closeness$",
+        match=(
+            r"expected one of k-anonymity, l-diversity, m-concealing, profile-anonymity, risk, small-cells, "
+            r"t-closeness$"
+        ),
     ):
         make_model("zzz", {})
     with pytest.raises(ConfigError, match=r"privacy\.k-anonymity: missing k"):

@@ -210,6 +210,7 @@ def test_the_schema_is_pydantic_and_published_for_editors() -> None:
         "m-concealing",
         "risk",
         "small-cells",
+        "profile-anonymity",
     }
     for model in ("LDiversityParams", "TClosenessParams"):
         assert "columns" in schema["$defs"][model]["properties"]

@@ -238,8 +238,9 @@ def test_what_the_local_path_does_not_wire_yet_is_refused(
     config = yaml.safe_load((directory / "adult.yaml").read_text())
     if extra.get("attributes"):
         config["attributes"]["fnlwgt"] = {"role": "pseudonym"}
-        (directory / "k.key").write_text("ab" * 32)
-        (directory / "k.key").chmod(0o600)
+        from safeshare.data.identifiers import write_new_key
+
+        write_new_key(directory / "k.key")  # a strong key: the refusal must be local recoding's
         extra = {"key_file": "k.key"}
     path = directory / "c.yaml"
     path.write_text(yaml.safe_dump({**config, **extra, "local_recoding": True}))

@@ -274,12 +274,12 @@ def test_running_out_of_memory_suggests_no_option_the_command_lacks(
     data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``inspect`` (no --engine) said "try --engine duckdb" when memory ran out."""
-    import safeshare.workflows.inspection as inspection
+    import safeshare.risk.measures as measures
 
     def no_memory(*args: object, **kwargs: object) -> object:
         raise MemoryError
 
-    monkeypatch.setattr(inspection, "records_at_risk", no_memory)
+    monkeypatch.setattr(measures, "records_at_risk", no_memory)  # imported by inspect when it runs
     code, _, stderr = run_cli(["inspect", str(data), "--qi", "age,sex"], capsys)
     line = one_line(stderr)
     assert code == 1 and "memory ran out" in line and "--engine" not in line and "internal error" not in line

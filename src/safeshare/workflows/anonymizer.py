@@ -129,8 +129,6 @@ class AnonymizationResult:
     def people_figures(self) -> dict[str, Any] | None:
         """The release in people (``None`` without a person key): people in and out, the people
         with a suppressed record and the people wholly suppressed, and their records per person."""
-        from safeshare.workflows.persons import profile_figures
-
         grain = self.table.persons
         if grain is None:
             return None
@@ -150,7 +148,46 @@ class AnonymizationResult:
             },
             "min_class_people": self.min_class_people,
             "suppression_unit": "records",
-            "profiles": profile_figures(self),
+            "profiles": self.profile_figures(),
+        }
+
+    def release_k(self) -> int:
+        """The k a release's profiles are measured against: the profile model's, else k-anonymity's,
+        else 2 (a profile of one person)."""
+        ks = {m.name: int(getattr(m, "k", 0) or 0) for m in self.criterion.models}
+        k = ks.get("profile-anonymity") or ks.get("k-anonymity") or 0
+        return max(k, 2)
+
+    def profile_figures(self) -> dict[str, Any] | None:
+        """The released profiles at the chosen node from the search's grain, when the release links
+        a person's records by the person key (``None`` otherwise): people, distinct profiles, the
+        people whose profile fewer than k share, the people singled out by it, the fewest sharing
+        one (issue 32)."""
+        grain = self.table.persons
+        if (
+            grain is None
+            or not self.schema.person_released
+            or self.classes is None
+            or self.assessment is None
+        ):
+            return None
+        released = self.assessment.acceptable & (self.classes.sizes > 0)
+        profiles = grain.profiles(self.classes.row_class, counted=released)
+        k = self.release_k()
+        people = profiles.n_people
+        below = profiles.people_below(k)
+        singled = profiles.people_below(2)
+        return {
+            "column": grain.column,
+            "k": k,
+            "people": people,
+            "profiles": int(profiles.sizes.size),
+            "below_k": below,
+            "below_k_share": below / people if people else 0.0,
+            "singled_out": singled,
+            "singled_out_share": singled / people if people else 0.0,
+            "smallest": profiles.smallest,
+            "intervals": list(grain.tag_columns),
         }
 
     @property

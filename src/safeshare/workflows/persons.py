@@ -38,11 +38,8 @@ if TYPE_CHECKING:
 
 
 def release_k(result: AnonymizationResult) -> int:
-    """The k a release's profiles are measured against: the profile model's, else k-anonymity's,
-    else 2 (a profile of one person)."""
-    ks = {m.name: int(getattr(m, "k", 0) or 0) for m in result.criterion.models}
-    k = ks.get("profile-anonymity") or ks.get("k-anonymity") or 0
-    return max(k, 2)
+    """The k a release's profiles are measured against (:meth:`AnonymizationResult.release_k`)."""
+    return result.release_k()
 
 
 def link_columns(schema: Schema, released_columns: Sequence[str]) -> list[str]:
@@ -105,35 +102,8 @@ def person_expectations(result: AnonymizationResult, engine: Engine) -> PersonEx
 
 
 def profile_figures(result: AnonymizationResult) -> dict[str, Any] | None:
-    """The released profiles at the chosen node from the search's grain, when the release links a
-    person's records by the person key (``None`` otherwise): people, distinct profiles, the people
-    whose profile fewer than k share, the people singled out by it, the fewest sharing one."""
-    grain = result.table.persons
-    if (
-        grain is None
-        or not result.schema.person_released
-        or result.classes is None
-        or result.assessment is None
-    ):
-        return None
-    released = result.assessment.acceptable & (result.classes.sizes > 0)
-    profiles = grain.profiles(result.classes.row_class, counted=released)
-    k = release_k(result)
-    people = profiles.n_people
-    below = profiles.people_below(k)
-    singled = profiles.people_below(2)
-    return {
-        "column": grain.column,
-        "k": k,
-        "people": people,
-        "profiles": int(profiles.sizes.size),
-        "below_k": below,
-        "below_k_share": below / people if people else 0.0,
-        "singled_out": singled,
-        "singled_out_share": singled / people if people else 0.0,
-        "smallest": profiles.smallest,
-        "intervals": list(grain.tag_columns),
-    }
+    """The released profiles at the chosen node (:meth:`AnonymizationResult.profile_figures`)."""
+    return result.profile_figures()
 
 
 def person_risk(
