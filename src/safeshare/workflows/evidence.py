@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
@@ -149,8 +149,18 @@ class Evidence:
     identifiers: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (the report's ``evidence`` section)."""
-        return dataclasses.asdict(self)
+        """Plain JSON-ready data (the report's ``evidence`` section): lists, not tuples, so that
+        the :class:`~safeshare.workflows.result.Release`'s report equals report.json read back."""
+        return cast(dict[str, Any], _plain(dataclasses.asdict(self)))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every tuple a list, in mappings and lists alike (what JSON reads back)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 # ------------------------------------------------------------------ helpers for callers
