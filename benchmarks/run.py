@@ -43,6 +43,8 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "verify-control": "bench_verify_control",  # issue 30: the control-character check's cost
     # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
     "attack": "bench_attack",
+    # issue 32: 1M visits of ~300k people (DuckDB, k = 5): the person-level run beside the record-level one
+    "persons": "bench_persons",
     # issues 24, 36: Census-Income KDD, 14 QIs, three hierarchy sets (the project's, ALT, one generated
     # with a fixed seed), the proven optimum <= 30 s of CPU on each, OLA's beside it (ARX beside when given)
     "kdd": ("bench_kdd", ["--qis", "14", "--hierarchies", "ours,alt,random", "--max-cpu", "30"]),

@@ -172,3 +172,91 @@ def test_profile_counts_distinct_missing_and_uniqueness(tmp_path: Path) -> None:
         assert (sex.distinct, sex.missing, sex.suggested_role) == (2, 0, "quasi")
         assert (zip_.distinct, zip_.missing, zip_.singletons, zip_.suggested_role) == (2, 10, 1, "quasi")
         engine.close()
+
+
+# --------------------------------------------------------------------------- issue 35: Explore in words
+def test_ties_at_the_optimums_loss_are_the_qualifying_nodes_of_equal_loss(adult_fit, adult_view) -> None:
+    """Adult's optimum 2,2,2,0,2,0,0,0,0 shares its loss with three other anonymous nodes (issue
+    35: "three nodes tie at the optimum's loss without a flag"); recounted over every node, and
+    the search's choice among them is the stated rule (the lower node, then lexicographic)."""
+    best = adult_view.node(adult_view.optimum).loss
+    recount = [
+        n.levels
+        for n in adult_view.nodes
+        if n.status in ("optimum", "anonymous") and abs(n.loss - best) <= 1e-9 * best
+    ]
+    ties = adult_view.ties()
+    assert len(ties) == len(recount) == 4
+    assert {n.levels for n in ties} == set(recount)
+    assert ties[0].levels == adult_fit.node and ties[0].status == "optimum"
+    assert min(recount, key=lambda levels: (sum(levels), levels)) == adult_fit.node
+    assert adult_view.algorithm == "ola"
+    assert "lower node" in adult_view.tie_rule() and "lexicographic" in adult_view.tie_rule()
+
+
+def test_why_a_node_is_not_anonymous_in_its_own_figures(adult_view) -> None:
+    """Issue 35: a non-anonymous node said "suppressed 25,535 ... smallest 5" without "needs 78 %
+    > 5 %". Each non-anonymous node's reason is its share against the limit, floor(5% x 32,561)."""
+    assert adult_view.allowed == 1628 == int(0.05 * 32561)
+    bottom = adult_view.node((0,) * 9)
+    assert adult_view.why_not(bottom) == (
+        "needs 78.4% suppressed (25,535 of 32,561 records) > 5% allowed (1,628)"
+    )
+    for node in adult_view.nodes:
+        reason = adult_view.why_not(node)
+        if node.status == "not-anonymous":
+            # k-anonymity alone: a node fails only by needing more suppression than allowed
+            assert node.suppressed > adult_view.allowed and reason.startswith("needs ")
+        else:
+            assert reason is None
+
+
+def test_levels_are_shown_in_the_hierarchys_labels(adult_fit, adult_view) -> None:
+    """Issue 35: "age level 2" becomes "age: 0:49, 50:99" (the hierarchy's labels at that level);
+    level 0, the records' own values, lists none."""
+    assert adult_view.label_text(adult_fit.node).startswith("age: 0:49, 50:99; workclass: ")
+    for q, hierarchy in zip(adult_fit.table.qi_names, adult_fit.table.hierarchies, strict=True):
+        levels = adult_view.level_labels[q]
+        assert len(levels) == hierarchy.height + 1 and levels[0]["labels"] == []
+        for level in range(1, hierarchy.height + 1):
+            assert levels[level]["count"] == hierarchy.size(level)
+            assert levels[level]["labels"] == list(hierarchy.labels(level))[:3]
+    detail = node_detail(adult_view, adult_fit.node)
+    assert [g["level"] for g in detail["generalization"]] == list(adult_fit.node)
+    assert detail["tie"] is True and "lower node" in detail["tie_rule"]
+    assert node_detail(adult_view, (0,) * 9)["why_not"].startswith("needs 78.4%")
+
+
+def test_the_node_list_filters_by_status(adult_view) -> None:
+    counts = adult_view.counts()
+    anonymous = adult_view.listed()
+    assert len(anonymous) == counts["optimum"] + counts["anonymous"] == 1926
+    assert {n.status for n in anonymous} == {"optimum", "anonymous"}
+    assert anonymous[0].levels == adult_view.optimum  # least loss first
+    assert {n.status for n in adult_view.listed("not-anonymous")} == {"not-anonymous"}
+    assert len(adult_view.listed("all")) == 7776 and len(adult_view.listed("all", 5)) == 5
+    with pytest.raises(InputError, match="status 'bogus'"):
+        adult_view.listed("bogus")
+
+
+def test_the_diagram_opens_with_the_optimum_in_its_window(adult_view) -> None:
+    """Issue 35: Adult's SVG was 10,512 px wide in an 849 px frame with the optimum at x = 1,036,
+    outside it. The SVG is now a window (viewBox) of at most 840 x 600 px onto the drawing,
+    centred on the optimum; one tab stop (the optimum), every node focusable."""
+    import re
+
+    from safeshare.ui.hasse import WINDOW, hasse_svg
+
+    svg = hasse_svg(adult_view)
+    head = re.search(r"<svg [^>]*>", svg).group(0)
+    x, y, w, h = map(float, re.search(r'viewBox="([^"]+)"', head).group(1).split())
+    full_w, _ = map(float, re.search(r'data-full="([^"]+)"', head).group(1).split())
+    assert full_w > 10_000 and w <= WINDOW[0] and h <= WINDOW[1]
+    assert re.search(r' width="(\d+)"', head).group(1) == f"{w:.0f}"
+    optimum = re.search(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]*data-testid="optimum"', svg)
+    cx, cy = float(optimum.group(1)), float(optimum.group(2))
+    assert x <= cx <= x + w and y <= cy <= y + h
+    assert abs(cx - (x + w / 2)) < 1 or x == 0 or x + w == full_w  # centred unless at an edge
+    assert svg.count('tabindex="0"') == 1 and svg.count('tabindex="-1"') == 7775
+    assert re.search(r'<circle [^>]*tabindex="0"[^>]*data-testid="optimum"', svg)
+    assert svg.count(" tie") == 4  # the class of the four tied nodes

@@ -543,7 +543,12 @@ def test_inverse_ola_maximizes_k_in_people(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ event level vs flattened
-def test_an_event_level_and_a_flattened_release_compare_in_one_report(tmp_path: Path) -> None:
+def test_an_event_level_and_a_flattened_release_compare_in_one_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same people released event by event (person key) and flattened (one row per person):
+    one comparison, in people, with each release's risk and loss as its own report gives them,
+    through the API, the terminal and --json."""
     frame = events(500, seed=6, most=3)
     event_level = api.anonymize(
         config(tmp_path / "events", frame), tmp_path / "events" / "out", tradeoff=False
@@ -578,5 +583,144 @@ def test_an_event_level_and_a_flattened_release_compare_in_one_report(tmp_path: 
     assert event_figures["B"] == event_level.report["risk"]["release"]["B"]
     assert flat_figures["loss"] == flat.report["information_loss_normalized"]
     assert comparison.warnings == ()
+    assert event_figures["loss"] == event_level.report["information_loss_normalized"] is not None
+    assert flat_figures["B"] == flat.report["risk"]["release"]["B"] is not None
+    assert event_figures["unit"] == flat_figures["unit"] == "people"
+    assert event_figures["records_out"] > event_figures["people_out"]  # several events per person
+    assert flat_figures["records_out"] == flat_figures["people_out"]  # one row per person
+    releases = [str(tmp_path / "events" / "out"), str(tmp_path / "flat")]
+    code, stdout, _ = run_cli(["compare", *releases], capsys)
+    assert code == 0
+    rows = {line.split("│")[1].strip(): line for line in stdout.splitlines() if line.count("│") >= 3}
+    assert rows["people in"].count(f"{len(persons):,}") == 2
+    for label, key in (("information loss (normalized)", "loss"), ("people released", "people_out")):
+        assert all(_shown_figure(f[key]) in rows[label] for f in comparison.figures), label
+    code, stdout, _ = run_cli(["compare", *releases, "--json"], capsys)
+    assert code == 0 and json.loads(stdout) == json.loads(json.dumps(comparison.to_dict()))
     with pytest.raises(InputError, match="at least two releases"):
         api.compare([tmp_path / "flat"])
+
+
+def _shown_figure(value: Any) -> str:
+    from safeshare.workflows.compare import _shown
+
+    return _shown(value)
+
+
+# ------------------------------------------------------------------ every view says people
+def _text(html: str) -> str:
+    """report.html's text: the tags (the figures' spans) removed, the whitespace collapsed."""
+    import html as html_lib
+    import re
+
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_every_view_of_a_person_keyed_run_says_people(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A person-keyed run whose records are linked (a pseudonymized key): the terminal, report.json,
+    report.html and its certificate give the smallest class in people, the prosecutor bound per
+    person, the risk section in people and the linked profiles; the same run without the key says
+    records. Before issue 32's views were fixed report.html named no person at all ("at most 1/5
+    per record", "smallest class 5", a risk table whose first row read "records" for n people)."""
+    frame = events(600, seed=8)
+    cfg = config(tmp_path / "keyed", frame, pid="{role: pseudonym, length: 20}")
+    code, stdout, _ = run_cli(
+        ["anonymize", str(cfg), "--out", str(tmp_path / "keyed" / "out"), "--no-tradeoff"], capsys
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "keyed" / "out" / "report.json").read_text())
+    people = report["people"]
+    terminal = " ".join(stdout.split())
+    assert f"smallest {report['min_class_size']:,} records, {people['min_class_people']:,} people" in terminal
+    assert f"{people['people_in']:,} in (" in terminal and "people)" in terminal  # N = ... people
+    assert report["risk"]["unit"] == "people" and report["risk"]["release"]["unit"] == "people"
+    assert report["headline"]["prosecutor"]["unit"] == "people"
+    assert (
+        report["certificate"]["unit"] == "people" and report["certificate"]["people"] == people["people_in"]
+    )
+    (prosecutor,) = [m for m in report["evidence"]["attack_models"] if m["name"] == "prosecutor"]
+    assert prosecutor["guarantee"].startswith("every released class holds at least k = 5 people")
+    assert prosecutor["value"] == 1 / people["min_class_people"]  # 1 / the fewest people, not records
+    text = _text((tmp_path / "keyed" / "out" / "report.html").read_text())
+    assert "per record" not in text
+    assert "at most 1/5 = 0.2 per person (smallest class " + f"{people['min_class_people']:,} people)" in text
+    assert "at most 1/5 per person (k-anonymity in people, k = 5); the smallest class holds " in text
+    assert f"smallest {report['min_class_size']:,} records, {people['min_class_people']:,} people" in text
+    assert (
+        f"{people['people_in']:,} people in, {people['people_out']:,} released (by the person key pid)"
+        in text
+    )
+    assert "the suppression limit counts records" in text
+    assert "shares of people are percentages" in text
+    n_people = report["risk"]["release"]["n"]
+    assert f"people {report['risk']['input']['n']:,} {n_people:,}" in text  # the risk table's first row
+    linked = report["certificate"]["linked_records"][0]
+    assert f"linked records (pid) {linked['below_k']:,} of {linked['people']:,} people have a profile" in text
+    assert (
+        f"linked by pid: people whose profile is their own – {report['risk']['linked']['sample_uniques']:,}"
+        in text
+    )
+    checks = report["verification"]["checks"]["persons"]
+    assert f"smallest class in people {checks['min_class_people']:,} (k = 5 in people: holds)" in text
+    # safeshare risk's page with the key: its measures are the people's (risk.json's unit)
+    assessment = api.risk(
+        tmp_path / "keyed" / "events.csv", qi="sex,age,zip", population_size=100_000, person="pid"
+    )
+    page = _text(assessment.to_html())
+    assert assessment.unit == "people" and "people with prosecutor risk above" in page
+    assert "records with prosecutor risk above" not in page and "share of records in classes" not in page
+    assert "A = (1/N) Σ p 1/f p (population-to-sample, in people)" in page
+    # without the key: records, said so
+    plain = config(tmp_path / "plain", frame, person=None)
+    run_cli(
+        ["anonymize", str(plain), "--out", str(tmp_path / "plain" / "out"), "--no-tradeoff", "-q"], capsys
+    )
+    text = _text((tmp_path / "plain" / "out" / "report.html").read_text())
+    assert "per record (k-anonymity, k = 5)" in text and "1/5 per person" not in text
+    assert "counted in records (one record per person: no person key)" in text
+    assert "repeated persons column 'pid' looks like a person identifier" in text
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 6), st.sampled_from(["a", "b", None]), st.sampled_from(["x", "", None, "y"])
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 4),
+)
+@settings(max_examples=150, deadline=None)
+def test_the_verifiers_profile_measure_is_exact(
+    rows: list[tuple[int, str | None, str | None]], k: int
+) -> None:
+    """verify/profiles.py on a release with missing labels (NULL and empty): the people per profile
+    (the multiset of each person's classes) equal a brute-force count. The classes are numbered in
+    SQL (DENSE_RANK over the labels) before the lists are built, as of the benchmark of issue 32
+    (bench_persons: a third of the memory of lists of label structs); NULLs are one label."""
+    import duckdb
+
+    from safeshare.verify.profiles import profile_uniqueness
+
+    frame = pd.DataFrame(rows, columns=["pid", "a", "b"]).assign(pid=lambda f: "p" + f["pid"].astype(str))
+    con = duckdb.connect()
+    con.register("rel", frame)
+    got = profile_uniqueness(con, "rel", 'CAST("a" AS VARCHAR), CAST("b" AS VARCHAR)', "pid", k)
+    profile = {
+        p: frozenset(
+            Counter(
+                map(
+                    tuple, g[["a", "b"]].astype(object).where(g[["a", "b"]].notna(), None).to_numpy().tolist()
+                )
+            ).items()
+        )
+        for p, g in frame.groupby("pid")
+    }
+    shared = Counter(profile.values())
+    assert got["people"] == len(profile) and got["profiles"] == len(shared)
+    assert got["below_k"] == sum(1 for key in profile.values() if shared[key] < k)
+    assert got["singled_out"] == sum(1 for key in profile.values() if shared[key] == 1)
+    assert got["smallest"] == min(shared.values())

@@ -733,7 +733,7 @@ def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
     assert head["prosecutor"]["bounded"] is False and head["prosecutor"]["max"] == 1.0
     assert "exceeds 1/5" not in head["text"]
     assert (
-        "the bound of 1/5 per record does not hold against an adversary who also knows the true admitted"
+        "the bound of 1/5 per person does not hold against an adversary who also knows the true admitted"
         in (head["text"])
     )
     models = {m["name"]: m for m in report["evidence"]["attack_models"]}
@@ -745,7 +745,7 @@ def test_a_kept_shifted_date_is_known_within_max_days(tmp_path: Path) -> None:
     assert {"informed_adversary.singled_out", "informed_adversary.below_k"} <= keys
     text = unescape(html)  # the bound 1/5 appears only where it is said to be for the QIs' adversary
     assert text.count("exceeds 1/5") == text.count(
-        "exceeds 1/5 = 0.2; the smallest released class holds 5 records (for"
+        "exceeds 1/5 = 0.2; the smallest released class holds 5 people (for"
     )
     # generalized (a dates hierarchy: the date becomes a quasi-identifier), the bound holds again
     monthly = CLINICAL_YAML.replace(

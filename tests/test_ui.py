@@ -216,8 +216,9 @@ def test_the_lattice_and_risk_of_a_run(server, finished) -> None:
 
 
 def test_a_node_picked_in_explore_is_released_as_the_command_line_would(server, tmp_path: Path) -> None:
-    """Explore's "Release this node": the configuration takes ``algorithm: node`` with the node's
-    levels, the run releases exactly that node, verified, and its YAML reproduces the bytes."""
+    """Explore's "Release this node": the run's own configuration takes ``algorithm: node`` with
+    the node's levels (the project's is left alone: tests/test_ui_explore.py), the run releases
+    exactly that node, verified, and its YAML reproduces the bytes."""
     with server.client() as client:
         project = adult_project(client)["id"]
         wait_idle(client, project)

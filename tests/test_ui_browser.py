@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ui_helpers import ADULT_DIR, ADULT_YAML, ROOT, running_server
+from tests.ui_helpers import ADULT_DIR, ADULT_YAML, ROOT, adult_project, running_server, wait_idle, wait_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -177,6 +177,65 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     assert ",".join(map(str, report["node"])) == key
     assert input_b == pytest.approx(report["risk"]["input"]["B"], rel=1e-3)
     assert release_b == pytest.approx(report["risk"]["release"]["B"], rel=1e-3)
+
+
+def test_explore_opens_on_the_optimum_and_works_from_the_keyboard(browser: Any, server: Any) -> None:
+    """Issue 35: Adult's optimum was drawn outside the visible frame (an SVG 10,512 px wide in an
+    849 px frame). It is in the frame when the page opens, without scrolling; zoom keeps it there;
+    the keyboard picks it, moves to a neighbour and picks a row of the list; its three ties are
+    flagged."""
+    with server.client() as client:
+        project = adult_project(client)["id"]
+        wait_idle(client, project)
+        run = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
+        assert wait_run(client, project, run)["status"] == "done"
+        optimum_key = ",".join(
+            map(str, client.get(f"/api/projects/{project}/runs/{run}/lattice").json()["optimum"])
+        )
+    page = browser.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(server.url)
+    page.goto(f"{server.base}/p/{project}/explore?run={run}")
+    page.wait_for_load_state("load")
+    frame = page.get_by_test_id("lattice").locator("xpath=..").bounding_box()  # the frame it is drawn in
+    optimum = page.get_by_test_id("optimum")
+    assert optimum.get_attribute("data-node") == optimum_key
+
+    def inside() -> bool:
+        box = optimum.bounding_box()
+        assert frame is not None and box is not None
+        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        return (
+            frame["x"] <= cx <= frame["x"] + frame["width"]
+            and frame["y"] <= cy <= frame["y"] + frame["height"]
+        )
+
+    assert inside(), (frame, optimum.bounding_box())
+    assert page.evaluate("window.scrollX") == 0
+    shot(page, "4-explore-optimum")
+    width = float(page.get_by_test_id("lattice").get_attribute("viewBox").split()[2])
+    page.get_by_test_id("zoom-in").click()
+    zoomed = float(page.get_by_test_id("lattice").get_attribute("viewBox").split()[2])
+    assert zoomed < width and inside()
+    page.get_by_test_id("zoom-out").click()
+    page.get_by_test_id("zoom-out").click()
+    assert float(page.get_by_test_id("lattice").get_attribute("viewBox").split()[2]) > width and inside()
+    # the keyboard: the optimum is the diagram's tab stop; Enter shows it, an arrow moves on
+    optimum.focus()
+    page.keyboard.press("Enter")
+    page.get_by_test_id("node-levels").filter(has_text=optimum_key).wait_for()
+    page.keyboard.press("ArrowRight")
+    moved = page.evaluate("document.activeElement.dataset.node")
+    assert moved and moved != optimum_key
+    page.keyboard.press("Enter")
+    page.get_by_test_id("node-levels").filter(has_text=moved).wait_for()
+    row = page.locator("table[data-testid=node-list] tbody tr").nth(2)
+    row.focus()
+    page.keyboard.press("Enter")
+    page.get_by_test_id("node-levels").filter(has_text=row.get_attribute("data-node")).wait_for()
+    assert page.locator("table[data-testid=node-list] [data-testid=tie]").count() == 4
+    assert "lexicographic" in page.get_by_test_id("tie-rule").inner_text()
+    page.close()
 
 
 @pytest.mark.slow

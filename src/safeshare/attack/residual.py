@@ -19,6 +19,10 @@ quasi-identifier's label matches a value it covers; the other columns as values.
   ``<= v``), kept when it matches exactly one released row. It succeeds on a set of targets when it
   matches exactly one of them. The attack and control target sets have the same size (the larger
   one subsampled), since singling out depends on it. Baseline: queries of random released values.
+* **Singling out** (univariate, ``n_cols = 1``, Anonymeter's other mode): the same with one
+  column, so a kept query is a value that one released row alone has: a rare category or label,
+  or the column's extreme (``>= max`` above the median, ``<= min`` below it), as Anonymeter's
+  ``univariate`` queries are (values seen once, and the minimum and maximum of a numeric column).
 * **Linkability**: the compared columns are split in two; a target is linked when its nearest
   released row on the first half and on the second half is the same row (ties broken at random,
   seeded). Baseline: two random rows.
@@ -111,7 +115,8 @@ def singling_out(
     n_cols: int,
     rng: np.random.Generator,
 ) -> Residual:
-    """Multivariate singling out (module docstring); ``attack``/``control``: target positions."""
+    """Singling out with queries of ``n_cols`` columns (module docstring: multivariate, or
+    univariate with ``n_cols = 1``); ``attack``/``control``: target positions."""
     size = min(attack.size, control.size)
     attack = rng.choice(attack, size, replace=False) if attack.size > size else attack
     control = rng.choice(control, size, replace=False) if control.size > size else control

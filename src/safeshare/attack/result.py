@@ -106,7 +106,7 @@ def report_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     residual = doc["residual_risks"]
     if "skipped" in residual:
         out.append(("residual risks", f"not run: {residual['skipped']}"))
-    for name in ("singling_out", "linkability", "inference"):
+    for name in ("singling_out", "singling_out_univariate", "linkability", "inference"):
         res = residual.get(name)
         if isinstance(res, dict) and "risk" in res:
             lo, hi = res["risk_interval"]

@@ -256,8 +256,11 @@ def print_release(release: Release) -> None:
         f"{report['records_in']:,} in, {report['suppressed_records']:,} suppressed, "
         f"{report['records_out']:,} released",
     )
-    table.add_row("classes", f"{report['equivalence_classes']:,}, smallest {report['min_class_size']:,}")
     people = report.get("people")
+    smallest = f"smallest {report['min_class_size']:,} records"
+    if people is not None:  # the class's people beside its records (issue 32)
+        smallest += f", {people['min_class_people']:,} people"
+    table.add_row("classes", f"{report['equivalence_classes']:,}, {smallest}")
     if people is not None:  # issue 32: the unit a privacy officer signs for
         per = people["records_per_person"]
         table.add_row(

@@ -279,28 +279,51 @@ def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """The report's risk section as rows ``(measure, kind, input key, release key)``.
 
     Each figure is named by its key path in report.json (``risk.release.B``) and its kind
-    (``count``, ``risk``, ``share``: a share of records, shown as a percentage), so that the
-    HTML shows report.json's figures and nothing else (class sizes only).
+    (``count``, ``risk``, ``share``: a share of records, or of people with a person key, shown as a
+    percentage), so that the HTML shows report.json's figures and nothing else (class sizes only).
+    With a person key (``risk.unit`` people, issue 32) the labels name the people and the per-person
+    formulas of :mod:`safeshare.risk.persons`; a release that links a person's records adds the
+    measures on the released profiles (``risk.linked``; the input has no such side: ``risk.linked_input``
+    is never written, so its cells show none).
     """
     risk = doc.get("risk")
     if not isinstance(risk, Mapping):
         return None
     estimator = str(risk.get("estimator", ""))
     threshold = risk.get("threshold")
+    people = risk.get("unit") == "people"  # issue 32: f_p, the people of a person's most exposed class
     spec = [
-        ("records", "count", "n"),
+        ("people" if people else "records", "count", "n"),
         ("equivalence classes", "count", "classes"),
-        ("prosecutor risk, highest (1 / smallest class)", "risk", "prosecutor.max"),
-        ("prosecutor risk, mean (J / n)", "risk", "prosecutor.mean"),
         (
-            f"share of records with prosecutor risk above {threshold}",
+            "prosecutor risk, highest (1 / fewest people of a class)"
+            if people
+            else "prosecutor risk, highest (1 / smallest class)",
+            "risk",
+            "prosecutor.max",
+        ),
+        (
+            "prosecutor risk, mean over people (1 / people of each one's most exposed class)"
+            if people
+            else "prosecutor risk, mean (J / n)",
+            "risk",
+            "prosecutor.mean",
+        ),
+        (
+            f"share of {'people' if people else 'records'} with prosecutor risk above {threshold}",
             "share",
             "prosecutor.share_above_threshold",
         ),
         ("journalist risk, highest", "risk", "journalist.max"),
         ("journalist risk, mean", "risk", "journalist.mean"),
         ("marketer risk", "risk", "marketer"),
-        ("A = J / N (population-to-sample match rate)", "risk", "A"),
+        (
+            "A = (1/N) sum over people of 1 / f_p (population-to-sample match rate)"
+            if people
+            else "A = J / N (population-to-sample match rate)",
+            "risk",
+            "A",
+        ),
         ("B (sample-to-population match rate)", "risk", "B"),
         (f"B estimated by {estimator}", "risk", f"B_estimate.{estimator}"),
         (f"95 % interval of the {estimator} estimate, low", "risk", f"B_interval.{estimator}.0"),
@@ -311,4 +334,19 @@ def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         # an estimator without an estimate says why (its B_estimate is null then)
         spec.append((f"no estimate by {estimator}", "text", f"B_no_estimate.{estimator}"))
     rows = [(label, kind, f"risk.input.{path}", f"risk.release.{path}") for label, kind, path in spec]
-    return {"population": risk.get("population"), "rows": rows}
+    linked = risk.get("linked")
+    if isinstance(linked, Mapping):  # the released profiles of linked records: the release's side only
+        column = linked.get("column")
+        for label, kind, path in (
+            (f"linked by {column}: people with a released profile", "count", "n"),
+            (f"linked by {column}: prosecutor risk, highest (1 / fewest people sharing a profile)", "risk",
+             "prosecutor.max"),
+            (f"linked by {column}: prosecutor risk, mean over people", "risk", "prosecutor.mean"),
+            (f"linked by {column}: people whose profile is their own", "count", "sample_uniques"),
+        ):  # fmt: skip
+            rows.append((label, kind, f"risk.linked_input.{path}", f"risk.linked.{path}"))
+    return {
+        "population": risk.get("population"),
+        "unit": "people" if people else "records",
+        "rows": rows,
+    }

@@ -120,17 +120,31 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{_num(doc.get('records_out'))} released",
             )
         )
+    people = doc.get("people") if isinstance(doc.get("people"), dict) else None
+    if people is not None:  # issue 32: the unit a privacy officer signs for
+        per = people.get("records_per_person") or {}
+        rows.append(
+            (
+                "people",
+                f"{_num(people.get('people_in'))} in ({_num(per.get('people_with_several'))} with several "
+                f"records, up to {_num(per.get('max'))}) · {_num(people.get('people_out'))} released · "
+                f"{_num(people.get('people_suppressed'))} wholly suppressed (by the person key "
+                f"{people.get('column')}; the suppression limit counts {people.get('suppression_unit')})",
+            )
+        )
     if "equivalence_classes" in doc:
         smallest = int(doc.get("min_class_size", 0))
-        rows.append(
-            ("equivalence classes", f"{doc['equivalence_classes']:,} (smallest {smallest:,} records)")
-        )
+        fewest = int(people.get("min_class_people") or 0) if people is not None else smallest
+        unit, per_whom = ("people", "person") if people is not None else ("records", "record")
+        sizes = f"smallest {smallest:,} records" + (f", {fewest:,} people" if people is not None else "")
+        rows.append(("equivalence classes", f"{doc['equivalence_classes']:,} ({sizes})"))
         k = doc.get("k")
         bounded = bool(((doc.get("headline") or {}).get("prosecutor") or {}).get("bounded", True))
         if isinstance(k, int) and k >= 2:
             prosecutor = (
-                f"at most 1/{k} per record (k-anonymity, k = {k}); the smallest class holds "
-                f"{smallest:,} records: 1/{smallest:,} = {number(1 / max(smallest, 1))}"
+                f"at most 1/{k} per {per_whom} (k-anonymity{' in people' if people is not None else ''}, "
+                f"k = {k}); the smallest class holds {fewest:,} {unit}: 1/{fewest:,} = "
+                f"{number(1 / max(fewest, 1))}"
             )
             if not bounded:
                 prosecutor += (
@@ -138,9 +152,13 @@ def _privacy_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
                     "adversary of the headline)"
                 )
         else:  # never the bare 1.0 of a singleton: it comes with what bounds the release
+            noun = (
+                ("person" if fewest == 1 else "people")
+                if people is not None
+                else f"record{'s' if smallest != 1 else ''}"
+            )
             prosecutor = (
-                f"not bounded per record (no k-anonymity): the smallest class holds {smallest:,} "
-                f"record{'s' if smallest != 1 else ''}"
+                f"not bounded per {per_whom} (no k-anonymity): the smallest class holds {fewest:,} {noun}"
                 + (
                     "; the risk threshold bounds the average B (above)"
                     if "risk" in privacy.get("models", {})
@@ -292,6 +310,7 @@ def _risk(doc: dict[str, Any]) -> dict[str, Any] | None:
     return {
         "population_size": figure(doc, "risk.population_size", "count"),
         "population": section["population"],
+        "unit": section["unit"],
         "rows": rows,
     }
 
@@ -379,23 +398,31 @@ def _headline(doc: dict[str, Any]) -> dict[str, Any] | None:
         rows.append(("why this threshold", Markup("{}").format(source)))
     prosecutor = head.get("prosecutor")
     if isinstance(prosecutor, dict):
+        # issue 32: with a person key the bound is per person and the smallest class is in people
+        in_people = prosecutor.get("unit") == "people"
+        per = "person" if in_people else "record"
+        smallest = (
+            Markup("{} people").format(figure(doc, "headline.prosecutor.smallest_class_people", "count"))
+            if in_people
+            else figure(doc, "headline.prosecutor.smallest_class", "count")
+        )
         if prosecutor.get("bounded"):
-            value = Markup("at most 1/{} = {} per record (smallest class {})").format(
-                prosecutor.get("k"),
-                figure(doc, "headline.prosecutor.max"),
-                figure(doc, "headline.prosecutor.smallest_class", "count"),
+            value = Markup("at most 1/{} = {} per {} (smallest class {})").format(
+                prosecutor.get("k"), figure(doc, "headline.prosecutor.max"), per, smallest
             )
         elif prosecutor.get("k") and prosecutor.get("informed"):
             value = Markup(
-                "at most 1/{} per record against an adversary who knows the quasi-identifiers (smallest "
+                "at most 1/{} per {} against an adversary who knows the quasi-identifiers (smallest "
                 "class {}), not against the informed adversary: below"
-            ).format(prosecutor.get("k"), figure(doc, "headline.prosecutor.smallest_class", "count"))
+            ).format(prosecutor.get("k"), per, smallest)
         else:
             value = Markup(
-                "not bounded per record (no k-anonymity): the smallest class holds {} record(s), whose "
+                "not bounded per {} (no k-anonymity): the smallest class holds {}{}, whose "
                 "prosecutor risk is {}; {}"
             ).format(
-                figure(doc, "headline.prosecutor.smallest_class", "count"),
+                per,
+                smallest,
+                "" if in_people else " record(s)",
                 figure(doc, "headline.prosecutor.max"),
                 "the threshold bounds an average" if isinstance(risk, dict) else "no threshold applies",
             )
@@ -434,6 +461,53 @@ def _informed_row(doc: dict[str, Any], informed: dict[str, Any]) -> Markup:
     return text
 
 
+def _certificate_people(doc: dict[str, Any], cert: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The cover's rows about people (report.json's ``certificate``, issue 32): the unit its counts
+    are in, the people in and released with the smallest class in people (re-checked on the file
+    when written), each link column's profiles with the choice of a release without linkage, and
+    the repeated-person warnings of a run without a person key."""
+    rows: list[tuple[str, Any]] = []
+    if cert.get("unit") == "people":
+        rows.append(
+            (
+                "people",
+                Markup(
+                    "{} people in, {} released (by the person key {}); every released class holds at "
+                    "least {} people; the suppression limit counts {}"
+                ).format(
+                    figure(doc, "certificate.people", "count"),
+                    figure(doc, "certificate.people_released", "count"),
+                    cert.get("person_key"),
+                    figure(doc, "certificate.min_class_people", "count"),
+                    cert.get("suppression_unit"),
+                ),
+            )
+        )
+    elif cert.get("unit"):
+        rows.append(("counted in", str(cert["unit"])))
+    for i, linked in enumerate(cert.get("linked_records") or []):
+        at = f"certificate.linked_records.{i}"
+        rows.append(
+            (
+                f"linked records ({linked.get('column')})",
+                Markup(
+                    "{} of {} people have a profile (their records' classes together) that fewer than {} "
+                    "people share, {} a profile of their own ({}); {}"
+                ).format(
+                    figure(doc, f"{at}.below_k", "count"),
+                    figure(doc, f"{at}.people", "count"),
+                    linked.get("k"),
+                    figure(doc, f"{at}.singled_out", "count"),
+                    "re-checked on the written file" if linked.get("rechecked") else "as found by the search",
+                    linked.get("alternative") or "",
+                ),
+            )
+        )
+    for message in cert.get("repeated_persons") or []:
+        rows.append(("repeated persons", str(message)))
+    return rows
+
+
 def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The cover a privacy officer signs: data set, purpose, threshold and reason, result,
     hashes, approver (report.json's ``certificate``, ``headline`` and ``evidence``)."""
@@ -467,6 +541,7 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
             ),
         ),
         ("purpose", cert.get("purpose") or "not stated (purpose: in the configuration)"),
+        *_certificate_people(doc, cert),
         ("privacy models", models),
     ]
     if threshold:
@@ -595,6 +670,22 @@ def _rechecked(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
+def _verification_people(ver: dict[str, Any]) -> list[tuple[str, str]]:
+    """The verifier's people check (``verification.checks.persons``, issue 32): people counted on
+    the written file, the fewest in a class, against k in people."""
+    persons = (ver.get("checks") or {}).get("persons")
+    if not isinstance(persons, dict):
+        return []
+    return [
+        ("people in the release", f"{_num(persons.get('people_out'))} (by {persons.get('column')})"),
+        (
+            "smallest class in people",
+            f"{_num(persons.get('min_class_people'))} (k = {persons.get('k')} in people: "
+            f"{'holds' if persons.get('passed') else 'FAILS'})",
+        ),
+    ]
+
+
 def render_report(doc: dict[str, Any]) -> str:
     """Render ``report.json``'s content as a standalone HTML page."""
     hist = doc.get("class_size_histogram", [])
@@ -645,7 +736,8 @@ def render_report(doc: dict[str, Any]) -> str:
         "verification": [
             ("passed", str(ver.get("passed"))),
             ("records in the release", _num(ver.get("records_out", 0))),
-            ("smallest class in the release", _num(ver.get("min_class_size", 0))),
+            ("smallest class in the release", _num(ver.get("min_class_size", 0)) + " records"),
+            *_verification_people(ver),
             ("failures", "; ".join(ver.get("failures", [])) or "none"),
         ],
         "timings": [(k, f"{float(v):.3f}") for k, v in doc.get("elapsed_s", {}).items()],

@@ -45,6 +45,7 @@ SCREENS = (
     ("risk", "5 Risk"),
     ("release", "6 Release"),
     ("surveillance", "7 Surveillance"),
+    ("history", "Run history"),
 )
 #: files of a run's output that may be downloaded
 RELEASE_FILES = ("release.csv", "release.parquet", "report.json", "report.html")
@@ -163,12 +164,80 @@ def latest_run(ctx: Context, project: Project, kind: str) -> str | None:
     return None
 
 
-def chosen_run(request: Request, project: Project, kind: str = "anonymize") -> str | None:
+def chosen_run(
+    request: Request, project: Project, kind: str = "anonymize", needs: str | None = None
+) -> str | None:
+    """The run a screen shows: ``?run=ID`` (any run of the project: the run history links each),
+    else the latest ``kind`` run that wrote ``needs`` (a file of the run's folder: Explore needs
+    ``lattice.json``, Risk ``risk.json``), else the latest ``kind`` run. A failed or cancelled run
+    does not hide the releases before it; the screen says when a newer run exists
+    (:func:`newer_run`)."""
     run_id = request.query_params.get("run")
     if run_id:
         project.run_dir(run_id)  # checks it
         return run_id
+    if needs is not None:
+        for rid in project.run_ids():
+            job = read_json(project.directory / "runs" / rid / "job.json") or {}
+            if job.get("kind") == kind and (project.directory / "runs" / rid / needs).is_file():
+                return rid
     return latest_run(ctx_of(request), project, kind)
+
+
+def newer_run(ctx: Context, project: Project, run_id: str | None) -> dict[str, Any] | None:
+    """The state of the project's latest anonymize run when it is not ``run_id`` (the screen shows
+    an earlier run: it says so, with the newer run's status and a link to the run history)."""
+    latest = latest_run(ctx, project, "anonymize")
+    if latest is None or run_id is None or latest <= run_id:
+        return None
+    return ctx.runs.state(project.directory / "runs" / latest)
+
+
+def run_summary(ctx: Context, project: Project, run_id: str) -> dict[str, Any]:
+    """One row of the run history: what the run's own files say (job.json, state.json,
+    report.json, run-<run>.yaml); nothing is computed here.
+
+    ``node`` (the released node), ``k`` (the configured k-anonymity, from the run's own
+    configuration), ``B`` (the release's B as its report states it), ``suppressed`` (records) and
+    ``records``, ``verified`` (the independent verifier's verdict), ``released`` (a release file
+    was published), ``one_off`` (the levels of a "Release this node" run) with ``picked_in``."""
+    directory = project.directory / "runs" / run_id
+    state = ctx.runs.state(directory)
+    job = read_json(directory / "job.json") or {}
+    params = job.get("params") or {}
+    report = read_json(directory / "out" / "report.json") or {}
+    config: dict[str, Any] = {}
+    name = params.get("config")
+    if isinstance(name, str) and (project.directory / name).is_file():
+        from safeshare.config_checks import parse_yaml
+
+        try:
+            doc = parse_yaml((project.directory / name).read_text(encoding="utf-8"), name)
+            config = dict(doc) if isinstance(doc, Mapping) else {}
+        except InputError:
+            config = {}
+    privacy = config.get("privacy") if isinstance(config.get("privacy"), Mapping) else {}
+    k_section = privacy.get("k-anonymity") if isinstance(privacy, Mapping) else None
+    risk = (report.get("risk") or {}).get("release") or {}
+    node = report.get("node")
+    return {
+        "id": run_id,
+        "kind": job.get("kind"),
+        "status": state.get("status"),
+        "error": state.get("error"),
+        "algorithm": config.get("algorithm", "ola") if config else None,
+        "node": list(node) if isinstance(node, list) else None,
+        "k": k_section.get("k") if isinstance(k_section, Mapping) else None,
+        "B": risk.get("B"),
+        "suppressed": report.get("suppressed_records"),
+        "records": report.get("records_in"),
+        "max_suppression": config.get("max_suppression"),
+        "verified": bool(state.get("verified") or report.get("verified")),
+        "released": any((directory / "out" / f).is_file() for f in ("release.csv", "release.parquet")),
+        "one_off": params.get("node"),
+        "picked_in": params.get("picked_in"),
+        "config": name if isinstance(name, str) else None,
+    }
 
 
 def back(url: str, error: str | None = None, notice: str | None = None) -> RedirectResponse:
@@ -298,17 +367,33 @@ def start_profile(ctx: Context, project: Project) -> str:
     )
 
 
-def start_run(ctx: Context, project: Project, kind: str) -> str:
+def start_run(
+    ctx: Context,
+    project: Project,
+    kind: str,
+    node: Mapping[str, int] | None = None,
+    source: str | None = None,
+) -> str:
     """Start an ``anonymize`` or ``estimate`` run on a snapshot of the configuration
-    (``run-<run>.yaml``: what "copy as YAML" shows for that run)."""
+    (``run-<run>.yaml``: what "copy as YAML" shows for that run). ``node`` (QI -> level): a
+    one-off run of that node (:func:`safeshare.api.workbench.node_config`): only the run's own
+    snapshot says ``algorithm: node``, the project's configuration is not touched. ``source``:
+    the run the node was picked in (the run history says so)."""
     from safeshare.ui.runs import new_run_id
 
     # a bad configuration, or one naming a file outside --workdir: refused before a child starts
     workbench.check_config(project.config_path, ctx.settings.workdir)
     run_id = new_run_id()
-    name = project.snapshot(run_id)
+    config = workbench.node_config(project.config(), node) if node is not None else None
+    name = project.snapshot(run_id, config)
+    params: dict[str, Any] = {"config": name}
+    if node is not None:
+        params["node"] = dict(node)
+        params["picked_in"] = source
     try:
-        return ctx.runs.start(project.directory, kind, {"config": name}, run_id=run_id)
+        if config is not None:  # the one-off configuration is checked as the project's was
+            workbench.check_config(project.directory / name, ctx.settings.workdir)
+        return ctx.runs.start(project.directory, kind, params, run_id=run_id)
     except BaseException:
         (project.directory / name).unlink(missing_ok=True)
         raise
@@ -665,6 +750,9 @@ async def run_page(request: Request) -> Response:
         workbench.check_config(project.config_path, ctx.settings.workdir)
     except InputError as exc:
         problem = " ".join(str(exc).split())
+    # the configuration the shown run used (a one-off node release's differs from the project's)
+    snapshot = project.directory / f"run-{run_id}.yaml" if run_id else None
+    used = snapshot.read_text(encoding="utf-8") if snapshot is not None and snapshot.is_file() else None
     return ctx.render(
         "run.html",
         **_page(
@@ -674,7 +762,8 @@ async def run_page(request: Request) -> Response:
             run_id=run_id,
             state=state,
             problem=problem,
-            config_text=project.config_text(),
+            config_text=used if used is not None else project.config_text(),
+            summary=run_summary(ctx, project, run_id) if run_id else None,
         ),
     )
 
@@ -705,7 +794,7 @@ def view_of(project: Project, run_id: str) -> Any:
 async def explore_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    run_id = chosen_run(request, project)
+    run_id = chosen_run(request, project, needs="lattice.json")
     if run_id is None:
         return ctx.render(
             "message.html",
@@ -722,6 +811,15 @@ async def explore_page(request: Request) -> Response:
 
     drawn = len(view.nodes) <= 10_000 and view.complete
     limit = _int_param(request, "limit", 200)
+    status = request.query_params.get("status", "anonymous")
+    listed = view.listed(status)  # InputError (400, one line) for an unknown status
+    ties = view.ties()
+    tied = {n.levels for n in ties}
+    ranked = listed[:limit] if limit > 0 else listed
+    rows = [
+        {"node": n, "tie": n.levels in tied, "labels": view.label_text(n.levels), "why_not": view.why_not(n)}
+        for n in ranked
+    ]
     return ctx.render(
         "explore.html",
         **_page(
@@ -732,8 +830,15 @@ async def explore_page(request: Request) -> Response:
             view=view,
             counts=view.counts(),
             svg=Markup(hasse_svg(view)) if drawn else None,
-            ranked=view.by_loss(limit if limit > 0 else None),
+            rows=rows,
+            listed=len(listed),
+            list_status=status,
+            statuses=(("anonymous", "anonymous"), ("not-anonymous", "not anonymous"), ("all", "all")),
+            ties=ties,
+            tie_rule=view.tie_rule(),
+            optimum_labels=view.label_text(view.optimum) if view.optimum is not None else None,
             limit=limit,
+            newer=newer_run(ctx, project, run_id),
         ),
     )
 
@@ -752,22 +857,23 @@ async def node_fragment(request: Request) -> Response:
 
 
 async def release_node(request: Request) -> Response:
-    """Release the node picked in Explore: the project's configuration takes ``algorithm: node``
-    with that node's ``levels`` (so "copy as YAML" reproduces it), and a run starts; the node
-    is checked against the models like a searched one and released only if it qualifies."""
+    """Release the node picked in Explore as a one-off run: that run's own configuration
+    (``run-<run>.yaml``) takes ``algorithm: node`` with the node's ``levels`` (so its "copy as
+    YAML" reproduces it), the project's configuration keeps its algorithm (the next run searches
+    again); the node is checked against the models like a searched one and released only if it
+    qualifies."""
     ctx = ctx_of(request)
     project = project_of(request)
     form = await request.form()
     try:
-        view = view_of(project, request.path_params["rid"])
+        source = request.path_params["rid"]
+        view = view_of(project, source)
         parts = str(form.get("levels", "")).split(",")
         if len(parts) != len(view.quasi_identifiers) or not all(p.strip().isdigit() for p in parts):
             raise InputError(f"levels: expected {len(view.quasi_identifiers)} levels joined by ','")
-        config = project.config()
-        config["algorithm"] = "node"
-        config["levels"] = {q: int(p) for q, p in zip(view.quasi_identifiers, parts, strict=True)}
-        project.save_config(config)
-        run_id = start_run(ctx, project, "anonymize")
+        view.node(",".join(p.strip() for p in parts))  # in the lattice (InputError if not)
+        levels = {q: int(p) for q, p in zip(view.quasi_identifiers, parts, strict=True)}
+        run_id = start_run(ctx, project, "anonymize", node=levels, source=source)
     except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/explore", str(exc))
     return back(f"/p/{project.id}/run?run={run_id}")
@@ -805,7 +911,7 @@ async def compare_fragment(request: Request) -> Response:
 async def risk_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    run_id = chosen_run(request, project)
+    run_id = chosen_run(request, project, needs="risk.json")
     risk = read_json(project.run_dir(run_id) / "risk.json") if run_id else None
     report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
     if risk is None:
@@ -816,13 +922,24 @@ async def risk_page(request: Request) -> Response:
             screen="risk",
             run_id=run_id,
         )
-    return ctx.render("risk.html", **_page(request, project, "risk", run_id=run_id, risk=risk, report=report))
+    return ctx.render(
+        "risk.html",
+        **_page(
+            request,
+            project,
+            "risk",
+            run_id=run_id,
+            risk=risk,
+            report=report,
+            newer=newer_run(ctx, project, run_id),
+        ),
+    )
 
 
 async def release_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    run_id = chosen_run(request, project)
+    run_id = chosen_run(request, project, needs="out/report.json")
     if run_id is None:
         return ctx.render(
             "message.html",
@@ -841,7 +958,7 @@ async def release_page(request: Request) -> Response:
         else ""
     )
     config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
-    out_hint = f"out/{project.id}"
+    out_hint = f"out/{project.id}/{run_id}"  # each run's command line writes where no other run's does
     files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
     return ctx.render(
         "release.html",
@@ -862,8 +979,37 @@ async def release_page(request: Request) -> Response:
                 'print(release.report["levels"])'
             ),
             reason=project.meta.get("threshold_reason", ""),
+            summary=run_summary(ctx, project, run_id),
+            newer=newer_run(ctx, project, run_id),
         ),
     )
+
+
+async def history_page(request: Request) -> Response:
+    """Every anonymize run of the project, newest first (:func:`run_summary`), each openable in
+    Explore, Risk and Release."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    rows = [run_summary(ctx, project, r) for r in _anonymize_runs(project)]
+    return ctx.render("history.html", **_page(request, project, "history", rows=rows, run_id=None))
+
+
+def _anonymize_runs(project: Project) -> list[str]:
+    return [
+        r
+        for r in project.run_ids()
+        if (read_json(project.directory / "runs" / r / "job.json") or {}).get("kind") == "anonymize"
+    ]
+
+
+async def api_history(request: Request) -> Response:
+    """The run history as JSON: the rows of the Run history page."""
+    ctx = ctx_of(request)
+    try:
+        project = project_of(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    return JSONResponse({"runs": [run_summary(ctx, project, r) for r in _anonymize_runs(project)]})
 
 
 async def surveillance_page(request: Request) -> Response:
@@ -1142,6 +1288,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/risk", risk_page),
         Route(f"{pid}/release", release_page),
         Route(f"{pid}/surveillance", surveillance_page),
+        Route(f"{pid}/history", history_page),
         Route(f"{pid}/surveillance", start_surveillance, methods=["POST"]),
         Route(f"{pid}/runs/{{rid:str}}/node", node_fragment),
         Route(f"{pid}/runs/{{rid:str}}/release-node", release_node, methods=["POST"]),
@@ -1151,6 +1298,7 @@ def create_app(settings: Settings) -> Any:
         Route("/api/projects/{pid:str}", api_project),
         Route("/api/projects/{pid:str}/config", api_config, methods=["GET", "PUT"]),
         Route("/api/projects/{pid:str}/runs", api_runs, methods=["GET", "POST"]),
+        Route("/api/projects/{pid:str}/history", api_history),
         Route(run, api_run),
         Route(f"{run}/cancel", api_cancel, methods=["POST"]),
         Route(f"{run}/files", api_files),

@@ -116,12 +116,13 @@ class Project:
             check(doc)
         atomic_write_text(self.config_path, text if text.endswith("\n") else text + "\n")
 
-    def snapshot(self, run_id: str) -> str:
-        """Copy the configuration as ``run-<run>.yaml`` (what the run uses); its file name."""
+    def snapshot(self, run_id: str, config: Mapping[str, Any] | None = None) -> str:
+        """Copy the configuration as ``run-<run>.yaml`` (what the run uses), or write ``config``
+        there instead (a one-off run: the project's configuration is left as it is); its file name."""
         from safeshare.io import atomic_write_text
 
         name = f"run-{run_id}.yaml"
-        atomic_write_text(self.directory / name, self.config_text())
+        atomic_write_text(self.directory / name, self.config_text() if config is None else dump_yaml(config))
         return name
 
     def profile(self) -> dict[str, Any] | None:

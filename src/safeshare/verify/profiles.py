@@ -102,7 +102,7 @@ def profile_uniqueness(
             + "".join(f", {d}" for d in days)
             + first
             + " FROM (SELECT "
-            + ", ".join([f"{link_sql} AS p", f"row({group}) AS q", *texts_sql])
+            + ", ".join([f"{link_sql} AS p", f"DENSE_RANK() OVER (ORDER BY {group}) AS q", *texts_sql])
             + f" FROM {rel} WHERE NULLIF(TRIM({link_sql}), '') IS NOT NULL) AS b "
             + " ".join(joins)
         )

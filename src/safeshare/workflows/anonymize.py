@@ -7,7 +7,9 @@ One path for every algorithm (thesis §4.3-4.5)::
       -> the strategy prepares its records (epsilon-safe: a Bernoulli sample; others: as is)
       -> frequency table -> search -> node
       -> trade-off curve, m-concealing (when asked)
-      -> release written, verified independently, report rendered from the Release, published
+      -> local recoding's rounds on the records the node suppresses (when asked)
+      -> workflows/publish.py: the release written, verified independently, attested (warnings,
+         evidence, headline, certificate), reported and published, with its ledger line
 
 ``safeshare anonymize CONFIG --out DIR [options]`` is this function with the same
 keywords (the options' names with ``_``), and prints the :class:`Release` it returns.
@@ -30,9 +32,9 @@ ENGINE_SWITCH = "--engine duckdb, or engine: duckdb in the configuration"
 if TYPE_CHECKING:
     from safeshare.core.evaluation import Evaluator
     from safeshare.data.engines.base import Engine
-    from safeshare.io import OutputDirectory
     from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
     from safeshare.workflows.epsilon_safe import EpsilonSafeDryRun
+    from safeshare.workflows.local_recoding import LocalRecodingResult
     from safeshare.workflows.release import ReleaseContext
     from safeshare.workflows.result import Release
 
@@ -73,10 +75,10 @@ def run_anonymization(
     from safeshare.workflows.anonymizer import Anonymizer
     from safeshare.workflows.m_concealing import (
         check_knowledge_columns,
-        concealment_report,
         knowledge_columns,
         report_knowledge,
     )
+    from safeshare.workflows.publish import protected_files, publish
     from safeshare.workflows.release import ReleaseContext, check_releasable
 
     anonymizer = Anonymizer(cfg.spec())
@@ -96,7 +98,8 @@ def run_anonymization(
         if ledger is not None:
             from safeshare.workflows.ledger import check_ledger
 
-            check_ledger(ledger, protected=_protected(cfg), out_dir=out_dir)  # its chain holds: read
+            protected = protected_files(ReleaseContext.of_config(cfg), cfg.schema)
+            check_ledger(ledger, protected=protected, out_dir=out_dir)  # its chain holds: read
         _check_key_window(cfg)
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -115,39 +118,53 @@ def run_anonymization(
         check_releasable(
             result, cfg.population_size, input_table.n_records if input_table is not None else None
         )
-        context = ReleaseContext(
-            config=cfg.path,
-            source=cfg.source.path,
-            settings=cfg.settings(),
-            population_size=cfg.population_size,
-            input_table=input_table,
-            threshold_reason=cfg.threshold_reason,
-            purpose=cfg.purpose,
-            approved_by=cfg.approved_by,
-            ledger=_relative_to(cfg.ledger_path, cfg.base_dir) if cfg.ledger_path is not None else None,
-            repeated_persons=tuple(r.to_dict() for r in repeated),
+        context = ReleaseContext.of_config(
+            cfg, input_table=input_table, repeated_persons=tuple(r.to_dict() for r in repeated)
         )
-        if cfg.local_recoding is not None:  # issue 25: rounds on the records the optimum suppresses
-            return _publish_local(anonymizer, result, engine, cfg, context, out_dir, timings, monitor)
-        if knowledge is not None:
-            with monitor.phase("measuring m-concealing of the release"):
-                t0 = time.perf_counter()
-                context.m_concealing = concealment_report(result, engine, knowledge)
-                result.timings["m_concealing"] = time.perf_counter() - t0
-        size = result.table.lattice.size
-        if tradeoff is None and not sampling and size > TRADEOFF_AUTO_MAX:
-            context.tradeoff_skipped = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
-            monitor.note(f"trade-off curve skipped: {context.tradeoff_skipped} to compute it")
-        elif (tradeoff is None or tradeoff) and not sampling:
-            with monitor.phase("suppression / loss trade-off"):
-                t0 = time.perf_counter()
-                context.tradeoff = tradeoff_curve(anonymizer, result)
-                result.timings["tradeoff"] = time.perf_counter() - t0
-        timings.update(result.timings)
+        plan: AnonymizationResult | LocalRecodingResult = result
         released = result.prepared.engine if result.prepared is not None else engine
-        return _publish(result, released, cfg, context, out_dir, timings, monitor)
+        if cfg.local_recoding is not None:  # issue 25: rounds on the records the optimum suppresses
+            plan = _recode(anonymizer, result, cfg.local_recoding.rounds, timings, monitor)
+        else:
+            _measure(anonymizer, result, engine, context, knowledge, tradeoff, monitor)
+            timings.update(result.timings)
+        fmt, delimiter = cfg.release_format, cfg.output_delimiter
+        return publish(
+            plan, released, out_dir, context, fmt=fmt, delimiter=delimiter, monitor=monitor, timings=timings
+        )
     finally:
         engine.close()
+
+
+def _measure(
+    anonymizer: Anonymizer,
+    result: AnonymizationResult,
+    engine: Engine,
+    context: ReleaseContext,
+    knowledge: Any,
+    tradeoff: bool | None,
+    monitor: Monitor,
+) -> None:
+    """What the report says of a global node besides the node: m-concealing (when asked) and the
+    suppression / loss trade-off (thesis Fig. 6.1; skipped above ``TRADEOFF_AUTO_MAX`` nodes
+    unless asked, never for a sampling strategy), into ``context``."""
+    from safeshare.workflows.m_concealing import concealment_report
+
+    if knowledge is not None:
+        with monitor.phase("measuring m-concealing of the release"):
+            t0 = time.perf_counter()
+            context.m_concealing = concealment_report(result, engine, knowledge)
+            result.timings["m_concealing"] = time.perf_counter() - t0
+    sampling = anonymizer.prepares
+    size = result.table.lattice.size
+    if tradeoff is None and not sampling and size > TRADEOFF_AUTO_MAX:
+        context.tradeoff_skipped = f"lattice of {size:,} nodes > {TRADEOFF_AUTO_MAX:,}; use --tradeoff"
+        monitor.note(f"trade-off curve skipped: {context.tradeoff_skipped} to compute it")
+    elif (tradeoff is None or tradeoff) and not sampling:
+        with monitor.phase("suppression / loss trade-off"):
+            t0 = time.perf_counter()
+            context.tradeoff = tradeoff_curve(anonymizer, result)
+            result.timings["tradeoff"] = time.perf_counter() - t0
 
 
 def _repeated_persons(cfg: Any, engine: Engine, monitor: Monitor) -> list[Any]:
@@ -229,50 +246,6 @@ def _announce(table: Any, evaluator: Evaluator, algorithm: str, monitor: Monitor
     )
 
 
-def _publish(
-    result: AnonymizationResult,
-    engine: Engine,
-    cfg: Any,
-    context: ReleaseContext,
-    out_dir: Path | None,
-    timings: dict[str, float],
-    monitor: Monitor,
-) -> Release:
-    """Write, verify and publish the release into ``out_dir`` (or describe it, unwritten).
-
-    Written: the verifier re-checks the staged file (pseudonyms and shifted dates recomputed
-    from the key), the disclosure warnings and the evidence are computed over the staged file,
-    the reports rendered from the one :class:`Release`, everything published at once; then,
-    with a ledger, one entry is appended for the published files.
-    """
-    from safeshare.io import OutputDirectory
-    from safeshare.workflows.release import (
-        build_release,
-        release_name,
-        stage_and_build,
-        verifier_expectations,
-        write_reports,
-    )
-
-    fmt, delimiter = cfg.release_format, cfg.output_delimiter
-    if out_dir is None:
-        return build_release(result, engine, fmt, delimiter, context, None, None, timings)
-    ledger = _ledger_path(cfg)
-    identifiers = cfg.identifiers
-    name = release_name(fmt)
-    output = OutputDirectory(out_dir)
-    with monitor.phase("writing and verifying the release"), output as stage:
-        expected = verifier_expectations(result, engine, delimiter, identifiers, tuple(cfg.source.missing))
-        release = stage_and_build(result, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
-        verification = release.verification
-        assert verification is not None
-        _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, identifiers)
-        write_reports(release, stage)
-        release.ledger_entry = _publish_and_record(output, stage / name, ledger, cfg, release, identifiers)
-    assert (out_dir / name).exists()
-    return release
-
-
 def _check_key_window(cfg: Any) -> None:
     """A key that shifted dates in the ledger with another window is refused before any data is
     read (workflows/key_window.py: two windows under one key combine)."""
@@ -291,178 +264,23 @@ def _ledger_path(cfg: Any) -> Path | None:
     return ledger
 
 
-def _inputs(cfg: Any) -> list[Path]:
-    """The input files the evidence and the ledger hash (none for a Spark SQL table)."""
-    return [cfg.source.path] if cfg.source.table is None else []
-
-
-def _add_evidence(
-    release: Release,
-    result: AnonymizationResult,
-    expected: Any,
-    verification: Any,
-    cfg: Any,
-    staged: Path,
-    out_dir: Path,
-    identifiers: Any,
-    records_per_level: dict[str, dict[int, int]] | None = None,
-) -> None:
-    """The disclosure warnings and the evidence of the release staged at ``staged`` (verified
-    against ``expected``), added to ``release``: the same for a global and a mixed release."""
-    from safeshare.workflows.release_evidence import release_disclosure, release_evidence
-    from safeshare.workflows.result import headline
-
-    t0 = time.perf_counter()
-    fmt, delimiter = cfg.release_format, cfg.output_delimiter
-    released_columns = verification.checks.get("columns", [])
-    warnings, informed = release_disclosure(
-        staged, fmt, result, released_columns, delimiter, tuple(cfg.source.missing), release.privacy.k
-    )
-    release.warnings += warnings
-    release.informed_adversary = informed
-    # the headline states a per-record bound only where it holds against the informed adversary
-    release.headline = headline(release.report, cfg.threshold_reason)
-    evidence = release_evidence(
-        result=result,
-        expected=expected,
-        verification=verification,
-        staged=staged,
-        published=out_dir,
-        fmt=fmt,
-        delimiter=delimiter,
-        base=cfg.base_dir,
-        config=cfg.path,
-        inputs=_inputs(cfg),
-        version=release.provenance.version,
-        engine=release.provenance.engine,
-        population_size=cfg.population_size,
-        threshold_reason=cfg.threshold_reason,
-        seeds=release.provenance.seeds,
-        identifiers=identifiers,
-        records_per_level=records_per_level,
-        informed=informed,
-    )
-    release.evidence = evidence.to_dict()
-    release.timings["evidence"] = time.perf_counter() - t0
-
-
-def _publish_local(
+def _recode(
     anonymizer: Anonymizer,
     result: AnonymizationResult,
-    engine: Engine,
-    cfg: Any,
-    context: ReleaseContext,
-    out_dir: Path | None,
+    rounds: int,
     timings: dict[str, float],
     monitor: Monitor,
-) -> Release:
-    """Local recoding after the global optimum ``result`` (workflows/local_recoding.py), then the
-    mixed release written, verified and published as :func:`_publish` does a global one."""
-    from safeshare.io import OutputDirectory
+) -> LocalRecodingResult:
+    """Local recoding after the global optimum ``result`` (workflows/local_recoding.py): the
+    mixed plan :func:`~safeshare.workflows.publish.publish` writes."""
     from safeshare.workflows.local_recoding import LocalRecoding
-    from safeshare.workflows.local_release import (
-        build_local_release,
-        local_release_expectations,
-        stage_local_release,
-    )
-    from safeshare.workflows.release import release_name, write_reports
 
-    rounds = cfg.local_recoding.rounds
     with monitor.phase(f"local recoding of the {result.suppressed_records:,} suppressed records"):
         t0 = time.perf_counter()
         recoded = LocalRecoding(anonymizer.spec, rounds).recode(result)
         timings.update(result.timings)
         timings["local_recoding"] = time.perf_counter() - t0
-    context.tradeoff_skipped = "local recoding: the curve is of global nodes"
-    fmt, delimiter = cfg.release_format, cfg.output_delimiter
-    if out_dir is None:
-        return build_local_release(recoded, engine, fmt, delimiter, context, None, None, timings)
-    ledger = _ledger_path(cfg)
-    output = OutputDirectory(out_dir)
-    name = release_name(fmt)
-    with monitor.phase("writing and verifying the release"), output as stage:
-        expected = local_release_expectations(recoded, engine.columns(), delimiter)
-        verification = stage_local_release(recoded, engine, stage, fmt, delimiter, timings, expected=expected)
-        release = build_local_release(
-            recoded, engine, fmt, delimiter, context, verification, out_dir, timings
-        )
-        per_level = {
-            g["qi"]: {int(lv): int(n) for lv, n in g["records_per_level"].items()}
-            for g in recoded.generalization()
-        }
-        # identifiers: refused with local recoding (config)
-        _add_evidence(release, result, expected, verification, cfg, stage / name, out_dir, None, per_level)
-        write_reports(release, stage)
-        release.ledger_entry = _publish_and_record(output, stage / name, ledger, cfg, release, None)
-    assert (out_dir / name).exists()
-    return release
-
-
-def _protected(cfg: Any) -> dict[str, list[Path]]:
-    """The files a ledger may not be: an append would replace them."""
-    from safeshare.workflows.evidence import hierarchy_files
-
-    specs = {n: a.hierarchy for n, a in cfg.schema.attributes.items() if a.hierarchy is not None}
-    protected = {"input": _inputs(cfg), "configuration": [cfg.path], "hierarchy file": hierarchy_files(specs)}
-    if cfg.key_path is not None:
-        protected["key file"] = [cfg.key_path]
-    return protected
-
-
-def _publish_and_record(
-    output: OutputDirectory, staged: Path, ledger: Path | None, cfg: Any, release: Release, identifiers: Any
-) -> dict[str, Any] | None:
-    """Publish the staged release (``output.publish()``) and, with a ledger, record it: the
-    ledger's lock is taken, its chain and place checked and the new ledger written beside it
-    (the entry hashes the staged files, recorded at their published paths) *before* the release
-    is published; only the final rename of the ledger follows the publication, with SIGINT and
-    SIGTERM held back between the two. A ledger problem therefore stops the run with nothing
-    published. The ledger line's ``{path, seq, entry_sha256}``, or ``None`` without a ledger."""
-    from safeshare.io import signals_deferred
-    from safeshare.workflows.evidence import hierarchy_files
-    from safeshare.workflows.ledger import LedgerAppend
-    from safeshare.workflows.release_evidence import ledger_entry
-
-    if ledger is None:
-        output.publish()
-        return None
-    stage = staged.parent
-    specs = {n: a.hierarchy for n, a in cfg.schema.attributes.items() if a.hierarchy is not None}
-    files = {
-        "input": _inputs(cfg),
-        "config": [cfg.path],
-        "hierarchy": hierarchy_files(specs),
-        "release": [staged],
-        "report": [stage / "report.json", stage / "report.html"],
-    }
-    fingerprint = identifiers.key.fingerprint if identifiers is not None else None
-    window = (
-        identifiers.shifted_dates[0].max_days
-        if identifiers is not None and identifiers.shifted_dates
-        else None
-    )
-    with LedgerAppend(ledger, protected=_protected(cfg), out_dir=output.out_dir) as append:
-        entry = ledger_entry(
-            append.path,
-            release.report,
-            files,
-            cfg.approved_by,
-            fingerprint,
-            window,
-            moved=(stage, output.out_dir),
-        )
-        append.prepare(entry)
-        with signals_deferred():  # no interrupt between the publication and its ledger line
-            output.publish()
-            written = append.commit()
-    return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
-
-
-def _relative_to(path: Path, base: Path) -> str:
-    """The ledger as report.json names it (:func:`safeshare.paths.shown_path`)."""
-    from safeshare.paths import shown_path
-
-    return shown_path(path, base)
+    return recoded
 
 
 def anonymize_dry_run(

@@ -77,7 +77,8 @@ def attack(
     if out is not None:
         OutputDirectory(Path(out)).preflight()
     rng_root = np.random.SeedSequence([opts.seed, 34])
-    rngs = [np.random.default_rng(s) for s in rng_root.spawn(6)]
+    # the seventh (univariate singling out) came last: the six before it draw what they drew
+    rngs = [np.random.default_rng(s) for s in rng_root.spawn(7)]
     notes: list[str] = []
     with monitor.phase("reading the release, the configuration, the frame and the input"):
         cfg = load_config(config)
@@ -170,7 +171,7 @@ def attack(
         )
     with monitor.phase("singling out, linkability and inference against the control set"):
         residual = _residual(
-            opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, rngs[2:5]
+            opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, [*rngs[2:5], rngs[6]]
         )
     with monitor.phase("per-record risk"):
         record = _record_risk(rel, qis, frame_maps, N, exact, scored, frame_is_population, opts, rngs[5])
@@ -371,7 +372,11 @@ def _residual(
         "columns": [col.name for col in columns],
     }
     so = residual_mod.singling_out(side, attack_pos, control_pos, k, min(3, len(columns)), rngs[0])
-    doc["singling_out"] = residual_mod.to_dict("singling out (multivariate, 3 columns)", so, {})
+    doc["singling_out"] = residual_mod.to_dict(
+        f"singling out (multivariate, {min(3, len(columns))} columns)", so, {}
+    )
+    uni = residual_mod.singling_out(side, attack_pos, control_pos, k, 1, rngs[3])
+    doc["singling_out_univariate"] = residual_mod.to_dict("singling out (univariate)", uni, {})
     if len(columns) >= 2:
         half = len(columns) // 2
         split = (list(range(half)), list(range(half, len(columns))))

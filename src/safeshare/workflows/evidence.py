@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
@@ -149,8 +149,18 @@ class Evidence:
     identifiers: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (the report's ``evidence`` section)."""
-        return dataclasses.asdict(self)
+        """Plain JSON-ready data (the report's ``evidence`` section): lists, not tuples, so that
+        the :class:`~safeshare.workflows.result.Release`'s report equals report.json read back."""
+        return cast(dict[str, Any], _plain(dataclasses.asdict(self)))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every tuple a list, in mappings and lists alike (what JSON reads back)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 # ------------------------------------------------------------------ helpers for callers
@@ -333,7 +343,13 @@ def _attack_models(
         verification.records_out,
         verification.equivalence_classes,
     )
-    worst = 1 / smallest if smallest else None
+    # issue 32: with a person key the verifier counted the people of every class on the file; a
+    # class of 6 records of 5 people gives each of them 1/5, so the bound and its figure are in people
+    persons = (getattr(verification, "checks", None) or {}).get("persons")
+    in_people = isinstance(persons, Mapping) and persons.get("min_class_people") is not None
+    fewest = int(persons["min_class_people"]) if in_people and isinstance(persons, Mapping) else smallest
+    unit, whose = ("people", "person's") if in_people else ("records", "record's")
+    worst = 1 / fewest if fewest else None
     register = f"a population register of N = {population_size:,}" if population_size else "the input itself"
     average = ""
     if risk is not None:
@@ -350,22 +366,25 @@ def _attack_models(
     holds = informed is None or bool(informed.get("bound_holds"))
     if k >= 2:
         prosecutor_bound = (
-            f"every released class holds at least k = {k} records, so no record's risk exceeds "
-            f"1/{k} = {number(1 / k)}; the smallest released class holds {smallest} records"
+            f"every released class holds at least k = {k} {unit}, so no {whose} risk exceeds "
+            f"1/{k} = {number(1 / k)}; the smallest released class holds {fewest} {unit}"
         )
         if not holds:
             prosecutor_bound += " (for this adversary only: not for the informed prosecutor, below)"
     elif smallest:
         prosecutor_bound = (
-            f"not bounded for each record (no k-anonymity): the smallest released class holds {smallest} "
-            f"record(s), so some record's risk is {number(1 / smallest)}; the threshold bounds an average"
+            f"not bounded for each {'person' if in_people else 'record'} (no k-anonymity): the smallest "
+            f"released class holds {fewest} {unit if in_people else 'record(s)'}, so some {whose} risk is "
+            f"{number(1 / fewest)}; the threshold bounds an average"
         )
     else:
         prosecutor_bound = "the release holds no record"
     prosecutor = AttackModel(
         "prosecutor",
         f"knows that a given person is in the release, and knows that person's {known}",
-        "the chance of picking out the person's record: 1 / the size of the person's released class",
+        "the chance of picking out the person's records: 1 / the people of the person's released class"
+        if in_people
+        else "the chance of picking out the person's record: 1 / the size of the person's released class",
         prosecutor_bound,
         worst,
         k >= 2,

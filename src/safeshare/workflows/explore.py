@@ -29,6 +29,7 @@ counted, never described): sizes and counts only, as in the report (docs/securit
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,7 +41,10 @@ from safeshare.app_runner import to_json
 from safeshare.core.evaluation import Classes
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
+from safeshare.figures import count, number, percent
+from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import metrics_for
+from safeshare.models.base import NodePrivacyModel
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
@@ -50,6 +54,26 @@ from safeshare.workflows.anonymizer import AnonymizationResult
 
 #: Lattices up to this many nodes are walked whole (the browser draws up to about 10,000).
 MAX_NODES = 10_000
+#: Labels of each generalization level kept in the view (the Explore screen's "age: 0:49, 50:99").
+LABELS_SHOWN = 3
+LABEL_CHARS = 40
+#: The node list's filters (:meth:`LatticeView.listed`).
+LIST_STATUSES = ("anonymous", "not-anonymous", "all")
+#: How each search breaks ties of loss (``safeshare.search.ola.choose_best``, the exhaustive and
+#: the anytime searches all order candidates by ``(loss, sum of levels, levels)``).
+_LOWEST = (
+    "ties at the least loss go to the lower node (the smaller sum of levels), "
+    "then to the first in lexicographic order of the levels"
+)
+TIE_RULES = {
+    "ola": _LOWEST,
+    "exhaustive": _LOWEST,
+    "anytime": _LOWEST,
+    "auto": _LOWEST,
+    "inverse-ola": "the largest k* first, then the least loss, then "
+    + _LOWEST.removeprefix("ties at the least loss go to "),
+    "node": "the node was given (algorithm: node): no search chose among equals",
+}
 #: Bins of the class-size histograms (the report's: 1, 2, ..., 10, 11-20, 21-50, ...).
 SIZE_EDGES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 21, 51, 101, 201, 501, 1001, 2001, 5001, 10001)
 
@@ -135,6 +159,17 @@ class LatticeView:
     class_sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False
     )
+    #: the search that chose the optimum (``ola``, ``node``, ...): which tie-break it applies
+    algorithm: str = ""
+    #: the largest number of records that may be suppressed, ``floor(max_suppression * records)``
+    #: (``None``: a view written before it was kept; computed from the share then)
+    suppression_allowed: int | None = None
+    #: the node-wide privacy models (a risk threshold on B, ...): a node within the suppression
+    #: limit that fails is failed by one of them
+    node_models: tuple[str, ...] = ()
+    #: QI -> per level ``{"count": groups, "labels": [the first few]}``: the hierarchy's labels
+    #: (level 0, the records' own values, is never listed)
+    level_labels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._index = {n.levels: i for i, n in enumerate(self.nodes)}
@@ -166,6 +201,95 @@ class LatticeView:
         )
         return ranked if limit is None else ranked[:limit]
 
+    def listed(self, status: str = "anonymous", limit: int | None = None) -> list[NodeFigures]:
+        """:meth:`by_loss` of the nodes of one status: ``anonymous`` (the optimum and every other
+        qualifying node), ``not-anonymous``, or ``all``; :class:`InputError` for another. The
+        nodes that tie with the optimum (:meth:`ties`) are listed together, the optimum first."""
+        if status not in LIST_STATUSES:
+            raise InputError(f"status {status[:40]!r}: expected one of {', '.join(LIST_STATUSES)}")
+        wanted = {"anonymous": ("optimum", "anonymous"), "not-anonymous": ("not-anonymous",)}.get(status)
+        ranked = [n for n in self.by_loss() if wanted is None or n.status in wanted]
+        tied = self.ties()
+        keys = {t.levels for t in tied}
+        first = next((i for i, n in enumerate(ranked) if n.levels in keys), None)
+        if first is not None:  # the nodes tied with the optimum together, the optimum first
+            rest = [n for n in ranked[first:] if n.levels not in keys]
+            ranked = [*ranked[:first], *tied, *rest]
+        return ranked if limit is None else ranked[:limit]
+
+    @property
+    def allowed(self) -> int:
+        """The largest number of records the suppression limit lets go: ``floor(max_suppression * N)``."""
+        if self.suppression_allowed is not None:
+            return self.suppression_allowed
+        return math.floor(self.max_suppression * self.records + 1e-9)
+
+    def ties(self) -> list[NodeFigures]:
+        """The qualifying nodes whose loss equals the optimum's (the optimum first, then by
+        :meth:`by_loss`), when there are at least two; else ``[]``. Equal: within a relative
+        ``1e-9`` (the normalized losses of nodes of equal raw loss differ by rounding only)."""
+        if self.optimum is None:
+            return []
+        best = self.node(self.optimum).loss
+        if best is None:
+            return []
+        tied = [
+            n
+            for n in self.by_loss()
+            if n.status in ("optimum", "anonymous")
+            and n.loss is not None
+            and math.isclose(n.loss, best, rel_tol=1e-9, abs_tol=1e-12)
+        ]
+        tied.sort(key=lambda n: n.status != "optimum")
+        return tied if len(tied) > 1 else []
+
+    def tie_rule(self) -> str:
+        """How the run's search chose among nodes of equal loss, in one sentence."""
+        return TIE_RULES.get(self.algorithm, "the node the search returned (its own choice among equals)")
+
+    def why_not(self, node: NodeFigures) -> str | None:
+        """Why a node does not qualify, in the figures the view holds (``None`` for a qualifying or
+        an unevaluated node): the share of records it would suppress against the limit
+        (``needs 78.4% suppressed > 5% allowed``), else the node-wide model that rejects it."""
+        if node.status != "not-anonymous" or node.suppressed is None or not self.records:
+            return None
+        share = node.suppressed / self.records
+        if node.suppressed > self.allowed:
+            return (
+                f"needs {percent(share)} suppressed ({count(node.suppressed)} of {count(self.records)} "
+                f"records) > {percent(self.max_suppression)} allowed ({count(self.allowed)})"
+            )
+        models = ", ".join(self.node_models) or "a node-wide privacy model"
+        return (
+            f"suppression within the limit ({percent(share)} <= {percent(self.max_suppression)}), "
+            f"but rejected by {models}"
+        )
+
+    def labels_of(self, levels: Sequence[int]) -> list[dict[str, Any]]:
+        """For each quasi-identifier of a node: its level and the hierarchy's labels at that level
+        (``{"qi", "level", "count", "labels"}``; ``labels`` empty at level 0, the values as
+        they are, and in a view written without labels)."""
+        out = []
+        for q, level in zip(self.quasi_identifiers, levels, strict=True):
+            per_level = self.level_labels.get(q) or []
+            entry = per_level[level] if level < len(per_level) else {"count": None, "labels": []}
+            out.append({"qi": q, "level": int(level), "count": entry["count"], "labels": entry["labels"]})
+        return out
+
+    def label_text(self, levels: Sequence[int]) -> str:
+        """The generalized quasi-identifiers of a node in words: ``age: 0:49, 50:99; sex: *``
+        (the first labels of each; level 0 left out)."""
+        parts = []
+        for entry in self.labels_of(levels):
+            if entry["level"] == 0:
+                continue
+            if not entry["labels"]:
+                parts.append(f"{entry['qi']} level {entry['level']}")
+                continue
+            more = (entry["count"] or 0) > len(entry["labels"])
+            parts.append(f"{entry['qi']}: {', '.join(entry['labels'])}{', …' if more else ''}")
+        return "; ".join(parts) or "no generalization"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "quasi_identifiers": list(self.quasi_identifiers),
@@ -178,6 +302,10 @@ class LatticeView:
             "complete": self.complete,
             "population_size": self.population_size,
             "counts": self.counts(),
+            "algorithm": self.algorithm,
+            "suppression_allowed": self.allowed,
+            "node_models": list(self.node_models),
+            "level_labels": self.level_labels,
             "nodes": [n.to_dict() for n in self.nodes],
         }
 
@@ -224,6 +352,10 @@ class LatticeView:
             population_size=doc["population_size"],
             nodes=[NodeFigures.from_dict(n) for n in doc["nodes"]],
             class_sizes=class_sizes,
+            algorithm=str(doc.get("algorithm", "")),
+            suppression_allowed=doc.get("suppression_allowed"),
+            node_models=tuple(doc.get("node_models", ())),
+            level_labels=dict(doc.get("level_labels") or {}),
         )
 
 
@@ -318,17 +450,54 @@ def lattice_view(
         population_size=population_size,
         nodes=figures,
         class_sizes=sizes,
+        algorithm=str(result.search.algorithm),
+        suppression_allowed=int(result.criterion.suppression_limit(table.n_records)),
+        node_models=tuple(_described(m) for m in result.criterion.models if isinstance(m, NodePrivacyModel)),
+        level_labels={
+            name: hierarchy_labels(hierarchy)
+            for name, hierarchy in zip(table.qi_names, table.hierarchies, strict=True)
+        },
     )
 
 
+def _described(model: NodePrivacyModel) -> str:
+    """A node-wide model in the words of :meth:`LatticeView.why_not`: a risk threshold with its
+    measure and bound (``the risk threshold B <= 0.05``), another by its name."""
+    threshold, measure = getattr(model, "threshold", None), getattr(model, "measure", None)
+    if isinstance(threshold, float) and isinstance(measure, str):
+        return f"the risk threshold {measure} <= {number(threshold)}"
+    return model.name
+
+
+def hierarchy_labels(hierarchy: Hierarchy, first: int = LABELS_SHOWN) -> list[dict[str, Any]]:
+    """Per level of a hierarchy: how many groups it has and its ``first`` labels (each at most
+    :data:`LABEL_CHARS` characters). Level 0 lists none: its labels are the records' own values,
+    never shown on the Explore screen (the Data screen's hierarchy preview is where a custodian
+    reads the scheme); the levels above are the generalization scheme's groups."""
+    out: list[dict[str, Any]] = []
+    for level in range(hierarchy.height + 1):
+        labels = list(hierarchy.labels(level))
+        shown = [] if level == 0 else [label[:LABEL_CHARS] for label in labels[:first]]
+        out.append({"count": len(labels), "labels": shown})
+    return out
+
+
 def node_detail(view: LatticeView, levels: Sequence[int] | str) -> dict[str, Any]:
-    """One node's figures with the histogram of its released class sizes and their risk
+    """One node's figures, its generalization in the hierarchies' labels
+    (:meth:`LatticeView.labels_of`), why it does not qualify (:meth:`LatticeView.why_not`), whether
+    it ties with the optimum's loss (with the search's tie-break), and the histogram of its
+    released class sizes and their risk
     (:func:`~safeshare.risk.report_risk.side`,
     the report's risk section for that node: same N, exact where the input is the population)."""
     figures = view.node(levels)
     doc = figures.to_dict()
     doc["quasi_identifiers"] = list(view.quasi_identifiers)
     doc["records"] = view.records
+    doc["generalization"] = view.labels_of(figures.levels)
+    doc["why_not"] = view.why_not(figures)
+    ties = view.ties()
+    doc["tie"] = any(n.levels == figures.levels for n in ties)
+    doc["tie_rule"] = view.tie_rule() if doc["tie"] else None
     pairs = view.class_sizes.get(figures.levels)
     if pairs is None:
         doc["risk"], doc["histogram"] = None, []
@@ -469,11 +638,14 @@ def risk_comparison(
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
+    "LIST_STATUSES",
     "MAX_NODES",
+    "TIE_RULES",
     "LatticeView",
     "NodeFigures",
     "RiskComparison",
     "RiskSide",
+    "hierarchy_labels",
     "lattice_view",
     "node_detail",
     "parse_node",

@@ -1,16 +1,17 @@
 """Write, verify and publish a locally recoded release, described by the one :class:`Release`
 (issue 25).
 
-The same protocol as :func:`safeshare.workflows.release.write_release` (stage in a private
-directory, verify the written file independently, swap atomically; see "Publishing" in
-docs/anonymization.md), for a :class:`~safeshare.workflows.local_recoding.LocalRecodingResult`:
-the engine writes the :class:`~safeshare.data.engines.base.MixedReleasePlan`
-(:meth:`Engine.write_mixed_release`), and :func:`safeshare.verify.verify_release` re-reads the
-file with the expectations of :func:`safeshare.verify.expectations_any_level`: the columns from
-the configuration's roles, every QI value a label of its configured hierarchy at some level,
-classes by identical released values satisfying every configured model, and the suppression
-within ``floor(max_suppression * N)`` of the whole input. Nothing is published unless the
-check passes and its counts agree with the result's.
+The steps :func:`safeshare.workflows.publish.publish` (the one release pipeline, issue 31)
+runs for a mixed plan, a :class:`~safeshare.workflows.local_recoding.LocalRecodingResult`
+(stage in a private directory, verify the written file independently, swap atomically; see
+"Publishing" in docs/anonymization.md): the engine writes the
+:class:`~safeshare.data.engines.base.MixedReleasePlan` (:meth:`Engine.write_mixed_release`),
+and :func:`safeshare.verify.verify_release` re-reads the file with the expectations of
+:func:`safeshare.verify.expectations_any_level`: the columns from the configuration's roles,
+every QI value a label of its configured hierarchy at some level, classes by identical
+released values satisfying every configured model, and the suppression within
+``floor(max_suppression * N)`` of the whole input. Nothing is published unless the check
+passes and its counts agree with the result's.
 
 The run is described by the same :class:`~safeshare.workflows.result.Release` as a global one
 (:func:`build_local_release`): its output, privacy and risk sections are the mixed release's
@@ -18,9 +19,10 @@ The run is described by the same :class:`~safeshare.workflows.result.Release` as
 the generalization of the released records per level, and its ``local_recoding`` section the
 rounds (node, records released each), the cell-level loss of the global and of the mixed
 release (:mod:`safeshare.metrics.cell_loss`) and the stop reason. report.json, report.html, the
-terminal and the API show it. ``safeshare anonymize --local-recoding`` goes through
-:func:`stage_local_release` and :func:`build_local_release` (workflows/anonymize.py);
-:func:`publish_local_recoding` is the same for a result computed in Python.
+terminal and the API show it; the warnings, the headline, the certificate and the evidence
+are :func:`~safeshare.workflows.publish.publish`'s, the same as a global release's.
+``safeshare anonymize --local-recoding`` and :func:`publish_local_recoding` (a result computed
+in Python) both publish through it.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ import numpy as np
 from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.errors import InputError
 from safeshare.figures import percent
-from safeshare.io import OutputDirectory
-from safeshare.report.content import report_warnings
 from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
@@ -45,9 +45,7 @@ from safeshare.verify import (
     allowed_release_columns,
     expectations_any_level,
     verify_release,
-    with_identifiers,
 )
-from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.release import (
     PublishedRelease,
@@ -58,7 +56,6 @@ from safeshare.workflows.release import (
     portable,
     release_name,
     truth_expectations,
-    write_reports,
 )
 from safeshare.workflows.result import (
     Output,
@@ -73,6 +70,9 @@ from safeshare.workflows.result import (
 
 #: A locally recoded release is published like a global one: the same record of where it went.
 PublishedLocalRelease = PublishedRelease
+
+#: report.json's ``tradeoff_skipped`` of a mixed release
+TRADEOFF_SKIPPED = "local recoding: the curve is of global nodes"
 
 
 def local_release_expectations(
@@ -113,13 +113,12 @@ def stage_local_release(
     fmt: OutputFormat,
     delimiter: str,
     timings: dict[str, float],
-    identifiers: IdentifierExpectations | None = None,
     expected: Expectations | None = None,
 ) -> Verification:
     """Write the mixed release of ``result`` into ``stage`` and verify the written file.
 
-    ``expected``: what the verifier must find (default: :func:`local_release_expectations`,
-    with the ``identifiers`` checks when given).
+    ``expected``: what the verifier must find (default: :func:`local_release_expectations`;
+    identifier treatments are refused with local recoding by the configuration).
 
     Raises :class:`VerificationError` when the written release fails the independent check
     (the caller's :class:`OutputDirectory` then removes the stage: nothing is published).
@@ -137,11 +136,6 @@ def stage_local_release(
         expected = replace(
             expected, truth=truth_expectations(result.global_result.schema, result.table, engine)
         )
-    if identifiers is not None:
-        schema = result.global_result.schema
-        roles = {n: a.role.value for n, a in schema.attributes.items()}
-        default = schema.default_role.value if schema.default_role is not None else None
-        expected = with_identifiers(expected, input_columns, roles, default, identifiers)
     verification = verify_release(stage / name, fmt, expected)
     timings["verify"] = time.perf_counter() - start
     check_verified(verification, written, result.suppressed_records, "local recoding")
@@ -204,7 +198,9 @@ def build_local_release(
         for g in result.generalization()
     )
     release = Release(
-        input=input_profile(base, source, input_columns, released_columns, result.records_in),
+        input=input_profile(
+            base, source, input_columns, released_columns, result.records_in, context.repeated_persons
+        ),
         choice=replace(choice, generalization=generalization, why=why),
         output=Output(
             file=release_name(fmt),
@@ -219,7 +215,7 @@ def build_local_release(
         ),
         privacy=replace(privacy_of(base), achieved=mixed_privacy_achieved(result)),
         risk=risk_section(input_class_sizes(base), sizes, context.population_size),
-        utility=UtilityOutcome(tradeoff_skipped=context.tradeoff_skipped),
+        utility=UtilityOutcome(tradeoff_skipped=context.tradeoff_skipped or TRADEOFF_SKIPPED),
         provenance=Provenance(
             config=config,
             settings=dict(context.settings),
@@ -236,7 +232,6 @@ def build_local_release(
         local_recoding=section,
         recoding=result,
     )
-    release.warnings = report_warnings(release.report)
     return release
 
 
@@ -247,36 +242,30 @@ def publish_local_recoding(
     fmt: OutputFormat = "csv",
     delimiter: str = ",",
     context: ReleaseContext | None = None,
-    identifiers: IdentifierExpectations | None = None,
     html: bool = True,
 ) -> PublishedLocalRelease:
-    """Write the mixed release to ``out_dir``, verify the written file, write report.json and
-    report.html (from the :class:`Release`), publish.
+    """:func:`safeshare.workflows.publish.publish` of the mixed release of ``result`` into
+    ``out_dir``: written, the written file verified, report.json and report.html (warnings,
+    evidence, headline, certificate) rendered from the :class:`Release`, published atomically.
 
-    ``context``: what the report says besides the result (the configuration, N, ...).
-    ``identifiers``: the pseudonym and shifted-date checks (:func:`safeshare.verify.with_identifiers`)
-    when the schema has such columns. Raises :class:`InputError` when no node qualified and
+    ``context``: what the report says besides the result (the configuration, N, ...:
+    :meth:`ReleaseContext.of_config`). Raises :class:`InputError` when no node qualified and
     :class:`VerificationError` when the written release fails its check; then nothing is
     written to ``out_dir``.
     """
-    check_local_releasable(result)
-    context = context or ReleaseContext()
+    from safeshare.workflows.publish import publish
+
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"output path {out_dir} exists and is not a directory")
-    timings = {**context.timings, **result.timings}
-    output = OutputDirectory(out_dir)
-    with output as stage:
-        verification = stage_local_release(result, engine, stage, fmt, delimiter, timings, identifiers)
-        release = build_local_release(result, engine, fmt, delimiter, context, verification, out_dir, timings)
-        write_reports(release, stage, html)
-        output.publish()
+    release = publish(
+        result, engine, out_dir, context or ReleaseContext(), fmt=fmt, delimiter=delimiter, html=html
+    )
+    assert release.verification is not None
     return PublishedLocalRelease(
         release=out_dir / release_name(fmt),
         report_json=out_dir / "report.json",
         report_html=out_dir / "report.html",
         result=release,
-        verification=verification,
+        verification=release.verification,
     )
 
 

@@ -1,4 +1,6 @@
-"""Write, verify and publish a release.
+"""Write, verify and describe a global release: the steps :mod:`safeshare.workflows.publish`
+runs for a plan of one node (the one release pipeline, issue 31), and the thin callers
+:func:`write_release` and :func:`write_release_files` of it.
 
 Nothing reaches the output directory unless the written release passed the
 independent verification of :mod:`safeshare.verify`: the release and its
@@ -29,8 +31,8 @@ from safeshare.data.engines.base import Engine, OutputFormat, peak_rss_mb
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Schema
 from safeshare.errors import DataError, InputError, VerificationError
-from safeshare.io import OutputDirectory, atomic_write_text
-from safeshare.report.content import portable_paths, report_warnings
+from safeshare.io import atomic_write_text
+from safeshare.report.content import portable_paths
 from safeshare.risk.measures import risk_measures
 from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
@@ -44,13 +46,11 @@ from safeshare.verify import (
 from safeshare.verify.identifiers import IdentifierExpectations
 from safeshare.verify.truth import TruthExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult
-from safeshare.workflows.persons import people_certificate, person_warnings
 from safeshare.workflows.result import (
     Provenance,
     Release,
     UtilityOutcome,
     choice_of,
-    headline,
     input_profile,
     output_of,
     privacy_of,
@@ -111,6 +111,49 @@ class ReleaseContext:
     missing: tuple[str, ...] = ()
     #: without a person key, the columns that look like a person identifier and repeat (issue 32)
     repeated_persons: tuple[Mapping[str, Any], ...] = ()
+    #: the configuration's folder: the evidence names files relative to it (``None``: by name)
+    base_dir: Path | None = None
+    #: the input files the evidence and the ledger hash (none for a Spark SQL table)
+    inputs: tuple[Path, ...] = ()
+    #: the release ledger the publication appends to (``None``: no ledger is kept)
+    ledger_path: Path | None = None
+    #: the key file (a ledger may not be it)
+    key_path: Path | None = None
+
+    @property
+    def base(self) -> Path | None:
+        """The folder report paths are relative to: ``base_dir``, else the configuration's."""
+        if self.base_dir is not None:
+            return self.base_dir
+        return Path(self.config).parent if self.config is not None else None
+
+    @classmethod
+    def of_config(cls, cfg: Any, **fields: Any) -> ReleaseContext:
+        """The context of a loaded configuration (:func:`safeshare.config.load_config`): every
+        caller that publishes a configured run describes it alike (``fields`` add the run's own:
+        ``input_table``, ``repeated_persons``, ...)."""
+        from safeshare.paths import shown_path
+
+        ledger: Path | None = cfg.ledger_path
+        context = cls(
+            config=cfg.path,
+            source=cfg.source.path,
+            settings=cfg.settings(),
+            population_size=cfg.population_size,
+            threshold_reason=cfg.threshold_reason,
+            purpose=cfg.purpose,
+            approved_by=cfg.approved_by,
+            ledger=shown_path(ledger, cfg.base_dir) if ledger is not None else None,
+            identifiers=cfg.identifiers,
+            missing=tuple(cfg.source.missing),
+            base_dir=cfg.base_dir,
+            inputs=(cfg.source.path,) if cfg.source.table is None else (),
+            ledger_path=ledger,
+            key_path=cfg.key_path,
+        )
+        for name, value in fields.items():
+            setattr(context, name, value)
+        return context
 
 
 def release_name(fmt: OutputFormat) -> str:
@@ -325,7 +368,8 @@ def build_release(
 ) -> Release:
     """The :class:`Release` of ``result`` (written to ``out_dir`` and verified, or not written).
     ``risk``: its risk section when already computed (:func:`stage_and_build`), else
-    :func:`release_risk`."""
+    :func:`release_risk`. The warnings, the headline, the certificate and the evidence are added
+    by :func:`safeshare.workflows.publish.publish`, the same for every plan."""
     input_columns = engine.columns()
     released_columns = result.schema.released_columns(input_columns)
     config, source = portable(context.config, context.source)
@@ -362,16 +406,6 @@ def build_release(
         peak_rss_mb=peak_rss_mb(),
         fit=result,
     )
-    release.warnings = report_warnings(release.report) + person_warnings(release.report)
-    release.headline = headline(release.report, context.threshold_reason)
-    release.certificate = {
-        "data_set": source,
-        "records": records,
-        "purpose": context.purpose,
-        "approved_by": context.approved_by,
-        "ledger": context.ledger,
-        **people_certificate(release.report),
-    }
     return release
 
 
@@ -437,37 +471,30 @@ def write_release(
     population_size: int | None = None,
     context: ReleaseContext | None = None,
 ) -> PublishedRelease:
-    """Apply the chosen node to every record, verify the written file, report, publish.
+    """:func:`safeshare.workflows.publish.publish` of a global ``result`` into ``out_dir``:
+    the chosen node applied to every record, the written file verified, the report (warnings,
+    evidence, headline, certificate) rendered, published atomically.
 
     ``engine`` holds the records the search ran on (for epsilon-safe, the sample:
     ``result.prepared.engine``). ``population_size`` (N) is the population the risk
     section assumes; ``None``: the input is the population. ``context`` adds what the
-    report says besides the result (the configuration, the trade-off curve, ...).
+    report says besides the result (:meth:`ReleaseContext.of_config`: the configuration,
+    the ledger, ...).
 
     Raises :class:`InputError` when no node qualifies and
     :class:`VerificationError` when the written release fails verification;
     in both cases nothing is written to ``out_dir``.
     """
+    from safeshare.workflows.publish import publish
+
     context = context or ReleaseContext(population_size=population_size)
     if population_size is not None:
         context.population_size = population_size
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"output path {out_dir} exists and is not a directory")
-    check_releasable(
-        result,
-        context.population_size,
-        context.input_table.n_records if context.input_table is not None else None,
-    )
-    output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
-    with output as stage:
-        release = stage_and_build(result, engine, stage, fmt, delimiter, context, out_dir)
-        write_reports(release, stage, html)
-        output.publish()  # seal, swap atomically with the previous output, discard it
+    release = publish(result, engine, out_dir, context, fmt=fmt, delimiter=delimiter, html=html)
     assert release.verification is not None
-    name = release_name(fmt)
     return PublishedRelease(
-        release=out_dir / name,
+        release=out_dir / release_name(fmt),
         report_json=out_dir / "report.json",
         report_html=out_dir / "report.html",
         result=release,
@@ -484,14 +511,13 @@ def write_release_files(
     context: ReleaseContext | None = None,
     html: bool = True,
 ) -> Release:
-    """:func:`write_release` into a new ``directory`` inside a private stage that is published
-    as a whole later (``sweep --write-releases``): written and verified, not locked or swapped."""
+    """:func:`~safeshare.workflows.publish.publish` into a new ``directory`` inside a private
+    stage that is published as a whole later (``sweep --write-releases``): written and
+    verified, not locked or swapped."""
+    from safeshare.workflows.publish import publish
+
     context = context or ReleaseContext()
-    check_releasable(result, context.population_size)
-    directory.mkdir(parents=True, exist_ok=False)
-    release = stage_and_build(result, engine, directory, fmt, delimiter, context, directory)
-    write_reports(release, directory, html)
-    return release
+    return publish(result, engine, directory, context, fmt=fmt, delimiter=delimiter, html=html, atomic=False)
 
 
 def release_risk(

@@ -104,7 +104,7 @@ def release_evidence(
     published: Path,
     fmt: str,
     delimiter: str,
-    base: Path,
+    base: Path | None,
     config: Path | None,
     inputs: Sequence[Path],
     version: str,
@@ -121,8 +121,9 @@ def release_evidence(
     Hashes are of the bytes written; released files are named by where they are published
     (relative to the configuration's directory ``base``), not by the private stage.
     ``result`` is the search's result (for a locally recoded release, the global one, with
-    ``records_per_level`` the released records at each level per QI); ``informed``: the informed
-    adversary's figures (:func:`release_disclosure`).
+    ``records_per_level`` the released records at each level per QI); ``base``: ``None`` names
+    files by their names only; ``informed``: the informed adversary's figures
+    (:func:`release_disclosure`).
     """
     schema = result.schema
     table = result.table

@@ -475,7 +475,8 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
         else:
             assert informed is not None
             text += (
-                f"but the bound of 1/{k} per record does not hold against an adversary who also knows "
+                f"but the bound of 1/{k} per {'person' if people is not None else 'record'} does not hold "
+                "against an adversary who also knows "
                 f"{informed_knowledge(informed)}: {informed_figures(informed)}"
             )
         parts.append(text)

@@ -549,13 +549,8 @@ def _release_writer(cfg: Any, engine: Any, directory: Path) -> OnResult:
         if not result.found:
             return
         name = f"k{row.k}_sup{row.max_suppression_pct:g}_{row.metric}"
-        context = ReleaseContext(
-            config=cfg.path,
-            source=cfg.source.path,
-            settings=cfg.settings(),
-            identifiers=cfg.identifiers,
-            missing=tuple(cfg.source.missing),
-        )
+        # the configuration's context (N, purpose, ...); the sweep's releases join no ledger
+        context = ReleaseContext.of_config(cfg, ledger=None, ledger_path=None)
         write_release_files(
             result, engine, directory / name, cfg.release_format, cfg.output_delimiter, context
         )

@@ -77,6 +77,26 @@ def check_config(path: Path, workdir: Path) -> Any:
     return load_config(path)
 
 
+def node_config(config: Mapping[str, Any], levels: Mapping[str, int]) -> dict[str, Any]:
+    """A copy of a configuration that releases exactly the node ``levels`` (QI -> level):
+    ``algorithm: node`` with those ``levels:`` (docs/configuration.md), without the keys of
+    other algorithms (``max_loss``, ``dp:``, the anytime budget: an error with ``node``) and
+    without ``local_recoding`` (which would release more than that node). The workbench's
+    "Release this node" runs it as that run's own ``run-<run>.yaml``; the project's
+    configuration is not changed (issue 35)."""
+    from safeshare.config.algorithms import config_keys
+
+    out = {
+        key: value
+        for key, value in config.items()
+        if key not in ("algorithm", "levels", "local_recoding")
+        and "node" in config_keys().get(key, ("node",))
+    }
+    out["algorithm"] = "node"
+    out["levels"] = {str(q): int(level) for q, level in levels.items()}
+    return out
+
+
 def algorithms() -> list[str]:
     """The names ``algorithm:`` accepts."""
     from safeshare.config.algorithms import ALGORITHMS
@@ -394,6 +414,7 @@ __all__ = [
     "lattice_view",
     "metrics",
     "missing_tokens",
+    "node_config",
     "node_detail",
     "posted_reason",
     "privacy_form",

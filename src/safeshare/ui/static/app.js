@@ -105,7 +105,106 @@ if (diagram) {
 
 document.querySelectorAll("table[data-testid=node-list] tbody tr[data-node]").forEach((row) => {
   row.addEventListener("click", () => showNode(row.dataset.node));
+  row.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") { event.preventDefault(); showNode(row.dataset.node); }
+  });
 });
+
+const statusFilter = document.querySelector("select[data-testid=status]");
+if (statusFilter) { statusFilter.addEventListener("change", () => statusFilter.form.submit()); }
+
+// ---------------------------------------------------------------- explore: zoom, pan, keyboard
+// The server draws the lattice with a viewBox centred on the optimum (ui/hasse.py); here the
+// window is fitted to the frame, zoomed (the viewBox shrinks or grows about its centre) and
+// panned (dragged, the buttons, or following the keyboard's focus).
+const hasse = document.querySelector("svg.hasse");
+if (hasse && diagram) {
+  const full = hasse.dataset.full.split(" ").map(Number);
+  let [vx, vy, vw, vh] = hasse.getAttribute("viewBox").split(" ").map(Number);
+  let scale = 1;  // screen px per drawing px
+  const frame = () => [Math.max(diagram.clientWidth - 2, 200), Math.min(Math.max(window.innerHeight * 0.7, 300), full[1] * 4)];
+  const apply = () => {
+    const [fw, fh] = frame();
+    vw = Math.min(fw / scale, full[0] * 1.0); vh = Math.min(fh / scale, full[1]);
+    vx = Math.min(Math.max(vx, 0), Math.max(full[0] - vw, 0));
+    vy = Math.min(Math.max(vy, 0), Math.max(full[1] - vh, 0));
+    hasse.setAttribute("viewBox", `${vx} ${vy} ${vw} ${vh}`);
+    hasse.setAttribute("width", Math.round(vw * scale));
+    hasse.setAttribute("height", Math.round(vh * scale));
+  };
+  const centreOn = (circle) => {
+    const cx = Number(circle.getAttribute("cx")), cy = Number(circle.getAttribute("cy"));
+    vx = cx - vw / 2; vy = cy - vh / 2; apply();
+  };
+  const inView = (circle) => {
+    const cx = Number(circle.getAttribute("cx")), cy = Number(circle.getAttribute("cy"));
+    return cx >= vx && cx <= vx + vw && cy >= vy && cy <= vy + vh;
+  };
+  const zoomBy = (factor) => {
+    const cx = vx + vw / 2, cy = vy + vh / 2;
+    scale = Math.min(Math.max(scale * factor, 0.02), 8);
+    const [fw, fh] = frame();
+    vw = fw / scale; vh = fh / scale; vx = cx - vw / 2; vy = cy - vh / 2; apply();
+  };
+  const optimumNode = hasse.querySelector("circle[data-testid=optimum]");
+  const [fw0, fh0] = frame();
+  vx = vx + vw / 2 - fw0 / 2;  // the server's window, re-fitted to the frame about its centre
+  vy = vy + vh / 2 - Math.min(fh0, full[1]) / 2;
+  apply();
+  if (optimumNode && !inView(optimumNode)) { centreOn(optimumNode); }
+  document.querySelectorAll("[data-zoom]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const what = button.dataset.zoom;
+      if (what === "in") { zoomBy(1.5); }
+      else if (what === "out") { zoomBy(1 / 1.5); }
+      else if (what === "left") { vx -= vw / 3; apply(); }
+      else if (what === "right") { vx += vw / 3; apply(); }
+      else if (what === "up") { vy -= vh / 3; apply(); }
+      else if (what === "down") { vy += vh / 3; apply(); }
+      else if (what === "optimum" && optimumNode) { centreOn(optimumNode); optimumNode.focus(); }
+      else if (what === "all") { scale = Math.min(frame()[0] / full[0], frame()[1] / full[1]); vx = 0; vy = 0; apply(); }
+    });
+  });
+  let drag = null;
+  hasse.addEventListener("pointerdown", (event) => {
+    if (event.target.closest("circle[data-node]")) { return; }
+    drag = { x: event.clientX, y: event.clientY, vx, vy };
+    hasse.setPointerCapture(event.pointerId);
+  });
+  hasse.addEventListener("pointermove", (event) => {
+    if (!drag) { return; }
+    vx = drag.vx - (event.clientX - drag.x) / scale; vy = drag.vy - (event.clientY - drag.y) / scale; apply();
+  });
+  hasse.addEventListener("pointerup", () => { drag = null; });
+  // keyboard: one tab stop (roving tabindex); arrows along a row (by loss) and between rows
+  const at = (row, col) => hasse.querySelector(`circle[data-row="${row}"][data-col="${col}"]`);
+  const nearest = (row, cx) => {
+    let best = null, gap = Infinity;
+    hasse.querySelectorAll(`circle[data-row="${row}"]`).forEach((c) => {
+      const d = Math.abs(Number(c.getAttribute("cx")) - cx);
+      if (d < gap) { gap = d; best = c; }
+    });
+    return best;
+  };
+  hasse.addEventListener("keydown", (event) => {
+    const circle = event.target.closest("circle[data-node]");
+    if (!circle) { return; }
+    const row = Number(circle.dataset.row), col = Number(circle.dataset.col), cx = Number(circle.getAttribute("cx"));
+    let next = null;
+    if (event.key === "Enter" || event.key === " ") { event.preventDefault(); showNode(circle.dataset.node); return; }
+    if (event.key === "ArrowLeft") { next = at(row, col - 1); }
+    else if (event.key === "ArrowRight") { next = at(row, col + 1); }
+    else if (event.key === "ArrowUp") { next = nearest(row + 1, cx); }
+    else if (event.key === "ArrowDown") { next = nearest(row - 1, cx); }
+    else { return; }
+    event.preventDefault();
+    if (next) {
+      circle.setAttribute("tabindex", "-1"); next.setAttribute("tabindex", "0"); next.focus();
+      if (!inView(next)) { centreOn(next); }
+    }
+  });
+  window.addEventListener("resize", apply);
+}
 
 document.addEventListener("click", (event) => {
   const add = event.target.closest("[data-add]");
@@ -123,7 +222,11 @@ if (compare) {
 
 // ---------------------------------------------------------------- sortable tables
 document.querySelectorAll("table.sortable").forEach((table) => {
-  table.querySelectorAll("th[data-sort]").forEach((th, index) => {
+  table.querySelectorAll("th[data-sort]").forEach((th) => {
+    const index = th.cellIndex;
+    th.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); th.click(); }
+    });
     th.addEventListener("click", () => {
       const body = table.tBodies[0];
       const rows = Array.from(body.rows);

@@ -1,0 +1,343 @@
+"""The one release pipeline (issue 31): every release safeshare writes is published here.
+
+A *plan* is what a search decided: a global one (one node for every record,
+:class:`~safeshare.workflows.anonymizer.AnonymizationResult`) or a mixed one (the global node,
+then local recoding's rounds on the records it suppressed,
+:class:`~safeshare.workflows.local_recoding.LocalRecodingResult`). :func:`publish` takes
+either and always runs the same steps, so the report of a release does not depend on which
+caller asked for it (``safeshare anonymize``, :func:`safeshare.api.anonymize`, the workbench,
+:func:`~safeshare.workflows.release.write_release`,
+:func:`~safeshare.workflows.local_release.publish_local_recoding`, ``sweep
+--write-releases``; the algorithms ``node`` and ``epsilon-safe`` are plans like the others)::
+
+    plan -> refused unless it has a node and N >= the input
+      -> the engine writes it into a private stage (Engine.write_release / write_mixed_release)
+      -> the independent verifier re-reads the written file (verify/: the configuration's
+         roles and models, every label true of its records, people, identifiers)
+      -> one Release describes it (workflows/result.py); then, over the written file:
+         the disclosure warnings and the informed adversary (verify/disclosure.py), the
+         headline, the certificate and the evidence (workflows/evidence.py)
+      -> report.json and report.html rendered from that Release
+      -> published in one atomic rename (io.OutputDirectory), with its ledger line
+         (workflows/ledger.py) when a ledger is kept
+
+A plan that is only described (``out_dir=None``) goes through the same description, without
+the steps that need a written file (the verifier, the disclosure warnings, the evidence).
+Nothing reaches ``out_dir`` unless every step passed (the Privacy-by-default rule of the
+project guide: a release that fails its own check is never written).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from safeshare.app_runner import SILENT, Monitor
+from safeshare.data.engines.base import Engine, OutputFormat
+from safeshare.errors import InputError
+from safeshare.io import OutputDirectory
+from safeshare.report.content import report_warnings
+from safeshare.verify import Expectations, Verification
+from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.local_recoding import LocalRecodingResult
+from safeshare.workflows.persons import people_certificate, person_warnings
+from safeshare.workflows.release import (
+    ReleaseContext,
+    build_release,
+    check_releasable,
+    release_name,
+    stage_and_build,
+    verifier_expectations,
+    write_reports,
+)
+from safeshare.workflows.result import Release, headline
+
+if TYPE_CHECKING:
+    from safeshare.data.schema import Schema
+
+#: What :func:`publish` publishes: one node for every record, or the global node and local
+#: recoding's rounds (a mixed release).
+Plan = AnonymizationResult | LocalRecodingResult
+
+
+def publish(
+    plan: Plan,
+    engine: Engine,
+    out_dir: Path | None,
+    context: ReleaseContext,
+    *,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    html: bool = True,
+    monitor: Monitor = SILENT,
+    timings: dict[str, float] | None = None,
+    atomic: bool = True,
+) -> Release:
+    """Write, verify, describe and publish ``plan`` into ``out_dir`` (module docstring).
+
+    ``engine`` holds the records the plan was searched on (epsilon-safe: the sample,
+    ``plan.prepared.engine``); ``context`` what the report says besides the plan (the
+    configuration, N, the ledger, ...: :meth:`ReleaseContext.of_config`); ``timings``: the
+    seconds of the earlier phases (default: the context's and the plan's). ``out_dir=None``
+    describes the plan without writing it (the :class:`Release` then has no verification).
+    ``atomic=False`` writes into the new directory ``out_dir`` inside a stage the caller
+    publishes as a whole (``sweep --write-releases``): not locked, not swapped, no ledger line.
+
+    Raises :class:`InputError` when the plan has no node (or N is below the input) and
+    :class:`~safeshare.errors.VerificationError` when the written release fails its check;
+    then nothing is published.
+    """
+    _check_publishable(plan, context)
+    if timings is None:
+        timings = {**context.timings, **plan.timings}
+    if out_dir is None:
+        release = _describe(plan, engine, fmt, delimiter, context, None, None, timings)
+        _attest(release, context)
+        return release
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"output path {out_dir} exists and is not a directory")
+    name = release_name(fmt)
+    if not atomic:
+        if context.ledger_path is not None:
+            raise InputError("a release written into a caller's stage is not recorded in a ledger")
+        out_dir.mkdir(parents=True, exist_ok=False)
+        with monitor.phase("writing and verifying the release"):
+            return _write(plan, engine, out_dir, out_dir, context, fmt, delimiter, html, timings)
+    output = OutputDirectory(out_dir)  # lock, recover, check, stage (see safeshare.io)
+    with monitor.phase("writing and verifying the release"), output as stage:
+        release = _write(plan, engine, stage, out_dir, context, fmt, delimiter, html, timings)
+        release.ledger_entry = _publish_and_record(output, stage / name, release, _schema(plan), context)
+    assert (out_dir / name).exists()
+    return release
+
+
+def _check_publishable(plan: Plan, context: ReleaseContext) -> None:
+    """Refuse, before anything is written, a plan without a node or with an impossible N."""
+    if isinstance(plan, LocalRecodingResult):
+        from safeshare.workflows.local_release import check_local_releasable
+
+        check_local_releasable(plan)
+        check_releasable(plan.global_result, context.population_size)
+        return
+    records = context.input_table.n_records if context.input_table is not None else None
+    check_releasable(plan, context.population_size, records)
+
+
+def _schema(plan: Plan) -> Schema:
+    return plan.global_result.schema if isinstance(plan, LocalRecodingResult) else plan.schema
+
+
+def _expectations(plan: Plan, engine: Engine, delimiter: str, context: ReleaseContext) -> Expectations:
+    """What the verifier must find in the written release: the configuration's roles and models,
+    people and linked profiles, and the identifiers recomputed from the key
+    (:func:`~safeshare.workflows.release.verifier_expectations`); for a mixed plan the labels of
+    any level (:func:`~safeshare.workflows.local_release.local_release_expectations`;
+    identifier treatments are refused with local recoding by the configuration)."""
+    if isinstance(plan, LocalRecodingResult):
+        from safeshare.workflows.local_release import local_release_expectations
+
+        return local_release_expectations(plan, engine.columns(), delimiter)
+    return verifier_expectations(plan, engine, delimiter, context.identifiers, context.missing)
+
+
+def _describe(
+    plan: Plan,
+    engine: Engine,
+    fmt: OutputFormat,
+    delimiter: str,
+    context: ReleaseContext,
+    verification: Verification | None,
+    out_dir: Path | None,
+    timings: dict[str, float],
+) -> Release:
+    """The :class:`Release` of ``plan``, without what depends on the written file."""
+    if isinstance(plan, LocalRecodingResult):
+        from safeshare.workflows.local_release import build_local_release
+
+        return build_local_release(plan, engine, fmt, delimiter, context, verification, out_dir, timings)
+    return build_release(plan, engine, fmt, delimiter, context, verification, out_dir, timings)
+
+
+def _write(
+    plan: Plan,
+    engine: Engine,
+    stage: Path,
+    out_dir: Path,
+    context: ReleaseContext,
+    fmt: OutputFormat,
+    delimiter: str,
+    html: bool,
+    timings: dict[str, float],
+) -> Release:
+    """The plan written into ``stage``, verified, described, attested and reported there
+    (published later at ``out_dir``)."""
+    expected = _expectations(plan, engine, delimiter, context)
+    if isinstance(plan, LocalRecodingResult):
+        from safeshare.workflows.local_release import stage_local_release
+
+        verification = stage_local_release(plan, engine, stage, fmt, delimiter, timings, expected=expected)
+        release = _describe(plan, engine, fmt, delimiter, context, verification, out_dir, timings)
+    else:  # the risk section on a second thread while the engine writes (stage_and_build)
+        release = stage_and_build(plan, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
+    _attest(release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter)
+    write_reports(release, stage, html)
+    return release
+
+
+def _attest(
+    release: Release,
+    context: ReleaseContext,
+    plan: Plan | None = None,
+    expected: Expectations | None = None,
+    staged: Path | None = None,
+    out_dir: Path | None = None,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+) -> None:
+    """What a privacy officer signs, added to ``release``: the report's warnings, the headline and
+    the certificate; for a release written at ``staged`` (and verified against ``expected``) also
+    the disclosure warnings over the file, the informed adversary and the evidence. The same for a
+    global and a mixed release, so a locally recoded release carries its own figures."""
+    release.warnings = report_warnings(release.report) + person_warnings(release.report)
+    if staged is not None:
+        assert plan is not None and expected is not None and out_dir is not None
+        _add_disclosure_and_evidence(release, context, plan, expected, staged, out_dir, fmt, delimiter)
+    # the headline states a per-record bound only where it holds against the informed adversary
+    release.headline = headline(release.report, context.threshold_reason)
+    release.certificate = {
+        "data_set": release.input.source,
+        "records": release.input.records,
+        "purpose": context.purpose,
+        "approved_by": context.approved_by,
+        "ledger": context.ledger,
+        **people_certificate(release.report),
+    }
+
+
+def _add_disclosure_and_evidence(
+    release: Release,
+    context: ReleaseContext,
+    plan: Plan,
+    expected: Expectations,
+    staged: Path,
+    out_dir: Path,
+    fmt: OutputFormat,
+    delimiter: str,
+) -> None:
+    """The disclosure warnings and the informed adversary over the written file
+    (:func:`~safeshare.workflows.release_evidence.release_disclosure`), then the evidence
+    (:func:`~safeshare.workflows.release_evidence.release_evidence`)."""
+    from safeshare.workflows.release_evidence import release_disclosure, release_evidence
+
+    t0 = time.perf_counter()
+    verification = release.verification
+    assert verification is not None
+    result = plan.global_result if isinstance(plan, LocalRecodingResult) else plan
+    per_level = (
+        {
+            g["qi"]: {int(lv): int(n) for lv, n in g["records_per_level"].items()}
+            for g in plan.generalization()
+        }
+        if isinstance(plan, LocalRecodingResult)
+        else None
+    )
+    released_columns = verification.checks.get("columns", [])
+    warnings, informed = release_disclosure(
+        staged, fmt, result, released_columns, delimiter, context.missing, release.privacy.k
+    )
+    release.warnings += warnings
+    release.informed_adversary = informed
+    evidence = release_evidence(
+        result=result,
+        expected=expected,
+        verification=verification,
+        staged=staged,
+        published=out_dir,
+        fmt=fmt,
+        delimiter=delimiter,
+        base=context.base,
+        config=Path(context.config) if context.config is not None else None,
+        inputs=context.inputs,
+        version=release.provenance.version,
+        engine=release.provenance.engine,
+        population_size=context.population_size,
+        threshold_reason=context.threshold_reason,
+        seeds=release.provenance.seeds,
+        identifiers=context.identifiers,
+        records_per_level=per_level,
+        informed=informed,
+    )
+    release.evidence = evidence.to_dict()
+    release.timings["evidence"] = time.perf_counter() - t0
+
+
+def protected_files(context: ReleaseContext, schema: Schema) -> dict[str, list[Path]]:
+    """The files a ledger may not be (an append would replace them): the input, the
+    configuration, the hierarchy files and the key file."""
+    from safeshare.workflows.evidence import hierarchy_files
+
+    specs = {n: a.hierarchy for n, a in schema.attributes.items() if a.hierarchy is not None}
+    protected = {
+        "input": list(context.inputs),
+        "configuration": [Path(context.config)] if context.config is not None else [],
+        "hierarchy file": hierarchy_files(specs),
+    }
+    if context.key_path is not None:
+        protected["key file"] = [context.key_path]
+    return protected
+
+
+def _publish_and_record(
+    output: OutputDirectory, staged: Path, release: Release, schema: Schema, context: ReleaseContext
+) -> dict[str, Any] | None:
+    """Publish the staged release (``output.publish()``) and, with a ledger, record it: the
+    ledger's lock is taken, its chain and place checked and the new ledger written beside it
+    (the entry hashes the staged files, recorded at their published paths) *before* the release
+    is published; only the final rename of the ledger follows the publication, with SIGINT and
+    SIGTERM held back between the two. A ledger problem therefore stops the run with nothing
+    published. The ledger line's ``{path, seq, entry_sha256}``, or ``None`` without a ledger."""
+    from safeshare.io import signals_deferred
+    from safeshare.workflows.evidence import hierarchy_files
+    from safeshare.workflows.ledger import LedgerAppend
+    from safeshare.workflows.release_evidence import ledger_entry
+
+    ledger = context.ledger_path
+    if ledger is None:
+        output.publish()
+        return None
+    stage = staged.parent
+    specs = {n: a.hierarchy for n, a in schema.attributes.items() if a.hierarchy is not None}
+    files = {
+        "input": list(context.inputs),
+        "config": [Path(context.config)] if context.config is not None else [],
+        "hierarchy": hierarchy_files(specs),
+        "release": [staged],
+        "report": [p for p in (stage / "report.json", stage / "report.html") if p.exists()],
+    }
+    identifiers = context.identifiers
+    fingerprint = identifiers.key.fingerprint if identifiers is not None else None
+    window = (
+        identifiers.shifted_dates[0].max_days
+        if identifiers is not None and identifiers.shifted_dates
+        else None
+    )
+    with LedgerAppend(ledger, protected=protected_files(context, schema), out_dir=output.out_dir) as append:
+        entry = ledger_entry(
+            append.path,
+            release.report,
+            files,
+            context.approved_by or "",
+            fingerprint,
+            window,
+            moved=(stage, output.out_dir),
+        )
+        append.prepare(entry)
+        with signals_deferred():  # no interrupt between the publication and its ledger line
+            output.publish()
+            written = append.commit()
+    return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
+
+
+__all__ = ["Plan", "protected_files", "publish"]
