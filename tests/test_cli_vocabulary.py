@@ -143,9 +143,9 @@ def test_fixed_sets_are_choices(name: str) -> None:
 
 
 def reads_data(command: Any) -> bool:
-    """A command reads a data file given on the command line: an argument DATA (or PERSONS), or --data."""
+    """A command reads a data file named on the command line: DATA, PERSONS (persons_file), or --data."""
     arguments = [p.name for p in command.params if getattr(p, "param_type_name", "") == "argument"]
-    return bool({"data", "persons"} & set(arguments)) or "--data" in options(command)
+    return bool({"data", "persons_file"} & set(arguments)) or "--data" in options(command)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

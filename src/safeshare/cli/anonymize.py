@@ -135,6 +135,24 @@ def anonymize(
     approved_by: Annotated[
         str | None, typer.Option("--approved-by", help="Who approved the release (report cover, ledger).")
     ] = None,
+    population_size: Annotated[
+        int | None,
+        typer.Option(
+            "--population-size",
+            help="N of the report's risk section: the people of the population the input was drawn "
+            "from (default: the input is the whole population).",
+        ),
+    ] = None,
+    threshold_reason: Annotated[
+        str | None,
+        typer.Option(
+            "--threshold-reason",
+            help="Why the risk threshold is what it is (the report's evidence, beside the threshold).",
+        ),
+    ] = None,
+    purpose: Annotated[
+        str | None, typer.Option("--purpose", help="What the release is for (the report's cover).")
+    ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
     from safeshare import api  # imports the anonymize use case only: it validates before importing more
@@ -168,6 +186,9 @@ def anonymize(
         "key_file": key_file,
         "ledger": ledger,
         "approved_by": approved_by,
+        "population_size": population_size,
+        "threshold_reason": threshold_reason,
+        "purpose": purpose,
     }
     monitor = ConsoleMonitor(quiet or as_json)
     if dry_run:
@@ -482,7 +503,9 @@ def hierarchy_build(
 # --------------------------------------------------------------------------- flatten
 @reads_data
 def flatten(
-    persons: Annotated[Path, typer.Argument(help="The persons table (one row per person).")],
+    persons_file: Annotated[
+        Path, typer.Argument(metavar="PERSONS", help="The persons table (one row per person).")
+    ],
     events_file: Annotated[
         Path, typer.Argument(metavar="EVENTS", help="The events table (rows referencing persons).")
     ],
@@ -513,7 +536,7 @@ def flatten(
     from safeshare import api
 
     done = api.flatten(
-        persons,
+        persons_file,
         events_file,
         key=key,
         events=events,

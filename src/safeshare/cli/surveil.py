@@ -37,6 +37,13 @@ from safeshare.cli.common import (
     emit,
     options_of,
 )
+from safeshare.config.vocabulary import (
+    SMALL_CELL,
+    SURVEILLANCE_LAG,
+    SURVEILLANCE_QUANTILE,
+    SURVEILLANCE_SIMULATIONS,
+    SURVEILLANCE_THRESHOLD,
+)
 from safeshare.errors import InputError
 from safeshare.surveillance.choices import (
     Approach,
@@ -115,9 +122,9 @@ DailyCasesOpt = Annotated[Path, typer.Option("--cases", help="Daily case series 
 
 
 def _criterion(
-    threshold: ThrOpt = 0.01,
-    quantile: QOpt = 0.975,
-    simulations: SimulationsOption = 1000,
+    threshold: ThrOpt = SURVEILLANCE_THRESHOLD,
+    quantile: QOpt = SURVEILLANCE_QUANTILE,
+    simulations: SimulationsOption = SURVEILLANCE_SIMULATIONS,
     seed: SeedOpt = 0,
 ) -> Keywords:
     """The acceptability criterion of a policy (search, select, evaluate): the ``quantile`` of PK_k
@@ -127,7 +134,7 @@ def _criterion(
 
 def _weeks(
     volumes: VolOpt = None,
-    lag: LagOpt = 1,
+    lag: LagOpt = SURVEILLANCE_LAG,
     weekly: WeeklyOpt = False,
     priority: PriorityOpt = "age",
 ) -> Keywords:
@@ -178,9 +185,9 @@ def simulate_command(
     cases: Annotated[Path, typer.Option("--cases", help="Case series (new cases per period).")],
     policy: Annotated[str, typer.Option("--policy", help="Policy code, e.g. 1C*e.")],
     out_dir: OutOpt,
-    k: KOpt = 11,
-    lag: LagOpt = 1,
-    simulations: SimulationsOption = 1000,
+    k: KOpt = SMALL_CELL,
+    lag: LagOpt = SURVEILLANCE_LAG,
+    simulations: SimulationsOption = SURVEILLANCE_SIMULATIONS,
     seed: SeedOpt = 0,
     layout: LayoutOpt = "long",
     compare: Annotated[
@@ -226,7 +233,7 @@ def search_command(
     regions: RegionsOpt = None,
     categories: CatOpt = None,
     volumes: VolOpt = None,
-    k: KsOpt = "11",
+    k: KsOpt = str(SMALL_CELL),
     *,
     criterion: Keywords,
     risk: Annotated[
@@ -277,7 +284,7 @@ def select_command(
     ] = "point",
     *,
     weeks: Keywords,
-    k: KOpt = 11,
+    k: KOpt = SMALL_CELL,
     criterion: Keywords,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
@@ -330,7 +337,7 @@ def evaluate_command(
     categories: CatOpt = None,
     *,
     weeks: Keywords,
-    k: KsOpt = "11",
+    k: KsOpt = str(SMALL_CELL),
     criterion: Keywords,
     layout: LayoutOpt = "long",
     zero_windows: ZeroOpt = "drop",
@@ -381,7 +388,7 @@ def release_command(
         Path | None, typer.Option("--policies", help="Weekly schedule (schedule.csv of surveil select).")
     ] = None,
     policy: Annotated[str | None, typer.Option("--policy", help="One policy code for every period.")] = None,
-    k: KOpt = 11,
+    k: KOpt = SMALL_CELL,
     weekly: WeeklyOpt = False,
     keep: Annotated[
         str, typer.Option("--keep", help="Comma-separated extra columns to release (none by default).")

@@ -83,6 +83,14 @@ from pydantic import (
 
 from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
+from safeshare.config.vocabulary import (
+    DEFAULT_ROLES,
+    METRICS,
+    ROLES,
+    metric_name,
+    model_name,
+    unknown_metric,
+)
 from safeshare.config_checks import (
     Count,
     Flag,
@@ -118,12 +126,7 @@ if TYPE_CHECKING:
 # Validating a configuration imports no data, model or search module (a mistake is reported
 # in a fraction of a second): what builds the run's objects (the input, the schema with its
 # hierarchies, the models, the spec) imports them when it is first used.
-#: The roles of a column (data.schema.Role, without importing it; tests/test_config.py checks they agree).
-ROLES = ("identifying", "quasi", "sensitive", "insensitive", "text", "pseudonym", "shifted_date")
-
 ENGINES = ("memory", "duckdb", "spark")
-METRICS = ("prec", "dm_star", "entropy")
-METRIC_ALIASES = {"dm*": "dm_star", "dmstar": "dm_star", "dm-star": "dm_star", "nue": "entropy"}
 #: Top-level keys that are known but not read: the reason is the error message.
 NOT_READ = {"utility": "not read from the configuration; `safeshare utility` takes its settings from options"}
 
@@ -362,16 +365,15 @@ def _mapping_or_empty(message: str) -> BeforeValidator:
 
 
 def _metric(value: Any, where: str) -> str:
-    text = check_text(value, where)
-    name = METRIC_ALIASES.get(text.strip().lower(), text.strip().lower())
-    if name not in METRICS:
-        raise ConfigError(f"{where}: unknown metric {value!r}; expected one of {', '.join(METRICS)}")
+    name = metric_name(check_text(value, where))
+    if name is None:
+        raise ConfigError(f"{where}: {unknown_metric(value)}")
     return name
 
 
 def _default_role(value: Any, where: str) -> str:
     """``default_role``: what unlisted columns are (identifying = drop, insensitive = keep)."""
-    if isinstance(value, str) and value.strip().lower() in ("identifying", "insensitive"):
+    if isinstance(value, str) and value.strip().lower() in DEFAULT_ROLES:
         return value.strip().lower()
     raise ConfigError(
         f"{where}: expected identifying (drop unlisted columns) or insensitive (keep them), got {value!r}"
@@ -424,7 +426,7 @@ class ConfigFile(Section):
     default_role: Annotated[
         str | None,
         checked(_default_role, allow_none=True),
-        WithJsonSchema({"enum": ["identifying", "insensitive"]}),
+        WithJsonSchema({"enum": list(DEFAULT_ROLES)}),
     ] = None
     #: the column identifying the person of every record (issue 32): k, risk and suppression are
     #: counted in people; default: the one ``person`` column of the shifted dates, if any
@@ -882,10 +884,7 @@ def _with_overrides(
             models = {
                 name: params
                 for name, params in (privacy.items() if isinstance(privacy, Mapping) else [])
-                if not (
-                    isinstance(name, str)
-                    and name.strip().lower().replace("_", "-") in ("k-anonymity", "kanonymity")
-                )
+                if not (isinstance(name, str) and model_name(name) == "k-anonymity")
             }
             out["privacy"] = {"k-anonymity": {"k": value}, **models}
         elif keyword == "local_recoding" and value is True and isinstance(out.get(keyword), Mapping):
@@ -975,7 +974,6 @@ def _check_epsilon_safe(
     when they are met: the configuration's own validation follows, and reports anything else."""
     from safeshare.dp.config import dp_problems
     from safeshare.dp.epsilon_safe import requirement_problems, requirements_message
-    from safeshare.metrics.loss import METRIC_ALIASES
 
     problems = dp_problems(merged.get("dp"), options, release)
     rest = {**merged, "dp": _EPSILON_SAFE_STAND_INS["dp"]}
@@ -985,8 +983,7 @@ def _check_epsilon_safe(
         problems.append("privacy: exactly one privacy model, k-anonymity (got none)")
         rest["privacy"] = _EPSILON_SAFE_STAND_INS["privacy"]
     metric = merged.get("metric", "prec")
-    key = metric.strip().lower() if isinstance(metric, str) else None
-    if key is not None and METRIC_ALIASES.get(key, key) != "prec":
+    if isinstance(metric, str) and metric_name(metric) != "prec":
         problems.append(f"metric: algorithm epsilon-safe scores nodes by prec (thesis 4.5.4), not {metric!r}")
         rest["metric"] = _EPSILON_SAFE_STAND_INS["metric"]
     if merged.get("knowledge") is not None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from safeshare.config import vocabulary
 from safeshare.data.identifiers.date_shift import (
     ISO_FORMAT,
     check_date_format,
@@ -47,6 +48,9 @@ from safeshare.missing import BLANK
 
 
 class Role(StrEnum):
+    """A column's role: the values of :data:`safeshare.config.vocabulary.ROLES`, in its order
+    (tests/test_vocabulary.py checks that they agree)."""
+
     IDENTIFYING = "identifying"
     QUASI = "quasi"
     SENSITIVE = "sensitive"
@@ -57,24 +61,13 @@ class Role(StrEnum):
 
     @classmethod
     def parse(cls, value: str, column: str = "") -> Role:
-        aliases = {
-            "quasi-identifying": cls.QUASI,
-            "quasi_identifying": cls.QUASI,
-            "quasi-identifier": cls.QUASI,
-            "qi": cls.QUASI,
-            "identifier": cls.IDENTIFYING,
-            "free-text": cls.TEXT,
-            "shifted-date": cls.SHIFTED_DATE,
-        }
-        key = str(value).strip().lower()
-        if key in aliases:
-            return aliases[key]
-        try:
-            return cls(key)
-        except ValueError:
+        """The role ``value`` names (:func:`safeshare.config.vocabulary.role_name`: its aliases)."""
+        key = vocabulary.role_name(str(value))
+        if key is None:
             where = f" for column {column!r}" if column else ""
             choices = ", ".join(r.value for r in cls)
-            raise ConfigError(f"unknown role {value!r}{where}; expected one of {choices}") from None
+            raise ConfigError(f"unknown role {value!r}{where}; expected one of {choices}")
+        return cls(key)
 
     @property
     def released(self) -> bool:
@@ -154,8 +147,8 @@ def _role_of(param: str) -> str:
     return "pseudonym" if param == "length" else "shifted_date"
 
 
-#: The roles ``default_role`` may give unlisted columns.
-DEFAULT_ROLES = (Role.IDENTIFYING, Role.INSENSITIVE)
+#: The roles ``default_role`` may give unlisted columns (:data:`safeshare.config.vocabulary.DEFAULT_ROLES`).
+DEFAULT_ROLES = tuple(Role(name) for name in vocabulary.DEFAULT_ROLES)
 
 #: A quasi-identifier empty in more than this fraction of the records is refused.
 MAX_EMPTY_FRACTION = 0.5

@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from safeshare.config import vocabulary
 from safeshare.core.evaluation import Classes, Evaluator
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
@@ -202,20 +203,17 @@ def _outer_sum(parts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-METRICS: dict[str, type[InformationLoss]] = {
-    "prec": Prec,
-    "dm_star": DMStar,
-    "entropy": NonUniformEntropy,
-}
-
-METRIC_ALIASES = {"dm*": "dm_star", "dmstar": "dm_star", "dm-star": "dm_star", "precision": "prec"}
+#: The class of every metric of the vocabulary, by its name (the names and their order are
+#: :data:`safeshare.config.vocabulary.METRICS`: tests/test_vocabulary.py checks that they agree).
+METRICS: dict[str, type[InformationLoss]] = {cls.name: cls for cls in (Prec, DMStar, NonUniformEntropy)}
 
 
 def metric_name(name: str) -> str:
-    """Canonical metric name, or :class:`InputError` listing the choices."""
-    key = METRIC_ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in METRICS:
-        raise InputError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}")
+    """Canonical metric name (:func:`safeshare.config.vocabulary.metric_name`: the aliases of the
+    configuration file too), or :class:`InputError` listing the choices."""
+    key = vocabulary.metric_name(name) if isinstance(name, str) else None
+    if key is None:
+        raise InputError(vocabulary.unknown_metric(name))
     return key
 
 

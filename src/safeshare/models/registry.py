@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError, WithJsonSchema, model_validator
 
+from safeshare.config import vocabulary
 from safeshare.config_checks import (
     PositiveInt,
     Probability,
@@ -334,22 +335,15 @@ PRIVACY_MODELS: dict[str, type[ModelParams]] = {
     "profile-anonymity": ProfileAnonymityParams,
 }
 
-ALIASES = {
-    "k_anonymity": "k-anonymity",
-    "kanonymity": "k-anonymity",
-    "m_concealing": "m-concealing",
-    "l_diversity": "l-diversity",
-    "t_closeness": "t-closeness",
-    "small_cells": "small-cells",
-    "profile_anonymity": "profile-anonymity",
-}
+#: Other spellings of a model's name (the vocabulary's: :data:`safeshare.config.vocabulary.MODEL_ALIASES`).
+ALIASES = vocabulary.MODEL_ALIASES
 
 
 def model_name(name: Any, where: str = "privacy") -> str:
     """The registered name of ``name`` (aliases resolved), with a "did you mean" for a typo."""
     if not isinstance(name, str):
         raise ConfigError(f"{where}.{name}: expected a privacy model's name, got {name!r}")
-    key = ALIASES.get(name.strip().lower(), name.strip().lower())
+    key = vocabulary.model_name(name) or name.strip().lower()
     if key not in PRIVACY_MODELS:
         close = difflib.get_close_matches(key, list(PRIVACY_MODELS), n=1)
         known = ", ".join(sorted(PRIVACY_MODELS))

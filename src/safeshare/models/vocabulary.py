@@ -7,9 +7,11 @@ configuration can be checked without loading the models and the numerical core.
 
 from __future__ import annotations
 
+from safeshare.config.vocabulary import SMALL_CELL
+
 #: l-diversity's variants (Machanavajjhala et al.): distinct, entropy, recursive (c, l).
 VARIANTS = ("distinct", "entropy", "recursive")
 #: t-closeness's ground distances (Li, Li, Venkatasubramanian).
 DISTANCES = ("equal", "ordered", "hierarchical")
 #: small-cells' smallest population group that may be released.
-DEFAULT_MIN_SIZE = 11
+DEFAULT_MIN_SIZE = SMALL_CELL

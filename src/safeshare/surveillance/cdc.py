@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from safeshare.config.vocabulary import SMALL_CELL
 from safeshare.core.lattice import Node
 from safeshare.errors import ConfigError, InputError
 from safeshare.surveillance.inputs import Population
@@ -73,7 +74,7 @@ ORDER = ("ethnicity", "race", "sex", "age")
 class CdcRules:
     """The thresholds of the rule set (the defaults are CDC's, :data:`SOURCE`)."""
 
-    k: int = 11
+    k: int = SMALL_CELL
     location_k: int = 1000
     county_population: int = 20_000
     subpopulation: int = 220

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.app_runner import to_json
+from safeshare.config.vocabulary import SMALL_CELL
 from safeshare.core.lattice import Node
 from safeshare.data.engines.base import COUNT_COLUMN, Engine, MixedReleasePlan, OutputFormat, ReleasePlan
 from safeshare.errors import DataError, InputError, VerificationError
@@ -159,7 +160,7 @@ class SurveillanceRelease:
     the files published (:attr:`released`, the only ones ``release.json`` describes)."""
 
     out_dir: Path
-    k: int = 11
+    k: int = SMALL_CELL
     weekly: bool = False
     columns: list[str] = field(default_factory=list)
     engine: str = "memory"
@@ -467,7 +468,7 @@ def release_cases(
     engine: Engine,
     schedule: WeeklyPolicies | Node,
     out_dir: Path,
-    k: int = 11,
+    k: int = SMALL_CELL,
     weekly: bool = False,
     keep: list[str] | None = None,
     records_path: str = "case records",

@@ -35,6 +35,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from safeshare.config.vocabulary import (
+    SMALL_CELL,
+    SURVEILLANCE_QUANTILE,
+    SURVEILLANCE_SIMULATIONS,
+    SURVEILLANCE_THRESHOLD,
+)
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.surveillance.choices import RISKS, RiskName
@@ -56,10 +62,10 @@ DO_NOT_SHARE = "do not share"
 class RiskCriterion:
     """What makes a policy acceptable: upper ``quantile`` of PK_k <= ``threshold``."""
 
-    k: int = 11
-    threshold: float = 0.01
-    quantile: float = 0.975
-    simulations: int = 1000
+    k: int = SMALL_CELL
+    threshold: float = SURVEILLANCE_THRESHOLD
+    quantile: float = SURVEILLANCE_QUANTILE
+    simulations: int = SURVEILLANCE_SIMULATIONS
     seed: int = 0
     #: ``pk`` (PK_k of the records of one window) or ``marketer`` (the amortized risk of a cumulative
     #: release, the paper's supplement: volumes are then the records released so far)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from safeshare.config.vocabulary import SURVEILLANCE_LAG
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.surveillance.choices import ZERO_WINDOWS, ZeroWindows
@@ -123,7 +124,7 @@ def select_weekly(
     search: PolicySearch,
     series: CaseSeries,
     forecasts: pd.DataFrame | None,
-    lag: int = 1,
+    lag: int = SURVEILLANCE_LAG,
     weekly: bool = False,
     priority: Sequence[str] = (),
     value: str = "point",
@@ -346,7 +347,7 @@ def evaluate(
     series: CaseSeries,
     schedule: Schedule | Grouping,
     search: PolicySearch,
-    lag: int = 1,
+    lag: int = SURVEILLANCE_LAG,
     weekly: bool = False,
     week_starts: np.ndarray | None = None,
 ) -> Evaluation:

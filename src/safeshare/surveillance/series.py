@@ -33,6 +33,7 @@ from typing import Literal
 
 import numpy as np
 
+from safeshare.config.vocabulary import SMALL_CELL
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError, VerificationError
 from safeshare.surveillance.inputs import CaseSeries, Population
@@ -145,7 +146,7 @@ class SeriesContext:
     #: this release's number in the series (1 for the first)
     seq: int = 1
     #: the threshold of the differences (the release's k)
-    k: int = 11
+    k: int = SMALL_CELL
 
 
 @dataclass

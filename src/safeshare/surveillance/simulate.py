@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from safeshare.config.vocabulary import SMALL_CELL, SURVEILLANCE_LAG, SURVEILLANCE_SIMULATIONS
 from safeshare.errors import InputError
 from safeshare.risk.measures import marketer_risk, pk_share, records_at_risk
 
@@ -368,7 +369,12 @@ class VolumeRisk:
 
 
 def pk_volume(
-    population: IntArray, grouping: Grouping, volume: int, k: int = 11, sims: int = 1000, seed: int = 0
+    population: IntArray,
+    grouping: Grouping,
+    volume: int,
+    k: int = SMALL_CELL,
+    sims: int = SURVEILLANCE_SIMULATIONS,
+    seed: int = 0,
 ) -> FloatArray:
     """PK_k of ``volume`` cases drawn from ``population`` under one policy, per simulation."""
     return VolumeRisk(population, volume, sims, seeded(seed)).pk(grouping, k)
@@ -465,7 +471,11 @@ def _groups_of(draw: SeriesDraw, grouping: Grouping) -> tuple[IntArray, int, Flo
 
 
 def series_risk(
-    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+    draw: SeriesDraw,
+    grouping: Grouping,
+    k: int = SMALL_CELL,
+    lag: int = SURVEILLANCE_LAG,
+    ks: Sequence[int] = (),
 ) -> SeriesRisk:
     """The risk of releasing the drawn cases under one policy (see the module docstring), by whichever
     of two exact computations touches fewer cells: the window loop (:func:`series_risk_windows`,
@@ -499,7 +509,11 @@ def _check_series_args(k: int, lag: int) -> None:
 
 
 def series_risk_windows(
-    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+    draw: SeriesDraw,
+    grouping: Grouping,
+    k: int = SMALL_CELL,
+    lag: int = SURVEILLANCE_LAG,
+    ks: Sequence[int] = (),
 ) -> SeriesRisk:
     """The window loop: the records of period ``t``'s lagging window are one contiguous slice of every
     simulation's sequence, so each window is one ``bincount`` over ``simulations x groups`` and one
@@ -557,7 +571,11 @@ def _more_ks(k: int, ks: Sequence[int]) -> list[int]:
 
 
 def series_risk_dense(
-    draw: SeriesDraw, grouping: Grouping, k: int = 11, lag: int = 1, ks: Sequence[int] = ()
+    draw: SeriesDraw,
+    grouping: Grouping,
+    k: int = SMALL_CELL,
+    lag: int = SURVEILLANCE_LAG,
+    ks: Sequence[int] = (),
 ) -> SeriesRisk:
     """The risk from dense ``sims x periods x groups`` counts (chunked) and their cumulative sums,
     measured by the shared :func:`~safeshare.risk.measures.pk_share` and
@@ -600,9 +618,9 @@ def simulate_series(
     population: IntArray,
     cases: Sequence[int] | IntArray,
     grouping: Grouping,
-    k: int = 11,
-    lag: int = 1,
-    sims: int = 1000,
+    k: int = SMALL_CELL,
+    lag: int = SURVEILLANCE_LAG,
+    sims: int = SURVEILLANCE_SIMULATIONS,
     seed: int = 0,
 ) -> SeriesRisk:
     """One policy over a case series: :func:`draw_series` then :func:`series_risk`."""

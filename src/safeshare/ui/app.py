@@ -35,7 +35,8 @@ from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
 
 HERE = Path(__file__).parent
-ROLES = ("quasi", "identifying", "sensitive", "insensitive", "text")
+#: The roles the Data screen offers (the vocabulary's, through :func:`safeshare.api.workbench.roles`).
+ROLES = tuple(workbench.roles())
 SCREENS = (
     ("data", "1 Data"),
     ("privacy", "2 Privacy"),
@@ -666,39 +667,11 @@ async def input_settings(request: Request) -> Response:
     return back(f"/p/{project.id}/data", notice="input options saved; profiling again")
 
 
-def _privacy_values(config: Mapping[str, Any]) -> dict[str, Any]:
-    privacy = config.get("privacy") or {}
-    risk = privacy.get("risk") or {}
-    ld = privacy.get("l-diversity") or {}
-    tc = privacy.get("t-closeness") or {}
-    mc = privacy.get("m-concealing") or {}
-    knowledge = mc.get("knowledge") or {}
-    return {
-        "k": (privacy.get("k-anonymity") or {}).get("k", ""),
-        "l": ld.get("l", ""),
-        "l_variant": ld.get("variant", "distinct"),
-        "t": tc.get("t", ""),
-        "m": mc.get("m", ""),
-        "knowledge": ",".join(f"{k}={v}" for k, v in knowledge.items())
-        if isinstance(knowledge, dict)
-        else "",
-        "threshold": risk.get("threshold", ""),
-        "population_size": config.get("population_size", risk.get("population_size", "")),
-        "max_suppression": config.get("max_suppression", 0),
-        "metric": config.get("metric", "prec"),
-        "algorithm": config.get("algorithm", "ola"),
-        "engine": config.get("engine", "memory"),
-        "local_recoding": bool(config.get("local_recoding")),
-        "rounds": (config.get("local_recoding") or {}).get("rounds", "")
-        if isinstance(config.get("local_recoding"), dict)
-        else "",
-    }
-
-
 async def privacy_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
     config = project.config()
+    models, options = workbench.privacy_form(config, project.meta.get("threshold_reason"))
     estimate_run = latest_run(ctx, project, "estimate")
     estimate_state = ctx.runs.state(project.directory / "runs" / estimate_run) if estimate_run else None
     estimate = (
@@ -715,10 +688,9 @@ async def privacy_page(request: Request) -> Response:
             request,
             project,
             "privacy",
-            values=_privacy_values(config),
-            reason=config.get("threshold_reason") or project.meta.get("threshold_reason", ""),
-            metrics=workbench.metrics(),
-            algorithms=workbench.algorithms(),
+            models=models,
+            options={field.key: field for field in options},
+            shown=workbench.SHOWN,
             estimate=estimate,
             estimate_state=estimate_state,
             estimate_run=estimate_run,
@@ -748,70 +720,19 @@ def _number(form: Mapping[str, Any], key: str, kind: type, default: Any = None) 
 
 
 async def save_privacy(request: Request) -> Response:
+    """The Privacy form, written back through the configuration's models
+    (:func:`safeshare.api.workbench.apply_privacy_form`): an unchanged form leaves the file as it
+    was, a changed model is validated before anything is saved."""
     ctx = ctx_of(request)
     project = project_of(request)
     form = await request.form()
     try:
         config = project.config()
-        privacy: dict[str, Any] = {}
-        k = _number(form, "k", int)
-        if k is not None:
-            privacy["k-anonymity"] = {"k": k}
-        l_value = _number(form, "l", float)
-        if l_value is not None:
-            variant = str(form.get("l_variant", "distinct"))
-            privacy["l-diversity"] = {
-                "l": int(l_value) if l_value == int(l_value) else l_value,
-                "variant": variant,
-            }
-        t = _number(form, "t", float)
-        if t is not None:
-            privacy["t-closeness"] = {"t": t}
-        m = _number(form, "m", float)
-        if m is not None:
-            knowledge = {}
-            for part in _csv_list(str(form.get("knowledge", ""))):
-                column, _, probability = part.partition("=")
-                knowledge[column.strip()] = _parse_number(
-                    probability.strip(), f"knowledge of {column}", float
-                )
-            privacy["m-concealing"] = {"m": m, "knowledge": knowledge}
-        threshold = _number(form, "threshold", float)
-        population = _number(form, "population_size", int)
-        if threshold is not None:
-            risk: dict[str, Any] = {"measure": "B", "threshold": threshold}
-            privacy["risk"] = risk
-        for key in list(config.get("privacy") or {}):
-            if key not in ("k-anonymity", "l-diversity", "t-closeness", "m-concealing", "risk"):
-                privacy[key] = config["privacy"][key]  # models the screen does not show are kept
-        config["privacy"] = privacy
-        if population is not None:
-            config["population_size"] = population
-        else:
-            config.pop("population_size", None)
-        suppression = str(form.get("max_suppression", "0")).strip() or "0"
-        share = _parse_number(suppression.rstrip("%").strip(), "max_suppression", float)
-        config["max_suppression"] = share / (100 if suppression.endswith("%") else 1)
-        for key in ("metric", "algorithm", "engine"):
-            value = str(form.get(key, "")).strip()
-            if value:
-                config[key] = value
-        if config.get("engine") == "memory":
-            config.pop("engine")
-        if config.get("algorithm", "ola") != "node":
-            config.pop("levels", None)  # a node's levels belong to algorithm: node only
-        reason = " ".join(str(form.get("threshold_reason", "")).split())[:500]
-        if reason and threshold is not None:
-            config["threshold_reason"] = reason  # the report's evidence states it (issue 20)
-        else:
-            config.pop("threshold_reason", None)
-        if form.get("local_recoding"):
-            rounds = _number(form, "rounds", int)
-            config["local_recoding"] = {"rounds": rounds} if rounds is not None else True
-        else:
-            config.pop("local_recoding", None)
-        project.save_config(config)
-        project.set_meta(threshold_reason=reason)
+        saved = workbench.apply_privacy_form(config, form, project.meta.get("threshold_reason"))
+        if saved != config:
+            project.save_config(saved)
+        if "threshold_reason" in form:
+            project.set_meta(threshold_reason=workbench.posted_reason(form))
         if form.get("estimate"):
             start_run(ctx, project, "estimate")
     except (InputError, RunError) as exc:
@@ -1117,6 +1038,7 @@ async def surveillance_page(request: Request) -> Response:
             result=result,
             chart=chart,
             files=ctx.store.data_files(),
+            defaults=workbench.surveillance_defaults(),
         ),
     )
 
@@ -1131,12 +1053,10 @@ async def start_surveillance(request: Request) -> Response:
             "cases": str(ctx.store.inside(str(form.get("cases", "")), "case series")),
             "region": str(form.get("region", "")).strip(),
             "policies": _csv_list(str(form.get("policies", ""))),
-            "k": _number(form, "k", int, 11),
-            "lag": _number(form, "lag", int, 1),
-            "simulations": _number(form, "simulations", int, 200),
-            "seed": _number(form, "seed", int, 0),
-            "threshold": _number(form, "threshold", float, 0.01),
-            "quantile": _number(form, "quantile", float, 0.975),
+            **{  # an empty field is the default (api.workbench.surveillance_defaults)
+                key: _number(form, key, type(default), default)
+                for key, default in workbench.surveillance_defaults().items()
+            },
             "volumes": [_parse_number(v, "volumes", int) for v in _csv_list(str(form.get("volumes", "")))],
             "layout": str(form.get("layout", "long")),
         }

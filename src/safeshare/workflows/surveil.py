@@ -29,6 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from safeshare.app_runner import SILENT, Monitor, to_json
+from safeshare.config.vocabulary import (
+    SMALL_CELL,
+    SURVEILLANCE_LAG,
+    SURVEILLANCE_QUANTILE,
+    SURVEILLANCE_SIMULATIONS,
+    SURVEILLANCE_THRESHOLD,
+)
 from safeshare.core.lattice import Node
 from safeshare.errors import InputError
 from safeshare.io import OutputDirectory
@@ -245,9 +252,9 @@ def surveil_simulate(
     region: str,
     cases: Path,
     policy: str,
-    k: int = 11,
-    lag: int = 1,
-    simulations: int = 1000,
+    k: int = SMALL_CELL,
+    lag: int = SURVEILLANCE_LAG,
+    simulations: int = SURVEILLANCE_SIMULATIONS,
     seed: int = 0,
     layout: Layout = "long",
     compare: Sequence[str] = (),
@@ -448,10 +455,10 @@ def surveil_search(
     regions: Sequence[str] | None = None,
     categories: Sequence[int] | str | None = None,
     volumes: Sequence[int] | None = None,
-    k: int | Sequence[int] = 11,
-    threshold: float = 0.01,
-    quantile: float = 0.975,
-    simulations: int = 1000,
+    k: int | Sequence[int] = SMALL_CELL,
+    threshold: float = SURVEILLANCE_THRESHOLD,
+    quantile: float = SURVEILLANCE_QUANTILE,
+    simulations: int = SURVEILLANCE_SIMULATIONS,
     seed: int = 0,
     risk: RiskName = "pk",
     hierarchies: str | Path | None = None,
@@ -565,13 +572,13 @@ def surveil_select(
     forecasts: Path | None = None,
     forecast_value: str = "point",
     volumes: Sequence[int] | None = None,
-    lag: int = 1,
+    lag: int = SURVEILLANCE_LAG,
     weekly: bool = False,
     priority: Sequence[str] = ("age",),
-    k: int = 11,
-    threshold: float = 0.01,
-    quantile: float = 0.975,
-    simulations: int = 1000,
+    k: int = SMALL_CELL,
+    threshold: float = SURVEILLANCE_THRESHOLD,
+    quantile: float = SURVEILLANCE_QUANTILE,
+    simulations: int = SURVEILLANCE_SIMULATIONS,
     seed: int = 0,
     layout: Layout = "long",
     zero_windows: ZeroWindows = "drop",
@@ -728,7 +735,7 @@ class SurveilEvaluation:
     criterion: RiskCriterion
     plots: bool = True
     zero_windows: ZeroWindows = "drop"
-    ks: list[int] = field(default_factory=lambda: [11])
+    ks: list[int] = field(default_factory=lambda: [SMALL_CELL])
     categories: dict[str, list[str]] | None = None
     case_studies: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -868,13 +875,13 @@ def surveil_evaluate(
     regions: Sequence[str] | None = None,
     categories: Sequence[int] | str | None = None,
     volumes: Sequence[int] | None = None,
-    lag: int = 1,
+    lag: int = SURVEILLANCE_LAG,
     weekly: bool = False,
     priority: Sequence[str] = ("age",),
-    k: int | Sequence[int] = 11,
-    threshold: float = 0.01,
-    quantile: float = 0.975,
-    simulations: int = 1000,
+    k: int | Sequence[int] = SMALL_CELL,
+    threshold: float = SURVEILLANCE_THRESHOLD,
+    quantile: float = SURVEILLANCE_QUANTILE,
+    simulations: int = SURVEILLANCE_SIMULATIONS,
     seed: int = 0,
     layout: Layout = "long",
     zero_windows: ZeroWindows = "drop",
@@ -1027,7 +1034,7 @@ def surveil_release(
     out: Path,
     policies: Path | None = None,
     policy: str | None = None,
-    k: int = 11,
+    k: int = SMALL_CELL,
     weekly: bool = False,
     keep: Sequence[str] = (),
     engine: ReleaseEngine = "memory",

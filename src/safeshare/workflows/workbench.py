@@ -25,8 +25,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from safeshare.app_runner import Monitor
+from safeshare.config.vocabulary import (
+    METRICS,
+    ROLES,
+    SMALL_CELL,
+    SURVEILLANCE_LAG,
+    SURVEILLANCE_QUANTILE,
+    SURVEILLANCE_THRESHOLD,
+)
 from safeshare.errors import InputError
 from safeshare.workflows.confine import confine_config, confine_config_file, inside
+from safeshare.workflows.privacy_form import (
+    SHOWN,
+    Field,
+    ModelForm,
+    apply_privacy_form,
+    posted_reason,
+    privacy_form,
+)
 
 if TYPE_CHECKING:
     from safeshare.workflows.explore import (
@@ -89,9 +105,15 @@ def algorithms() -> list[str]:
 
 
 def metrics() -> list[str]:
-    from safeshare.metrics.loss import METRICS
-
+    """The names ``metric:`` accepts (:data:`safeshare.config.vocabulary.METRICS`)."""
     return list(METRICS)
+
+
+def roles() -> list[str]:
+    """The roles the Data screen sets: the vocabulary's (:data:`~safeshare.config.vocabulary.ROLES`)
+    but for the keyed ones (pseudonym, shifted_date: they need a key file and their own keys, set
+    in the configuration's YAML)."""
+    return [role for role in ROLES if role not in ("pseudonym", "shifted_date")]
 
 
 def builder_types() -> list[str]:
@@ -256,6 +278,26 @@ def anonymize(config: Path, out: Path, workdir: Path, monitor: Monitor) -> Anony
 
 
 # --------------------------------------------------------------------------- surveillance
+#: The Surveillance screen's Monte Carlo runs: fewer than the paper's 1,000
+#: (:data:`~safeshare.config.vocabulary.SURVEILLANCE_SIMULATIONS`) so that a screen answers in
+#: seconds; the commands keep the paper's.
+WORKBENCH_SIMULATIONS = 200
+
+
+def surveillance_defaults() -> dict[str, int | float]:
+    """The Surveillance screen's defaults: the vocabulary's (k, lag, threshold, quantile), seed 0
+    and :data:`WORKBENCH_SIMULATIONS`; the form shows them and the handler reads an empty field
+    as them."""
+    return {
+        "k": SMALL_CELL,
+        "lag": SURVEILLANCE_LAG,
+        "simulations": WORKBENCH_SIMULATIONS,
+        "seed": 0,
+        "threshold": SURVEILLANCE_THRESHOLD,
+        "quantile": SURVEILLANCE_QUANTILE,
+    }
+
+
 def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict[str, Any]:
     """``safeshare surveil simulate --compare`` and ``surveil search`` for one region of a population
     table and its case series (docs/surveillance.md), as one document: the PK_k band of each policy
@@ -272,10 +314,10 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
     from safeshare.surveillance.policies import load_space
     from safeshare.workflows.surveil import surveil_search, surveil_simulate
 
-    k, lag = int(settings.get("k", 11)), int(settings.get("lag", 1))
-    sims, seed = int(settings.get("simulations", 200)), int(settings.get("seed", 0))
-    threshold = float(settings.get("threshold", 0.01))
-    quantile = float(settings.get("quantile", 0.975))
+    given = {**surveillance_defaults(), **{key: v for key, v in settings.items() if v is not None}}
+    k, lag = int(given["k"]), int(given["lag"])
+    sims, seed = int(given["simulations"]), int(given["seed"])
+    threshold, quantile = float(given["threshold"]), float(given["quantile"])
     layout = settings.get("layout", "long")
     if layout not in ("long", "jhu"):
         raise InputError(f"layout: 'long' or 'jhu', got {layout!r}")
@@ -351,12 +393,16 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 
 
 __all__ = [
+    "SHOWN",
     "Anonymized",
+    "Field",
     "LatticeView",
+    "ModelForm",
     "Monitor",
     "NodeFigures",
     "algorithms",
     "anonymize",
+    "apply_privacy_form",
     "builder_types",
     "check_config",
     "confine_config",
@@ -370,8 +416,12 @@ __all__ = [
     "missing_tokens",
     "node_config",
     "node_detail",
+    "posted_reason",
+    "privacy_form",
     "profile",
     "risk_comparison",
+    "roles",
     "source",
+    "surveillance_defaults",
     "surveillance_simulate",
 ]
