@@ -346,6 +346,8 @@ def _apply_options(
             out.pop(field.key, None)
         else:
             out[field.key] = parse_text(field, text)
+    if out.get("algorithm", "ola") != config.get("algorithm", "ola") and out.get("algorithm") != "node":
+        out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)
     # local recoding: a box (not posted: off) and its rounds
     box, rounds = by_key["local_recoding"], by_key["rounds"]
     on = bool(form.get(box.name))
