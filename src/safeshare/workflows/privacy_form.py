@@ -323,6 +323,8 @@ def apply_privacy_form(
     else:
         out.pop("privacy", None)
     _apply_options(out, config, options, form, has_risk="risk" in privacy)
+    if out.get("algorithm", "ola") != "node":
+        out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)
     return out
 
 
