@@ -342,7 +342,7 @@ def _apply_options(
         text = _posted(form, field)
         if text == field.text.strip():
             continue
-        if text == field.blank or not text:
+        if not text:  # a changed option is written, even at its default (algorithm: ola)
             out.pop(field.key, None)
         else:
             out[field.key] = parse_text(field, text)
