@@ -5,7 +5,7 @@ with a fixed seed, then runs the whole workflow on it with
 :class:`~safeshare.data.engines.duckdb_engine.DuckDBEngine`: k = 5, at most 5%
 suppression, Prec, the 9 Adult quasi-identifiers, ``fnlwgt`` and
 ``education-num`` identifying, a Parquet release written, verified and
-published by :func:`safeshare.workflows.release.write_release`. It reports seconds per
+published by :func:`safeshare.workflows.publish.write_release`. It reports seconds per
 phase, the peak resident memory of the process during the run (sampled every
 50 ms), and, as a baseline measured in the same run, a plain DuckDB
 ``GROUP BY`` of the 9 quasi-identifiers over the same file::
@@ -65,7 +65,7 @@ from safeshare import Anonymizer, KAnonymity, Schema, TableSource, read_arx_csv
 from safeshare.adult import ADULT_COLUMNS, ADULT_QUASI_IDENTIFIERS
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.schema import Attribute, Role
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT = ROOT / "examples" / "adult"

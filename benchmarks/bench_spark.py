@@ -34,7 +34,7 @@ from bench_scale import MAX_SUPPRESSION, K, ensure_data, schema
 from safeshare import Anonymizer, KAnonymity, TableSource
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.engines.spark_engine import SparkEngine, SparkOptions
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 
 TARGET_DRIVER_MB = 1024.0
 

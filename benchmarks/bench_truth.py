@@ -36,7 +36,8 @@ from safeshare import Anonymizer, KAnonymity, TableSource
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.verify import verify_release
-from safeshare.workflows.release import release_expectations, truth_expectations, write_release
+from safeshare.workflows.publish import write_release
+from safeshare.workflows.release import release_expectations, truth_expectations
 
 #: The most the truth check may add to the verification of the scale benchmark's release.
 TARGET_ADDED_S = 2.0

@@ -122,7 +122,7 @@ def fit(
 
 
 def expectations_of(result: AnonymizationResult, columns: Sequence[str]) -> Expectations:
-    """What :func:`safeshare.workflows.release.write_release` asks the verifier to check."""
+    """What :func:`safeshare.workflows.publish.write_release` asks the verifier to check."""
     return release_expectations(result, columns)
 
 

@@ -20,7 +20,7 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.risk import RiskThreshold
 from safeshare.verify.disclosure import DisclosureWarning, disclosure_warnings
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_DIR
 
 

@@ -37,7 +37,7 @@ from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
 from safeshare.workflows.anonymizer import AnonymizationResult
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ADULT_QIS
 
 ADULT = ADULT_DIR / "adult.data"

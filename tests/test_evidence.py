@@ -24,7 +24,8 @@ from safeshare.workflows.evidence import (
     hierarchy_files,
     released_labels,
 )
-from safeshare.workflows.release import release_expectations, write_release
+from safeshare.workflows.publish import write_release
+from safeshare.workflows.release import release_expectations
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
 from tests.identifier_helpers import TEST_KEY, TEST_KEY_BYTES, make_engine, release, visits, visits_schema
 

@@ -21,7 +21,7 @@ from safeshare.models.registry import PRIVACY_MODELS
 from safeshare.search import ExhaustiveSearch
 from safeshare.verify import EXTRA_CHECKS
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import write_small_adult
 from tests.toy_extension import LOWEST_LEVEL, MinClassSize, MinClassSizeParams, check_min_class_size
 

@@ -31,7 +31,7 @@ from safeshare.data.engines.memory import MemoryEngine
 from safeshare.errors import InputError
 from safeshare.models import KAnonymity
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, run_cli, small_people, write_small_adult
 
 MARKER = sio.MARKER

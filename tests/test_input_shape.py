@@ -23,7 +23,7 @@ from safeshare.errors import ConfigError, DataError, HierarchyError, Verificatio
 from safeshare.hierarchy.builders import IntervalBuilder, SuppressionBuilder
 from safeshare.models.k_anonymity import KAnonymity
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import run_cli
 
 ENGINES = ["memory", "duckdb"]

@@ -455,7 +455,7 @@ def test_tampered_release_is_rejected(tmp_path: Path, adult_engine: MemoryEngine
     cfg = load_config(config)
     engine = MemoryEngine(cfg.source)
     result = Anonymizer(cfg.schema, cfg.privacy, max_suppression=cfg.max_suppression).fit(engine)
-    from safeshare.workflows.release import write_release
+    from safeshare.workflows.publish import write_release
 
     published = write_release(result, engine, tmp_path / "out")
     assert published.verification.passed

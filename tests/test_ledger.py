@@ -26,7 +26,7 @@ from safeshare.workflows.ledger import (
     release_entry,
     verify_ledger,
 )
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import run_cli, small_people
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,7 +29,8 @@ from safeshare.models import KAnonymity, LDiversity, TCloseness
 from safeshare.models.m_concealing import MConcealing
 from safeshare.verify import expectations_any_level, verify_release
 from safeshare.workflows.local_recoding import LocalRecodingResult, local_recoding
-from safeshare.workflows.local_release import local_release_expectations, publish_local_recoding
+from safeshare.workflows.local_release import local_release_expectations
+from safeshare.workflows.publish import publish_local_recoding
 from tests.conftest import ADULT_DIR
 from tests.sensitive_helpers import random_frame
 from tests.test_local_recoding import repeating_hierarchy

@@ -45,7 +45,7 @@ from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.m_concealing import record_values_sql
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import (
     ADULT_DIR,
     ADULT_QIS,

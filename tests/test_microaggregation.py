@@ -25,7 +25,7 @@ from safeshare.hierarchy.builders import SuppressionBuilder
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_DIR
 
 # --------------------------------------------------------------------------- references

@@ -2,8 +2,8 @@
 
 A release can be asked for in several ways: ``safeshare anonymize``, :func:`safeshare.api.anonymize`,
 the workbench (:func:`safeshare.workflows.workbench.anonymize`), the Python route of a fitted
-result (:func:`~safeshare.workflows.release.write_release`,
-:func:`~safeshare.workflows.local_release.publish_local_recoding`), the ``node`` algorithm at
+result (:func:`~safeshare.workflows.publish.write_release`,
+:func:`~safeshare.workflows.publish.publish_local_recoding`), the ``node`` algorithm at
 the optimum's levels, and epsilon-safe's sample. All of them publish through
 :func:`safeshare.workflows.publish.publish`, so on one configuration (a sample of the bundled
 Adult data) their report.json agree key by key: the disclosure warnings, the evidence, the
@@ -34,8 +34,8 @@ from safeshare.core.tabulate import build_frequency_table
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.local_recoding import local_recoding
-from safeshare.workflows.local_release import publish_local_recoding
-from safeshare.workflows.release import ReleaseContext, write_release
+from safeshare.workflows.publish import publish_local_recoding, write_release
+from safeshare.workflows.release import ReleaseContext
 from safeshare.workflows.workbench import anonymize as workbench_anonymize
 from tests.conftest import ADULT_DIR, comparable_report, run_cli, write_small_adult
 

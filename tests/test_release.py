@@ -16,7 +16,7 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import TamperingEngine, small_people
 
 

@@ -28,7 +28,7 @@ from safeshare.models.k_anonymity import KAnonymity
 from safeshare.report.content import describe_search, report_warnings
 from safeshare.report.html import render_report
 from safeshare.workflows.epsilon_safe import EpsilonSafeAnonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import run_cli
 
 SCRIPT = "<script>alert(1)</script>"

@@ -36,7 +36,7 @@ from safeshare.risk.release_risk import check_estimator, histogram_estimators, r
 from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import TamperingEngine, generalized_frame, random_table
 from tests.test_ola import BruteForce
 

@@ -18,7 +18,7 @@ from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import make_estimator
 from safeshare.risk.report_risk import risk_section
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import run_cli, write_small_adult
 
 

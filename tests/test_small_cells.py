@@ -26,7 +26,7 @@ from safeshare.models.small_cells import SmallCells
 from safeshare.risk.small_cells import PopulationCells, read_population
 from safeshare.search.context import SearchContext
 from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import TamperingEngine, first_record, generalized_frame, random_hierarchy
 from tests.test_ola import BruteForce
 

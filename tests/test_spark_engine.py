@@ -33,7 +33,8 @@ from safeshare.data.source import TableSource
 from safeshare.errors import DataError
 from safeshare.verify import verify_release
 from safeshare.verify.spark import verify_release_spark
-from safeshare.workflows.release import release_expectations, write_release
+from safeshare.workflows.publish import write_release
+from safeshare.workflows.release import release_expectations
 from tests.conftest import write_small_adult
 
 

@@ -37,7 +37,7 @@ from safeshare.search.context import SearchContext
 from safeshare.verify import verify_release
 from safeshare.verify.sensitive import check_t_closeness
 from safeshare.workflows.anonymizer import Anonymizer, build_frequency_table
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests import conftest
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
 from tests.sensitive_helpers import (

@@ -55,7 +55,7 @@ from safeshare.models import KAnonymity
 from safeshare.verify import expectations_for, verify_release
 from safeshare.verify.truth import TruthExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_DIR, run_cli, write_small_adult
 from tests.test_input_shape import anonymize, refused, write_csv
 

@@ -41,7 +41,7 @@ from safeshare.utility.thesis import (
     thesis_accuracy,
 )
 from safeshare.workflows.anonymizer import Anonymizer
-from safeshare.workflows.release import write_release
+from safeshare.workflows.publish import write_release
 from tests.conftest import ADULT_DIR, ADULT_QIS, random_hierarchy
 
 NUMERIC = ("capital-gain", "capital-loss", "hours-per-week")

@@ -235,40 +235,6 @@ def build_local_release(
     return release
 
 
-def publish_local_recoding(
-    result: LocalRecodingResult,
-    engine: Engine,
-    out_dir: Path,
-    fmt: OutputFormat = "csv",
-    delimiter: str = ",",
-    context: ReleaseContext | None = None,
-    html: bool = True,
-) -> PublishedLocalRelease:
-    """:func:`safeshare.workflows.publish.publish` of the mixed release of ``result`` into
-    ``out_dir``: written, the written file verified, report.json and report.html (warnings,
-    evidence, headline, certificate) rendered from the :class:`Release`, published atomically.
-
-    ``context``: what the report says besides the result (the configuration, N, ...:
-    :meth:`ReleaseContext.of_config`). Raises :class:`InputError` when no node qualified and
-    :class:`VerificationError` when the written release fails its check; then nothing is
-    written to ``out_dir``.
-    """
-    from safeshare.workflows.publish import publish
-
-    out_dir = Path(out_dir)
-    release = publish(
-        result, engine, out_dir, context or ReleaseContext(), fmt=fmt, delimiter=delimiter, html=html
-    )
-    assert release.verification is not None
-    return PublishedLocalRelease(
-        release=out_dir / release_name(fmt),
-        report_json=out_dir / "report.json",
-        report_html=out_dir / "report.html",
-        result=release,
-        verification=release.verification,
-    )
-
-
 __all__ = [
     "PublishedLocalRelease",
     "build_local_release",
@@ -276,6 +242,5 @@ __all__ = [
     "local_recoding_section",
     "local_release_expectations",
     "mixed_privacy_achieved",
-    "publish_local_recoding",
     "stage_local_release",
 ]

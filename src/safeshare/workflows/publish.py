@@ -6,8 +6,8 @@ then local recoding's rounds on the records it suppressed,
 :class:`~safeshare.workflows.local_recoding.LocalRecodingResult`). :func:`publish` takes
 either and always runs the same steps, so the report of a release does not depend on which
 caller asked for it (``safeshare anonymize``, :func:`safeshare.api.anonymize`, the workbench,
-:func:`~safeshare.workflows.release.write_release`,
-:func:`~safeshare.workflows.local_release.publish_local_recoding`, ``sweep
+:func:`~safeshare.workflows.publish.write_release`,
+:func:`~safeshare.workflows.publish.publish_local_recoding`, ``sweep
 --write-releases``; the algorithms ``node`` and ``epsilon-safe`` are plans like the others)::
 
     plan -> refused unless it has a node and N >= the input
@@ -41,8 +41,10 @@ from safeshare.report.content import report_warnings
 from safeshare.verify import Expectations, Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.local_recoding import LocalRecodingResult
+from safeshare.workflows.local_release import PublishedLocalRelease
 from safeshare.workflows.persons import people_certificate, person_warnings
 from safeshare.workflows.release import (
+    PublishedRelease,
     ReleaseContext,
     build_release,
     check_releasable,
@@ -338,6 +340,93 @@ def _publish_and_record(
             output.publish()
             written = append.commit()
     return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
+
+
+def write_release(
+    result: AnonymizationResult,
+    engine: Engine,
+    out_dir: Path,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    html: bool = True,
+    population_size: int | None = None,
+    context: ReleaseContext | None = None,
+) -> PublishedRelease:
+    """:func:`safeshare.workflows.publish.publish` of a global ``result`` into ``out_dir``:
+    the chosen node applied to every record, the written file verified, the report (warnings,
+    evidence, headline, certificate) rendered, published atomically.
+
+    ``engine`` holds the records the search ran on (for epsilon-safe, the sample:
+    ``result.prepared.engine``). ``population_size`` (N) is the population the risk
+    section assumes; ``None``: the input is the population. ``context`` adds what the
+    report says besides the result (:meth:`ReleaseContext.of_config`: the configuration,
+    the ledger, ...).
+
+    Raises :class:`InputError` when no node qualifies and
+    :class:`VerificationError` when the written release fails verification;
+    in both cases nothing is written to ``out_dir``.
+    """
+    context = context or ReleaseContext(population_size=population_size)
+    if population_size is not None:
+        context.population_size = population_size
+    out_dir = Path(out_dir)
+    release = publish(result, engine, out_dir, context, fmt=fmt, delimiter=delimiter, html=html)
+    assert release.verification is not None
+    return PublishedRelease(
+        release=out_dir / release_name(fmt),
+        report_json=out_dir / "report.json",
+        report_html=out_dir / "report.html",
+        result=release,
+        verification=release.verification,
+    )
+
+
+def write_release_files(
+    result: AnonymizationResult,
+    engine: Engine,
+    directory: Path,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    context: ReleaseContext | None = None,
+    html: bool = True,
+) -> Release:
+    """:func:`~safeshare.workflows.publish.publish` into a new ``directory`` inside a private
+    stage that is published as a whole later (``sweep --write-releases``): written and
+    verified, not locked or swapped."""
+    context = context or ReleaseContext()
+    return publish(result, engine, directory, context, fmt=fmt, delimiter=delimiter, html=html, atomic=False)
+
+
+def publish_local_recoding(
+    result: LocalRecodingResult,
+    engine: Engine,
+    out_dir: Path,
+    fmt: OutputFormat = "csv",
+    delimiter: str = ",",
+    context: ReleaseContext | None = None,
+    html: bool = True,
+) -> PublishedLocalRelease:
+    """:func:`safeshare.workflows.publish.publish` of the mixed release of ``result`` into
+    ``out_dir``: written, the written file verified, report.json and report.html (warnings,
+    evidence, headline, certificate) rendered from the :class:`Release`, published atomically.
+
+    ``context``: what the report says besides the result (the configuration, N, ...:
+    :meth:`ReleaseContext.of_config`). Raises :class:`InputError` when no node qualified and
+    :class:`VerificationError` when the written release fails its check; then nothing is
+    written to ``out_dir``.
+    """
+    out_dir = Path(out_dir)
+    release = publish(
+        result, engine, out_dir, context or ReleaseContext(), fmt=fmt, delimiter=delimiter, html=html
+    )
+    assert release.verification is not None
+    return PublishedLocalRelease(
+        release=out_dir / release_name(fmt),
+        report_json=out_dir / "report.json",
+        report_html=out_dir / "report.html",
+        result=release,
+        verification=release.verification,
+    )
 
 
 __all__ = ["Plan", "protected_files", "publish"]

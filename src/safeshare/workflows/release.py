@@ -461,65 +461,6 @@ def write_reports(release: Release, directory: Path, html: bool = True) -> None:
     atomic_write_text(directory / "report.json", to_json(release.report, indent=2) + "\n")
 
 
-def write_release(
-    result: AnonymizationResult,
-    engine: Engine,
-    out_dir: Path,
-    fmt: OutputFormat = "csv",
-    delimiter: str = ",",
-    html: bool = True,
-    population_size: int | None = None,
-    context: ReleaseContext | None = None,
-) -> PublishedRelease:
-    """:func:`safeshare.workflows.publish.publish` of a global ``result`` into ``out_dir``:
-    the chosen node applied to every record, the written file verified, the report (warnings,
-    evidence, headline, certificate) rendered, published atomically.
-
-    ``engine`` holds the records the search ran on (for epsilon-safe, the sample:
-    ``result.prepared.engine``). ``population_size`` (N) is the population the risk
-    section assumes; ``None``: the input is the population. ``context`` adds what the
-    report says besides the result (:meth:`ReleaseContext.of_config`: the configuration,
-    the ledger, ...).
-
-    Raises :class:`InputError` when no node qualifies and
-    :class:`VerificationError` when the written release fails verification;
-    in both cases nothing is written to ``out_dir``.
-    """
-    from safeshare.workflows.publish import publish
-
-    context = context or ReleaseContext(population_size=population_size)
-    if population_size is not None:
-        context.population_size = population_size
-    out_dir = Path(out_dir)
-    release = publish(result, engine, out_dir, context, fmt=fmt, delimiter=delimiter, html=html)
-    assert release.verification is not None
-    return PublishedRelease(
-        release=out_dir / release_name(fmt),
-        report_json=out_dir / "report.json",
-        report_html=out_dir / "report.html",
-        result=release,
-        verification=release.verification,
-    )
-
-
-def write_release_files(
-    result: AnonymizationResult,
-    engine: Engine,
-    directory: Path,
-    fmt: OutputFormat = "csv",
-    delimiter: str = ",",
-    context: ReleaseContext | None = None,
-    html: bool = True,
-) -> Release:
-    """:func:`~safeshare.workflows.publish.publish` into a new ``directory`` inside a private
-    stage that is published as a whole later (``sweep --write-releases``): written and
-    verified, not locked or swapped."""
-    from safeshare.workflows.publish import publish
-
-    context = context or ReleaseContext()
-    return publish(result, engine, directory, context, fmt=fmt, delimiter=delimiter, html=html, atomic=False)
-
-
 def release_risk(
     result: AnonymizationResult, population_size: int | None, input_table: FrequencyTable | None = None
 ) -> dict[str, Any]:

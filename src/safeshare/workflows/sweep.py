@@ -543,7 +543,8 @@ def sweep(config: str | Path, monitor: Monitor = SILENT, **options: Any) -> Swee
 
 def _release_writer(cfg: Any, engine: Any, directory: Path) -> OnResult:
     """Write each configuration's verified release into ``directory/k{K}_sup{S}_{metric}``."""
-    from safeshare.workflows.release import ReleaseContext, write_release_files
+    from safeshare.workflows.publish import write_release_files
+    from safeshare.workflows.release import ReleaseContext
 
     def write(row: SweepRow, result: AnonymizationResult) -> None:
         if not result.found:
