@@ -227,8 +227,9 @@ class Microaggregation:
 
     @property
     def information_loss(self) -> float:
-        """``SSE / SST`` in [0, 1]."""
-        return self.sse / self.sst if self.sst > 0 else 0.0
+        """``SSE / SST`` in [0, 1] (SSE <= SST holds exactly; the two float sums can differ by an
+        ulp the other way, as for one group, where they are the same sum in another order)."""
+        return min(self.sse / self.sst, 1.0) if self.sst > 0 else 0.0
 
     def released_text(self) -> dict[str, list[str]]:
         """Per column, the text of every record's released number (``37``, ``37.25``)."""
