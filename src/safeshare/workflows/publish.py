@@ -342,6 +342,18 @@ def _publish_and_record(
     return {"path": str(ledger), "seq": written["seq"], "entry_sha256": written["entry_sha256"]}
 
 
+def _published(release: Release, out_dir: Path, fmt: OutputFormat) -> PublishedRelease:
+    """Where :func:`publish` put a verified release's files in ``out_dir`` (global or mixed)."""
+    assert release.verification is not None
+    return PublishedRelease(
+        release=out_dir / release_name(fmt),
+        report_json=out_dir / "report.json",
+        report_html=out_dir / "report.html",
+        result=release,
+        verification=release.verification,
+    )
+
+
 def write_release(
     result: AnonymizationResult,
     engine: Engine,
@@ -371,14 +383,7 @@ def write_release(
         context.population_size = population_size
     out_dir = Path(out_dir)
     release = publish(result, engine, out_dir, context, fmt=fmt, delimiter=delimiter, html=html)
-    assert release.verification is not None
-    return PublishedRelease(
-        release=out_dir / release_name(fmt),
-        report_json=out_dir / "report.json",
-        report_html=out_dir / "report.html",
-        result=release,
-        verification=release.verification,
-    )
+    return _published(release, out_dir, fmt)
 
 
 def write_release_files(
@@ -419,14 +424,14 @@ def publish_local_recoding(
     release = publish(
         result, engine, out_dir, context or ReleaseContext(), fmt=fmt, delimiter=delimiter, html=html
     )
-    assert release.verification is not None
-    return PublishedLocalRelease(
-        release=out_dir / release_name(fmt),
-        report_json=out_dir / "report.json",
-        report_html=out_dir / "report.html",
-        result=release,
-        verification=release.verification,
-    )
+    return _published(release, out_dir, fmt)
 
 
-__all__ = ["Plan", "protected_files", "publish"]
+__all__ = [
+    "Plan",
+    "protected_files",
+    "publish",
+    "publish_local_recoding",
+    "write_release",
+    "write_release_files",
+]
