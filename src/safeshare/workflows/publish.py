@@ -53,6 +53,7 @@ from safeshare.workflows.release import (
     verifier_expectations,
     write_reports,
 )
+from safeshare.workflows.release_attack import attack_written_release
 from safeshare.workflows.result import Release, headline
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ def _attest(
         "ledger": context.ledger,
         **people_certificate(release.report),
     }
+    attack_written_release(release, context.attack, staged)  # issue 34: the attack beside B
 
 
 def _add_disclosure_and_evidence(
