@@ -194,7 +194,7 @@ def attack_written_release(release: Any, plan: ReleaseAttack | None, staged: Pat
     release.attack = doc
     release.certificate = {
         **(release.certificate or {}),
-        "attack": attack_certificate(doc, dict(release.risk)),
+        "attack": attack_certificate(doc, dict(release.risk), mixed=release.local_recoding is not None),
     }
     release.timings["attack"] = time.perf_counter() - t0
 
@@ -203,10 +203,12 @@ def _where_in(value: float, lo: float, hi: float) -> str:
     return "within" if lo <= value <= hi else ("above" if value > hi else "below")
 
 
-def attack_certificate(attack: dict[str, Any], risk: dict[str, Any]) -> dict[str, Any]:
+def attack_certificate(attack: dict[str, Any], risk: dict[str, Any], mixed: bool = False) -> dict[str, Any]:
     """``certificate.attack``: the exact-matching attack's correct-match rate and its Wilson 95 %
     interval beside B and its interval from the release's risk section, with the verdict; the
-    linkage's rate and the residual risks (with their baselines) where they ran."""
+    linkage's rate and the residual risks (with their baselines) where they ran. ``mixed``: a
+    locally recoded release, whose B counts each released class's own records while a row's
+    labels also fit records released in finer classes (so the attack expects at most B)."""
     exact = attack["exact_matching"]["correct"]
     rate, (lo, hi) = float(exact["rate"]), exact["interval"]
     rel = risk.get("release") or {}
@@ -232,12 +234,20 @@ def attack_certificate(attack: dict[str, Any], risk: dict[str, Any]) -> dict[str
         exact_position = _where_in(b, lo, hi)
         verdict += f"; the exact B {b:.4f} lies {exact_position} the attack's interval"
     records = attack["records"]
-    caveat = None
+    caveats = []
     if not records.get("frame_is_population"):
-        caveat = (
+        caveats.append(
             f"the frame holds {records['frame']:,} of the population's {records['population_size']:,} "
             "records: the attack's expectation is the mean of 1/(frame records consistent with a row), not B"
         )
+    if mixed:
+        caveats.append(
+            "a locally recoded release: a row's labels also fit records released in finer classes, so "
+            "the attack's expectation (the mean of 1/(frame records consistent with a row)) is at most "
+            "B, which counts each released class's own records"
+        )
+    caveat = "; ".join(caveats) or None
+    if caveat:
         verdict += f" ({caveat})"
     doc: dict[str, Any] = {
         "method": "exact matching on the generalized quasi-identifiers, uniform choice among matches",
