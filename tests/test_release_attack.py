@@ -164,7 +164,8 @@ def test_the_distance_linkage_runs_on_a_locally_recoded_release(tmp_path: Path) 
 
 
 def test_max_records_attacks_a_sample_and_methods_choose_the_attacks(tmp_path: Path) -> None:
-    cfg = _recoded_config(tmp_path, "attack: {frame: data.csv, methods: [exact], max_records: 500, seed: 3}\n")
+    section = "attack: {frame: data.csv, methods: [exact], max_records: 500, seed: 3}\n"
+    cfg = _recoded_config(tmp_path, section)
     release = api.anonymize(cfg, None)  # described, not written: the attack reads the written file
     assert release.report["attack"]["skipped"].startswith("the release was not written")
     release = api.anonymize(cfg, tmp_path / "rel")
