@@ -233,3 +233,39 @@ def test_the_attack_frame_option_creates_the_section_relative_to_where_it_is_giv
     assert Path(cfg.attack.frame.path) == tmp_path / "frame.csv"
     assert cfg.attack.methods == ["exact", "linkage"]
     assert load_config(ADULT_YAML).attack is None
+
+
+def test_an_interrupt_during_the_attack_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGINT while the staged release is attacked (the signal handler raises ``Interrupted`` in
+    the main thread, app_runner.signal_guard): the stage is removed, exit 130, nothing published."""
+    import signal
+
+    import safeshare.workflows.attack as attack_mod
+    from safeshare.errors import Interrupted
+
+    seen: list[Path] = []
+
+    def interrupted(release: Path, *args: object, **kwargs: object) -> None:
+        seen.append(release)
+        assert release.is_file()  # the staged, written release is what is attacked
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(attack_mod, "run_attack", interrupted)
+    data = tmp_path / "data.csv"
+    _adult().iloc[:600].to_csv(data, index=False)
+    attrs = "\n".join(
+        f"  {q}: {{role: quasi, hierarchy: {ADULT_DIR / 'hierarchies' / (q + '.csv')}}}" for q in QIS
+    )
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"input: {{path: data.csv}}\ndefault_role: identifying\nattributes:\n{attrs}\n"
+        "privacy:\n  k-anonymity: {k: 3}\nmax_suppression: 0.05\n"
+    )
+    out = tmp_path / "out"
+    code = main(["anonymize", str(cfg), "--out", str(out), "--attack-frame", str(data), "-q"])
+    assert code == 130 and len(seen) == 1
+    assert seen[0].parent != out and not seen[0].exists()  # attacked in the stage, which is gone
+    assert not out.exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "interrupted; nothing was published"
