@@ -14,6 +14,9 @@ from safeshare.cli import main
 from safeshare.hierarchy.io import read_arx_csv
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR
 
+# the workbench's TestClient fixture (tests/test_ui_api.py), used by name
+from tests.test_ui_api import CONFIG, Bench, bench  # noqa: F401
+
 ADULT_YAML = ADULT_DIR / "adult.yaml"
 ADULT_DATA = ADULT_DIR / "adult.data"
 QIS = ["age", "education", "marital-status", "race", "sex"]
@@ -269,3 +272,26 @@ def test_an_interrupt_during_the_attack_publishes_nothing(
     assert seen[0].parent != out and not seen[0].exists()  # attacked in the stage, which is gone
     assert not out.exists()
     assert capsys.readouterr().err.strip().splitlines()[-1] == "interrupted; nothing was published"
+
+
+def test_the_workbench_release_screen_shows_the_attack_beside_B(bench: Bench) -> None:  # noqa: F811
+    """A workbench project whose configuration has ``attack:`` (the frame: its own input): the run
+    attacks the written release and the Release screen shows report.json's certificate.attack."""
+    from markupsafe import escape
+
+    from safeshare.ui.app import _num
+    from tests.test_ui_explore import _run
+
+    pid = bench.project(CONFIG + "attack: {frame: data/people.csv}\n")
+    run = _run(bench, pid)
+    report = bench.client.get(f"/api/projects/{pid}/runs/{run}/report").json()
+    cert = report["certificate"]["attack"]
+    page = bench.client.get(f"/p/{pid}/release?run={run}").text
+
+    def cell(testid: str) -> str:
+        return page.split(f'data-testid="{testid}">', 1)[1].split("</", 1)[0]
+
+    assert cell("attack-rate").startswith(_num(cert["correct_match_rate"]) + " (")
+    assert cell("attack-B") == _num(cert["B"])
+    assert cell("attack-linkage").startswith(_num(cert["linkage"]["correct_match_rate"]) + " (")
+    assert cell("attack-verdict") == str(escape(cert["verdict"]))
