@@ -295,3 +295,42 @@ def test_the_workbench_release_screen_shows_the_attack_beside_B(bench: Bench) ->
     assert cell("attack-B") == _num(cert["B"])
     assert cell("attack-linkage").startswith(_num(cert["linkage"]["correct_match_rate"]) + " (")
     assert cell("attack-verdict") == str(escape(cert["verdict"]))
+
+
+@pytest.mark.parametrize(
+    "successes, position, exact_position",
+    [(100, "within", "within"), (300, "above", "below"), (20, "below", "above")],
+)
+def test_the_verdict_places_the_rate_against_B_interval(
+    successes: int, position: str, exact_position: str
+) -> None:
+    """The certificate's comparison on hand-made figures: a rate of 0.01 +- 0.002 (Wilson) against
+    B's interval 0.008-0.012; an exact B 0.01 against the attack's interval."""
+    from safeshare.attack.stats import Rate
+    from safeshare.workflows.release_attack import attack_certificate
+
+    rate = Rate(successes, 10_000)
+    attack = {
+        "frame": "f.csv",
+        "records": {"frame": 100_000, "population_size": 100_000, "frame_is_population": True},
+        "exact_matching": {"correct": rate.to_dict(), "expected_rate": 0.01},
+        "linkage": {"skipped": "not asked for"},
+        "residual_risks": {"skipped": "not asked for"},
+    }
+    risk = {
+        "estimator": "pitman",
+        "release": {"B": 0.01, "estimated": False, "B_estimate": {"pitman": 0.0101},
+                    "B_interval": {"pitman": [0.008, 0.012]}},
+    }  # fmt: skip
+    cert = attack_certificate(attack, risk)
+    assert cert["position"] == position and cert["exact_B_position"] == exact_position
+    assert cert["interval"] == list(rate.interval) and cert["records_attacked"] == 10_000
+    assert cert["caveat"] is None and "linkage" not in cert and "residual" not in cert
+    # counted in people, a frame smaller than the population, a locally recoded release: said
+    people = attack_certificate(
+        {**attack, "records": {"frame": 50, "population_size": 100_000, "frame_is_population": False}},
+        {**risk, "unit": "people"},
+        mixed=True,
+    )
+    for words in ("B counts people", "the frame holds 50 of", "a locally recoded release"):
+        assert words in people["caveat"] and words in people["verdict"]

@@ -250,6 +250,11 @@ def attack_certificate(attack: dict[str, Any], risk: dict[str, Any], mixed: bool
             "the attack's expectation (the mean of 1/(frame records consistent with a row)) is at most "
             "B, which counts each released class's own records"
         )
+    if risk.get("unit") == "people":
+        caveats.append(
+            "B counts people (each at their most exposed released class), the attack released records: "
+            "a person with several records is attacked once per record"
+        )
     caveat = "; ".join(caveats) or None
     if caveat:
         verdict += f" ({caveat})"
