@@ -256,6 +256,7 @@ def test_an_interrupt_during_the_attack_publishes_nothing(
         raise Interrupted(signal.SIGINT)
 
     monkeypatch.setattr(attack_mod, "run_attack", interrupted)
+    monkeypatch.setattr("safeshare.io._published", [])  # what this process published before (other tests)
     data = tmp_path / "data.csv"
     _adult().iloc[:600].to_csv(data, index=False)
     attrs = "\n".join(

@@ -52,7 +52,8 @@ def read_input(cfg: Any) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def _frame(source: Any) -> pd.DataFrame:
+def read_frame(source: Any) -> pd.DataFrame:
+    """A frame (or control) file as text, read with its :class:`~safeshare.data.source.TableSource`."""
     from safeshare.data.engines.memory import MemoryEngine
 
     return MemoryEngine(source).frame
@@ -88,7 +89,7 @@ def attack(
         OutputDirectory(Path(out)).preflight()
     with monitor.phase("reading the configuration and the frame"):
         cfg = load_config(config)
-        fr = frame.copy() if isinstance(frame, pd.DataFrame) else _frame(opts.source(frame))
+        fr = frame.copy() if isinstance(frame, pd.DataFrame) else read_frame(opts.source(frame))
         frame_name = "DataFrame" if isinstance(frame, pd.DataFrame) else Path(frame).name
     result = run_attack(Path(release), cfg, fr, frame_name, opts, monitor=monitor)
     if out is None:
@@ -382,7 +383,7 @@ def _residual(
     in_frame = frame_of_input[released_inputs]
     attack_rows = in_frame[in_frame >= 0]
     if opts.control is not None:
-        control = _frame(opts.source(opts.control)).astype(str)
+        control = read_frame(opts.source(opts.control)).astype(str)
         missing = [c for c in fr.columns if c not in control.columns and c in rel.columns]
         if missing:
             raise InputError(

@@ -94,6 +94,11 @@ def prepare_release_attack(cfg: Any, monitor: Monitor = SILENT) -> ReleaseAttack
     from safeshare.data.schema import Role
     from safeshare.workflows.attack import read_input
 
+    if cfg.source.table is not None:
+        raise ConfigError(
+            f"{cfg.path}: attack: not supported with a Spark SQL table input (the attack reads the input "
+            "in memory to score the attacker)"
+        )
     t0 = time.perf_counter()
     reading = _reading(cfg)
     frame_path = _path(cfg, section.frame.path)
@@ -158,12 +163,12 @@ def prepare_release_attack(cfg: Any, monitor: Monitor = SILENT) -> ReleaseAttack
 
 
 def _read(cfg: Any, key: str, opts: Any, path: Path) -> pd.DataFrame:
-    from safeshare.workflows.attack import _frame
+    from safeshare.workflows.attack import read_frame
 
     if not path.is_file():
         raise ConfigError(f"{_where(cfg, key)}: {path.name}: no such file")
     try:
-        frame = _frame(opts.source(path))
+        frame = read_frame(opts.source(path))
     except InputError as exc:
         raise ConfigError(f"{_where(cfg, key)}: {path.name}: {exc}") from None
     return frame.reset_index(drop=True).astype(str)
