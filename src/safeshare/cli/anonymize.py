@@ -303,6 +303,11 @@ def print_release(release: Release) -> None:
     if attacked:  # issue 34: the attack on the written release, beside B
         table.add_row("attack (exact matching)", Text(attacked["verdict"]))
     table.add_row("search", report["why"])
+    from safeshare.report.content import frontier_sentence
+
+    ties = frontier_sentence(report.get("frontier"))
+    if ties is not None:
+        table.add_row("minimal nodes", Text(ties))
     for warning in release.warnings:
         # Text, not markup: a message quotes labels of the data ("[20-30[") and names a code
         table.add_row("warning", Text(f"{warning.code}: {warning.message}"), style="yellow")

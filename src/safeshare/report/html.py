@@ -24,7 +24,7 @@ from markupsafe import Markup
 from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
 from safeshare.report.attack_section import attack_section, certificate_rows
-from safeshare.report.content import describe_search, released_level, risk_rows
+from safeshare.report.content import describe_search, frontier_sentence, released_level, risk_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -344,6 +344,37 @@ def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
             )
         )
     return {"chart": Markup(chart), "rows": rows}  # svg.py escapes its own text
+
+
+#: Rows of the minimal-nodes table: every tie and at least this many nodes of least loss.
+FRONTIER_ROWS = 10
+
+
+def _frontier(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The minimal nodes of least loss with their suppression and the ties at the optimum, with
+    the sentence every view shows (:func:`~safeshare.report.content.frontier_sentence`)."""
+    frontier = doc.get("frontier")
+    if not frontier:
+        return None
+    nodes = frontier["nodes"]
+    shown = [n for i, n in enumerate(nodes) if i < FRONTIER_ROWS or n["tie"] or n["chosen"]]
+    return {
+        "sentence": frontier_sentence(frontier),
+        "metric": frontier["metric"],
+        "count": f"{frontier['count']:,}",
+        "shown": len(shown),
+        "rows": [
+            {
+                "node": "[" + ", ".join(str(v) for v in n["node"]) + "]",
+                "levels": ", ".join(f"{q} {lv}" for q, lv in n["levels"].items() if lv) or "none",
+                "loss": _num(n["loss"]),
+                "suppressed": f"{n['suppressed_records']:,}",
+                "chosen": n["chosen"],
+                "tie": n["tie"],
+            }
+            for n in shown
+        ],
+    }
 
 
 def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -730,6 +761,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "columns": _column_rows(doc),
         "generalization": _generalization_rows(doc),
         "search": describe_search(doc) if "algorithm" in doc else None,
+        "frontier": _frontier(doc),
         "local": _local_recoding(doc),
         "loss": _loss_rows(doc),
         "histogram": histogram,

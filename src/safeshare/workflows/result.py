@@ -113,6 +113,9 @@ class Choice:
     metric_label: str = ""
     #: the minimized metric's per-QI weights (``prec_weights``; empty without)
     metric_weights: Mapping[str, float] = field(default_factory=dict)
+    #: the k-minimal nodes with their losses and suppression, the ties at the optimum and the
+    #: tie-break rule (:func:`~safeshare.workflows.frontier.frontier_of`); ``None``: no frontier
+    frontier: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +258,7 @@ class Release:
             "lattice_size": choice.lattice_size,
             "algorithm": choice.algorithm,
             "why": choice.why,
+            "frontier": dict(choice.frontier) if choice.frontier is not None else None,
             "privacy": {"models": dict(self.privacy.models), "max_suppression": self.privacy.max_suppression},
             "privacy_achieved": dict(self.privacy.achieved),
             **{key: value for key, value in choice.search.items() if key not in ("qualifying_nodes",)},
@@ -317,8 +321,10 @@ def input_profile(
 def choice_of(result: AnonymizationResult) -> Choice:
     """The chosen node and why, from the search's result."""
     from safeshare.report.content import describe_search
+    from safeshare.workflows.frontier import frontier_of
 
     summary = result.summary()
+    frontier = frontier_of(result)
     search = {key: value for key, value in result.search.extra.items() if key != "qualifying_nodes"}
     return Choice(
         found=result.found,
@@ -337,6 +343,7 @@ def choice_of(result: AnonymizationResult) -> Choice:
         why=describe_search({**summary, **search}),
         metric_label=summary["metric_label"],
         metric_weights=summary["metric_weights"],
+        frontier=frontier.to_dict() if frontier is not None else None,
     )
 
 
