@@ -175,7 +175,9 @@ def test_max_records_attacks_a_sample_and_methods_choose_the_attacks(tmp_path: P
     attack = release.report["attack"]
     assert attack["records"]["attacked"] == 500 == attack["exact_matching"]["correct"]["attempts"]
     assert attack["linkage"]["skipped"].startswith("not asked for")
-    assert "linkage" not in release.report["certificate"]["attack"]
+    cert = release.report["certificate"]["attack"]
+    assert "linkage" not in cert
+    assert cert["records_attacked"] == 500 < cert["records_released"] == release.report["records_out"]
     assert any("sample of 500" in n for n in attack["notes"])
 
 
@@ -313,7 +315,12 @@ def test_the_verdict_places_the_rate_against_B_interval(
     rate = Rate(successes, 10_000)
     attack = {
         "frame": "f.csv",
-        "records": {"frame": 100_000, "population_size": 100_000, "frame_is_population": True},
+        "records": {
+            "release": 10_000,
+            "frame": 100_000,
+            "population_size": 100_000,
+            "frame_is_population": True,
+        },
         "exact_matching": {"correct": rate.to_dict(), "expected_rate": 0.01},
         "linkage": {"skipped": "not asked for"},
         "residual_risks": {"skipped": "not asked for"},
@@ -329,7 +336,15 @@ def test_the_verdict_places_the_rate_against_B_interval(
     assert cert["caveat"] is None and "linkage" not in cert and "residual" not in cert
     # counted in people, a frame smaller than the population, a locally recoded release: said
     people = attack_certificate(
-        {**attack, "records": {"frame": 50, "population_size": 100_000, "frame_is_population": False}},
+        {
+            **attack,
+            "records": {
+                "release": 10_000,
+                "frame": 50,
+                "population_size": 100_000,
+                "frame_is_population": False,
+            },
+        },
         {**risk, "unit": "people"},
         mixed=True,
     )

@@ -124,7 +124,8 @@ def run_attack(
     from safeshare.data.schema import Role
 
     rng_root = np.random.SeedSequence([opts.seed, 34])
-    # the seventh (univariate singling out) came last: the six before it draw what they drew
+    # the seventh (univariate singling out) and the eighth (max_records' sample) came last: the
+    # streams before them draw what they drew
     rngs = [np.random.default_rng(s) for s in rng_root.spawn(8)]
     notes: list[str] = []
     config = cfg.path

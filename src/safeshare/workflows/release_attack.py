@@ -266,6 +266,7 @@ def attack_certificate(attack: dict[str, Any], risk: dict[str, Any], mixed: bool
     doc: dict[str, Any] = {
         "method": "exact matching on the generalized quasi-identifiers, uniform choice among matches",
         "frame": attack["frame"],
+        "records_released": records["release"],
         "records_attacked": exact["attempts"],
         "correct_matches": exact["successes"],
         "correct_match_rate": rate,
