@@ -32,12 +32,14 @@ def certificate_rows(doc: dict[str, Any], figure: Figure) -> list[tuple[str, Any
     at = "certificate.attack"
     b_kind = "exact" if cert.get("B_exact") else "estimated"
     text = Markup(
-        "exact matching with the identified frame {}: {} correct of {} released records, rate {} "
+        "exact matching with the identified frame {}: {} correct of {} released records attacked "
+        "(of {}), rate {} "
         "(95 % {}–{}); B {} ({}), {} estimate {} (95 % {}–{}){}"
     ).format(
         cert.get("frame"),
         figure(doc, f"{at}.correct_matches", "count"),
         figure(doc, f"{at}.records_attacked", "count"),
+        figure(doc, f"{at}.records_released", "count"),
         figure(doc, f"{at}.correct_match_rate"),
         figure(doc, f"{at}.interval.0"),
         figure(doc, f"{at}.interval.1"),
