@@ -86,6 +86,9 @@ def test_the_exact_match_rate_holds_the_exact_B_and_the_certificate_shows_it(dem
     for key in ("correct_match_rate", "interval.0", "interval.1", "B", "B_interval.0", "B_interval.1"):
         assert f'data-key="certificate.attack.{key}"' in cover
     assert 'id="attack"' in html and 'data-key="attack.linkage.correct.rate"' in html
+    from tests.test_release_evidence import check_every_figure
+
+    check_every_figure(html, report)  # every marked figure, the attack's among them, is report.json's
 
 
 def test_the_frame_values_absent_from_the_release_are_in_no_output(tmp_path: Path) -> None:
