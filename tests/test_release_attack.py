@@ -353,3 +353,41 @@ def test_the_verdict_places_the_rate_against_B_interval(
     )
     for words in ("B counts people", "the frame holds 50 of", "a locally recoded release"):
         assert words in people["caveat"] and words in people["verdict"]
+
+
+def test_a_real_sigint_during_the_linkage_of_the_staged_release_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SIGINT, sent while the linkage computes its first distances: the command's handler
+    (app_runner.signal_guard) interrupts the run there, exit 130, nothing published."""
+    import os
+    import signal
+
+    import safeshare.attack.linkage as linkage_mod
+
+    real = linkage_mod.distances
+    calls: list[int] = []
+
+    def distances(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises Interrupted here
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(linkage_mod, "distances", distances)
+    monkeypatch.setattr("safeshare.io._published", [])
+    data = tmp_path / "data.csv"
+    _adult().iloc[:600].to_csv(data, index=False)
+    attrs = "\n".join(
+        f"  {q}: {{role: quasi, hierarchy: {ADULT_DIR / 'hierarchies' / (q + '.csv')}}}" for q in QIS
+    )
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"input: {{path: data.csv}}\ndefault_role: identifying\nattributes:\n{attrs}\n"
+        "  hours-per-week: {role: sensitive}\nprivacy:\n  k-anonymity: {k: 3}\nmax_suppression: 0.05\n"
+    )
+    out = tmp_path / "out"
+    code = main(["anonymize", str(cfg), "--out", str(out), "--attack-frame", str(data), "-q"])
+    assert code == 130 and len(calls) == 1
+    assert not out.exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "interrupted; nothing was published"
