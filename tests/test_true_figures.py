@@ -216,6 +216,8 @@ VIEWS = (
     "risk/html.py",
     "ui/app.py",
     "workflows/local_release.py",
+    "workflows/release_attack.py",
+    "report/attack_section.py",
 )
 #: Figures that are not results: timings, and a refused computation's cost
 NOT_FIGURES = re.compile(r"elapsed_s|timings|GiB|seconds|days|synthetic records|value:,\.0f")

@@ -40,6 +40,7 @@ import pandas as pd
 
 from safeshare.app_runner import SILENT, Monitor
 from safeshare.errors import ConfigError, InputError
+from safeshare.figures import number
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,10 @@ def attack_written_release(release: Any, plan: ReleaseAttack | None, staged: Pat
     release.timings["attack"] = plan.prepared_s + time.perf_counter() - t0
 
 
+def _maybe(value: float | None) -> str:
+    return "n/a" if value is None else number(value)
+
+
 def _where_in(value: float, lo: float, hi: float) -> str:
     return "within" if lo <= value <= hi else ("above" if value > hi else "below")
 
@@ -226,22 +231,22 @@ def attack_certificate(attack: dict[str, Any], risk: dict[str, Any], mixed: bool
     b_exact = b is not None and not rel.get("estimated")
     b_estimate = (rel.get("B_estimate") or {}).get(estimator)
     interval = (rel.get("B_interval") or {}).get(estimator)
-    shown = f"{rate:.4f} (95 % {lo:.4f}-{hi:.4f})"
+    shown = f"{number(rate)} (95 % {number(lo)}-{number(hi)})"
     position = exact_position = None
     if interval is not None:
         a, z = interval
         position = _where_in(rate, a, z)
         verdict = (
             f"the attack's rate {shown} lies {position} B's interval "
-            f"{a:.4f}-{z:.4f} ({estimator} estimate {b_estimate:.4f})"
+            f"{number(a)}-{number(z)} ({estimator} estimate {_maybe(b_estimate)})"
         )
     elif b is not None:
-        verdict = f"the attack's rate {shown}: B {b:.4f} lies {_where_in(b, lo, hi)} its interval"
+        verdict = f"the attack's rate {shown}: B {number(b)} lies {_where_in(b, lo, hi)} its interval"
     else:
         verdict = f"the attack's rate {shown}: no B to compare ({rel.get('no_estimate') or 'not computed'})"
     if b_exact and b is not None:
         exact_position = _where_in(b, lo, hi)
-        verdict += f"; the exact B {b:.4f} lies {exact_position} the attack's interval"
+        verdict += f"; the exact B {number(b)} lies {exact_position} the attack's interval"
     records = attack["records"]
     caveats = []
     if not records.get("frame_is_population"):
