@@ -201,6 +201,9 @@ class Release:
     #: the informed adversary on the written release (``InformedAdversary.to_dict()``): kept
     #: shifted dates known within max_days, coarse pseudonyms known; ``None`` without such columns
     informed_adversary: Mapping[str, Any] | None = None
+    #: utility before and after: each column's categories, records in the input and released
+    #: (``BeforeAfter.to_dict()``, :mod:`safeshare.workflows.before_after`), when the release was written
+    before_after: Mapping[str, Any] | None = None
     #: the printable cover: data set, purpose, approver, ledger
     certificate: Mapping[str, Any] | None = None
     #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
@@ -287,6 +290,7 @@ class Release:
         doc["informed_adversary"] = (
             dict(self.informed_adversary) if self.informed_adversary is not None else None
         )
+        doc["before_after"] = dict(self.before_after) if self.before_after is not None else None
         doc["headline"] = dict(self.headline) if self.headline is not None else None
         doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
         doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
