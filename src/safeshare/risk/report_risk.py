@@ -33,6 +33,7 @@ from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.estimators.base import RiskEstimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
+from safeshare.risk.population import Population
 
 
 def _estimate(sizes: np.ndarray, N: int, estimator: str) -> RiskEstimator:
@@ -78,8 +79,9 @@ def risk_section(
 ) -> dict[str, Any]:
     """report.json's ``risk``: ``input`` and ``release`` measures, the population and how it is known."""
     n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
-    exact = population_size is None
-    N = n_input if population_size is None else int(population_size)
+    population = Population.of(population_size)
+    exact = population.whole_input
+    N = population.resolve(n_input)
     return {
         "population_size": N,
         "population": "the input, taken as the whole population (exact risks)"

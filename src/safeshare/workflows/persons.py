@@ -29,6 +29,7 @@ from safeshare.report.content import ReportWarning
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 from safeshare.risk.persons import most_exposed, person_side
+from safeshare.risk.population import Population
 from safeshare.verify.persons import PersonExpectations
 from safeshare.verify.profiles import LinkExpectations
 
@@ -119,8 +120,9 @@ def person_risk(
     grain = result.table.persons
     assert grain is not None and result.node is not None
     assert result.classes is not None and result.assessment is not None
-    exact = population_size is None
-    N = grain.n_people if population_size is None else int(population_size)
+    population = Population.of(population_size)
+    exact = population.whole_input
+    N = population.resolve(grain.n_people)
     bottom = result.evaluator.classes(result.table.lattice.bottom)
     f_in = most_exposed(bottom.people, np.asarray(bottom.row_class)[grain.row], grain.person)
     classes = result.classes
