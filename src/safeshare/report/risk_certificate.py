@@ -56,12 +56,13 @@ def risk_certificate_rows(doc: dict[str, Any], figure: Figure) -> list[tuple[str
         rows.append(
             (
                 "sensitivity to N",
-                Markup("{} (estimator {}, B in {}); crossing of {}: {}").format(
+                Markup("{} (estimator {}, B in {}); crossing of {}: {}{}").format(
                     points,
                     band.get("estimator"),
                     band.get("unit"),
                     _fig(doc, "certificate.sensitivity.threshold"),
                     crossing.get("text") or "–",
+                    Markup("; {}").format(band["note"]) if band.get("note") else "",
                 ),
             )
         )

@@ -90,7 +90,16 @@ def risk_certificate(release: Release, context: ReleaseContext) -> dict[str, Any
         return out
     if measure != "B":  # the band is of B: judged by the risk section's threshold
         threshold = float(section.get("threshold", DEFAULT_THRESHOLD))
-    out["sensitivity"] = sensitivity(classes, int(N), estimator, threshold)
+    band = sensitivity(classes, int(N), estimator, threshold)
+    side = section.get("release") or {}
+    band["report_B"] = side.get("B")  # the risk section's B: exact when the input is the population
+    band["report_B_exact"] = side.get("estimated") is False
+    if band["report_B_exact"]:
+        band["note"] = (
+            "the report's B is exact (the input is the population: every class's population size is known); "
+            f"the band is {estimator}'s estimate from the released class sizes, at N and as N changes"
+        )
+    out["sensitivity"] = band
     out["estimators"] = estimator_spread(classes, int(N), threshold, estimator)
     return out
 
