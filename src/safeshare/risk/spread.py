@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from safeshare.numerics import TOLERANCE
-from safeshare.risk.estimators import choice
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, choice
 from safeshare.risk.release_risk import histogram_estimators
 from safeshare.risk.sensitivity import ReleasedClasses, b_at
 
@@ -26,7 +26,10 @@ from safeshare.risk.sensitivity import ReleasedClasses, b_at
 def recommended_estimator(n: int, N: int) -> str:
     """The class-size estimator our evaluation recommends at the sampling fraction ``n/N``
     (:func:`~safeshare.risk.estimators.choice.default_estimator` among
-    :func:`~safeshare.risk.release_risk.histogram_estimators`)."""
+    :func:`~safeshare.risk.release_risk.histogram_estimators`); the project's
+    :data:`~safeshare.risk.estimators.DEFAULT_ESTIMATOR` without a sample (``n = 0``)."""
+    if n <= 0 or N <= 0:
+        return DEFAULT_ESTIMATOR
     return choice.default_estimator(min(1.0, n / N), histogram_estimators())
 
 
