@@ -24,6 +24,7 @@ from markupsafe import Markup
 from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
 from safeshare.report.content import describe_search, frontier_sentence, released_level, risk_rows
+from safeshare.report.risk_certificate import risk_certificate_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -788,6 +789,7 @@ def render_report(doc: dict[str, Any]) -> str:
         ],
         "headline": _headline(doc),
         "certificate": _certificate(doc),
+        "risk_certificate": risk_certificate_rows(doc, figure),  # issue 33: N, band, spread
         "evidence": _evidence(doc),
         "rechecked": _rechecked(doc),
         "privacy": _privacy_rows(doc),

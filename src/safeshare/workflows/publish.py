@@ -40,6 +40,7 @@ from safeshare.io import OutputDirectory
 from safeshare.report.content import report_warnings
 from safeshare.verify import Expectations, Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.certificate import risk_certificate
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.local_release import PublishedLocalRelease
 from safeshare.workflows.persons import people_certificate, person_warnings
@@ -216,6 +217,7 @@ def _attest(
         "approved_by": context.approved_by,
         "ledger": context.ledger,
         **people_certificate(release.report),
+        **risk_certificate(release, context),  # N, its source, the band, the spread (issue 33)
     }
 
 

@@ -55,6 +55,7 @@ import numpy as np
 
 from safeshare.figures import against, number, percent
 from safeshare.report.content import ReportWarning
+from safeshare.risk.thresholds import risk_kind_sentence
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.evidence import informed_figures, informed_knowledge, threshold_of
@@ -451,7 +452,11 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             )
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
-        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where}")
+        # average vs maximum (issue 33): what the measure is and what the threshold is set for
+        out["risk"]["kind"] = risk_kind_sentence(measure, threshold)
+        parts.append(
+            f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where} ({out['risk']['kind']})"
+        )
     informed = doc.get("informed_adversary")
     informed = dict(informed) if isinstance(informed, Mapping) else None
     unmeasured = [] if informed is not None else _unmeasured_columns(doc)
