@@ -160,6 +160,14 @@ def anonymize(
     purpose: Annotated[
         str | None, typer.Option("--purpose", help="What the release is for (the report's cover).")
     ] = None,
+    attack_frame: Annotated[
+        Path | None,
+        typer.Option(
+            "--attack-frame",
+            help="Attack the written release with this identified frame (attack.frame; the "
+            "certificate shows the attack beside B).",
+        ),
+    ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
     from safeshare import api  # imports the anonymize use case only: it validates before importing more
@@ -197,6 +205,7 @@ def anonymize(
         "population_source": population_source,
         "threshold_reason": threshold_reason,
         "purpose": purpose,
+        "attack_frame": attack_frame,
     }
     monitor = ConsoleMonitor(quiet or as_json)
     if dry_run:
@@ -298,6 +307,9 @@ def print_release(release: Release) -> None:
             "risk (release)",
             f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,}{unit})",
         )
+    attacked = (report.get("certificate") or {}).get("attack")
+    if attacked:  # issue 34: the attack on the written release, beside B
+        table.add_row("attack (exact matching)", Text(attacked["verdict"]))
     table.add_row("search", report["why"])
     from safeshare.report.content import frontier_sentence
 

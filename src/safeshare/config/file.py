@@ -85,6 +85,7 @@ from pydantic import (
 
 from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
+from safeshare.config.attack import AttackSection, attack_section
 from safeshare.config.vocabulary import (
     DEFAULT_ROLES,
     METRICS,
@@ -158,12 +159,13 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "approved_by": ("approved_by",),
     "threshold_reason": ("threshold_reason",),
     "purpose": ("purpose",),
+    "attack_frame": ("attack", "frame"),
     **{("utility_function" if key == "utility" else key): ("dp", key) for key in DP_OPTIONS},
 }
 
 
 #: Overrides that are paths: relative to the working directory (in the file: to the file's directory).
-PATH_OVERRIDES = frozenset({"key_file", "ledger"})
+PATH_OVERRIDES = frozenset({"key_file", "ledger", "attack_frame"})
 
 
 def option_name(keyword: str) -> str:
@@ -502,6 +504,8 @@ class ConfigFile(Section):
     ledger: Annotated[str | None, checked(check_text, allow_none=True)] = None
     #: Who approved the release (the report's cover and the ledger entry; required with ``ledger``).
     approved_by: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: ``attack:`` (issue 34): attack the written release with an identified frame; ``None`` is off
+    attack: Annotated[AttackSection | None, BeforeValidator(attack_section)] = None
 
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -826,7 +830,7 @@ def _check_local_recoding(cfg: ConfigFile) -> None:
 
 #: Keys whose text values are file paths (relative to the configuration's folder): the input,
 #: a hierarchy file, a builder's file, the ledger, small-cells' population table.
-PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population"})
+PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population", "frame", "control"})
 
 
 def _portable(value: Any, base: Path, key: str | None = None) -> Any:
@@ -879,6 +883,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "spark": SparkSection,
     "dp": EpsilonSafeOptions,
     "local_recoding": LocalRecodingSection,
+    "attack": AttackSection,
 }
 
 

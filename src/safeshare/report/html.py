@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
+from safeshare.report.attack_section import attack_section, certificate_rows
 from safeshare.report.content import describe_search, frontier_sentence, released_level, risk_rows
 from safeshare.report.risk_certificate import risk_certificate_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
@@ -626,6 +627,7 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
             )
         )
     rows.append(("result", (doc.get("headline") or {}).get("text") or "–"))
+    rows += certificate_rows(doc, figure)  # issue 34: the attack beside B
     rows.append(
         ("verified", "yes: re-checked independently on the written file" if doc.get("verified") else "no")
     )
@@ -804,6 +806,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "histogram": histogram,
         "tradeoff": _tradeoff(doc),
         "risk": _risk(doc),
+        "attack": attack_section(doc, figure),
         "verification": [
             ("passed", str(ver.get("passed"))),
             ("records in the release", _num(ver.get("records_out", 0))),

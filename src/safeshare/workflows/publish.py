@@ -54,6 +54,7 @@ from safeshare.workflows.release import (
     verifier_expectations,
     write_reports,
 )
+from safeshare.workflows.release_attack import attack_written_release
 from safeshare.workflows.result import Release, headline
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ def _attest(
         **people_certificate(release.report),
         **risk_certificate(release, context),  # N, its source, the band, the spread (issue 33)
     }
+    attack_written_release(release, context.attack, staged)  # issue 34: the attack beside B
 
 
 def _add_before_after(

@@ -122,6 +122,9 @@ class ReleaseContext:
     ledger_path: Path | None = None
     #: the key file (a ledger may not be it)
     key_path: Path | None = None
+    #: the attack on the written release (``attack:``; a ``ReleaseAttack`` prepared before the
+    #: search by :func:`safeshare.workflows.release_attack.prepare_release_attack`), or ``None``
+    attack: Any = None
 
     @property
     def population(self) -> Population:

@@ -36,6 +36,8 @@ A release is made of sections, each a field:
   every file; :mod:`safeshare.workflows.evidence`), when the release was written;
 * :attr:`Release.certificate`: the cover of the printable report (data set, purpose, approver,
   ledger);
+* :attr:`Release.attack`: the attacks on the written release with the identified frame of the
+  configuration's ``attack:`` (:mod:`safeshare.workflows.release_attack`), when asked;
 * :attr:`Release.ledger_entry`: the ledger line appended after publishing (not in report.json,
   which is written before it);
 * :attr:`Release.timings`: seconds per phase (and :attr:`peak_rss_mb`): the only figures
@@ -207,6 +209,8 @@ class Release:
     before_after: Mapping[str, Any] | None = None
     #: the printable cover: data set, purpose, approver, ledger
     certificate: Mapping[str, Any] | None = None
+    #: the attacks on the written release (``AttackResult.to_report()``), when ``attack:`` asked
+    attack: Mapping[str, Any] | None = None
     #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
     ledger_entry: Mapping[str, Any] | None = field(default=None, compare=False)
     #: the search's full result (frequency table, evaluator, classes) for further analysis
@@ -295,6 +299,7 @@ class Release:
         doc["headline"] = dict(self.headline) if self.headline is not None else None
         doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
         doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
+        doc["attack"] = dict(self.attack) if self.attack is not None else None
         doc["elapsed_s"] = {key: round(value, 6) for key, value in self.timings.items()}
         return doc
 
