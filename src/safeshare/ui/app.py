@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from safeshare.api import workbench
 from safeshare.errors import InputError
 from safeshare.figures import number, percent
+from safeshare.ui.markup import markdown_inline
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
 from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
@@ -80,6 +81,7 @@ class Context:
         )
         self.templates.filters["num"] = _num
         self.templates.filters["pct"] = _pct
+        self.templates.filters["md"] = markdown_inline
         self.templates.filters["zip"] = lambda a, b: list(zip(a, b, strict=False))
         self.templates.globals["screens"] = SCREENS
         self.templates.globals["roles"] = ROLES
@@ -753,6 +755,7 @@ async def run_page(request: Request) -> Response:
     # the configuration the shown run used (a one-off node release's differs from the project's)
     snapshot = project.directory / f"run-{run_id}.yaml" if run_id else None
     used = snapshot.read_text(encoding="utf-8") if snapshot is not None and snapshot.is_file() else None
+    report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
     return ctx.render(
         "run.html",
         **_page(
@@ -764,6 +767,8 @@ async def run_page(request: Request) -> Response:
             problem=problem,
             config_text=used if used is not None else project.config_text(),
             summary=run_summary(ctx, project, run_id) if run_id else None,
+            report=report,
+            warnings=workbench.run_warnings(report),
         ),
     )
 
@@ -969,6 +974,7 @@ async def release_page(request: Request) -> Response:
             run_id=run_id,
             state=state,
             report=report,
+            warnings=workbench.run_warnings(report),
             files=files,
             config_text=config_text,
             config_path=config_path,
@@ -983,6 +989,21 @@ async def release_page(request: Request) -> Response:
             newer=newer_run(ctx, project, run_id),
         ),
     )
+
+
+async def warnings_fragment(request: Request) -> Response:
+    """The disclosure warnings of a run (``_warnings.html``): the Run screen fetches them when the
+    run it follows ends."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    report = read_json(project.run_dir(request.path_params["rid"]) / "out" / "report.json")
+    return ctx.render("_warnings.html", report=report, warnings=workbench.run_warnings(report))
+
+
+async def help_warnings(request: Request) -> Response:
+    """What each disclosure warning code means (:func:`~safeshare.workflows.run_warnings.explanations`),
+    one anchor a code: the Run and Release screens link each warning here."""
+    return ctx_of(request).render("help_warnings.html", explanations=workbench.warning_explanations())
 
 
 async def history_page(request: Request) -> Response:
@@ -1071,10 +1092,10 @@ async def run_file(request: Request) -> Response:
     project = project_of(request)
     name = request.path_params["name"]
     if name not in RELEASE_FILES and name not in ("simulation.svg",):
-        return PlainError(f"{name}: not a file of a run", 404)
+        return PlainError(f"{name}: not a file of a run", 404, request)
     path = project.run_dir(request.path_params["rid"]) / "out" / name
     if not path.is_file():
-        return PlainError(f"{name}: not written by this run", 404)
+        return PlainError(f"{name}: not written by this run", 404, request)
     if name == "report.html":
         return FileResponse(path, media_type="text/html; charset=utf-8")
     download = request.query_params.get("download") is not None or name.startswith("release")
@@ -1083,7 +1104,12 @@ async def run_file(request: Request) -> Response:
     )
 
 
-def PlainError(message: str, status: int) -> Response:
+def PlainError(message: str, status: int, request: Request | None = None) -> Response:
+    """One line saying what went wrong: a page of the workbench for a browser (it asks for
+    ``text/html``: a titled page in the workbench's frame, readable by a screen reader), the line
+    as plain text for a script."""
+    if request is not None and "text/html" in request.headers.get("accept", ""):
+        return ctx_of(request).render("message.html", status, message=message, heading="Error")
     return Response(message + "\n", status_code=status, media_type="text/plain; charset=utf-8")
 
 
@@ -1259,7 +1285,7 @@ async def api_files(request: Request) -> Response:
 async def not_found(request: Request, exc: Exception) -> Response:
     if request.url.path.startswith("/api/"):
         return _error(exc if isinstance(exc, InputError) else InputError("not found"), 404)
-    return PlainError(f"not found: {exc}", 404)
+    return PlainError(f"not found: {exc}", 404, request)
 
 
 def create_app(settings: Settings) -> Any:
@@ -1273,6 +1299,7 @@ def create_app(settings: Settings) -> Any:
     routes = [
         Route("/", home),
         Route("/favicon.ico", lambda r: Response(status_code=204)),
+        Route("/help/warnings", help_warnings),
         Route("/projects", create_project_page, methods=["POST"]),
         Route(f"{pid}", lambda r: RedirectResponse(f"/p/{r.path_params['pid']}/data", 303)),
         Route(f"{pid}/data", data_page),
@@ -1293,6 +1320,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/runs/{{rid:str}}/node", node_fragment),
         Route(f"{pid}/runs/{{rid:str}}/release-node", release_node, methods=["POST"]),
         Route(f"{pid}/runs/{{rid:str}}/compare", compare_fragment),
+        Route(f"{pid}/runs/{{rid:str}}/warnings", warnings_fragment),
         Route(f"{pid}/runs/{{rid:str}}/files/{{name:str}}", run_file),
         Route("/api/projects", api_projects, methods=["GET", "POST"]),
         Route("/api/projects/{pid:str}", api_project),
@@ -1311,7 +1339,7 @@ def create_app(settings: Settings) -> Any:
     async def input_error(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return _error(exc, 404 if "no such" in str(exc) else 400)
-        return PlainError(f"error: {exc}", 404 if "no such" in str(exc) else 400)
+        return PlainError(f"error: {exc}", 404 if "no such" in str(exc) else 400, request)
 
     app = Starlette(routes=routes, exception_handlers={InputError: input_error, 404: not_found})
     app.state.ctx = ctx

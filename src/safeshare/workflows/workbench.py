@@ -43,6 +43,8 @@ from safeshare.workflows.privacy_form import (
     posted_reason,
     privacy_form,
 )
+from safeshare.workflows.run_warnings import ShownWarning, run_warnings
+from safeshare.workflows.run_warnings import explanations as warning_explanations
 
 if TYPE_CHECKING:
     from safeshare.workflows.explore import (
@@ -400,6 +402,7 @@ __all__ = [
     "ModelForm",
     "Monitor",
     "NodeFigures",
+    "ShownWarning",
     "algorithms",
     "anonymize",
     "apply_privacy_form",
@@ -421,7 +424,9 @@ __all__ = [
     "profile",
     "risk_comparison",
     "roles",
+    "run_warnings",
     "source",
     "surveillance_defaults",
     "surveillance_simulate",
+    "warning_explanations",
 ]
