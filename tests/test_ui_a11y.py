@@ -3,8 +3,9 @@
 axe-core (Deque's rule engine, WCAG 2.x A/AA and best practices; the copy bundled by the
 ``axe-playwright-python`` package, never downloaded) is injected into each workbench screen after
 a run of the Adult demo, in Debian's Chromium: the projects list, Data (roles), a hierarchy,
-Privacy (with an estimate), Run, Explore (with a node's figures and a comparison), Risk, Release,
-the run history, Surveillance (with its result), the embedded report and an error page. No
+Privacy (with an estimate), Run, Explore (with a node's figures and a comparison), Risk, Release
+(with the run's disclosure warnings), the warnings' help page, the run history, Surveillance (with
+its result), the embedded report and an error page. No
 violation of impact ``critical`` or ``serious`` may remain; every violation found (of any impact)
 is printed on failure.
 
@@ -142,6 +143,10 @@ def test_every_screen_has_no_critical_or_serious_violation(browser: Any, bench: 
     check("explore, every node", f"/p/{pid}/explore?run={rid}&status=all")
     check("risk", f"/p/{pid}/risk?run={rid}")
     check("release", f"/p/{pid}/release?run={rid}")
+    assert page.get_by_test_id("warning").count() > 0  # Adult's run warns (its warnings are checked too)
+    page.get_by_test_id("warning-doc").first.click()
+    page.wait_for_url("**/help/warnings#*")
+    check("help: the disclosure warnings")
     check("report.html (embedded in Release)", f"/p/{pid}/runs/{rid}/files/report.html")
     check("run history", f"/p/{pid}/history")
     check("surveillance", f"/p/{pid}/surveillance")
@@ -196,8 +201,13 @@ def test_pick_compare_sort_and_release_a_node_with_the_keyboard_only(browser: An
     optimum = str(page.get_by_test_id("optimum").get_attribute("data-node"))
     levels = page.get_by_test_id("node-levels")
 
+    # the first Tab reaches "Skip to the content", which passes the header's links
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
     # the lattice is one tab stop, on the optimum; Enter shows its figures
-    _press_until(page, "circle[data-node]")
+    _press_until(page, "circle[data-node]", limit=12)  # past the zoom buttons only
     assert _focused(page, "data-node") == optimum
     page.keyboard.press("Enter")
     levels.filter(has_text=optimum).wait_for()
@@ -260,5 +270,6 @@ def test_plain_errors_stay_plain_for_scripts_and_are_pages_for_browsers(bench: B
     assert plain.status_code == page.status_code and 400 <= plain.status_code < 500
     assert plain.headers["content-type"].startswith("text/plain") and len(plain.text.splitlines()) == 1
     assert page.headers["content-type"].startswith("text/html")
-    assert '<html lang="en">' in page.text and "<main>" in page.text and "<h1>Error</h1>" in page.text
+    assert '<html lang="en">' in page.text and '<main id="main"' in page.text
+    assert "<h1>Error</h1>" in page.text
     assert str(escape(plain.text.strip())) in page.text

@@ -8,14 +8,21 @@ shown too.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from html import unescape
+from urllib.parse import unquote
 
+import pytest
+import yaml
+
+from safeshare.api import workbench
+from safeshare.errors import InputError
 from safeshare.ui.markup import markdown_inline
 from safeshare.warning_codes import WarningCode
 from safeshare.workflows.run_warnings import REPORT_DOCS, explanations, run_warnings
-from tests.test_ui_api import AGE, PEOPLE, ZIP, Bench, bench  # noqa: F401 - the fixture
+from tests.test_ui_api import AGE, PEOPLE, ZIP, Bench, _finished_run, bench  # noqa: F401 - the fixture
 
 #: a constant quasi-identifier and l-diversity: two uninformative-qi warnings, neither of which
 #: contradicts the headline
@@ -136,3 +143,108 @@ def test_the_release_and_run_screens_list_the_runs_warnings_with_their_docs(benc
     assert [unescape(" ".join(m.split())) for m in marks] == [
         "contradicts the headline: a test's reason; not acknowledged"
     ]
+
+
+def test_accept_warnings_checks_each_code_and_keeps_the_rest_of_the_configuration() -> None:
+    config = {"algorithm": "ola", "accept_warnings": ["homogeneous-classes"]}
+    assert workbench.accepted_warnings(config) == ["homogeneous-classes"]
+    assert workbench.accepted_warnings({"accept_warnings": "singleton-classes"}) == ["singleton-classes"]
+    both = workbench.accept_warnings(
+        config, ["homogeneous-classes", "kept-column-identifying", "homogeneous-classes"]
+    )
+    assert both == {"algorithm": "ola", "accept_warnings": ["homogeneous-classes", "kept-column-identifying"]}
+    assert workbench.accept_warnings(config, []) == {"algorithm": "ola"}
+    assert config == {"algorithm": "ola", "accept_warnings": ["homogeneous-classes"]}  # not changed
+    with pytest.raises(InputError, match=r"^accept_warnings: unknown warning code 'nope'"):
+        workbench.accept_warnings(config, ["nope"])
+
+
+def test_contradicting_warnings_get_a_box_each_that_saves_accept_warnings_and_runs(bench: Bench) -> None:  # noqa: F811
+    """The certificate marks a warning as contradicting the headline: "I acknowledge: CODE" beside
+    it; ticking it saves ``accept_warnings: [CODE]`` (checked by the configuration's models) and
+    starts a run. Without the certificate issue's ``accept_warnings`` key the configuration refuses
+    it: the form says so and nothing is saved."""
+    pid, rid = _finished_run(bench)
+    config_path = bench.directory(pid) / "config.yaml"
+    report_path = bench.directory(pid) / "runs" / rid / "out" / "report.json"
+    report = json.loads(report_path.read_text())
+    code = "homogeneous-classes"
+    report["warnings"] = [{"code": code, "columns": ["diagnosis"], "value": 1.0, "message": "every class"}]
+    report.setdefault("certificate", {})["warnings"] = [
+        {
+            "code": code,
+            "message": "every class",
+            "contradicts": True,
+            "reason": "no l-diversity",
+            "acknowledged": False,
+        }
+    ]
+    report_path.write_text(json.dumps(report))
+    page = bench.client.get(f"/p/{pid}/release?run={rid}").text
+    assert f'data-testid="acknowledge-{code}"' in page and 'name="shown" value="homogeneous-classes"' in page
+    assert not re.search(rf'value="{code}"\s+checked', page)
+    before = config_path.read_text()
+    answer = bench.client.post(
+        f"/p/{pid}/accept-warnings", data={"shown": code, "code": code}, follow_redirects=False
+    )
+    assert answer.status_code == 303
+    if importlib.util.find_spec("safeshare.workflows.acknowledgement") is None:
+        # before the certificate issue: accept_warnings is not a key of the configuration
+        assert "error=" in answer.headers["location"] and "accept_warnings" in unquote(
+            answer.headers["location"]
+        )
+        assert config_path.read_text() == before
+        return
+    assert "run=" in answer.headers["location"], answer.headers["location"]
+    assert yaml.safe_load(config_path.read_text())["accept_warnings"] == [code]
+    assert {k: v for k, v in yaml.safe_load(config_path.read_text()).items() if k != "accept_warnings"} == (
+        yaml.safe_load(before)
+    )
+    bench.idle(pid, 300)
+    page = bench.client.get(f"/p/{pid}/release?run={rid}").text
+    assert re.search(rf'value="{code}"\s+checked', page)  # the box shows what the project accepts now
+    # unticking it (the form shows it, the box is not sent) removes the key
+    answer = bench.client.post(f"/p/{pid}/accept-warnings", data={"shown": code}, follow_redirects=False)
+    assert "accept_warnings" not in yaml.safe_load(config_path.read_text())
+    bench.idle(pid, 300)
+
+
+def test_a_run_refused_for_its_warnings_offers_a_box_for_each_code(
+    bench: Bench,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release refused until its contradicting warnings are acknowledged (an InputError with
+    ``codes``, the certificate issue's AcknowledgementRequired) publishes nothing: the run's state
+    keeps the codes and the Run screen offers "I acknowledge: CODE" for each."""
+    from safeshare.api import workbench as api_workbench
+    from safeshare.ui import worker
+
+    class Refused(InputError):
+        def __init__(self, message: str, codes: tuple[str, ...]) -> None:
+            super().__init__(message)
+            self.codes = codes
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise Refused(
+            "the release's warnings contradict its headline: kept-column-identifying",
+            ("kept-column-identifying",),
+        )
+
+    pid = bench.project()
+    directory = bench.directory(pid)
+    (directory / "run-x.yaml").write_text((directory / "config.yaml").read_text())
+    run_dir = directory / "runs" / "20260101-000000-abcdef"
+    run_dir.mkdir()
+    job = {
+        "kind": "anonymize",
+        "project": str(directory),
+        "workdir": str(bench.workdir),
+        "params": {"config": "run-x.yaml"},
+    }
+    (run_dir / "job.json").write_text(json.dumps(job))
+    monkeypatch.setattr(api_workbench, "anonymize", refuse)
+    assert worker.main([str(run_dir)]) == 2
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "failed" and state["acknowledge"] == ["kept-column-identifying"]
+    page = bench.client.get(f"/p/{pid}/run?run={run_dir.name}").text
+    assert 'data-testid="acknowledge-kept-column-identifying"' in page and "Nothing was published" in page

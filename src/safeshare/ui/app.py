@@ -756,6 +756,7 @@ async def run_page(request: Request) -> Response:
     snapshot = project.directory / f"run-{run_id}.yaml" if run_id else None
     used = snapshot.read_text(encoding="utf-8") if snapshot is not None and snapshot.is_file() else None
     report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
+    shown = workbench.run_warnings(report)
     return ctx.render(
         "run.html",
         **_page(
@@ -768,9 +769,52 @@ async def run_page(request: Request) -> Response:
             config_text=used if used is not None else project.config_text(),
             summary=run_summary(ctx, project, run_id) if run_id else None,
             report=report,
-            warnings=workbench.run_warnings(report),
+            warnings=shown,
+            acknowledge=acknowledgements(project, shown, state) if run_id else [],
         ),
     )
+
+
+def acknowledgements(
+    project: Project, warnings: list[Any], state: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The boxes "I acknowledge: CODE" beside a run's warnings: each code the run's certificate
+    marks as contradicting its headline, or that refused its publication (the run's state
+    ``acknowledge``, a failed run), ticked when the project's configuration accepts it now."""
+    accepted = workbench.accepted_warnings(project.config())
+    codes: list[str] = []
+    for code in [w.code for w in warnings if w.contradicts] + list((state or {}).get("acknowledge") or []):
+        if code not in codes:
+            codes.append(code)
+    return [{"code": c, "checked": c in accepted} for c in codes]
+
+
+async def save_acknowledgements(request: Request) -> Response:
+    """The boxes of :func:`acknowledgements`: the project's ``accept_warnings:`` keeps the codes it
+    had that the form did not show, and takes the ticked ones of those it showed
+    (:func:`safeshare.api.workbench.accept_warnings`); the configuration is checked as a whole
+    (its models, :func:`~safeshare.api.workbench.check_config`) before it is saved, then it runs."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    shown = [str(c) for c in form.getlist("shown")]
+    ticked = [str(c) for c in form.getlist("code") if c in shown]
+    try:
+        config = project.config()
+        kept = [c for c in workbench.accepted_warnings(config) if c not in shown]
+        saved = workbench.accept_warnings(config, kept + ticked)
+        if saved != config:
+            probe = project.directory / "config-check.yaml"
+            probe.write_text(dump_yaml(saved), encoding="utf-8")
+            try:
+                workbench.check_config(probe, ctx.settings.workdir)
+            finally:
+                probe.unlink(missing_ok=True)
+            project.save_config(saved)
+        run_id = start_run(ctx, project, "anonymize")
+    except (InputError, RunError) as exc:
+        return back(f"/p/{project.id}/run", " ".join(str(exc).split()))
+    return back(f"/p/{project.id}/run?run={run_id}")
 
 
 async def start_run_page(request: Request) -> Response:
@@ -965,6 +1009,7 @@ async def release_page(request: Request) -> Response:
     config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
     out_hint = f"out/{project.id}/{run_id}"  # each run's command line writes where no other run's does
     files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
+    shown = workbench.run_warnings(report)
     return ctx.render(
         "release.html",
         **_page(
@@ -974,7 +1019,8 @@ async def release_page(request: Request) -> Response:
             run_id=run_id,
             state=state,
             report=report,
-            warnings=workbench.run_warnings(report),
+            warnings=shown,
+            acknowledge=acknowledgements(project, shown, state),
             files=files,
             config_text=config_text,
             config_path=config_path,
@@ -1311,6 +1357,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/privacy", save_privacy, methods=["POST"]),
         Route(f"{pid}/run", run_page),
         Route(f"{pid}/run", start_run_page, methods=["POST"]),
+        Route(f"{pid}/accept-warnings", save_acknowledgements, methods=["POST"]),
         Route(f"{pid}/explore", explore_page),
         Route(f"{pid}/risk", risk_page),
         Route(f"{pid}/release", release_page),
