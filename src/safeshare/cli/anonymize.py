@@ -143,6 +143,13 @@ def anonymize(
             "from (default: the input is the whole population).",
         ),
     ] = None,
+    population_source: Annotated[
+        str | None,
+        typer.Option(
+            "--population-source",
+            help="Where N comes from (e.g. 'census 2021, table X'): shown on the certificate beside N.",
+        ),
+    ] = None,
     threshold_reason: Annotated[
         str | None,
         typer.Option(
@@ -195,6 +202,7 @@ def anonymize(
         "ledger": ledger,
         "approved_by": approved_by,
         "population_size": population_size,
+        "population_source": population_source,
         "threshold_reason": threshold_reason,
         "purpose": purpose,
         "attack_frame": attack_frame,

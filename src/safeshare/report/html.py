@@ -25,6 +25,7 @@ from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
 from safeshare.report.attack_section import attack_section, certificate_rows
 from safeshare.report.content import describe_search, frontier_sentence, released_level, risk_rows
+from safeshare.report.risk_certificate import risk_certificate_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -375,6 +376,42 @@ def _frontier(doc: dict[str, Any]) -> dict[str, Any] | None:
             for n in shown
         ],
     }
+
+
+def _before_after(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Per column: its categories' records in the input and released, the share lost, flagged
+    above the warning's share (report.json's ``before_after``)."""
+    ba = doc.get("before_after")
+    if not ba:
+        return None
+    share = float(ba["loss_share"])
+    columns = []
+    for col in ba["columns"]:
+        cats = [*col["categories"], *([col["small"]] if col.get("small") else [])]
+        worst = max((c["lost"] for c in col["categories"]), default=0.0)
+        columns.append(
+            {
+                "column": col["column"],
+                "role": col["role"],
+                "skipped": col.get("skipped"),
+                "summary": (
+                    f"{len(col['categories'])} categories of at least {ba['small_cell']} records; "
+                    f"most lost: {worst:.1%}"
+                ),
+                "flagged": worst > share,
+                "rows": [
+                    {
+                        "value": c["value"],
+                        "before": f"{c['before']:,}",
+                        "after": f"{c['after']:,}",
+                        "lost": f"{c['lost']:.1%}",
+                        "flagged": c is not col.get("small") and c["lost"] > share,
+                    }
+                    for c in cats
+                ],
+            }
+        )
+    return {"share": f"{share:.0%}", "small_cell": ba["small_cell"], "columns": columns, "notes": ba["notes"]}
 
 
 def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -754,6 +791,7 @@ def render_report(doc: dict[str, Any]) -> str:
         ],
         "headline": _headline(doc),
         "certificate": _certificate(doc),
+        "risk_certificate": risk_certificate_rows(doc, figure),  # issue 33: N, band, spread
         "evidence": _evidence(doc),
         "rechecked": _rechecked(doc),
         "privacy": _privacy_rows(doc),
@@ -762,6 +800,7 @@ def render_report(doc: dict[str, Any]) -> str:
         "generalization": _generalization_rows(doc),
         "search": describe_search(doc) if "algorithm" in doc else None,
         "frontier": _frontier(doc),
+        "before_after": _before_after(doc),
         "local": _local_recoding(doc),
         "loss": _loss_rows(doc),
         "histogram": histogram,

@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from safeshare.api import workbench
 from safeshare.errors import InputError
 from safeshare.figures import number, percent
+from safeshare.ui.markup import markdown_inline
 from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
 from safeshare.ui.runs import RunError, RunManager, read_json
 from safeshare.ui.uploads import Upload, UploadError, read_upload
@@ -80,6 +81,7 @@ class Context:
         )
         self.templates.filters["num"] = _num
         self.templates.filters["pct"] = _pct
+        self.templates.filters["md"] = markdown_inline
         self.templates.filters["zip"] = lambda a, b: list(zip(a, b, strict=False))
         self.templates.globals["screens"] = SCREENS
         self.templates.globals["roles"] = ROLES
@@ -753,6 +755,8 @@ async def run_page(request: Request) -> Response:
     # the configuration the shown run used (a one-off node release's differs from the project's)
     snapshot = project.directory / f"run-{run_id}.yaml" if run_id else None
     used = snapshot.read_text(encoding="utf-8") if snapshot is not None and snapshot.is_file() else None
+    report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
+    shown = workbench.run_warnings(report)
     return ctx.render(
         "run.html",
         **_page(
@@ -764,8 +768,53 @@ async def run_page(request: Request) -> Response:
             problem=problem,
             config_text=used if used is not None else project.config_text(),
             summary=run_summary(ctx, project, run_id) if run_id else None,
+            report=report,
+            warnings=shown,
+            acknowledge=acknowledgements(project, shown, state) if run_id else [],
         ),
     )
+
+
+def acknowledgements(
+    project: Project, warnings: list[Any], state: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The boxes "I acknowledge: CODE" beside a run's warnings: each code the run's certificate
+    marks as contradicting its headline, or that refused its publication (the run's state
+    ``acknowledge``, a failed run), ticked when the project's configuration accepts it now."""
+    accepted = workbench.accepted_warnings(project.config())
+    codes: list[str] = []
+    for code in [w.code for w in warnings if w.contradicts] + list((state or {}).get("acknowledge") or []):
+        if code not in codes:
+            codes.append(code)
+    return [{"code": c, "checked": c in accepted} for c in codes]
+
+
+async def save_acknowledgements(request: Request) -> Response:
+    """The boxes of :func:`acknowledgements`: the project's ``accept_warnings:`` keeps the codes it
+    had that the form did not show, and takes the ticked ones of those it showed
+    (:func:`safeshare.api.workbench.accept_warnings`); the configuration is checked as a whole
+    (its models, :func:`~safeshare.api.workbench.check_config`) before it is saved, then it runs."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    shown = [str(c) for c in form.getlist("shown")]
+    ticked = [str(c) for c in form.getlist("code") if c in shown]
+    try:
+        config = project.config()
+        kept = [c for c in workbench.accepted_warnings(config) if c not in shown]
+        saved = workbench.accept_warnings(config, kept + ticked)
+        if saved != config:
+            probe = project.directory / "config-check.yaml"
+            probe.write_text(dump_yaml(saved), encoding="utf-8")
+            try:
+                workbench.check_config(probe, ctx.settings.workdir)
+            finally:
+                probe.unlink(missing_ok=True)
+            project.save_config(saved)
+        run_id = start_run(ctx, project, "anonymize")
+    except (InputError, RunError) as exc:
+        return back(f"/p/{project.id}/run", " ".join(str(exc).split()))
+    return back(f"/p/{project.id}/run?run={run_id}")
 
 
 async def start_run_page(request: Request) -> Response:
@@ -960,6 +1009,7 @@ async def release_page(request: Request) -> Response:
     config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
     out_hint = f"out/{project.id}/{run_id}"  # each run's command line writes where no other run's does
     files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
+    shown = workbench.run_warnings(report)
     return ctx.render(
         "release.html",
         **_page(
@@ -969,6 +1019,8 @@ async def release_page(request: Request) -> Response:
             run_id=run_id,
             state=state,
             report=report,
+            warnings=shown,
+            acknowledge=acknowledgements(project, shown, state),
             files=files,
             config_text=config_text,
             config_path=config_path,
@@ -983,6 +1035,21 @@ async def release_page(request: Request) -> Response:
             newer=newer_run(ctx, project, run_id),
         ),
     )
+
+
+async def warnings_fragment(request: Request) -> Response:
+    """The disclosure warnings of a run (``_warnings.html``): the Run screen fetches them when the
+    run it follows ends."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    report = read_json(project.run_dir(request.path_params["rid"]) / "out" / "report.json")
+    return ctx.render("_warnings.html", report=report, warnings=workbench.run_warnings(report))
+
+
+async def help_warnings(request: Request) -> Response:
+    """What each disclosure warning code means (:func:`~safeshare.workflows.run_warnings.explanations`),
+    one anchor a code: the Run and Release screens link each warning here."""
+    return ctx_of(request).render("help_warnings.html", explanations=workbench.warning_explanations())
 
 
 async def history_page(request: Request) -> Response:
@@ -1071,10 +1138,10 @@ async def run_file(request: Request) -> Response:
     project = project_of(request)
     name = request.path_params["name"]
     if name not in RELEASE_FILES and name not in ("simulation.svg",):
-        return PlainError(f"{name}: not a file of a run", 404)
+        return PlainError(f"{name}: not a file of a run", 404, request)
     path = project.run_dir(request.path_params["rid"]) / "out" / name
     if not path.is_file():
-        return PlainError(f"{name}: not written by this run", 404)
+        return PlainError(f"{name}: not written by this run", 404, request)
     if name == "report.html":
         return FileResponse(path, media_type="text/html; charset=utf-8")
     download = request.query_params.get("download") is not None or name.startswith("release")
@@ -1083,7 +1150,12 @@ async def run_file(request: Request) -> Response:
     )
 
 
-def PlainError(message: str, status: int) -> Response:
+def PlainError(message: str, status: int, request: Request | None = None) -> Response:
+    """One line saying what went wrong: a page of the workbench for a browser (it asks for
+    ``text/html``: a titled page in the workbench's frame, readable by a screen reader), the line
+    as plain text for a script."""
+    if request is not None and "text/html" in request.headers.get("accept", ""):
+        return ctx_of(request).render("message.html", status, message=message, heading="Error")
     return Response(message + "\n", status_code=status, media_type="text/plain; charset=utf-8")
 
 
@@ -1259,7 +1331,7 @@ async def api_files(request: Request) -> Response:
 async def not_found(request: Request, exc: Exception) -> Response:
     if request.url.path.startswith("/api/"):
         return _error(exc if isinstance(exc, InputError) else InputError("not found"), 404)
-    return PlainError(f"not found: {exc}", 404)
+    return PlainError(f"not found: {exc}", 404, request)
 
 
 def create_app(settings: Settings) -> Any:
@@ -1273,6 +1345,7 @@ def create_app(settings: Settings) -> Any:
     routes = [
         Route("/", home),
         Route("/favicon.ico", lambda r: Response(status_code=204)),
+        Route("/help/warnings", help_warnings),
         Route("/projects", create_project_page, methods=["POST"]),
         Route(f"{pid}", lambda r: RedirectResponse(f"/p/{r.path_params['pid']}/data", 303)),
         Route(f"{pid}/data", data_page),
@@ -1284,6 +1357,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/privacy", save_privacy, methods=["POST"]),
         Route(f"{pid}/run", run_page),
         Route(f"{pid}/run", start_run_page, methods=["POST"]),
+        Route(f"{pid}/accept-warnings", save_acknowledgements, methods=["POST"]),
         Route(f"{pid}/explore", explore_page),
         Route(f"{pid}/risk", risk_page),
         Route(f"{pid}/release", release_page),
@@ -1293,6 +1367,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/runs/{{rid:str}}/node", node_fragment),
         Route(f"{pid}/runs/{{rid:str}}/release-node", release_node, methods=["POST"]),
         Route(f"{pid}/runs/{{rid:str}}/compare", compare_fragment),
+        Route(f"{pid}/runs/{{rid:str}}/warnings", warnings_fragment),
         Route(f"{pid}/runs/{{rid:str}}/files/{{name:str}}", run_file),
         Route("/api/projects", api_projects, methods=["GET", "POST"]),
         Route("/api/projects/{pid:str}", api_project),
@@ -1311,7 +1386,7 @@ def create_app(settings: Settings) -> Any:
     async def input_error(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return _error(exc, 404 if "no such" in str(exc) else 400)
-        return PlainError(f"error: {exc}", 404 if "no such" in str(exc) else 400)
+        return PlainError(f"error: {exc}", 404 if "no such" in str(exc) else 400, request)
 
     app = Starlette(routes=routes, exception_handlers={InputError: input_error, 404: not_found})
     app.state.ctx = ctx

@@ -191,7 +191,16 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> None:
         monitor = FileMonitor(run_dir / "progress.json")
-        state.update(run_job(run_dir, job, monitor))
+        try:
+            state.update(run_job(run_dir, job, monitor))
+        except InputError as exc:
+            # a release refused until its contradicting warnings are acknowledged (the
+            # certificate issue's AcknowledgementRequired carries their codes): the Run screen
+            # offers a box for each
+            codes = getattr(exc, "codes", None)
+            if codes:
+                state["acknowledge"] = [str(c) for c in codes]
+            raise
         state["status"] = "done"
         monitor.state.update(phase="finished", done=None, total=None)
         write_json(run_dir / "progress.json", monitor.state)

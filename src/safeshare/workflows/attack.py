@@ -277,14 +277,15 @@ def _estimate(
 ) -> dict[str, Any]:
     """The release's B estimated from its class sizes, the exact B where the frame is the
     population, and where the measured rate sits against them."""
-    from safeshare.risk.estimators import DEFAULT_ESTIMATOR
     from safeshare.risk.release_risk import release_risk_estimate
+    from safeshare.risk.spread import recommended_estimator
 
     sizes = rel.groupby(qis, sort=False).size().to_numpy()
-    est = release_risk_estimate(sizes, N, "B", DEFAULT_ESTIMATOR, interval=True)
+    estimator = recommended_estimator(int(sizes.sum()), N)  # choice.default_estimator at n/N
+    est = release_risk_estimate(sizes, N, "B", estimator, interval=True)
     lo, hi = exact.rate.interval
     doc: dict[str, Any] = {
-        "estimator": DEFAULT_ESTIMATOR,
+        "estimator": estimator,
         "population_size": N,
         "B": est.value,
         "interval": None if est.interval is None else list(est.interval),

@@ -34,6 +34,7 @@ from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import atomic_write_text
 from safeshare.report.content import portable_paths
 from safeshare.risk.measures import risk_measures
+from safeshare.risk.population import Population
 from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
@@ -94,6 +95,8 @@ class ReleaseContext:
     source: str | Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     population_size: int | None = None
+    #: where N comes from (``population.source``, ``--population-source``; issue 33)
+    population_source: str | None = None
     input_table: FrequencyTable | None = None
     tradeoff: list[dict[str, Any]] | None = None
     tradeoff_skipped: str | None = None
@@ -124,6 +127,12 @@ class ReleaseContext:
     attack: Any = None
 
     @property
+    def population(self) -> Population:
+        """N and its source (:class:`~safeshare.risk.population.Population`; no N: the input is the
+        whole population)."""
+        return Population.of(self.population_size, self.population_source)
+
+    @property
     def base(self) -> Path | None:
         """The folder report paths are relative to: ``base_dir``, else the configuration's."""
         if self.base_dir is not None:
@@ -143,6 +152,7 @@ class ReleaseContext:
             source=cfg.source.path,
             settings=cfg.settings(),
             population_size=cfg.population_size,
+            population_source=cfg.population.source if cfg.population_size is not None else None,
             threshold_reason=cfg.threshold_reason,
             purpose=cfg.purpose,
             approved_by=cfg.approved_by,
@@ -274,11 +284,9 @@ def check_releasable(
     records = input_records if input_records is not None else result.table.n_records
     if result.table.persons is not None and input_records is None:  # N counts people (issue 32)
         people = result.table.n_people
-        if population_size is not None and population_size < people:
-            raise InputError(f"population_size {population_size} is smaller than the input ({people} people)")
+        Population.of(population_size).check(people, "input", "people", "population_size")
         return
-    if population_size is not None and population_size < records:
-        raise InputError(f"population_size {population_size} is smaller than the input ({records} records)")
+    Population.of(population_size).check(records, "input", "records", "population_size")
 
 
 def stage_release(

@@ -57,6 +57,7 @@ import numpy as np
 
 from safeshare.figures import against, number, percent
 from safeshare.report.content import ReportWarning
+from safeshare.risk.thresholds import risk_kind_sentence
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.evidence import informed_figures, informed_knowledge, threshold_of
@@ -203,6 +204,9 @@ class Release:
     #: the informed adversary on the written release (``InformedAdversary.to_dict()``): kept
     #: shifted dates known within max_days, coarse pseudonyms known; ``None`` without such columns
     informed_adversary: Mapping[str, Any] | None = None
+    #: utility before and after: each column's categories, records in the input and released
+    #: (``BeforeAfter.to_dict()``, :mod:`safeshare.workflows.before_after`), when the release was written
+    before_after: Mapping[str, Any] | None = None
     #: the printable cover: data set, purpose, approver, ledger
     certificate: Mapping[str, Any] | None = None
     #: the attacks on the written release (``AttackResult.to_report()``), when ``attack:`` asked
@@ -291,6 +295,7 @@ class Release:
         doc["informed_adversary"] = (
             dict(self.informed_adversary) if self.informed_adversary is not None else None
         )
+        doc["before_after"] = dict(self.before_after) if self.before_after is not None else None
         doc["headline"] = dict(self.headline) if self.headline is not None else None
         doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
         doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
@@ -452,7 +457,11 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             )
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
-        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where}")
+        # average vs maximum (issue 33): what the measure is and what the threshold is set for
+        out["risk"]["kind"] = risk_kind_sentence(measure, threshold)
+        parts.append(
+            f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where} ({out['risk']['kind']})"
+        )
     informed = doc.get("informed_adversary")
     informed = dict(informed) if isinstance(informed, Mapping) else None
     unmeasured = [] if informed is not None else _unmeasured_columns(doc)

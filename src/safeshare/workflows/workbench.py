@@ -43,6 +43,8 @@ from safeshare.workflows.privacy_form import (
     posted_reason,
     privacy_form,
 )
+from safeshare.workflows.run_warnings import ShownWarning, run_warnings
+from safeshare.workflows.run_warnings import explanations as warning_explanations
 
 if TYPE_CHECKING:
     from safeshare.workflows.explore import (
@@ -94,6 +96,37 @@ def node_config(config: Mapping[str, Any], levels: Mapping[str, int]) -> dict[st
     }
     out["algorithm"] = "node"
     out["levels"] = {str(q): int(level) for q, level in levels.items()}
+    return out
+
+
+def accepted_warnings(config: Mapping[str, Any]) -> list[str]:
+    """The codes of a configuration's ``accept_warnings:`` (a list of codes, or one code)."""
+    value = config.get("accept_warnings")
+    codes = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(c) for c in codes]
+
+
+def accept_warnings(config: Mapping[str, Any], codes: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``config`` whose ``accept_warnings:`` lists ``codes`` (each a
+    :class:`~safeshare.warning_codes.WarningCode`, once, in the given order; the key is removed
+    when there is none): the custodian's acknowledgement of warnings that contradict the
+    certificate's headline (docs/report.md, "Acknowledged warnings"). An unknown code is an
+    :class:`InputError` naming the key; the whole configuration is validated by the run."""
+    from safeshare.warning_codes import warning_code
+
+    out = dict(config)
+    seen: list[str] = []
+    for code in codes:
+        try:
+            value = warning_code(str(code)).value
+        except ValueError as exc:
+            raise InputError(f"accept_warnings: {exc}") from None
+        if value not in seen:
+            seen.append(value)
+    if seen:
+        out["accept_warnings"] = seen
+    else:
+        out.pop("accept_warnings", None)
     return out
 
 
@@ -400,6 +433,9 @@ __all__ = [
     "ModelForm",
     "Monitor",
     "NodeFigures",
+    "ShownWarning",
+    "accept_warnings",
+    "accepted_warnings",
     "algorithms",
     "anonymize",
     "apply_privacy_form",
@@ -421,7 +457,9 @@ __all__ = [
     "profile",
     "risk_comparison",
     "roles",
+    "run_warnings",
     "source",
     "surveillance_defaults",
     "surveillance_simulate",
+    "warning_explanations",
 ]

@@ -34,6 +34,13 @@ function showState(box, state) {
   if (cancel) { cancel.disabled = state.status !== "running"; }
   const after = box.querySelector(".after");
   if (after) { after.hidden = state.status !== "done"; }
+  // the run's disclosure warnings, once it has ended (rendered by the server: ui/run_warnings.py)
+  const warnings = box.querySelector("[data-warnings]");
+  if (warnings && state.status !== "running" && !warnings.dataset.loaded) {
+    warnings.dataset.loaded = "1";
+    fetch(warnings.dataset.warnings, { credentials: "same-origin" }).then((r) => r.text())
+      .then((html) => { warnings.innerHTML = html; });
+  }
 }
 
 // Elements with data-poll-run follow a run; with data-reload the page reloads once the run's
@@ -233,6 +240,8 @@ document.querySelectorAll("table.sortable").forEach((table) => {
       const numeric = th.dataset.sort === "num";
       const dir = th.dataset.dir === "asc" ? -1 : 1;
       th.dataset.dir = dir === 1 ? "asc" : "desc";
+      table.querySelectorAll("th[data-sort]").forEach((other) => other.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
       rows.sort((a, b) => {
         const x = a.cells[index].textContent.trim(), y = b.cells[index].textContent.trim();
         return dir * (numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y));
