@@ -307,9 +307,6 @@ def print_release(release: Release) -> None:
             "risk (release)",
             f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,}{unit})",
         )
-    attacked = (report.get("certificate") or {}).get("attack")
-    if attacked:  # issue 34: the attack on the written release, beside B
-        table.add_row("attack (exact matching)", Text(attacked["verdict"]))
     table.add_row("search", report["why"])
     from safeshare.report.content import frontier_sentence
 
@@ -330,6 +327,8 @@ def print_release(release: Release) -> None:
             "the ledger only)",
         )
     certificate = report.get("certificate") or {}
+    if certificate.get("attack"):  # issue 34: the attack on the written release, beside B
+        table.add_row("attack (exact matching)", Text(certificate["attack"]["verdict"]))
     if certificate.get("approved_by"):
         table.add_row("approved by", certificate["approved_by"])
     if release.ledger_entry is not None:
