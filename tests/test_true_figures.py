@@ -218,6 +218,8 @@ VIEWS = (
     "workflows/local_release.py",
     "workflows/release_attack.py",
     "report/attack_section.py",
+    "workflows/before_after.py",
+    "workflows/coverage.py",
 )
 #: Figures that are not results: timings, and a refused computation's cost
 NOT_FIGURES = re.compile(r"elapsed_s|timings|GiB|seconds|days|synthetic records|value:,\.0f")

@@ -34,6 +34,7 @@ risk (estimate)       :func:`risk`                               :class:`RiskAss
 risk evaluate         :func:`risk_evaluate`                      :class:`RiskEvaluation`
 attack                :func:`attack`                             :class:`AttackResult`
 ledger verify         :func:`verify_ledger`                      :class:`LedgerVerification`
+certificate pdf       :func:`certificate_pdf`                    the PDF's :class:`~pathlib.Path`
 compare               :func:`compare`                            :class:`Comparison`
 ====================  =========================================  ==============================
 
@@ -63,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from safeshare.attack.result import AttackResult
     from safeshare.report.content import ReportWarning
+    from safeshare.report.pdf import certificate_pdf
     from safeshare.surveillance.release import SurveillanceRelease
     from safeshare.workflows import workbench
     from safeshare.workflows.anonymize import anonymize, anonymize_dry_run
@@ -116,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "inspect": "safeshare.workflows.inspection",
     "LedgerVerification": "safeshare.workflows.ledger",
     "verify_ledger": "safeshare.workflows.ledger",
+    "certificate_pdf": "safeshare.report.pdf",
     "Release": "safeshare.workflows.result",
     "Estimate": "safeshare.workflows.risk",
     "RiskAssessment": "safeshare.workflows.risk",
@@ -165,6 +168,7 @@ __all__ = [
     "anonymize",
     "anonymize_dry_run",
     "attack",
+    "certificate_pdf",
     "compare",
     "dp_experiment",
     "dp_params",

@@ -50,6 +50,11 @@ LAZY_GROUPS: dict[str, tuple[str, str, str]] = {
         "ledger_app",
         "The release ledger: one hash-chained line per published release.",
     ),
+    "certificate": (
+        "safeshare.cli.certificate",
+        "certificate_app",
+        "The release certificate: printed to a PDF.",
+    ),
 }
 
 

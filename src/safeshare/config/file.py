@@ -52,6 +52,8 @@ Example (paths are relative to the configuration file)::
     purpose: "..."              # what the release is for (the report's cover)
     ledger: releases.jsonl      # append every published release (hash chain; docs/report.md)
     approved_by: "J. Doe, privacy officer"   # required with ledger (--approved-by)
+    governance: {recipient: ..., release_model: non-public, ...}   # the certificate's context
+                                # and its coverage table (safeshare.config.governance)
 
 One model, validated once: :func:`load_config` reads the YAML (safely,
 :func:`safeshare.config_checks.read_yaml`), applies the overrides (the options of
@@ -86,6 +88,7 @@ from pydantic import (
 from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
 from safeshare.config.attack import AttackSection, attack_section
+from safeshare.config.governance import GovernanceSection, governance_section
 from safeshare.config.vocabulary import (
     DEFAULT_ROLES,
     METRICS,
@@ -506,6 +509,8 @@ class ConfigFile(Section):
     approved_by: Annotated[str | None, checked(check_text, allow_none=True)] = None
     #: ``attack:`` (issue 34): attack the written release with an identified frame; ``None`` is off
     attack: Annotated[AttackSection | None, BeforeValidator(attack_section)] = None
+    #: ``governance:`` (issue 33): recipient, release model, threat model, review, reviewers
+    governance: Annotated[GovernanceSection | None, BeforeValidator(governance_section)] = None
 
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -884,6 +889,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "dp": EpsilonSafeOptions,
     "local_recoding": LocalRecodingSection,
     "attack": AttackSection,
+    "governance": GovernanceSection,
 }
 
 

@@ -369,7 +369,7 @@ def frontier_sentence(frontier: Mapping[str, Any] | None) -> str | None:
     )
     return (
         f"{count}; {len(ties)} other{'s' if len(ties) != 1 else ''} share{'' if len(ties) != 1 else 's'} "
-        f"the optimum's {frontier['metric']} = {chosen['loss']:.6g} (the released node suppresses "
+        f"the optimum's {frontier['metric']} = {number(chosen['loss'], 6)} (the released node suppresses "
         f"{chosen['suppressed_records']:,} records): {others}. Tie-break: {frontier['tie_break']}"
     )
 

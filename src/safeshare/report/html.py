@@ -396,7 +396,7 @@ def _before_after(doc: dict[str, Any]) -> dict[str, Any] | None:
                 "skipped": col.get("skipped"),
                 "summary": (
                     f"{len(col['categories'])} categories of at least {ba['small_cell']} records; "
-                    f"most lost: {worst:.1%}"
+                    f"most lost: {percent(worst)}"
                 ),
                 "flagged": worst > share,
                 "rows": [
@@ -404,14 +404,14 @@ def _before_after(doc: dict[str, Any]) -> dict[str, Any] | None:
                         "value": c["value"],
                         "before": f"{c['before']:,}",
                         "after": f"{c['after']:,}",
-                        "lost": f"{c['lost']:.1%}",
+                        "lost": percent(c["lost"]),
                         "flagged": c is not col.get("small") and c["lost"] > share,
                     }
                     for c in cats
                 ],
             }
         )
-    return {"share": f"{share:.0%}", "small_cell": ba["small_cell"], "columns": columns, "notes": ba["notes"]}
+    return {"share": percent(share), "small_cell": ba["small_cell"], "columns": columns, "notes": ba["notes"]}
 
 
 def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -641,7 +641,34 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
         "hashes": [(f["role"], f["path"], _digest(doc, i, f)) for i, f in hashes],
         "approved_by": cert.get("approved_by"),
         "ledger": cert.get("ledger"),
+        "governance": _governance_rows(cert.get("governance")),
+        "second_reviewer": (cert.get("governance") or {}).get("second_reviewer"),
+        "coverage": cert.get("coverage"),
     }
+
+
+#: The governance fields as the certificate names them, in order.
+GOVERNANCE_ROWS = (
+    ("recipient", "recipient"),
+    ("recipient_kind", "recipient is"),
+    ("release_model", "release model"),
+    ("invasiveness", "invasion of privacy"),
+    ("review_date", "review date"),
+    ("expiry_date", "expiry date"),
+    ("second_reviewer", "second reviewer"),
+    ("credentials", "expert's credentials"),
+)
+
+
+def _governance_rows(gov: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The certificate's context rows (report.json's ``certificate.governance``); a field not
+    given says so."""
+    if gov is None:
+        return [("governance", "not given (governance: in the configuration; see the coverage table)")]
+    rows = [(title, str(gov.get(key) or "not given")) for key, title in GOVERNANCE_ROWS]
+    threat = gov.get("threat_model") or {}
+    rows += [(f"threat: {q}", str(threat.get(q) or "not given")) for q in ("motives", "capacity", "controls")]
+    return rows
 
 
 #: What the report says in place of the SHA-256 of a file whose digest is not published.
@@ -756,8 +783,9 @@ def _verification_people(ver: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def render_report(doc: dict[str, Any]) -> str:
-    """Render ``report.json``'s content as a standalone HTML page."""
+def render_report(doc: dict[str, Any], only_certificate: bool = False) -> str:
+    """Render ``report.json``'s content as a standalone HTML page (``only_certificate``: the
+    certificate alone, the page :mod:`safeshare.report.pdf` prints)."""
     hist = doc.get("class_size_histogram", [])
     histogram = (
         Markup(  # svg.py escapes its own text
@@ -815,5 +843,6 @@ def render_report(doc: dict[str, Any]) -> str:
             ("failures", "; ".join(ver.get("failures", [])) or "none"),
         ],
         "timings": [(k, f"{float(v):.3f}") for k, v in doc.get("elapsed_s", {}).items()],
+        "only_certificate": only_certificate,
     }
     return environment().get_template("report.html.j2").render(context)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from safeshare.data.schema import Role
+from safeshare.figures import percent
 from safeshare.report.content import ReportWarning
 from safeshare.warning_codes import WarningCode
 
@@ -113,7 +114,7 @@ class BeforeAfter:
             worst = max(c.lost for c in cats)
             listed = "; ".join(
                 f"{c.value!r}: {c.before:,} records in the input, {c.after:,} released "
-                f"({c.lost:.0%} suppressed)"
+                f"({percent(c.lost)} suppressed)"
                 for c in cats[:5]
             )
             more = f" and {len(cats) - 5} more" if len(cats) > 5 else ""
@@ -121,10 +122,9 @@ class BeforeAfter:
             out.append(
                 ReportWarning(
                     WarningCode.SUBGROUP_SUPPRESSED,
-                    f"column {column!r}: {len(cats)} {lose} "
-                    "more than "
-                    f"{self.loss_share:.0%} of their records ({listed}{more}): an analysis of that subgroup "
-                    "on the release is biased or impossible; relax the model that suppresses them, "
+                    f"column {column!r}: {len(cats)} {lose} more than {percent(self.loss_share)} of "
+                    f"their records ({listed}{more}): an analysis of that subgroup on the release is "
+                    "biased or impossible; relax the model that suppresses them, "
                     "generalize that column further, or say so to the recipient",
                     (column,),
                     worst,

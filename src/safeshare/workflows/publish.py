@@ -41,6 +41,7 @@ from safeshare.report.content import report_warnings
 from safeshare.verify import Expectations, Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.certificate import risk_certificate
+from safeshare.workflows.coverage import coverage
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.local_release import PublishedLocalRelease
 from safeshare.workflows.persons import people_certificate, person_warnings
@@ -185,8 +186,7 @@ def _write(
         release = _describe(plan, engine, fmt, delimiter, context, verification, out_dir, timings)
     else:  # the risk section on a second thread while the engine writes (stage_and_build)
         release = stage_and_build(plan, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
-    _attest(release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter)
-    _add_before_after(release, plan, engine, stage / release_name(fmt), fmt, delimiter)
+    _attest(release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter, engine)
     write_reports(release, stage, html)
     return release
 
@@ -200,6 +200,7 @@ def _attest(
     out_dir: Path | None = None,
     fmt: OutputFormat = "csv",
     delimiter: str = ",",
+    engine: Engine | None = None,
 ) -> None:
     """What a privacy officer signs, added to ``release``: the report's warnings, the headline and
     the certificate; for a release written at ``staged`` (and verified against ``expected``) also
@@ -209,6 +210,8 @@ def _attest(
     if staged is not None:
         assert plan is not None and expected is not None and out_dir is not None
         _add_disclosure_and_evidence(release, context, plan, expected, staged, out_dir, fmt, delimiter)
+        if engine is not None:  # utility before and after, over the written file (issue 33)
+            _add_before_after(release, plan, engine, staged, fmt, delimiter)
     # the headline states a per-record bound only where it holds against the informed adversary
     release.headline = headline(release.report, context.threshold_reason)
     release.certificate = {
@@ -221,6 +224,9 @@ def _attest(
         **risk_certificate(release, context),  # N, its source, the band, the spread (issue 33)
     }
     attack_written_release(release, context.attack, staged)  # issue 34: the attack beside B
+    # the context and the clause-by-clause coverage of the standards, last: it reads the rest
+    release.certificate = {**(release.certificate or {}), "governance": context.governance}
+    release.certificate = {**release.certificate, "coverage": coverage(release.report)}
 
 
 def _add_before_after(

@@ -122,6 +122,8 @@ class ReleaseContext:
     ledger_path: Path | None = None
     #: the key file (a ledger may not be it)
     key_path: Path | None = None
+    #: ``governance:`` as the certificate shows it (``GovernanceSection.to_dict()``; ``None``: none)
+    governance: Mapping[str, Any] | None = None
     #: the attack on the written release (``attack:``; a ``ReleaseAttack`` prepared before the
     #: search by :func:`safeshare.workflows.release_attack.prepare_release_attack`), or ``None``
     attack: Any = None
@@ -163,6 +165,7 @@ class ReleaseContext:
             inputs=(cfg.source.path,) if cfg.source.table is None else (),
             ledger_path=ledger,
             key_path=cfg.key_path,
+            governance=cfg.governance.to_dict() if getattr(cfg, "governance", None) is not None else None,
         )
         for name, value in fields.items():
             setattr(context, name, value)
