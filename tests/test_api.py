@@ -198,6 +198,13 @@ WALK: dict[str, tuple[Any, Any]] = {
         100_000,
         lambda r: r["risk"]["population_size"] == 100_000 and "estimated" in r["risk"]["population"],
     ),
+    "population": (  # issue 33: N and its source, on the certificate
+        {"size": 100_000, "source": "census"},
+        lambda r: (
+            r["risk"]["population_size"] == 100_000
+            and r["certificate"]["population"] == {"size": 100_000, "source": "census", "assumed": False}
+        ),
+    ),
     "prec_weights": ({"age": 2.0}, lambda r: r["provenance"]["settings"]["prec_weights"] == {"age": 2.0}),
     "engine": ("duckdb", lambda r: r["engine"] == "duckdb"),
     "spark": ({"app_name": "walk"}, lambda r: r["provenance"]["settings"]["spark"]["app_name"] == "walk"),

@@ -11,7 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from safeshare.figures import number
 from safeshare.report.html import format_figure, value_at
+from safeshare.report.risk_certificate import risk_certificate_text
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import choice, make_estimator
 from safeshare.risk.release_risk import histogram_estimators
@@ -113,6 +115,11 @@ def test_certificate_with_a_stated_population(tmp_path: Path, capsys: pytest.Cap
     assert spread["spread"] == pytest.approx(max(values) - min(values))
     assert cert["risk_kind"]["text"] == risk_kind_sentence("B", threshold)
     _check_html(out, report)
+    terminal = dict(risk_certificate_text(report))  # the terminal's rows: the same figures
+    assert terminal["population N"] == "40,000 (source: census 1990, table P1)"
+    assert f"N = 20,000: {number(band['B_at_half_N'])}" in terminal["B as N changes"]
+    assert f"N = 80,000: {number(band['B_at_double_N'])}" in terminal["B as N changes"]
+    assert terminal["estimators"].startswith(f"B from {number(spread['min'])} to {number(spread['max'])}")
 
 
 def test_certificate_without_a_population(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

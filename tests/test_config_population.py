@@ -77,3 +77,18 @@ def test_overrides(tmp_path: Path) -> None:
     assert cfg.population == Population(8000, "registry")
     with pytest.raises(ConfigError, match="--population-source: says where N comes from: give N too"):
         load_config(path, population_source="registry")
+
+
+def test_the_workbench_form_edits_population_size() -> None:
+    """The Privacy screen's population_size field shows and edits population.size, keeping the
+    source; saving it unchanged leaves the mapping unchanged; emptying it drops the population."""
+    from safeshare.workflows.privacy_form import apply_privacy_form, privacy_form
+
+    config = {"privacy": {"k-anonymity": {"k": 5}}, "population": {"size": 5000, "source": "census"}}
+    _, options = privacy_form(config)
+    (field,) = [f for f in options if f.key == "population_size"]
+    assert field.text == "5000"
+    assert apply_privacy_form(config, {}) == config
+    changed = apply_privacy_form(config, {field.name: "7000"})
+    assert changed["population"] == {"size": 7000, "source": "census"} and "population_size" not in changed
+    assert "population" not in apply_privacy_form(config, {field.name: ""})

@@ -238,6 +238,8 @@ def print_release(release: Release) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from safeshare.report.risk_certificate import risk_certificate_text
+
     report = release.report
     title = "safeshare: release verified" if release.verified else "safeshare: release (not written)"
     table = Table(title=title, show_header=False, title_justify="left")
@@ -307,6 +309,8 @@ def print_release(release: Release) -> None:
             "risk (release)",
             f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,}{unit})",
         )
+    for what, text in risk_certificate_text(report):  # issue 33: N's source, the band, the spread
+        table.add_row(what, Text(text))
     table.add_row("search", report["why"])
     from safeshare.report.content import frontier_sentence
 

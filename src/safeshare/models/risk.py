@@ -63,6 +63,7 @@ from safeshare.models.base import BoolArray, NodePrivacyModel, PrivacyModel
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD
+from safeshare.risk.population import Population
 from safeshare.risk.release_risk import MEASURES, USES, ReleaseRisk, RiskValue, check_estimator
 
 
@@ -114,8 +115,9 @@ class RiskThreshold(NodePrivacyModel):
         self._risks: dict[int, ReleaseRisk] = {}
 
     def population(self, table: FrequencyTable) -> int:
-        """``N``: the configured population size, or the input's record count."""
-        return table.n_records if self.population_size is None else self.population_size
+        """``N``: the configured population size, or the input's record count (no N: the input is
+        the population, :class:`~safeshare.risk.population.Population`)."""
+        return Population.of(self.population_size).resolve(table.n_records)
 
     def risk(self, table: FrequencyTable) -> ReleaseRisk:
         """The measure for ``table``'s population, with its estimate cache and counters."""
@@ -135,12 +137,8 @@ class RiskThreshold(NodePrivacyModel):
         return out
 
     def validate(self, table: FrequencyTable) -> None:
+        Population.of(self.population_size).check(table.n_records, "input", "records", "risk population_size")
         N = self.population(table)
-        if table.n_records > N:
-            raise InputError(
-                f"risk population_size {self.population_size} is smaller than the input "
-                f"({table.n_records} records)"
-            )
         if self.measure in ("B", "A") and self.threshold < 1.0 / N * (1 - TOLERANCE):
             raise InputError(
                 f"risk threshold {self.threshold:g} is below 1/N = {1.0 / N:.3g} (N = {N:,}): "
@@ -235,11 +233,7 @@ class RecordRiskThreshold(PrivacyModel):
         return classes.records_in_classes_smaller_than(self.floor(table.n_records))
 
     def validate(self, table: FrequencyTable) -> None:
-        if self.population_size is not None and table.n_records > self.population_size:
-            raise InputError(
-                f"risk population_size {self.population_size} is smaller than the input "
-                f"({table.n_records} records)"
-            )
+        Population.of(self.population_size).check(table.n_records, "input", "records", "risk population_size")
         if self.floor(table.n_records) > table.n_records:
             raise InputError(
                 f"risk threshold {self.threshold:g} (measure record) needs classes of at least "

@@ -98,4 +98,43 @@ def risk_certificate_rows(doc: dict[str, Any], figure: Figure) -> list[tuple[str
     return rows
 
 
-__all__ = ["risk_certificate_rows"]
+def risk_certificate_text(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The same block as plain text rows for the terminal (``safeshare anonymize``): N and its
+    source, B at N/2, N, 2N with the crossing, the estimators' range; none without a certificate."""
+    from safeshare.figures import count, number
+
+    cert = doc.get("certificate")
+    if not isinstance(cert, dict):
+        return []
+    rows: list[tuple[str, str]] = []
+    population = cert.get("population")
+    if isinstance(population, dict) and population.get("size") is not None:
+        how = (
+            "assumed: the input is the whole population"
+            if population.get("assumed")
+            else f"source: {population.get('source')}"
+        )
+        rows.append(("population N", f"{count(population['size'])} ({how})"))
+    band = cert.get("sensitivity")
+    if isinstance(band, dict):
+        shown = ", ".join(
+            f"N = {count(p['N'])}: {'n/a' if p.get('B') is None else number(p['B'])}"
+            for p in band.get("points") or []
+        )
+        crossing = (band.get("crossing") or {}).get("text") or ""
+        rows.append(("B as N changes", f"{shown} ({band.get('estimator')}); {crossing}"))
+    spread = cert.get("estimators")
+    if isinstance(spread, dict) and spread.get("min") is not None:
+        above = ", ".join(spread.get("above_threshold") or []) or "none"
+        rows.append(
+            (
+                "estimators",
+                f"B from {number(spread['min'])} to {number(spread['max'])} at n/N = "
+                f"{number(spread['sampling_fraction'])}; above {number(spread['threshold'])}: {above}; "
+                f"recommended there: {spread.get('recommended')}",
+            )
+        )
+    return rows
+
+
+__all__ = ["risk_certificate_rows", "risk_certificate_text"]

@@ -141,13 +141,14 @@ def crossing(classes: ReleasedClasses, N: int, estimator: str, threshold: float)
         else:
             lo = mid
     out.update(N=hi, B=b.B)
-    side = "at most" if hi <= int(N) else "above"
-    out["text"] = (
-        f"B would reach {threshold:g} at N = {hi:,}: with the given N = {int(N):,} "
-        f"B is {side} the threshold; "
-        f"{'a smaller' if hi <= int(N) else 'a larger'} population than {hi:,} "
-        f"{'would put B above it' if hi <= int(N) else 'is needed to bring B to it'}"
-    )
+    given = int(N)
+    if hi <= given:
+        out["text"] = (
+            f"B <= {threshold:g} for N >= {hi:,} (the given N = {given:,} is {given / hi:.3g} times that); "
+            f"a population below {hi:,} would put B above the threshold"
+        )
+    else:
+        out["text"] = f"B <= {threshold:g} needs N >= {hi:,}, {hi / given:.3g} times the given N = {given:,}"
     return out
 
 

@@ -259,6 +259,8 @@ def _shown_option(field: Field, config: Mapping[str, Any], reason: str | None) -
         return replace(field, text=text_of(_section(recoding).get("rounds")))
     if field.key == "threshold_reason" and config.get("threshold_reason") is None:
         return replace(field, text=reason or "")
+    if field.key == "population_size" and isinstance(config.get("population"), Mapping):
+        return _shown(field, {"population_size": config["population"].get("size")})  # issue 33
     return _shown(field, config)
 
 
@@ -341,6 +343,13 @@ def _apply_options(
             continue
         text = _posted(form, field)
         if text == field.text.strip():
+            continue
+        section = config.get("population")
+        if field.key == "population_size" and isinstance(section, Mapping):  # population: {size, source}
+            if text:
+                out["population"] = {**section, "size": parse_text(field, text)}
+            else:  # no N: the input is the population (its source goes with it)
+                out.pop("population", None)
             continue
         if not text:  # a changed option is written, even at its default (algorithm: ola)
             out.pop(field.key, None)
