@@ -228,6 +228,14 @@ WALK: dict[str, tuple[Any, Any]] = {
     "approved_by": ("A. Officer", lambda r: r["certificate"]["approved_by"] == "A. Officer"),
     # issue 32: k and the risk in people (one record per person here)
     "person": ("id", lambda r: (r.get("people") or {}).get("column") == "id"),
+    # issue 34: checked before the search; a described release is not attacked (it is not written)
+    "attack": (
+        {"frame": "d.csv", "methods": ["exact"]},
+        lambda r: (
+            r["provenance"]["settings"]["attack"]["frame"]["path"] == "d.csv"
+            and r["attack"]["skipped"].startswith("the release was not written")
+        ),
+    ),
 }
 
 #: (key, algorithm) pairs that are refused, with the reason (not silently dropped).

@@ -49,6 +49,7 @@ SEARCH_KEYS = (
     "why",
     "checked_nodes",
     "minimal_nodes",
+    "frontier",  # the search's own frontier: a fixed node has none to compare
     "qualifies",
     "requested_node",
     "config",

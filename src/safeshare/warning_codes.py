@@ -27,6 +27,8 @@ code                            what it says
 ``linked-profiles``             a person's records are linkable in the release (a kept pseudonym
                                 or the person key): people whose combination of released classes
                                 fewer than k others share (issue 32)
+``subgroup-suppressed``         a category of a column (at least 11 input records) loses more
+                                than half of its records to suppression (issue 33)
 ==============================  ==============================================================
 
 The two structured warnings, :class:`safeshare.report.content.ReportWarning` and
@@ -54,6 +56,7 @@ class WarningCode(StrEnum):
     COARSE_PSEUDONYM_IDENTIFYING = "coarse-pseudonym-identifying"
     LIKELY_REPEATED_PERSONS = "likely-repeated-persons"
     LINKED_PROFILES = "linked-profiles"
+    SUBGROUP_SUPPRESSED = "subgroup-suppressed"
 
 
 #: The spelling of every code: lower-case words (letters, digits) joined by single hyphens.

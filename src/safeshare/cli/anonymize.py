@@ -143,6 +143,13 @@ def anonymize(
             "from (default: the input is the whole population).",
         ),
     ] = None,
+    population_source: Annotated[
+        str | None,
+        typer.Option(
+            "--population-source",
+            help="Where N comes from (e.g. 'census 2021, table X'): shown on the certificate beside N.",
+        ),
+    ] = None,
     threshold_reason: Annotated[
         str | None,
         typer.Option(
@@ -152,6 +159,14 @@ def anonymize(
     ] = None,
     purpose: Annotated[
         str | None, typer.Option("--purpose", help="What the release is for (the report's cover).")
+    ] = None,
+    attack_frame: Annotated[
+        Path | None,
+        typer.Option(
+            "--attack-frame",
+            help="Attack the written release with this identified frame (attack.frame; the "
+            "certificate shows the attack beside B).",
+        ),
     ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
@@ -187,8 +202,10 @@ def anonymize(
         "ledger": ledger,
         "approved_by": approved_by,
         "population_size": population_size,
+        "population_source": population_source,
         "threshold_reason": threshold_reason,
         "purpose": purpose,
+        "attack_frame": attack_frame,
     }
     monitor = ConsoleMonitor(quiet or as_json)
     if dry_run:
@@ -290,7 +307,15 @@ def print_release(release: Release) -> None:
             "risk (release)",
             f"B {'n/a' if b is None else number(b)} ({how}, N = {risk['population_size']:,}{unit})",
         )
+    attacked = (report.get("certificate") or {}).get("attack")
+    if attacked:  # issue 34: the attack on the written release, beside B
+        table.add_row("attack (exact matching)", Text(attacked["verdict"]))
     table.add_row("search", report["why"])
+    from safeshare.report.content import frontier_sentence
+
+    ties = frontier_sentence(report.get("frontier"))
+    if ties is not None:
+        table.add_row("minimal nodes", Text(ties))
     for warning in release.warnings:
         # Text, not markup: a message quotes labels of the data ("[20-30[") and names a code
         table.add_row("warning", Text(f"{warning.code}: {warning.message}"), style="yellow")

@@ -41,7 +41,9 @@ Example (paths are relative to the configuration file)::
     local_recoding: {rounds: 100}   # release what the optimal node suppresses, in rounds
                                     # (docs/anonymization.md; `true` alone: the default rounds)
     knowledge: {capital-gain: 0.01}   # report m-concealing of the release (docs/m-concealing.md)
-    population_size: 1000000    # N of the report's risk section (default: the input is the population)
+    population: {size: 1000000, source: "census 2021, table X"}   # N of the risk figures and where
+                                # it comes from (default: the input is the population);
+                                # population_size: 1000000 alone is N without a stated source
     engine: memory              # memory | duckdb | spark
     spark: {master: "local[2]", app_name: safeshare, executor_memory: 2g, shuffle_partitions: 8}
     duckdb: {memory_limit: 2GB, threads: 2}   # DuckDB engine; default: from the machine
@@ -83,6 +85,7 @@ from pydantic import (
 
 from safeshare.app_runner import to_json
 from safeshare.config.algorithms import ALGORITHMS, algorithm, config_keys, local_recoding_algorithms
+from safeshare.config.attack import AttackSection, attack_section
 from safeshare.config.vocabulary import (
     DEFAULT_ROLES,
     METRICS,
@@ -122,6 +125,7 @@ if TYPE_CHECKING:
     from safeshare.data.schema import HierarchySpec, Schema
     from safeshare.data.source import TableSource
     from safeshare.models.base import PrivacyModel
+    from safeshare.risk.population import Population
 
 # Validating a configuration imports no data, model or search module (a mistake is reported
 # in a fraction of a second): what builds the run's objects (the input, the schema with its
@@ -143,6 +147,7 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "max_evaluations": ("max_evaluations",),
     "exact_max_nodes": ("exact_max_nodes",),
     "population_size": ("population_size",),
+    "population_source": ("population", "source"),
     "person": ("person",),
     "duckdb_memory_limit": ("duckdb", "memory_limit"),
     "duckdb_threads": ("duckdb", "threads"),
@@ -154,12 +159,13 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "approved_by": ("approved_by",),
     "threshold_reason": ("threshold_reason",),
     "purpose": ("purpose",),
+    "attack_frame": ("attack", "frame"),
     **{("utility_function" if key == "utility" else key): ("dp", key) for key in DP_OPTIONS},
 }
 
 
 #: Overrides that are paths: relative to the working directory (in the file: to the file's directory).
-PATH_OVERRIDES = frozenset({"key_file", "ledger"})
+PATH_OVERRIDES = frozenset({"key_file", "ledger", "attack_frame"})
 
 
 def option_name(keyword: str) -> str:
@@ -193,6 +199,16 @@ def _local_recoding(value: Any) -> Any:
 
 def _ragged(value: Any, where: str) -> str:
     return choice("error", "pad")(value, where)
+
+
+class PopulationSection(Section):
+    """``population:``, the population the input was drawn from (issue 33): ``size`` (N of the
+    risk figures) and ``source``, where that number comes from (e.g. "census 2021, table X"; the
+    certificate shows it beside N). :attr:`ConfigFile.population` gives the run's
+    :class:`~safeshare.risk.population.Population`."""
+
+    size: PositiveInt
+    source: Annotated[str | None, checked(check_text, allow_none=True)] = None
 
 
 class InputSection(Section):
@@ -459,6 +475,11 @@ class ConfigFile(Section):
     ] = None
     #: ``population_size:``, N of the report's risk section (:attr:`population_size` gives the N used)
     population_size_key: PositiveInt | None = Field(default=None, alias="population_size")
+    #: ``population: {size, source}`` (issue 33; with ``population_size:`` too: refused)
+    population_section: Annotated[
+        PopulationSection | None,
+        _mapping_or_empty("expected a mapping such as population: {size: 1000000, source: 'census 2021'}"),
+    ] = Field(default=None, alias="population")
     prec_weights: Annotated[
         dict[str, Number], _mapping_or_empty("expected a mapping of quasi-identifier -> number")
     ] = Field(default_factory=dict)
@@ -483,6 +504,8 @@ class ConfigFile(Section):
     ledger: Annotated[str | None, checked(check_text, allow_none=True)] = None
     #: Who approved the release (the report's cover and the ledger entry; required with ``ledger``).
     approved_by: Annotated[str | None, checked(check_text, allow_none=True)] = None
+    #: ``attack:`` (issue 34): attack the written release with an identified frame; ``None`` is off
+    attack: Annotated[AttackSection | None, BeforeValidator(attack_section)] = None
 
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -725,7 +748,19 @@ class ConfigFile(Section):
         ``None``: the input is the whole population."""
         risk = [m for m in self.privacy if m.name == "risk"]
         from_model = getattr(risk[0], "population_size", None) if risk else None
+        if self.population_section is not None:
+            return self.population_section.size
         return self.population_size_key if self.population_size_key is not None else from_model
+
+    @property
+    def population(self) -> Population:
+        """The run's population (:class:`~safeshare.risk.population.Population`): N
+        (:attr:`population_size`) and its source (``population.source``; "not stated" for an N
+        given as ``population_size:`` or by the risk model)."""
+        from safeshare.risk.population import Population
+
+        section = self.population_section
+        return Population.of(self.population_size, section.source if section is not None else None)
 
     def algorithm_options(self) -> dict[str, Any]:
         """The search strategy's options from the configuration (epsilon-safe: ``{"params": ...}``)."""
@@ -795,7 +830,7 @@ def _check_local_recoding(cfg: ConfigFile) -> None:
 
 #: Keys whose text values are file paths (relative to the configuration's folder): the input,
 #: a hierarchy file, a builder's file, the ledger, small-cells' population table.
-PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population"})
+PATH_KEYS = frozenset({"path", "file", "hierarchy", "ledger", "population", "frame", "control"})
 
 
 def _portable(value: Any, base: Path, key: str | None = None) -> Any:
@@ -848,6 +883,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "spark": SparkSection,
     "dp": EpsilonSafeOptions,
     "local_recoding": LocalRecodingSection,
+    "attack": AttackSection,
 }
 
 
@@ -869,7 +905,9 @@ def _with_overrides(
     out = dict(raw)
     options: dict[str, str] = {}
     # --rounds last: it needs --local-recoding (or the file's local_recoding:) to be on
-    for keyword, value in sorted(overrides.items(), key=lambda item: item[0] == "rounds"):
+    # --population-source after --population-size: it moves N into population: {size, source}
+    last = ("rounds", "population_source")
+    for keyword, value in sorted(overrides.items(), key=lambda item: (item[0] in last, item[0] == last[1])):
         if keyword not in OVERRIDES:
             close = [k for k in OVERRIDES if k.replace("_", "") == keyword.replace("_", "")]
             hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {', '.join(OVERRIDES)}"
@@ -887,6 +925,19 @@ def _with_overrides(
                 if not (isinstance(name, str) and model_name(name) == "k-anonymity")
             }
             out["privacy"] = {"k-anonymity": {"k": value}, **models}
+        elif keyword == "population_size" and isinstance(out.get("population"), Mapping):
+            path = ("population", "size")  # the file's population: {size, source}: its size replaced
+            _set(out, path, value)
+        elif keyword == "population_source" and "population" not in out:
+            size = out.pop("population_size", None)  # N given as population_size (or --population-size)
+            if size is None:
+                raise ConfigError(
+                    f"{option_name(keyword)}: says where N comes from: give N too (--population-size, "
+                    "or population: {size: ..., source: ...} in the configuration)"
+                )
+            out["population"] = {"size": size, "source": value}
+            if "population_size" in options:
+                options["population.size"] = options.pop("population_size")
         elif keyword == "local_recoding" and value is True and isinstance(out.get(keyword), Mapping):
             pass  # the file's rounds stay
         elif keyword == "rounds" and out.get("local_recoding") in (None, False):
@@ -1019,6 +1070,19 @@ def _check_epsilon_safe(
 def _check_population_size(cfg: ConfigFile) -> None:
     from_model = next((getattr(m, "population_size", None) for m in cfg.privacy if m.name == "risk"), None)
     given = cfg.population_size_key
+    section = cfg.population_section
+    if section is not None and given is not None:
+        raise ConfigError(
+            f"{cfg.path}: population_size: given with population: {{size, source}}; keep one "
+            "(population.size is N, population.source where it comes from)"
+        )
+    if section is not None:
+        if from_model is not None and from_model != section.size:
+            raise ConfigError(
+                f"{cfg.path}: population.size: {section.size} differs from privacy.risk.population_size "
+                f"{from_model}"
+            )
+        return
     if given is not None and from_model is not None and from_model != given:
         raise ConfigError(
             f"{cfg.path}: population_size: {given} differs from privacy.risk.population_size {from_model}"

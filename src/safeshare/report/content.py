@@ -350,3 +350,31 @@ def risk_rows(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         "unit": "people" if people else "records",
         "rows": rows,
     }
+
+
+def frontier_sentence(frontier: Mapping[str, Any] | None) -> str | None:
+    """One sentence on the minimal frontier's ties at the optimum (issue 33), for every view;
+    ``None`` without a frontier. Names each tying node's suppression beside the chosen one's and
+    the tie-break rule, so a reader sees that the choice among them is the rule's."""
+    if not frontier:
+        return None
+    nodes = frontier["nodes"]
+    chosen = next((n for n in nodes if n["chosen"]), None)
+    ties = [n for n in nodes if n["tie"] and not n["chosen"]]
+    count = f"{frontier['count']:,} minimal node{'s' if frontier['count'] != 1 else ''}"
+    if chosen is None or not ties:
+        return f"{count}; no other shares the optimum's loss"
+    others = "; ".join(
+        f"{_levels_text(n['levels'])} suppresses {n['suppressed_records']:,} records" for n in ties
+    )
+    return (
+        f"{count}; {len(ties)} other{'s' if len(ties) != 1 else ''} share{'' if len(ties) != 1 else 's'} "
+        f"the optimum's {frontier['metric']} = {chosen['loss']:.6g} (the released node suppresses "
+        f"{chosen['suppressed_records']:,} records): {others}. Tie-break: {frontier['tie_break']}"
+    )
+
+
+def _levels_text(levels: Mapping[str, int]) -> str:
+    """The levels of a node above 0, e.g. ``age 2, education 2`` (``all at level 0`` if none)."""
+    raised = [f"{q} {lv}" for q, lv in levels.items() if lv]
+    return ", ".join(raised) if raised else "all at level 0"

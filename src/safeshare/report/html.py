@@ -23,7 +23,9 @@ from markupsafe import Markup
 
 from safeshare.figures import against, count, number, percent
 from safeshare.metrics.loss import weights_text
-from safeshare.report.content import describe_search, released_level, risk_rows
+from safeshare.report.attack_section import attack_section, certificate_rows
+from safeshare.report.content import describe_search, frontier_sentence, released_level, risk_rows
+from safeshare.report.risk_certificate import risk_certificate_rows
 from safeshare.report.svg import CSS, bar_chart, line_chart
 
 METRIC_TITLES = {
@@ -345,6 +347,73 @@ def _tradeoff(doc: dict[str, Any]) -> dict[str, Any] | None:
     return {"chart": Markup(chart), "rows": rows}  # svg.py escapes its own text
 
 
+#: Rows of the minimal-nodes table: every tie and at least this many nodes of least loss.
+FRONTIER_ROWS = 10
+
+
+def _frontier(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The minimal nodes of least loss with their suppression and the ties at the optimum, with
+    the sentence every view shows (:func:`~safeshare.report.content.frontier_sentence`)."""
+    frontier = doc.get("frontier")
+    if not frontier:
+        return None
+    nodes = frontier["nodes"]
+    shown = [n for i, n in enumerate(nodes) if i < FRONTIER_ROWS or n["tie"] or n["chosen"]]
+    return {
+        "sentence": frontier_sentence(frontier),
+        "metric": frontier["metric"],
+        "count": f"{frontier['count']:,}",
+        "shown": len(shown),
+        "rows": [
+            {
+                "node": "[" + ", ".join(str(v) for v in n["node"]) + "]",
+                "levels": ", ".join(f"{q} {lv}" for q, lv in n["levels"].items() if lv) or "none",
+                "loss": _num(n["loss"]),
+                "suppressed": f"{n['suppressed_records']:,}",
+                "chosen": n["chosen"],
+                "tie": n["tie"],
+            }
+            for n in shown
+        ],
+    }
+
+
+def _before_after(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Per column: its categories' records in the input and released, the share lost, flagged
+    above the warning's share (report.json's ``before_after``)."""
+    ba = doc.get("before_after")
+    if not ba:
+        return None
+    share = float(ba["loss_share"])
+    columns = []
+    for col in ba["columns"]:
+        cats = [*col["categories"], *([col["small"]] if col.get("small") else [])]
+        worst = max((c["lost"] for c in col["categories"]), default=0.0)
+        columns.append(
+            {
+                "column": col["column"],
+                "role": col["role"],
+                "skipped": col.get("skipped"),
+                "summary": (
+                    f"{len(col['categories'])} categories of at least {ba['small_cell']} records; "
+                    f"most lost: {worst:.1%}"
+                ),
+                "flagged": worst > share,
+                "rows": [
+                    {
+                        "value": c["value"],
+                        "before": f"{c['before']:,}",
+                        "after": f"{c['after']:,}",
+                        "lost": f"{c['lost']:.1%}",
+                        "flagged": c is not col.get("small") and c["lost"] > share,
+                    }
+                    for c in cats
+                ],
+            }
+        )
+    return {"share": f"{share:.0%}", "small_cell": ba["small_cell"], "columns": columns, "notes": ba["notes"]}
+
+
 def _loss_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     loss = doc.get("loss", {})
     rows = []
@@ -558,6 +627,7 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
             )
         )
     rows.append(("result", (doc.get("headline") or {}).get("text") or "–"))
+    rows += certificate_rows(doc, figure)  # issue 34: the attack beside B
     rows.append(
         ("verified", "yes: re-checked independently on the written file" if doc.get("verified") else "no")
     )
@@ -721,6 +791,7 @@ def render_report(doc: dict[str, Any]) -> str:
         ],
         "headline": _headline(doc),
         "certificate": _certificate(doc),
+        "risk_certificate": risk_certificate_rows(doc, figure),  # issue 33: N, band, spread
         "evidence": _evidence(doc),
         "rechecked": _rechecked(doc),
         "privacy": _privacy_rows(doc),
@@ -728,11 +799,14 @@ def render_report(doc: dict[str, Any]) -> str:
         "columns": _column_rows(doc),
         "generalization": _generalization_rows(doc),
         "search": describe_search(doc) if "algorithm" in doc else None,
+        "frontier": _frontier(doc),
+        "before_after": _before_after(doc),
         "local": _local_recoding(doc),
         "loss": _loss_rows(doc),
         "histogram": histogram,
         "tradeoff": _tradeoff(doc),
         "risk": _risk(doc),
+        "attack": attack_section(doc, figure),
         "verification": [
             ("passed", str(ver.get("passed"))),
             ("records in the release", _num(ver.get("records_out", 0))),

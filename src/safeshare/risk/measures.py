@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.errors import DataError, InputError
+from safeshare.risk.population import check_population
 
 DEFAULT_THRESHOLD = 0.09
 """The paper's acceptable sample-to-population risk (§1, §4.3)."""
@@ -165,8 +166,7 @@ def risk_measures(
         raise InputError(f"threshold: expected a probability in (0, 1], got {threshold}")
     n = int(f.sum())
     J = int(f.size)
-    if population_size is not None and population_size < n:
-        raise InputError(f"population size {population_size} is smaller than the sample ({n} records)")
+    check_population(population_size, n)
     inv_f = 1.0 / f
     pk_values = {int(k): float(pk_share(f, int(k))) for k in pk}
     out: dict[str, Any] = {

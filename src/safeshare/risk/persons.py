@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from safeshare.errors import InputError
 from safeshare.risk.measures import DEFAULT_PK, DEFAULT_THRESHOLD, RiskMeasures
+from safeshare.risk.population import check_population
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -67,8 +68,7 @@ def person_risk_measures(
     if not 0 < threshold <= 1:
         raise InputError(f"threshold: expected a probability in (0, 1], got {threshold}")
     n = int(f.size)
-    if population_size is not None and population_size < n:
-        raise InputError(f"population size {population_size} is smaller than the sample ({n} people)")
+    check_population(population_size, n, unit="people")
     inv_f = 1.0 / f
     out: dict[str, Any] = {
         "n": n,

@@ -42,6 +42,7 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.risk.classes import SampleTable
+from safeshare.risk.population import check_population
 
 #: Gauss-Legendre nodes per panel of :func:`expected_inverse_shifted_binomial`.
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(64)
@@ -147,8 +148,7 @@ def copula_record_risk(
     from safeshare.risk.estimators.gaussian_copula import GaussianCopulaEstimator
 
     N, n = int(population_size), table.n
-    if n > N:
-        raise InputError(f"population size {N:,} is smaller than the release ({n:,} records)")
+    check_population(N, n, "release")
     model = GaussianCopulaEstimator(correlation=correlation).fit_model(table)
     rng = np.random.default_rng(random_state)
     p = np.clip(model.class_probabilities(table.codes, rng), 0.0, 1.0)

@@ -4,7 +4,9 @@ Computed on class sizes only (the input's classes on the raw quasi-identifiers, 
 released classes), never on a suppressed record's values; cheap (one class-size estimator,
 no copula). For both sides: prosecutor risk (``1/f``: max, mean ``J/n``, share of records
 above the threshold), ``A = J/N``, journalist and marketer risk, ``B``, and the default
-estimator's ``B`` (:data:`~safeshare.risk.estimators.DEFAULT_ESTIMATOR`).
+estimator's ``B`` (the one our evaluation recommends at the input's sampling fraction,
+:func:`~safeshare.risk.spread.recommended_estimator`: Pitman, the project's
+:data:`~safeshare.risk.estimators.DEFAULT_ESTIMATOR`, in every band today).
 
 Population:
 
@@ -33,6 +35,8 @@ from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.estimators.base import RiskEstimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
+from safeshare.risk.population import Population
+from safeshare.risk.spread import recommended_estimator
 
 
 def _estimate(sizes: np.ndarray, N: int, estimator: str) -> RiskEstimator:
@@ -73,13 +77,18 @@ def risk_section(
     input_sizes: Sequence[int] | np.ndarray,
     release_sizes: Sequence[int] | np.ndarray,
     population_size: int | None,
-    estimator: str = DEFAULT_ESTIMATOR,
+    estimator: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
-    """report.json's ``risk``: ``input`` and ``release`` measures, the population and how it is known."""
+    """report.json's ``risk``: ``input`` and ``release`` measures, the population and how it is known.
+    ``estimator``: default the one our evaluation recommends at the input's sampling fraction
+    (:func:`~safeshare.risk.spread.recommended_estimator`, ``choice.default_estimator``)."""
     n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
-    exact = population_size is None
-    N = n_input if population_size is None else int(population_size)
+    population = Population.of(population_size)
+    exact = population.whole_input
+    N = population.resolve(n_input)
+    if estimator is None:
+        estimator = recommended_estimator(n_input, N)
     return {
         "population_size": N,
         "population": "the input, taken as the whole population (exact risks)"

@@ -377,16 +377,28 @@ def tag_minimal(state: np.ndarray) -> list[Node]:
     return list(map(tuple, np.argwhere(candidate).tolist()))
 
 
+#: The tie-break of :func:`choose_best`, as the report states it (issue 33).
+TIE_BREAK = (
+    "least information loss; among equal losses the lower node (the least sum of levels), "
+    "then the first in lexicographic order of the levels"
+)
+
+
+def rank_nodes(nodes: list[Node], objective: Objective) -> list[tuple[float, Node]]:
+    """``(objective, node)`` for every node, best first: the order of :data:`TIE_BREAK`
+    (least objective, then least height ``sum(node)``, then lexicographic order)."""
+    keyed = sorted((objective(node), sum(node), node) for node in nodes)
+    return [(value, node) for value, _, node in keyed]
+
+
 def choose_best(nodes: list[Node], objective: Objective) -> tuple[Node | None, float | None]:
-    """The node of least objective; ties go to the lower node, then lexicographic order."""
-    best: tuple[float, int, Node] | None = None
-    for node in nodes:
-        key = (objective(node), sum(node), node)
-        if best is None or key < best:
-            best = key
-    if best is None:
+    """The node of least objective; ties go to the lower node, then lexicographic order
+    (:data:`TIE_BREAK`)."""
+    ranked = rank_nodes(nodes, objective)
+    if not ranked:
         return None, None
-    return best[2], best[0]
+    value, node = ranked[0]
+    return node, value
 
 
 def ola_search(
@@ -410,12 +422,14 @@ def ola_search(
     minimal, checked, _ = find_minimal_nodes(
         lattice, predicate, monotone=True, guide=guide, progress=progress, known=known, compiled=compiled
     )
-    node, value = choose_best(minimal, objective)
+    losses = {node: objective(node) for node in minimal}
+    node, value = choose_best(minimal, losses.__getitem__)
     return SearchResult(
         algorithm="ola",
         node=node,
         objective=value,
         minimal_nodes=minimal,
+        minimal_losses=[losses[n] for n in minimal],
         checked_nodes=checked,
         lattice_size=lattice.size,
         elapsed_s=time.perf_counter() - start,

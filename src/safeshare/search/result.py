@@ -25,6 +25,7 @@ class SearchResult:
     lattice_size: number of nodes of the lattice.
     elapsed_s: wall-clock time of the search.
     extra: algorithm-specific figures (they go into report.json).
+    minimal_losses: the objective at each minimal node, aligned with ``minimal_nodes``.
     criterion: the criterion the release must satisfy when the search chose
         it (e.g. Inverse OLA's k-anonymity with the k it achieved); ``None``
         means the configured one.
@@ -39,3 +40,6 @@ class SearchResult:
     elapsed_s: float
     extra: dict[str, Any] = field(default_factory=dict)
     criterion: PrivacyCriterion | None = None
+    #: the objective at each of ``minimal_nodes`` (same order), where the search computed it
+    #: (OLA compares every minimal node's loss); empty otherwise
+    minimal_losses: list[float] = field(default_factory=list)

@@ -80,6 +80,7 @@ def run_anonymization(
     )
     from safeshare.workflows.publish import protected_files, publish
     from safeshare.workflows.release import ReleaseContext, check_releasable
+    from safeshare.workflows.release_attack import prepare_release_attack
 
     anonymizer = Anonymizer(cfg.spec())
     sampling = anonymizer.prepares
@@ -101,6 +102,7 @@ def run_anonymization(
             protected = protected_files(ReleaseContext.of_config(cfg), cfg.schema)
             check_ledger(ledger, protected=protected, out_dir=out_dir)  # its chain holds: read
         _check_key_window(cfg)
+    attack = prepare_release_attack(cfg, monitor)  # issue 34: its frame checked before the search
     timings: dict[str, float] = {}
     start = time.perf_counter()
     with monitor.phase(f"reading {cfg.source.path.name}"):
@@ -119,7 +121,10 @@ def run_anonymization(
             result, cfg.population_size, input_table.n_records if input_table is not None else None
         )
         context = ReleaseContext.of_config(
-            cfg, input_table=input_table, repeated_persons=tuple(r.to_dict() for r in repeated)
+            cfg,
+            input_table=input_table,
+            repeated_persons=tuple(r.to_dict() for r in repeated),
+            attack=attack,
         )
         plan: AnonymizationResult | LocalRecodingResult = result
         released = result.prepared.engine if result.prepared is not None else engine

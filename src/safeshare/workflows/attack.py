@@ -23,6 +23,7 @@ foreign or locked ``out`` is refused before anything is read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,20 @@ from safeshare.attack.truth import attribute
 from safeshare.attack.view import QIMap, consistent_pairs, read_release
 from safeshare.errors import DataError, InputError
 
+#: Every attack :func:`run_attack` can run (exact matching always runs).
+ALL_METHODS = ("exact", "linkage", "residual")
 
-def _frame(source: Any) -> pd.DataFrame:
+
+def read_input(cfg: Any) -> pd.DataFrame:
+    """The configuration's input as the truth reads it: in memory, identifiers treated."""
+    from safeshare.data.engines.memory import MemoryEngine
+
+    frame: pd.DataFrame = MemoryEngine(cfg.source, identifiers=cfg.identifiers).frame
+    return frame.reset_index(drop=True)
+
+
+def read_frame(source: Any) -> pd.DataFrame:
+    """A frame (or control) file as text, read with its :class:`~safeshare.data.source.TableSource`."""
     from safeshare.data.engines.memory import MemoryEngine
 
     return MemoryEngine(source).frame
@@ -67,8 +80,6 @@ def attack(
     from safeshare.config.commands import AttackOptions
     from safeshare.config.commands import options as validated
     from safeshare.config.file import load_config
-    from safeshare.data.engines.memory import MemoryEngine
-    from safeshare.data.schema import Role
     from safeshare.io import OutputDirectory
 
     if isinstance(options.get("control"), str):
@@ -76,12 +87,49 @@ def attack(
     opts = validated(AttackOptions, options)
     if out is not None:
         OutputDirectory(Path(out)).preflight()
-    rng_root = np.random.SeedSequence([opts.seed, 34])
-    # the seventh (univariate singling out) came last: the six before it draw what they drew
-    rngs = [np.random.default_rng(s) for s in rng_root.spawn(7)]
-    notes: list[str] = []
-    with monitor.phase("reading the release, the configuration, the frame and the input"):
+    with monitor.phase("reading the configuration and the frame"):
         cfg = load_config(config)
+        fr = frame.copy() if isinstance(frame, pd.DataFrame) else read_frame(opts.source(frame))
+        frame_name = "DataFrame" if isinstance(frame, pd.DataFrame) else Path(frame).name
+    result = run_attack(Path(release), cfg, fr, frame_name, opts, monitor=monitor)
+    if out is None:
+        return result
+    return replace(result, out=publish_attack(result, Path(out)))
+
+
+def run_attack(
+    release: Path,
+    cfg: Any,
+    fr: pd.DataFrame,
+    frame_name: str,
+    opts: Any,
+    *,
+    monitor: Monitor = SILENT,
+    methods: Sequence[str] = ALL_METHODS,
+    max_records: int | None = None,
+    record_risk: bool = True,
+    inputs: pd.DataFrame | None = None,
+) -> AttackResult:
+    """The attacks on the written ``release`` made with the loaded configuration ``cfg``
+    (:func:`safeshare.config.load_config`), with the frame ``fr`` already read
+    (:class:`~safeshare.config.commands.AttackOptions` ``opts``).
+
+    ``methods``: the attacks run (exact matching always; ``linkage``, ``residual``);
+    ``max_records``: attack a seeded uniform sample of at most this many of the attributed
+    released rows (the truth is still decided over the whole release, and B's estimate is of
+    the whole release); ``record_risk``: also each row's probability of re-identification;
+    ``inputs``: the configuration's input as read (treated), when the caller has it already.
+    """
+    from safeshare.data.engines.memory import MemoryEngine
+    from safeshare.data.schema import Role
+
+    rng_root = np.random.SeedSequence([opts.seed, 34])
+    # the seventh (univariate singling out) and the eighth (max_records' sample) came last: the
+    # streams before them draw what they drew
+    rngs = [np.random.default_rng(s) for s in rng_root.spawn(8)]
+    notes: list[str] = []
+    config = cfg.path
+    with monitor.phase("reading the release and the input"):
         schema = cfg.schema
         rel = read_release(Path(release), cfg.output_delimiter)
         qis_all = list(schema.quasi_identifiers)
@@ -90,9 +138,7 @@ def attack(
             raise InputError(
                 f"{release}: the release has no column {missing[0]!r}, a quasi-identifier of {config}"
             )
-        fr = frame.copy() if isinstance(frame, pd.DataFrame) else _frame(opts.source(frame))
         fr = fr.reset_index(drop=True).astype(str)
-        frame_name = "DataFrame" if isinstance(frame, pd.DataFrame) else Path(frame).name
         shifted = [q for q in qis_all if schema.role(q) is Role.SHIFTED_DATE]
         qis = [q for q in qis_all if q in fr.columns and q not in shifted]
         if not qis:
@@ -104,7 +150,8 @@ def attack(
                 + ", ".join(left)
                 + " (not in the frame, or shifted dates, whose released labels are of the shifted value)"
             )
-        inputs = MemoryEngine(cfg.source, identifiers=cfg.identifiers).frame.reset_index(drop=True)
+        if inputs is None:
+            inputs = read_input(cfg)
         other = [c for c in rel.columns if c not in qis_all]
     with monitor.phase("attributing the released rows to the input's records (the truth)"):
         input_maps = [
@@ -143,6 +190,16 @@ def attack(
             )
     N = opts.population_size or cfg.population_size or len(inputs)
     frame_is_population = len(fr) == N
+    full_rel, full_scored = rel, scored
+    if max_records is not None and int(scored.sum()) > max_records:
+        # a seeded uniform sample of the attributed rows (its own stream: the others are unchanged)
+        keep = np.sort(rngs[7].choice(np.flatnonzero(scored), max_records, replace=False))
+        notes.append(
+            f"exact matching and the linkage attacked a seeded sample of {max_records:,} of the "
+            f"{int(scored.sum()):,} attributed released rows (max_records)"
+        )
+        rel = rel.iloc[keep].reset_index(drop=True)
+        truth_in_frame, scored = truth_in_frame[keep], scored[keep]
     with monitor.phase("exact matching on the generalized quasi-identifiers"):
         frame_maps = [QIMap.build(q, schema.hierarchy_spec(q), fr[q].tolist()) for q in qis]
         class_codes, class_labels = pd.factorize(pd.MultiIndex.from_frame(rel[qis].astype(str)))
@@ -150,39 +207,55 @@ def attack(
         labels = pd.DataFrame(list(class_labels), columns=qis)
         f_rec, f_cls = consistent_pairs(frame_maps, fr[qis], labels)
         exact = exact_match(class_of_row, f_rec, f_cls, truth_in_frame, scored, rngs[0])
-    estimate = _estimate(rel, qis_all, N, exact, frame_is_population, len(qis) == len(qis_all))
-    with monitor.phase("distance-based linkage"):
-        link_doc = _linkage(
-            opts,
-            rel,
-            fr,
-            schema,
-            qis,
-            frame_maps,
-            class_of_row,
-            labels,
-            f_rec,
-            f_cls,
-            truth_in_frame,
-            scored,
-            rngs[1],
-            monitor,
-            notes,
-        )
-    with monitor.phase("singling out, linkability and inference against the control set"):
-        residual = _residual(
-            opts, cfg, rel, inputs, record_of_row, frame_of_input, fr, qis, schema, [*rngs[2:5], rngs[6]]
-        )
-    with monitor.phase("per-record risk"):
-        record = _record_risk(rel, qis, frame_maps, N, exact, scored, frame_is_population, opts, rngs[5])
-    result = AttackResult(
+    estimate = _estimate(full_rel, qis_all, N, exact, frame_is_population, len(qis) == len(qis_all))
+    link_doc: dict[str, Any] = {"skipped": "not asked for (attack methods)"}
+    if "linkage" in methods:
+        with monitor.phase("distance-based linkage"):
+            link_doc = _linkage(
+                opts,
+                rel,
+                fr,
+                schema,
+                qis,
+                frame_maps,
+                class_of_row,
+                labels,
+                f_rec,
+                f_cls,
+                truth_in_frame,
+                scored,
+                rngs[1],
+                monitor,
+                notes,
+            )
+    residual: dict[str, Any] = {"skipped": "not asked for (attack methods)"}
+    if "residual" in methods:
+        with monitor.phase("singling out, linkability and inference against the control set"):
+            residual = _residual(
+                opts,
+                cfg,
+                full_rel,
+                inputs,
+                record_of_row,
+                frame_of_input,
+                fr,
+                qis,
+                schema,
+                [*rngs[2:5], rngs[6]],
+            )
+    record: dict[str, Any] = {"skipped": "not asked for"}
+    if record_risk:
+        with monitor.phase("per-record risk"):
+            record = _record_risk(rel, qis, frame_maps, N, exact, scored, frame_is_population, opts, rngs[5])
+    return AttackResult(
         release=Path(release).name,
         frame=frame_name,
         config=Path(config).name,
         quasi_identifiers=qis,
         records={
-            "release": len(rel),
-            "scored": int(scored.sum()),
+            "release": len(full_rel),
+            "scored": int(full_scored.sum()),
+            "attacked": int(scored.sum()),
             "unscored": truth.unscored_rows,
             "in_frame": int((truth_in_frame[scored] >= 0).sum()),
             "frame": len(fr),
@@ -197,9 +270,6 @@ def attack(
         notes=notes,
         seed=opts.seed,
     )
-    if out is None:
-        return result
-    return replace(result, out=publish_attack(result, Path(out)))
 
 
 def _estimate(
@@ -207,14 +277,15 @@ def _estimate(
 ) -> dict[str, Any]:
     """The release's B estimated from its class sizes, the exact B where the frame is the
     population, and where the measured rate sits against them."""
-    from safeshare.risk.estimators import DEFAULT_ESTIMATOR
     from safeshare.risk.release_risk import release_risk_estimate
+    from safeshare.risk.spread import recommended_estimator
 
     sizes = rel.groupby(qis, sort=False).size().to_numpy()
-    est = release_risk_estimate(sizes, N, "B", DEFAULT_ESTIMATOR, interval=True)
+    estimator = recommended_estimator(int(sizes.sum()), N)  # choice.default_estimator at n/N
+    est = release_risk_estimate(sizes, N, "B", estimator, interval=True)
     lo, hi = exact.rate.interval
     doc: dict[str, Any] = {
-        "estimator": DEFAULT_ESTIMATOR,
+        "estimator": estimator,
         "population_size": N,
         "B": est.value,
         "interval": None if est.interval is None else list(est.interval),
@@ -314,7 +385,7 @@ def _residual(
     in_frame = frame_of_input[released_inputs]
     attack_rows = in_frame[in_frame >= 0]
     if opts.control is not None:
-        control = _frame(opts.source(opts.control)).astype(str)
+        control = read_frame(opts.source(opts.control)).astype(str)
         missing = [c for c in fr.columns if c not in control.columns and c in rel.columns]
         if missing:
             raise InputError(

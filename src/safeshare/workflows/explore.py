@@ -48,6 +48,7 @@ from safeshare.models.base import NodePrivacyModel
 from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
+from safeshare.risk.population import Population
 from safeshare.risk.release_risk import histogram_estimators
 from safeshare.risk.report_risk import side
 from safeshare.workflows.anonymizer import AnonymizationResult
@@ -618,10 +619,10 @@ def risk_comparison(
     otherwise the journalist and marketer risks are estimated (as in the report).
     """
     n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
-    exact = population_size is None
-    N = n_input if population_size is None else int(population_size)
-    if n_input > N:
-        raise InputError(f"population_size {N} is smaller than the input ({n_input} records)")
+    population = Population.of(population_size)
+    exact = population.whole_input
+    population.check(n_input, "input", "records", "population_size")
+    N = population.resolve(n_input)
     names = tuple(estimators) if estimators is not None else tuple(histogram_estimators())
     return RiskComparison(
         population_size=N,

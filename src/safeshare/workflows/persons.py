@@ -26,9 +26,10 @@ from safeshare.data.person_key import RepeatedPersons, repeated_persons
 from safeshare.data.schema import Role, Schema
 from safeshare.figures import percent
 from safeshare.report.content import ReportWarning
-from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 from safeshare.risk.persons import most_exposed, person_side
+from safeshare.risk.population import Population
+from safeshare.risk.spread import recommended_estimator
 from safeshare.verify.persons import PersonExpectations
 from safeshare.verify.profiles import LinkExpectations
 
@@ -109,7 +110,7 @@ def profile_figures(result: AnonymizationResult) -> dict[str, Any] | None:
 def person_risk(
     result: AnonymizationResult,
     population_size: int | None,
-    estimator: str = DEFAULT_ESTIMATOR,
+    estimator: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
     """report.json's ``risk`` in people (:mod:`safeshare.risk.persons`): the input's people on the
@@ -119,8 +120,11 @@ def person_risk(
     grain = result.table.persons
     assert grain is not None and result.node is not None
     assert result.classes is not None and result.assessment is not None
-    exact = population_size is None
-    N = grain.n_people if population_size is None else int(population_size)
+    population = Population.of(population_size)
+    exact = population.whole_input
+    N = population.resolve(grain.n_people)
+    if estimator is None:  # the one our evaluation recommends at the input's sampling fraction
+        estimator = recommended_estimator(grain.n_people, N)
     bottom = result.evaluator.classes(result.table.lattice.bottom)
     f_in = most_exposed(bottom.people, np.asarray(bottom.row_class)[grain.row], grain.person)
     classes = result.classes

@@ -40,6 +40,7 @@ from safeshare.io import OutputDirectory
 from safeshare.report.content import report_warnings
 from safeshare.verify import Expectations, Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
+from safeshare.workflows.certificate import risk_certificate
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.local_release import PublishedLocalRelease
 from safeshare.workflows.persons import people_certificate, person_warnings
@@ -53,6 +54,7 @@ from safeshare.workflows.release import (
     verifier_expectations,
     write_reports,
 )
+from safeshare.workflows.release_attack import attack_written_release
 from safeshare.workflows.result import Release, headline
 
 if TYPE_CHECKING:
@@ -184,6 +186,7 @@ def _write(
     else:  # the risk section on a second thread while the engine writes (stage_and_build)
         release = stage_and_build(plan, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
     _attest(release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter)
+    _add_before_after(release, plan, engine, stage / release_name(fmt), fmt, delimiter)
     write_reports(release, stage, html)
     return release
 
@@ -215,7 +218,28 @@ def _attest(
         "approved_by": context.approved_by,
         "ledger": context.ledger,
         **people_certificate(release.report),
+        **risk_certificate(release, context),  # N, its source, the band, the spread (issue 33)
     }
+    attack_written_release(release, context.attack, staged)  # issue 34: the attack beside B
+
+
+def _add_before_after(
+    release: Release, plan: Plan, engine: Engine, staged: Path, fmt: OutputFormat, delimiter: str
+) -> None:
+    """Utility before and after over the written file (:mod:`safeshare.workflows.before_after`):
+    each column's categories in the input and released, and a ``subgroup-suppressed`` warning
+    where a category of at least 11 records loses more than half of them."""
+    from safeshare.workflows.before_after import before_after
+
+    t0 = time.perf_counter()
+    mixed = isinstance(plan, LocalRecodingResult)
+    result = plan.global_result if isinstance(plan, LocalRecodingResult) else plan
+    assert release.verification is not None
+    columns = release.verification.checks.get("columns", [])
+    found = before_after(result, engine, staged, fmt, delimiter, columns, mixed=mixed)
+    release.before_after = found.to_dict()
+    release.warnings += found.warnings()
+    release.timings["before_after"] = time.perf_counter() - t0
 
 
 def _add_disclosure_and_evidence(

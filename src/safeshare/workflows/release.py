@@ -34,6 +34,7 @@ from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import atomic_write_text
 from safeshare.report.content import portable_paths
 from safeshare.risk.measures import risk_measures
+from safeshare.risk.population import Population
 from safeshare.risk.report_risk import risk_section
 from safeshare.verify import (
     Expectations,
@@ -94,6 +95,8 @@ class ReleaseContext:
     source: str | Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     population_size: int | None = None
+    #: where N comes from (``population.source``, ``--population-source``; issue 33)
+    population_source: str | None = None
     input_table: FrequencyTable | None = None
     tradeoff: list[dict[str, Any]] | None = None
     tradeoff_skipped: str | None = None
@@ -119,6 +122,15 @@ class ReleaseContext:
     ledger_path: Path | None = None
     #: the key file (a ledger may not be it)
     key_path: Path | None = None
+    #: the attack on the written release (``attack:``; a ``ReleaseAttack`` prepared before the
+    #: search by :func:`safeshare.workflows.release_attack.prepare_release_attack`), or ``None``
+    attack: Any = None
+
+    @property
+    def population(self) -> Population:
+        """N and its source (:class:`~safeshare.risk.population.Population`; no N: the input is the
+        whole population)."""
+        return Population.of(self.population_size, self.population_source)
 
     @property
     def base(self) -> Path | None:
@@ -140,6 +152,7 @@ class ReleaseContext:
             source=cfg.source.path,
             settings=cfg.settings(),
             population_size=cfg.population_size,
+            population_source=cfg.population.source if cfg.population_size is not None else None,
             threshold_reason=cfg.threshold_reason,
             purpose=cfg.purpose,
             approved_by=cfg.approved_by,
@@ -271,11 +284,9 @@ def check_releasable(
     records = input_records if input_records is not None else result.table.n_records
     if result.table.persons is not None and input_records is None:  # N counts people (issue 32)
         people = result.table.n_people
-        if population_size is not None and population_size < people:
-            raise InputError(f"population_size {population_size} is smaller than the input ({people} people)")
+        Population.of(population_size).check(people, "input", "people", "population_size")
         return
-    if population_size is not None and population_size < records:
-        raise InputError(f"population_size {population_size} is smaller than the input ({records} records)")
+    Population.of(population_size).check(records, "input", "records", "population_size")
 
 
 def stage_release(

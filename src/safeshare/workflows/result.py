@@ -36,6 +36,8 @@ A release is made of sections, each a field:
   every file; :mod:`safeshare.workflows.evidence`), when the release was written;
 * :attr:`Release.certificate`: the cover of the printable report (data set, purpose, approver,
   ledger);
+* :attr:`Release.attack`: the attacks on the written release with the identified frame of the
+  configuration's ``attack:`` (:mod:`safeshare.workflows.release_attack`), when asked;
 * :attr:`Release.ledger_entry`: the ledger line appended after publishing (not in report.json,
   which is written before it);
 * :attr:`Release.timings`: seconds per phase (and :attr:`peak_rss_mb`): the only figures
@@ -55,6 +57,7 @@ import numpy as np
 
 from safeshare.figures import against, number, percent
 from safeshare.report.content import ReportWarning
+from safeshare.risk.thresholds import risk_kind_sentence
 from safeshare.verify import Verification
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.evidence import informed_figures, informed_knowledge, threshold_of
@@ -111,6 +114,9 @@ class Choice:
     metric_label: str = ""
     #: the minimized metric's per-QI weights (``prec_weights``; empty without)
     metric_weights: Mapping[str, float] = field(default_factory=dict)
+    #: the k-minimal nodes with their losses and suppression, the ties at the optimum and the
+    #: tie-break rule (:func:`~safeshare.workflows.frontier.frontier_of`); ``None``: no frontier
+    frontier: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -198,8 +204,13 @@ class Release:
     #: the informed adversary on the written release (``InformedAdversary.to_dict()``): kept
     #: shifted dates known within max_days, coarse pseudonyms known; ``None`` without such columns
     informed_adversary: Mapping[str, Any] | None = None
+    #: utility before and after: each column's categories, records in the input and released
+    #: (``BeforeAfter.to_dict()``, :mod:`safeshare.workflows.before_after`), when the release was written
+    before_after: Mapping[str, Any] | None = None
     #: the printable cover: data set, purpose, approver, ledger
     certificate: Mapping[str, Any] | None = None
+    #: the attacks on the written release (``AttackResult.to_report()``), when ``attack:`` asked
+    attack: Mapping[str, Any] | None = None
     #: the ledger line appended after publishing (``seq``, ``entry_sha256``, ...), when a ledger is kept
     ledger_entry: Mapping[str, Any] | None = field(default=None, compare=False)
     #: the search's full result (frequency table, evaluator, classes) for further analysis
@@ -251,6 +262,7 @@ class Release:
             "lattice_size": choice.lattice_size,
             "algorithm": choice.algorithm,
             "why": choice.why,
+            "frontier": dict(choice.frontier) if choice.frontier is not None else None,
             "privacy": {"models": dict(self.privacy.models), "max_suppression": self.privacy.max_suppression},
             "privacy_achieved": dict(self.privacy.achieved),
             **{key: value for key, value in choice.search.items() if key not in ("qualifying_nodes",)},
@@ -283,9 +295,11 @@ class Release:
         doc["informed_adversary"] = (
             dict(self.informed_adversary) if self.informed_adversary is not None else None
         )
+        doc["before_after"] = dict(self.before_after) if self.before_after is not None else None
         doc["headline"] = dict(self.headline) if self.headline is not None else None
         doc["certificate"] = dict(self.certificate) if self.certificate is not None else None
         doc["evidence"] = dict(self.evidence) if self.evidence is not None else None
+        doc["attack"] = dict(self.attack) if self.attack is not None else None
         doc["elapsed_s"] = {key: round(value, 6) for key, value in self.timings.items()}
         return doc
 
@@ -312,8 +326,10 @@ def input_profile(
 def choice_of(result: AnonymizationResult) -> Choice:
     """The chosen node and why, from the search's result."""
     from safeshare.report.content import describe_search
+    from safeshare.workflows.frontier import frontier_of
 
     summary = result.summary()
+    frontier = frontier_of(result)
     search = {key: value for key, value in result.search.extra.items() if key != "qualifying_nodes"}
     return Choice(
         found=result.found,
@@ -332,6 +348,7 @@ def choice_of(result: AnonymizationResult) -> Choice:
         why=describe_search({**summary, **search}),
         metric_label=summary["metric_label"],
         metric_weights=summary["metric_weights"],
+        frontier=frontier.to_dict() if frontier is not None else None,
     )
 
 
@@ -440,7 +457,11 @@ def headline(doc: Mapping[str, Any], threshold_reason: str | None = None) -> dic
             )
         )
         label = measure if use == "estimate" else f"the 95 % upper bound of {measure}"
-        parts.append(f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where}")
+        # average vs maximum (issue 33): what the measure is and what the threshold is set for
+        out["risk"]["kind"] = risk_kind_sentence(measure, threshold)
+        parts.append(
+            f"{label} = {shown} {'<=' if holds else '>'} {limit} ({origin}), {where} ({out['risk']['kind']})"
+        )
     informed = doc.get("informed_adversary")
     informed = dict(informed) if isinstance(informed, Mapping) else None
     unmeasured = [] if informed is not None else _unmeasured_columns(doc)

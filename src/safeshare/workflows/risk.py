@@ -38,6 +38,7 @@ from safeshare.errors import InputError
 from safeshare.figures import number
 from safeshare.resources import available_memory
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
+from safeshare.risk.population import check_population
 
 if TYPE_CHECKING:  # numpy, pandas and the engine load once the options are valid (start-up)
     import pandas as pd
@@ -330,8 +331,7 @@ def risk(
         unit = "records" if opts.person is None else "people"
         table = SampleTable.from_frame(frame, columns)
         n = table.n if people is None else int(people["people"])
-        if n > N:
-            raise InputError(f"--population-size {N} is smaller than the data ({n} {unit})")
+        check_population(N, n, "data", unit, "--population-size")
         pop_frame = None
         if opts.population is not None:
             if opts.person is not None:

@@ -42,6 +42,7 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.risk.classes import ClassSizeHistogram, SampleTable
+from safeshare.risk.population import check_population
 
 Sample = SampleTable | ClassSizeHistogram
 
@@ -97,8 +98,7 @@ class RiskEstimator(ABC):
         if isinstance(population_size, bool) or not isinstance(population_size, int | np.integer):
             raise InputError(f"population size: expected an integer, got {population_size!r}")
         population_size = int(population_size)
-        if population_size < n:
-            raise InputError(f"population size {population_size} is smaller than the sample ({n} records)")
+        check_population(population_size, n)
         self._validate()
         self.n_ = n
         self.N_ = population_size
