@@ -391,3 +391,24 @@ def test_a_real_sigint_during_the_linkage_of_the_staged_release_publishes_nothin
     assert code == 130 and len(calls) == 1
     assert not out.exists()
     assert capsys.readouterr().err.strip().splitlines()[-1] == "interrupted; nothing was published"
+
+
+def test_an_attack_above_b_is_warned_about(demo: dict[str, object]) -> None:
+    """The Adult demo's distance linkage (it also uses the kept columns) links far more than B:
+    the attack-above-estimate warning names it; exact matching, which B models, does not warn."""
+    from safeshare.workflows.release_attack import attack_warnings
+
+    report = demo["report"]
+    assert isinstance(report, dict)
+    cert = report["certificate"]["attack"]
+    warned = [w for w in report["warnings"] if w["code"] == "attack-above-estimate"]
+    link_lo = cert["linkage"]["interval"][0]
+    top = cert["B_interval"][1] if cert["B_interval"] else cert["B"]
+    assert link_lo > top
+    assert len(warned) == 1 and warned[0]["message"].startswith("the distance linkage")
+    assert cert["interval"][0] <= top  # exact matching is within B's reach: no warning for it
+    # hand-made: exact matching above B's interval warns, within it does not
+    base = {"B": 0.01, "B_interval": [0.008, 0.012], "interval": [0.02, 0.03], "correct_match_rate": 0.025}
+    assert [w.code for w in attack_warnings(base)] == ["attack-above-estimate"]
+    assert attack_warnings({**base, "interval": [0.011, 0.03]}) == []
+    assert attack_warnings({**base, "B": None}) == []

@@ -27,6 +27,8 @@ code                            what it says
 ``linked-profiles``             a person's records are linkable in the release (a kept pseudonym
                                 or the person key): people whose combination of released classes
                                 fewer than k others share (issue 32)
+``attack-above-estimate``       an attack run with the release (``attack:``) re-identified
+                                measurably more records than the headline's B (issue 34)
 ``subgroup-suppressed``         a category of a column (at least 11 input records) loses more
                                 than half of its records to suppression (issue 33)
 ==============================  ==============================================================
@@ -57,6 +59,7 @@ class WarningCode(StrEnum):
     LIKELY_REPEATED_PERSONS = "likely-repeated-persons"
     LINKED_PROFILES = "linked-profiles"
     SUBGROUP_SUPPRESSED = "subgroup-suppressed"
+    ATTACK_ABOVE_ESTIMATE = "attack-above-estimate"
 
 
 #: The spelling of every code: lower-case words (letters, digits) joined by single hyphens.

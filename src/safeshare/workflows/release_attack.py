@@ -41,6 +41,8 @@ import pandas as pd
 from safeshare.app_runner import SILENT, Monitor
 from safeshare.errors import ConfigError, InputError
 from safeshare.figures import number
+from safeshare.report.content import ReportWarning
+from safeshare.warning_codes import WarningCode
 
 
 @dataclass(frozen=True)
@@ -202,11 +204,42 @@ def attack_written_release(release: Any, plan: ReleaseAttack | None, staged: Pat
     doc = result.to_report()
     doc["methods"] = list(plan.methods)
     release.attack = doc
-    release.certificate = {
-        **(release.certificate or {}),
-        "attack": attack_certificate(doc, dict(release.risk), mixed=release.local_recoding is not None),
-    }
+    certificate = attack_certificate(doc, dict(release.risk), mixed=release.local_recoding is not None)
+    release.certificate = {**(release.certificate or {}), "attack": certificate}
+    release.warnings += attack_warnings(certificate)
     release.timings["attack"] = plan.prepared_s + time.perf_counter() - t0
+
+
+def attack_warnings(certificate: dict[str, Any]) -> list[ReportWarning]:
+    """``attack-above-estimate`` when an attack re-identifies measurably more records than the
+    headline's B says: the lower end of its Wilson 95 % interval above B's upper end (B's
+    interval where the estimator gives one, else B itself). Exact matching is the attack B
+    models; the distance linkage also uses the kept columns the frame holds, which B ignores."""
+    b = certificate.get("B")
+    if b is None:
+        return []
+    interval = certificate.get("B_interval")
+    top = float(interval[1]) if interval else float(b)
+    out = []
+    attacks = [("exact matching", certificate["interval"], certificate["correct_match_rate"])]
+    link = certificate.get("linkage")
+    if link:
+        attacks.append(("the distance linkage", link["interval"], link["correct_match_rate"]))
+    for name, (lo, _), rate in attacks:
+        if float(lo) > top:
+            out.append(
+                ReportWarning(
+                    WarningCode.ATTACK_ABOVE_ESTIMATE,
+                    f"{name} re-identified {number(rate)} of the attacked records (95 % from {number(lo)}), "
+                    f"above the headline's B {number(b)}"
+                    + (f" (its interval up to {number(top)})" if interval else "")
+                    + ": an adversary with the frame does better than B says; the measured rate, not B, "
+                    "is the risk of this release against that adversary",
+                    (),
+                    float(rate),
+                )
+            )
+    return out
 
 
 def _maybe(value: float | None) -> str:
