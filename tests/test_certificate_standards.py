@@ -162,3 +162,19 @@ def test_without_chromium_the_pdf_is_refused_and_nothing_written(
     code, _, err = run_cli(["certificate", "pdf", str(copy)], capsys)
     assert code == 2 and "no Chromium" in err
     assert not (copy / "certificate.pdf").exists()
+
+
+def test_the_context_derives_its_threshold_beside_the_runs(governed: tuple[dict[str, Any], Path]) -> None:
+    """non-public, medium invasiveness: IPC's 0.075 on the average risk; the Adult demo's threshold
+    (1/k = 0.2) is above it, and the certificate says so."""
+    from safeshare.risk.thresholds import derive_threshold
+
+    doc, out = governed
+    derived = doc["certificate"]["derived_threshold"]
+    expected = derive_threshold("non-public", "medium")
+    assert (derived["value"], derived["measure"]) == (expected.value, expected.measure) == (0.075, "average")
+    run = doc["certificate"]["risk_kind"]["threshold"]
+    assert derived["run_threshold"] == run
+    assert derived["run_at_most_derived"] is (run <= 0.075)
+    assert ("ABOVE" in derived["text"]) is (run > 0.075)
+    assert derived["text"] in (out / "report.html").read_text().replace("&#39;", "'")

@@ -41,6 +41,9 @@ def risk_certificate_rows(doc: dict[str, Any], figure: Figure) -> list[tuple[str
     kind = cert.get("risk_kind")
     if isinstance(kind, dict) and kind.get("text"):
         rows.append(("average or maximum", str(kind["text"])))
+    derived = cert.get("derived_threshold")
+    if isinstance(derived, dict) and derived.get("text"):
+        rows.append(("threshold of the context", f"{derived['text']} ({derived['source']})"))
     band = cert.get("sensitivity")
     if isinstance(band, dict):
         points = Markup("; ").join(

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from safeshare.figures import number
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.measures import DEFAULT_THRESHOLD
 from safeshare.risk.sensitivity import ReleasedClasses, sensitivity
 from safeshare.risk.spread import estimator_spread
-from safeshare.risk.thresholds import risk_kind_sentence, threshold_measure
+from safeshare.risk.thresholds import derive_threshold, risk_kind_sentence, threshold_measure
 
 if TYPE_CHECKING:
     from safeshare.workflows.release import ReleaseContext
@@ -82,6 +83,7 @@ def risk_certificate(release: Release, context: ReleaseContext) -> dict[str, Any
             "threshold_source": source,
             "text": risk_kind_sentence(measure, threshold),
         },
+        "derived_threshold": derived_threshold(context.governance, threshold),
     }
     classes = released_classes(release)
     if classes is None or N is None or classes.n == 0:
@@ -104,4 +106,26 @@ def risk_certificate(release: Release, context: ReleaseContext) -> dict[str, Any
     return out
 
 
-__all__ = ["released_classes", "risk_certificate", "run_threshold"]
+def derived_threshold(governance: Mapping[str, Any] | None, threshold: float) -> dict[str, Any] | None:
+    """The threshold the release context calls for (``governance.release_model`` and
+    ``invasiveness``: :func:`~safeshare.risk.thresholds.derive_threshold`) beside the run's:
+    whether the run's is at or below it (as strict), ``None`` without both fields."""
+    gov = governance or {}
+    model, invasiveness = gov.get("release_model"), gov.get("invasiveness")
+    if not model or not invasiveness:
+        return None
+    derived = derive_threshold(str(model), str(invasiveness))
+    strict = threshold <= derived.value + 1e-12
+    return {
+        **derived.to_dict(),
+        "run_threshold": threshold,
+        "run_at_most_derived": strict,
+        "text": (
+            f"the context ({model}, {invasiveness} invasiveness) calls for {number(derived.value)} on the "
+            f"{derived.measure} risk; the run's threshold {number(threshold)} is "
+            + ("at most that" if strict else "ABOVE it: less strict than the context calls for")
+        ),
+    }
+
+
+__all__ = ["derived_threshold", "released_classes", "risk_certificate", "run_threshold"]
