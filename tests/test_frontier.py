@@ -13,7 +13,7 @@ import pytest
 from safeshare import api
 from safeshare.core.frequency import FrequencyTable
 from safeshare.report.content import frontier_sentence
-from safeshare.search.ola import TIE_BREAK
+from safeshare.search.result import TIE_BREAK
 from safeshare.workflows.frontier import LISTED, is_tie
 from tests.conftest import ADULT_DIR
 from tests.test_ola import BruteForce

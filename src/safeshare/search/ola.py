@@ -377,11 +377,6 @@ def tag_minimal(state: np.ndarray) -> list[Node]:
     return list(map(tuple, np.argwhere(candidate).tolist()))
 
 
-#: The tie-break of :func:`choose_best`, as the report states it (issue 33).
-TIE_BREAK = (
-    "least information loss; among equal losses the lower node (the least sum of levels), "
-    "then the first in lexicographic order of the levels"
-)
 
 
 def rank_nodes(nodes: list[Node], objective: Objective) -> list[tuple[float, Node]]:

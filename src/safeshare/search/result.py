@@ -11,6 +11,14 @@ if TYPE_CHECKING:
     from safeshare.models.base import PrivacyCriterion
 
 
+#: How every search breaks ties of loss (:func:`safeshare.search.ola.choose_best`; the exhaustive,
+#: anytime and best-first searches order candidates the same way), as the report states it.
+TIE_BREAK = (
+    "least information loss; among equal losses the lower node (the least sum of levels), "
+    "then the first in lexicographic order of the levels"
+)
+
+
 @dataclass
 class SearchResult:
     """The outcome of a search over a generalization lattice.

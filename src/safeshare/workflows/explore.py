@@ -51,6 +51,7 @@ from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 from safeshare.risk.population import Population
 from safeshare.risk.release_risk import histogram_estimators
 from safeshare.risk.report_risk import side
+from safeshare.search.result import TIE_BREAK
 from safeshare.workflows.anonymizer import AnonymizationResult
 
 #: Lattices up to this many nodes are walked whole (the browser draws up to about 10,000).
@@ -62,17 +63,13 @@ LABEL_CHARS = 40
 LIST_STATUSES = ("anonymous", "not-anonymous", "all")
 #: How each search breaks ties of loss (``safeshare.search.ola.choose_best``, the exhaustive and
 #: the anytime searches all order candidates by ``(loss, sum of levels, levels)``).
-_LOWEST = (
-    "ties at the least loss go to the lower node (the smaller sum of levels), "
-    "then to the first in lexicographic order of the levels"
-)
+_LOWEST = TIE_BREAK  # one text of the rule: the report's frontier states the same
 TIE_RULES = {
     "ola": _LOWEST,
     "exhaustive": _LOWEST,
     "anytime": _LOWEST,
     "auto": _LOWEST,
-    "inverse-ola": "the largest k* first, then the least loss, then "
-    + _LOWEST.removeprefix("ties at the least loss go to "),
+    "inverse-ola": "the largest k* first, then " + _LOWEST,
     "node": "the node was given (algorithm: node): no search chose among equals",
 }
 #: Bins of the class-size histograms (the report's: 1, 2, ..., 10, 11-20, 21-50, ...).

@@ -23,7 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from safeshare.search.ola import TIE_BREAK, rank_nodes
+from safeshare.search.ola import rank_nodes
+from safeshare.search.result import TIE_BREAK
 
 if TYPE_CHECKING:
     from safeshare.workflows.anonymizer import AnonymizationResult
