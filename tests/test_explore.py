@@ -20,11 +20,9 @@ from safeshare.workflows.explore import (
     LatticeView,
     lattice_view,
     node_detail,
-    risk_comparison,
     size_histogram,
 )
 from safeshare.workflows.profile import profile_table, suggest_role
-from safeshare.workflows.release import input_class_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT_YAML = ROOT / "examples" / "adult" / "adult.yaml"
@@ -99,25 +97,6 @@ def test_a_large_lattice_is_not_walked(adult_fit) -> None:
     assert view.node(adult_fit.node).status == "optimum"
     unknown = next(n for n in adult_fit.table.lattice.nodes() if n not in {v.levels for v in view.nodes})
     assert view.node(unknown).status == "not-checked" and view.node(unknown).loss is None
-
-
-def test_risk_comparison_exact_and_every_estimator(adult_fit) -> None:
-    inputs = input_class_sizes(adult_fit)
-    released = adult_fit.released_class_sizes
-    rc = risk_comparison(inputs, released, None)
-    assert rc.exact and rc.population_size == inputs.sum()
-    assert rc.input is not None and rc.release is not None
-    assert rc.input.exact_B == pytest.approx(inputs.size / inputs.sum())
-    assert rc.release.exact_B == pytest.approx(released.size / released.sum())
-    assert set(rc.input.estimates) == set(rc.estimators) and len(rc.estimators) >= 5
-    # with the whole population sampled, a consistent estimator gives the exact B
-    assert rc.input.estimates["pitman"] == pytest.approx(rc.input.exact_B, rel=1e-6)
-    shares = [d["B_share"] for d in rc.release.drivers]
-    assert sum(shares) == pytest.approx(1.0)
-    estimated = risk_comparison(inputs, released, 10 * int(inputs.sum()), estimators=("pitman",))
-    assert not estimated.exact and estimated.release is not None and estimated.release.exact_B is None
-    with pytest.raises(InputError, match="smaller than the input"):
-        risk_comparison(inputs, released, 10)
 
 
 def test_size_histogram_bins() -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from safeshare.risk.html import risk_distribution, risk_drivers
+from safeshare.risk.drivers import risk_drivers
+from safeshare.risk.html import risk_distribution
 
 
 def test_distribution_counts_records_and_classes_by_size() -> None:

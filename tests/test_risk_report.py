@@ -46,6 +46,33 @@ def test_configured_population_gives_estimates() -> None:
     assert "estimated" in doc["population"]
 
 
+def test_the_sections_drivers_and_input_estimators_for_the_views() -> None:
+    """The Risk screen's tables, in the section (issue 31): the drivers' contributions sum to B
+    (exact: F = f, B = J/n), and the input's estimators are every class-size estimator's B on
+    the input's classes, each equal to that estimator fitted independently here."""
+    from safeshare.risk.release_risk import histogram_estimators
+
+    sizes = np.array([1, 1, 1, 2, 2, 3, 5, 8])
+    doc = risk_section(sizes, sizes[sizes >= 2], None)
+    for name in ("input", "release"):
+        drivers = doc[name]["drivers"]
+        assert sum(d["contribution"] for d in drivers) == pytest.approx(doc[name]["B"])
+        assert sum(d["records"] for d in drivers) == doc[name]["n"]
+        assert all(d["F"] == d["f"] for d in drivers)
+    rows = doc["input"]["estimators"]["rows"]
+    assert [r["estimator"] for r in rows] == histogram_estimators()
+    N = doc["population_size"]
+    for row in rows:
+        fitted = make_estimator(row["estimator"]).fit(ClassSizeHistogram.from_sizes(sizes), N)
+        assert row["B"] == (None if fitted.B_ is None else pytest.approx(fitted.B_)), row
+    estimated = risk_section(sizes, sizes[sizes >= 2], 1000)
+    assert all(d["F"] is None for d in estimated["release"]["drivers"])
+    # without F the contributions sum to the prosecutor mean J/n
+    rel = estimated["release"]
+    assert sum(d["contribution"] for d in rel["drivers"]) == pytest.approx(rel["classes"] / rel["n"])
+    assert estimated["input"]["estimators"]["N"] == 1000
+
+
 def test_empty_release_has_no_release_side() -> None:
     assert risk_section([1, 2], [], None)["release"] is None
 

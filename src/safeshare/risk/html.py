@@ -48,38 +48,6 @@ def risk_distribution(
     return out
 
 
-def risk_drivers(
-    sample_sizes: Sequence[int] | np.ndarray,
-    population_sizes: Sequence[int] | np.ndarray | None,
-    top: int = 15,
-) -> list[dict[str, Any]]:
-    """Class groups by ``(f, F)``: with ``F``, ordered by their share of B; without, by their
-    records' prosecutor risk ``1/f`` (smallest classes first; ``contribution`` is then the
-    share of the prosecutor mean ``J/n``, which numerous large classes would otherwise lead)."""
-    f = np.asarray(sample_sizes, dtype=np.int64)
-    n = int(f.sum())
-    F = f if population_sizes is None else np.asarray(population_sizes, dtype=np.int64)
-    pairs, inverse = np.unique(np.stack([f, F], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    classes = np.bincount(inverse, minlength=len(pairs))
-    rows = []
-    for (fs, Fs), c in zip(pairs.tolist(), classes.tolist(), strict=True):
-        rows.append(
-            {
-                "f": int(fs),
-                "F": None if population_sizes is None else int(Fs),
-                "classes": int(c),
-                "records": int(c * fs),
-                "contribution": c * fs / Fs / n,
-            }
-        )
-    if population_sizes is None:
-        rows.sort(key=lambda r: (r["f"], -r["classes"]))
-    else:
-        rows.sort(key=lambda r: (-r["contribution"], r["f"]))
-    return rows[:top]
-
-
 def render_risk_html(doc: Mapping[str, Any]) -> str:
     """The page for risk.json's ``doc`` (autoescaped; only numbers and names come from it)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from safeshare.errors import InputError
+from safeshare.risk.drivers import risk_drivers
 from safeshare.risk.measures import DEFAULT_PK, DEFAULT_THRESHOLD, RiskMeasures
 from safeshare.risk.population import check_population
 
@@ -165,6 +166,8 @@ def person_side(
         doc["estimated"] = True
     doc["B_estimate"] = {estimator: estimate}
     doc["B_interval"] = {estimator: interval}
+    # the classes that drive the risk, by the people in them (each person counted in each class)
+    doc["drivers"] = risk_drivers(classes, classes if exact_population else None)
     if estimate is None:
         doc["B_no_estimate"] = {estimator: reason or "no estimate"}
     doc["unit"] = "people"

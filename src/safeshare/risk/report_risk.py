@@ -19,6 +19,13 @@ Population:
   marketer risks (ARX's definition: both have mean B) are the estimator's B, flagged
   ``estimated``.
 
+Beside the measures, for the views (the workbench's Risk screen shows this section, nothing
+recomputed): each side's ``drivers``, the classes that drive its risk grouped by ``(f, F)`` with
+their contribution to B (:func:`~safeshare.risk.drivers.risk_drivers`), and the input's
+``estimators``, every class-size estimator's B on the input's classes with the same N
+(:func:`~safeshare.risk.spread.estimator_spread`: the release's are the certificate's
+``estimators``, computed once there).
+
 Every estimate follows the estimators' contract (:mod:`safeshare.risk.estimators.base`):
 ``B_estimate: {name: B or null}``, ``B_interval: {name: [low, high] or null}`` (95 %) and,
 when there is no estimate, ``B_no_estimate: {name: reason}``.
@@ -32,11 +39,13 @@ from typing import Any
 import numpy as np
 
 from safeshare.risk.classes import ClassSizeHistogram
+from safeshare.risk.drivers import risk_drivers
 from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
 from safeshare.risk.estimators.base import RiskEstimator
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 from safeshare.risk.population import Population
-from safeshare.risk.spread import recommended_estimator
+from safeshare.risk.sensitivity import ReleasedClasses
+from safeshare.risk.spread import estimator_spread, recommended_estimator
 
 
 def _estimate(sizes: np.ndarray, N: int, estimator: str) -> RiskEstimator:
@@ -70,7 +79,19 @@ def side(
     doc["B_interval"] = {estimator: None if fitted.B_interval_ is None else list(fitted.B_interval_)}
     if estimate is None:
         doc["B_no_estimate"] = {estimator: fitted.B_reason_}
+    doc["drivers"] = risk_drivers(f, f if exact_population else None)
     return doc
+
+
+def input_estimators(
+    classes: ReleasedClasses, population_size: int, threshold: float, estimator: str
+) -> dict[str, Any] | None:
+    """The input side's ``estimators``: every class-size estimator's B on the input's classes at
+    N (:func:`~safeshare.risk.spread.estimator_spread`, as the certificate's are of the release);
+    ``None`` without records."""
+    if classes.n == 0:
+        return None
+    return estimator_spread(classes, population_size, threshold, estimator)
 
 
 def risk_section(
@@ -89,7 +110,7 @@ def risk_section(
     N = population.resolve(n_input)
     if estimator is None:
         estimator = recommended_estimator(n_input, N)
-    return {
+    doc: dict[str, Any] = {
         "population_size": N,
         "population": "the input, taken as the whole population (exact risks)"
         if exact
@@ -99,3 +120,8 @@ def risk_section(
         "input": side(input_sizes, N, exact, estimator, threshold),
         "release": side(release_sizes, N, exact, estimator, threshold),
     }
+    if doc["input"] is not None:
+        doc["input"]["estimators"] = input_estimators(
+            ReleasedClasses.of(input_sizes), N, threshold, estimator
+        )
+    return doc

@@ -171,7 +171,7 @@ def chosen_run(
 ) -> str | None:
     """The run a screen shows: ``?run=ID`` (any run of the project: the run history links each),
     else the latest ``kind`` run that wrote ``needs`` (a file of the run's folder: Explore needs
-    ``lattice.json``, Risk ``risk.json``), else the latest ``kind`` run. A failed or cancelled run
+    ``lattice.json``, Risk ``out/report.json``), else the latest ``kind`` run. A failed or cancelled run
     does not hide the releases before it; the screen says when a newer run exists
     (:func:`newer_run`)."""
     run_id = request.query_params.get("run")
@@ -958,12 +958,15 @@ async def compare_fragment(request: Request) -> Response:
 
 
 async def risk_page(request: Request) -> Response:
+    """The run's risk as its published report.json states it (:func:`safeshare.api.workbench.risk_view`:
+    the risk section and the certificate's population, sensitivity and estimators), nothing
+    recomputed; each figure carries ``data-key``, its key in report.json."""
     ctx = ctx_of(request)
     project = project_of(request)
-    run_id = chosen_run(request, project, needs="risk.json")
-    risk = read_json(project.run_dir(run_id) / "risk.json") if run_id else None
+    run_id = chosen_run(request, project, needs="out/report.json")
     report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
-    if risk is None:
+    view = workbench.risk_view(report)
+    if view is None:
         return ctx.render(
             "message.html",
             message="no finished run yet: start one on the Run screen",
@@ -978,8 +981,8 @@ async def risk_page(request: Request) -> Response:
             project,
             "risk",
             run_id=run_id,
-            risk=risk,
-            report=report,
+            risk=view["risk"],
+            certificate=view["certificate"],
             newer=newer_run(ctx, project, run_id),
         ),
     )
@@ -1290,16 +1293,20 @@ async def api_cancel(request: Request) -> Response:
 
 
 async def api_run_json(request: Request) -> Response:
-    """report.json, the lattice view, the risk comparison or the estimate of a run."""
+    """report.json, the lattice view, the Risk screen's figures (report.json's) or the estimate of a run."""
     try:
         _, directory = _run_dir(request)
     except InputError as exc:
         return _error(exc, 404)
     what = request.path_params["what"]
+    if what == "risk":  # the Risk screen's figures: report.json's (workbench.risk_view)
+        view = workbench.risk_view(read_json(directory / "out" / "report.json"))
+        if view is None:
+            return _error(InputError("risk: not written by this run"), 404)
+        return JSONResponse(view)
     path = {
         "report": directory / "out" / "report.json",
         "lattice": directory / "lattice.json",
-        "risk": directory / "risk.json",
         "estimate": directory / "estimate.json",
         "surveillance": directory / "surveillance.json",
     }.get(what)

@@ -109,11 +109,7 @@ def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[st
         with monitor.progress("exploring the lattice", min(done.fit.table.lattice.size, 10_000)) as update:
             view = workbench.lattice_view(done.fit, done.population_size, progress=update)
         view.write(run_dir)
-        with monitor.phase("comparing the risk estimators"):
-            comparison = workbench.risk_comparison(
-                done.input_sizes, done.fit.released_class_sizes, done.population_size
-            )
-        write_json(run_dir / "risk.json", comparison.to_dict())
+        # the Risk screen shows report.json's risk section (workbench.risk_view): nothing more here
         return state
     if kind == "surveil-simulate":
         for key in ("population", "cases"):

@@ -1,4 +1,4 @@
-"""The solution space of a run, node by node: :class:`LatticeView` and :class:`RiskComparison`.
+"""The solution space of a run, node by node: :class:`LatticeView`.
 
 ARX's "explore results" perspective shows the generalization lattice coloured by what the
 search learnt (anonymous, not anonymous, the optimum) with each node's loss; a custodian
@@ -18,9 +18,10 @@ table, so they are the search's own numbers (the same evaluator, criterion and m
 * :func:`node_detail`: one node's figures with its risk section (the report's
   :func:`~safeshare.risk.report_risk.side`, on that node's released class sizes), computed from
   the class sizes the view keeps.
-* :func:`risk_comparison`: the input against the release with every class-size estimator of
-  ``B`` side by side, the exact value where the population is known (the input taken as the
-  population), and the classes that drive the risk, by size.
+
+The Risk screen's figures are not computed here: they are report.json's risk section and the
+certificate's (:mod:`safeshare.risk.report_risk`, :mod:`safeshare.workflows.certificate`), the
+published release's own.
 
 Everything here is computed from class sizes of *released* classes (suppressed classes are
 counted, never described): sizes and counts only, as in the report (docs/security.md).
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,11 +46,7 @@ from safeshare.figures import count, number, percent
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.metrics.loss import metrics_for
 from safeshare.models.base import NodePrivacyModel
-from safeshare.risk.classes import ClassSizeHistogram
-from safeshare.risk.estimators import DEFAULT_ESTIMATOR, make_estimator
-from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
-from safeshare.risk.population import Population
-from safeshare.risk.release_risk import histogram_estimators
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR
 from safeshare.risk.report_risk import side
 from safeshare.search.result import TIE_BREAK
 from safeshare.workflows.anonymizer import AnonymizationResult
@@ -508,132 +505,6 @@ def node_detail(view: LatticeView, levels: Sequence[int] | str) -> dict[str, Any
     return doc
 
 
-# --------------------------------------------------------------------------- risk comparison
-@dataclass(frozen=True)
-class RiskSide:
-    """The risk of one side (input or release): the report's measures, every estimator's B, the
-    exact B where the population is known, and the risk by class size."""
-
-    measures: Mapping[str, Any]
-    #: estimator -> B (``None``: the estimator has no solution here)
-    estimates: Mapping[str, float | None]
-    exact_B: float | None
-    drivers: tuple[Mapping[str, Any], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "measures": dict(self.measures),
-            "estimates": dict(self.estimates),
-            "exact_B": self.exact_B,
-            "drivers": [dict(d) for d in self.drivers],
-        }
-
-
-@dataclass(frozen=True)
-class RiskComparison:
-    """Input against release, side by side (``None`` for an empty side)."""
-
-    population_size: int
-    exact: bool
-    population: str
-    estimators: tuple[str, ...]
-    threshold: float
-    input: RiskSide | None
-    release: RiskSide | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "population_size": self.population_size,
-            "exact": self.exact,
-            "population": self.population,
-            "estimators": list(self.estimators),
-            "threshold": self.threshold,
-            "input": self.input.to_dict() if self.input is not None else None,
-            "release": self.release.to_dict() if self.release is not None else None,
-        }
-
-
-def estimate_B(sizes: np.ndarray, population_size: int, estimator: str) -> float | None:
-    """``B`` by ``estimator`` from class sizes; ``None`` when it has no estimate (the estimators'
-    contract: ``B_`` is in ``[1/N, 1]`` or ``None`` with ``B_reason_``)."""
-    try:
-        value = make_estimator(estimator).fit(ClassSizeHistogram.from_sizes(sizes), population_size).B_
-    except (ValueError, ArithmeticError, InputError):
-        return None
-    return None if value is None else float(value)
-
-
-def risk_drivers(sizes: np.ndarray, exact: bool) -> list[dict[str, Any]]:
-    """Classes and records by class size; the prosecutor risk ``1/f`` of the bin's smallest class;
-    with an exact population (``F = f``) each class adds ``1/n`` to ``B = J/n``, so a bin's share of
-    B is its share of the classes."""
-    f = np.asarray(sizes, dtype=np.int64)
-    f = f[f > 0]
-    n, J = int(f.sum()), int(f.size)
-    out = []
-    for b in size_histogram(f):
-        if not b["classes"]:
-            continue
-        out.append(
-            {
-                **b,
-                "records_share": b["records"] / n if n else 0.0,
-                "prosecutor": 1.0 / b["low"],
-                "B_share": b["classes"] / J if exact and J else None,
-            }
-        )
-    return out
-
-
-def _risk_side(
-    sizes: np.ndarray, population_size: int, exact: bool, estimators: Iterable[str], threshold: float
-) -> RiskSide | None:
-    f = np.asarray(sizes, dtype=np.int64)
-    f = f[f > 0]
-    if f.size == 0:
-        return None
-    measures = risk_measures(f, f if exact else None, population_size, threshold).to_dict()
-    return RiskSide(
-        measures=measures,
-        estimates={name: estimate_B(f, population_size, name) for name in estimators},
-        exact_B=float(f.size / f.sum()) if exact else None,
-        drivers=tuple(risk_drivers(f, exact)),
-    )
-
-
-def risk_comparison(
-    input_sizes: np.ndarray,
-    release_sizes: np.ndarray,
-    population_size: int | None,
-    estimators: Sequence[str] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> RiskComparison:
-    """The input's classes (raw quasi-identifiers) against the release's released classes, with
-    every class-size estimator of B (:func:`~safeshare.risk.release_risk.histogram_estimators`).
-
-    ``population_size`` ``None``: the input is the population (N = its records), and every
-    population class size is known (``F = f``), so B is exact (``J/n``) beside the estimates;
-    otherwise the journalist and marketer risks are estimated (as in the report).
-    """
-    n_input = int(np.asarray(input_sizes, dtype=np.int64).sum())
-    population = Population.of(population_size)
-    exact = population.whole_input
-    population.check(n_input, "input", "records", "population_size")
-    N = population.resolve(n_input)
-    names = tuple(estimators) if estimators is not None else tuple(histogram_estimators())
-    return RiskComparison(
-        population_size=N,
-        exact=exact,
-        population="the input, taken as the whole population (exact risks)"
-        if exact
-        else "configured population_size (journalist and marketer risks estimated)",
-        estimators=names,
-        threshold=threshold,
-        input=_risk_side(np.asarray(input_sizes), N, exact, names, threshold),
-        release=_risk_side(np.asarray(release_sizes), N, exact, names, threshold),
-    )
-
-
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "LIST_STATUSES",
@@ -641,12 +512,9 @@ __all__ = [
     "TIE_RULES",
     "LatticeView",
     "NodeFigures",
-    "RiskComparison",
-    "RiskSide",
     "hierarchy_labels",
     "lattice_view",
     "node_detail",
     "parse_node",
-    "risk_comparison",
     "size_histogram",
 ]

@@ -29,6 +29,8 @@ from safeshare.report.content import ReportWarning
 from safeshare.risk.measures import DEFAULT_THRESHOLD, risk_measures
 from safeshare.risk.persons import most_exposed, person_side
 from safeshare.risk.population import Population
+from safeshare.risk.report_risk import input_estimators
+from safeshare.risk.sensitivity import ReleasedClasses
 from safeshare.risk.spread import recommended_estimator
 from safeshare.verify.persons import PersonExpectations
 from safeshare.verify.profiles import LinkExpectations
@@ -141,6 +143,11 @@ def person_risk(
         "input": person_side(f_in, bottom.people[bottom.sizes > 0], N, exact, estimator, threshold),
         "release": person_side(f_out, classes.people[released], N, exact, estimator, threshold),
     }
+    if doc["input"] is not None:  # every estimator's B on the input's classes, in people
+        people = bottom.people[bottom.sizes > 0]
+        doc["input"]["estimators"] = input_estimators(
+            ReleasedClasses.of(people, grain.n_people, "people"), N, threshold, estimator
+        )
     if result.schema.person_released:
         profiles = grain.profiles(classes.row_class, counted=released)
         if profiles.n_people:

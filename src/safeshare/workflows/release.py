@@ -33,6 +33,7 @@ from safeshare.data.schema import Schema
 from safeshare.errors import DataError, InputError, VerificationError
 from safeshare.io import atomic_write_text
 from safeshare.report.content import portable_paths
+from safeshare.risk.drivers import risk_drivers
 from safeshare.risk.measures import risk_measures
 from safeshare.risk.population import Population
 from safeshare.risk.report_risk import risk_section
@@ -500,6 +501,7 @@ def release_risk(
         exact = risk_measures(f, F, doc["population_size"], doc["threshold"]).to_dict()
         exact["estimated"] = False
         exact["B_estimate"] = doc["release"]["B_estimate"]
+        exact["drivers"] = risk_drivers(f, F)
         doc["release"] = exact
         doc["population"] = (
             "the input, taken as the whole population; the release is a sample of it (exact risks)"

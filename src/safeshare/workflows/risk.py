@@ -312,7 +312,8 @@ def risk(
     import pandas as pd
 
     from safeshare.risk.classes import SampleTable
-    from safeshare.risk.html import risk_distribution, risk_drivers
+    from safeshare.risk.drivers import risk_drivers
+    from safeshare.risk.html import risk_distribution
     from safeshare.risk.measures import class_sizes, risk_measures
     from safeshare.risk.persons import person_risk_measures
 

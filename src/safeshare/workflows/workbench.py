@@ -6,7 +6,9 @@ the import-linter contract "The workbench reaches the library through safeshare.
 The pages and the JSON API hold no logic of their own: ``anonymize`` is
 :func:`safeshare.api.anonymize`, the very function ``safeshare anonymize`` calls, so the same
 configuration gives the same node, the same verified release bytes and the same report figures;
-the Explore and Risk screens' figures are :mod:`safeshare.workflows.explore`'s.
+the Explore screen's figures are :mod:`safeshare.workflows.explore`'s, and the Risk screen's are
+the published report.json's (its ``risk`` section and the certificate's ``population``,
+``sensitivity`` and ``estimators``: :func:`risk_view`), never recomputed.
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
 surveillance ones, :func:`lattice_view`) run in the run's child process
@@ -52,12 +54,11 @@ if TYPE_CHECKING:
         NodeFigures,
         lattice_view,
         node_detail,
-        risk_comparison,
     )
 
-#: The Explore and Risk screens' figures, imported on first use (PEP 562: numpy and the core load
-#: then, not when the server starts).
-_EXPLORE = ("LatticeView", "NodeFigures", "lattice_view", "node_detail", "risk_comparison")
+#: The Explore screen's figures, imported on first use (PEP 562: numpy and the core load then, not
+#: when the server starts).
+_EXPLORE = ("LatticeView", "NodeFigures", "lattice_view", "node_detail")
 
 
 def __getattr__(name: str) -> Any:
@@ -283,12 +284,11 @@ def estimate(config: Path, workdir: Path, monitor: Monitor) -> Any:
 
 @dataclass
 class Anonymized:
-    """What :func:`anonymize` returns: report.json as written, the fitted search (for the lattice
-    view), the input's class sizes and the configured N (for the risk comparison)."""
+    """What :func:`anonymize` returns: report.json as written, the fitted search and the
+    configured N (for the lattice view)."""
 
     report: dict[str, Any]
     fit: Any
-    input_sizes: Any
     population_size: int | None
 
 
@@ -297,17 +297,35 @@ def anonymize(config: Path, out: Path, workdir: Path, monitor: Monitor) -> Anony
     write, verify, publish atomically), so the page's release is the command's, byte for byte.
     Every file the configuration names is confined under ``workdir`` first."""
     from safeshare.workflows.anonymize import anonymize as anonymize_use_case
-    from safeshare.workflows.release import input_class_sizes
 
     population_size = check_config(config, workdir).population_size
     release = anonymize_use_case(config, out, monitor=monitor)
-    fit = release.fit
-    return Anonymized(
-        report=release.report,
-        fit=fit,
-        input_sizes=input_class_sizes(fit) if fit is not None and fit.found else None,
-        population_size=population_size,
-    )
+    return Anonymized(report=release.report, fit=release.fit, population_size=population_size)
+
+
+#: The certificate's keys the Risk screen shows beside report.json's risk section.
+RISK_CERTIFICATE_KEYS = ("population", "sensitivity", "estimators", "risk_kind")
+
+
+def risk_view(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The Risk screen's figures: report.json's ``risk`` section as published (input and release
+    side by side, each with its ``drivers``; the input's ``estimators``) and the certificate's
+    :data:`RISK_CERTIFICATE_KEYS` (N and its source, B at N/2, N and 2N, every estimator's B of
+    the release with its caveat), plus the records and suppressed records of the release. One
+    result, many views: nothing here is computed, so the screen equals the report, for every run
+    kind (a locally recoded release's final records and B, an epsilon-safe release's exact risk,
+    a person key's people). ``None`` when the run published no report with a risk section."""
+    if not report or not isinstance(report.get("risk"), Mapping):
+        return None
+    found = report.get("certificate")
+    certificate: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    return {
+        "risk": dict(report["risk"]),
+        "certificate": {key: certificate.get(key) for key in RISK_CERTIFICATE_KEYS},
+        "records_in": report.get("records_in"),
+        "records_out": report.get("records_out"),
+        "suppressed_records": report.get("suppressed_records"),
+    }
 
 
 # --------------------------------------------------------------------------- surveillance
@@ -455,7 +473,7 @@ __all__ = [
     "posted_reason",
     "privacy_form",
     "profile",
-    "risk_comparison",
+    "risk_view",
     "roles",
     "run_warnings",
     "source",
