@@ -457,6 +457,12 @@ def test_cli_release_passes_pycanon(tmp_path: Path, t: float, limit: float) -> N
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     achieved = report["privacy_achieved"]["t-closeness"]["max"]
     assert max(achieved.values()) <= t + 1e-9
+    # the verifier's figures on the file: against the input (the model's) and against the release's
+    # own distribution, which a recipient can recompute: pycanon's t (issue 33)
+    rechecked = report["verification"]["checks"]["models"]["t-closeness"]["value"]
+    assert max(rechecked["max_distance_to_release"].values()) == pytest.approx(theirs, abs=1e-9)
+    for column, value in achieved.items():
+        assert rechecked["max_distance_to_input"][column] == pytest.approx(value, abs=1e-9)
     if limit == 0:  # nothing suppressed: the release's distribution is the input's
         assert theirs <= t + 1e-9
         assert theirs == pytest.approx(max(achieved.values()), abs=1e-9)

@@ -612,6 +612,7 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
         ("purpose", cert.get("purpose") or "not stated (purpose: in the configuration)"),
         *_certificate_people(doc, cert),
         ("privacy models", models),
+        *_t_closeness_rows(doc),
     ]
     if threshold:
         reason = threshold.get("reason")
@@ -669,6 +670,29 @@ def _governance_rows(gov: dict[str, Any] | None) -> list[tuple[str, str]]:
     threat = gov.get("threat_model") or {}
     rows += [(f"threat: {q}", str(threat.get(q) or "not given")) for q in ("motives", "capacity", "controls")]
     return rows
+
+
+def _t_closeness_rows(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """t-closeness as the verifier measured it on the written file: each sensitive column's largest
+    class distance to the input's distribution (what the model bounds) and to the release's own
+    (what a recipient, who lacks the input, can recompute: pycanon's t; issue 33)."""
+    checks = ((doc.get("verification") or {}).get("checks") or {}).get("models") or {}
+    value = (checks.get("t-closeness") or {}).get("value")
+    if not isinstance(value, dict):
+        return []
+    parts = []
+    for column in value.get("max_distance_to_input") or {}:
+        parts.append(
+            Markup("{}: {} to the input's distribution, {} to the release's own").format(
+                column,
+                figure(doc, f"verification.checks.models.t-closeness.value.max_distance_to_input.{column}"),
+                figure(doc, f"verification.checks.models.t-closeness.value.max_distance_to_release.{column}"),
+            )
+        )
+    if not parts:
+        return []
+    note = Markup(" (the model bounds the first; a recipient can recompute only the second)")
+    return [("t-closeness on the file", Markup("; ").join(parts) + note)]
 
 
 #: What the report says in place of the SHA-256 of a file whose digest is not published.

@@ -377,8 +377,6 @@ def tag_minimal(state: np.ndarray) -> list[Node]:
     return list(map(tuple, np.argwhere(candidate).tolist()))
 
 
-
-
 def rank_nodes(nodes: list[Node], objective: Objective) -> list[tuple[float, Node]]:
     """``(objective, node)`` for every node, best first: the order of :data:`TIE_BREAK`
     (least objective, then least height ``sum(node)``, then lexicographic order)."""

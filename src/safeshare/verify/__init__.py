@@ -68,7 +68,7 @@ from safeshare.verify.persons import PersonExpectations, check_persons
 from safeshare.verify.population_bins import check_population_bins
 from safeshare.verify.profiles import LinkExpectations, check_profile_anonymity, check_profiles
 from safeshare.verify.risk import check_risk, risk_figures
-from safeshare.verify.sensitive import check_l_diversity, check_t_closeness
+from safeshare.verify.sensitive import check_l_diversity, check_t_closeness, t_closeness_figures
 from safeshare.verify.small_cells import check_small_cells
 from safeshare.verify.sql import quote, release_relation
 from safeshare.verify.truth import TruthExpectations, check_truth
@@ -172,6 +172,7 @@ MODEL_FIGURES: dict[
     str, Callable[[duckdb.DuckDBPyConnection, str, str, Mapping[str, Any]], dict[str, Any]]
 ] = {
     "risk": risk_figures,
+    "t-closeness": t_closeness_figures,
 }
 
 

@@ -175,6 +175,51 @@ def check_t_closeness(
     return failures
 
 
+def t_closeness_figures(
+    con: duckdb.DuckDBPyConnection, rel: str, group: str, params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """:func:`check_t_closeness`'s failures and, per sensitive column, the largest distance of a
+    class from the input's distribution (what the model bounds) and from the *release's own*
+    distribution of that column (what a recipient, who lacks the input, can recompute from the
+    file alone: pycanon's t of the release; issue 33)."""
+    failures = check_t_closeness(con, rel, group, params)
+    columns, _ = _columns(params, "t-closeness")
+    to_input: dict[str, float | None] = {}
+    to_release: dict[str, float | None] = {}
+    for column in columns:
+        spec = params["columns"][column]
+        distance = str(spec.get("distance"))
+        records = _records(rel, group, column)
+        own = con.execute(f"SELECT v, COUNT(*) FROM ({records}) GROUP BY v").fetchall()
+        for target, reference in (
+            (to_input, spec.get("reference") or {}),
+            (to_release, {str(v): int(n) for v, n in own}),
+        ):
+            ref = _temp_table(
+                con,
+                "ref",
+                {"v": "VARCHAR", "n": "BIGINT"},
+                [[str(v) for v in reference], [int(n) for n in reference.values()]],
+            )
+            try:
+                if distance == "equal":
+                    target[column] = _equal(con, records, ref)
+                elif distance == "ordered":
+                    target[column] = _ordered(con, records, ref)
+                elif distance == "hierarchical":
+                    target[column] = _hierarchical(con, records, ref, spec.get("hierarchy") or [])
+                else:
+                    target[column] = None
+            except duckdb.Error:  # a value the distance cannot read (check_t_closeness says so)
+                target[column] = None
+            finally:
+                con.execute(f"DROP TABLE {ref}")
+    return {
+        "failures": failures,
+        "value": {"max_distance_to_input": to_input, "max_distance_to_release": to_release},
+    }
+
+
 def _first(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...] | None:
     """The first row of ``sql`` (every row is fetched: DuckDB wants results consumed)."""
     rows = con.execute(sql).fetchall()
