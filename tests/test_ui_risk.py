@@ -180,6 +180,8 @@ def assert_screen_is_report(bench: Bench, pid: str, rid: str) -> dict[str, Any]:
     assert page.text.count('class="num"') - page.text.count('<th class="num"') == len(
         figures
     ) + page.text.count('<td class="num">–</td>')
+    # no figures of its own: the run writes no risk file beside the report
+    assert not (bench.workdir / "safeshare-projects" / pid / "runs" / rid / "risk.json").exists()
     api = bench.client.get(f"/api/projects/{pid}/runs/{rid}/risk").json()
     assert api["risk"] == report["risk"]
     for name in ("population", "sensitivity", "estimators", "risk_kind"):
