@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,10 @@ class Bench:
         return self.workdir / "safeshare-projects" / pid
 
 
-@pytest.fixture()
-def bench(tmp_path: Path) -> Iterator[Bench]:
+@contextmanager
+def open_bench(tmp_path: Path) -> Iterator[Bench]:
+    """A workbench over ``tmp_path``: the app, its TestClient and the runs' manager (shut down
+    on leaving)."""
     workdir = tmp_path / "work"
     outside = tmp_path / "outside"
     workdir.mkdir()
@@ -93,6 +96,12 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
             yield Bench(client, ctx, workdir, outside)
     finally:
         ctx.runs.shutdown()
+
+
+@pytest.fixture()
+def bench(tmp_path: Path) -> Iterator[Bench]:
+    with open_bench(tmp_path) as made:
+        yield made
 
 
 def _one_line_error(answer: Any, status: int = 400) -> str:
