@@ -215,15 +215,16 @@ def test_the_lattice_and_risk_of_a_run(server, finished) -> None:
         assert client.get(f"/api/projects/{project}/runs/{run}/nodes/1,2").status_code == 404
 
 
-def test_a_node_picked_in_explore_is_released_as_the_command_line_would(server, tmp_path: Path) -> None:
+def test_a_node_picked_in_explore_is_released_as_the_command_line_would(
+    server, finished, tmp_path: Path
+) -> None:
     """Explore's "Release this node": the run's own configuration takes ``algorithm: node`` with
     the node's levels (the project's is left alone: tests/test_ui_explore.py), the run releases
-    exactly that node, verified, and its YAML reproduces the bytes."""
+    exactly that node, verified, and its YAML reproduces the bytes. The node is picked in the
+    module's finished Adult run (a one-off run changes neither that run nor the project's
+    configuration; issue 36: it profiled and ran the same Adult project again)."""
+    project, first = finished
     with server.client() as client:
-        project = adult_project(client)["id"]
-        wait_idle(client, project)
-        first = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
-        assert wait_run(client, project, first)["status"] == "done"
         lattice = client.get(f"/api/projects/{project}/runs/{first}/lattice").json()
         candidates = sorted(
             (n for n in lattice["nodes"] if n["status"] == "anonymous" and n.get("loss") is not None),

@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,10 @@ class Bench:
         return self.workdir / "safeshare-projects" / pid
 
 
-@pytest.fixture()
-def bench(tmp_path: Path) -> Iterator[Bench]:
+@contextmanager
+def open_bench(tmp_path: Path) -> Iterator[Bench]:
+    """A workbench over ``tmp_path``: the app, its TestClient and the runs' manager (shut down
+    on leaving)."""
     workdir = tmp_path / "work"
     outside = tmp_path / "outside"
     workdir.mkdir()
@@ -93,6 +96,12 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
             yield Bench(client, ctx, workdir, outside)
     finally:
         ctx.runs.shutdown()
+
+
+@pytest.fixture()
+def bench(tmp_path: Path) -> Iterator[Bench]:
+    with open_bench(tmp_path) as made:
+        yield made
 
 
 def _one_line_error(answer: Any, status: int = 400) -> str:
@@ -155,12 +164,21 @@ def test_an_uploaded_configuration_naming_a_file_outside_the_workdir_is_refused(
     assert not [p for p in (bench.workdir / "safeshare-projects").iterdir() if not p.name.startswith(".")]
 
 
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bench, str]]:
+    """One project the refused PUTs (every key and form) and the refused Surveillance forms aim
+    at: a PUT case checks that its refusal left the configuration as it was, so the cases need
+    not profile a project apiece (25 profiling children before; issue 36)."""
+    with open_bench(tmp_path_factory.mktemp("put")) as shared:
+        yield shared, shared.project()
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("key", list(KEYS))
 def test_a_put_configuration_naming_a_file_outside_the_workdir_is_refused(
-    bench: Bench, key: str, form: str
+    refusing: tuple[Bench, str], key: str, form: str
 ) -> None:
-    pid = bench.project()
+    bench, pid = refusing
     before = bench.client.get(f"/api/projects/{pid}/config").text
     where, config = KEYS[key]
     text = config(_outside(bench, key, form))
@@ -503,12 +521,12 @@ def test_odd_parameters_and_bodies_are_4xx_with_one_line(bench: Bench) -> None:
     ],
 )
 def test_the_surveillance_form_answers_in_its_own_words(
-    bench: Bench, field: str, value: str, expected: str
+    refusing: tuple[Bench, str], field: str, value: str, expected: str
 ) -> None:
     """On main a bad field answered with Python's own text ("invalid literal for int() with base 10")."""
     from urllib.parse import unquote
 
-    pid = bench.project()
+    bench, pid = refusing
     (bench.workdir / "population.csv").write_text("region,age,count\nr1,20,100\n")
     (bench.workdir / "cases.csv").write_text("region,date,new_cases\nr1,2020-01-01,3\n")
     form = {"population": "population.csv", "cases": "cases.csv", field: value}

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 # the TestClient fixture of tests/test_ui_api.py, used here by name (pytest's fixture by import)
-from tests.test_ui_api import CONFIG, Bench, bench  # noqa: F401
+from tests.test_ui_api import CONFIG, Bench, bench, open_bench  # noqa: F401
 
 #: Two symmetric quasi-identifiers: nodes 0,1 and 1,0 tie at the least loss (issue 35's ties).
 TWINS = "a,b\n" + "p,p\n" * 10 + "q,q\n" * 10 + "p,q\n" + "q,p\n"
@@ -71,12 +75,29 @@ def _rows(html: str) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass
+class Explored:
+    """One project of CONFIG and its finished run, read (never changed) by the Explore tests."""
+
+    bench: Bench
+    pid: str
+    rid: str
+
+
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Explored]:
+    """The project and run the read-only Explore tests share: each made its own before, the
+    same configuration and data, a profiling child and a run child apiece (issue 36)."""
+    with open_bench(tmp_path_factory.mktemp("explored")) as shared:
+        pid = _project(shared, CONFIG)
+        yield Explored(shared, pid, _run(shared, pid))
+
+
 # --------------------------------------------------------------------------- Explore
-def test_the_list_shows_anonymous_nodes_by_default_with_a_status_filter(bench: Bench) -> None:
+def test_the_list_shows_anonymous_nodes_by_default_with_a_status_filter(explored: Explored) -> None:
     """Issue 35: the default list of 200 held only non-anonymous nodes. Now: the anonymous ones
     (the optimum first), a filter for the others (each saying why it is not anonymous) or all."""
-    pid = _project(bench, CONFIG)
-    rid = _run(bench, pid)
+    bench, pid, rid = explored.bench, explored.pid, explored.rid
     lattice = bench.client.get(f"/api/projects/{pid}/runs/{rid}/lattice").json()
     statuses = [n["status"] for n in lattice["nodes"]]
     page = bench.client.get(f"/p/{pid}/explore?run={rid}")
@@ -122,11 +143,10 @@ def test_a_node_within_the_suppression_limit_says_which_model_rejects_it(bench: 
             assert row["why_not"].endswith("but rejected by the risk threshold B &lt;= 0.1"), row
 
 
-def test_levels_are_shown_with_the_hierarchys_labels(bench: Bench) -> None:
+def test_levels_are_shown_with_the_hierarchys_labels(explored: Explored) -> None:
     """Issue 35: "age level 1" becomes "age: 20s, 30s, 40s, …" in the list, the optimum's line and
     the node's detail (level 0 is "as in the data", its values not listed)."""
-    pid = _project(bench, CONFIG)
-    rid = _run(bench, pid)
+    bench, pid, rid = explored.bench, explored.pid, explored.rid
     optimum = bench.client.get(f"/api/projects/{pid}/runs/{rid}/lattice").json()["optimum"]
     assert optimum == [1, 0, 0]
     page = bench.client.get(f"/p/{pid}/explore?run={rid}").text
@@ -163,12 +183,13 @@ def test_ties_at_the_optimums_loss_are_flagged_with_the_tie_break_rule(bench: Be
     assert len(re.findall(r'<circle [^>]*class="node [^"]*\btie\b', page)) == 2
 
 
-def test_nodes_and_rows_take_keyboard_focus_and_the_diagram_opens_on_the_optimum(bench: Bench) -> None:
+def test_nodes_and_rows_take_keyboard_focus_and_the_diagram_opens_on_the_optimum(
+    explored: Explored,
+) -> None:
     """Issue 35: no node, list row or sort header took keyboard focus. The diagram is one tab
     stop (the optimum; the arrows move, Enter shows: app.js), every row and sort header is one,
     and the SVG's window (viewBox) holds the optimum, with zoom controls."""
-    pid = _project(bench, CONFIG)
-    rid = _run(bench, pid)
+    bench, pid, rid = explored.bench, explored.pid, explored.rid
     page = bench.client.get(f"/p/{pid}/explore?run={rid}").text
     svg = re.search(r"<svg [^>]*>", page).group(0)
     x, y, w, h = map(float, re.search(r'viewBox="([^"]+)"', svg).group(1).split())
