@@ -174,7 +174,7 @@ def test_ties_at_the_optimums_loss_are_flagged_with_the_tie_break_rule(bench: Be
     ties = re.search(r'data-testid="ties">(.*?)</p>', page, re.S).group(1)
     assert "2 anonymous nodes share the optimum's loss" in ties
     assert "<code>0,1</code>, <code>1,0</code>" in ties
-    assert "the lower node (the smaller sum of levels), then to the first in lexicographic order" in ties
+    assert "the lower node (the least sum of levels), then the first in lexicographic order" in ties
     rows = {r["node"]: r for r in _rows(page)}
     assert rows["0,1"]["tie"] and rows["1,0"]["tie"] and not rows["1,1"]["tie"]
     assert [r["node"] for r in _rows(page)][:2] == ["0,1", "1,0"]
