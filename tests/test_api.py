@@ -233,6 +233,14 @@ WALK: dict[str, tuple[Any, Any]] = {
     "purpose": ("a study", lambda r: r["certificate"]["purpose"] == "a study"),
     "ledger": ("walk.jsonl", lambda r: r["certificate"]["ledger"] == "walk.jsonl"),
     "approved_by": ("A. Officer", lambda r: r["certificate"]["approved_by"] == "A. Officer"),
+    # issue 33: the release context on the certificate, and the threshold it calls for
+    "governance": (
+        {"recipient": "a research unit", "release_model": "non-public", "invasiveness": "medium"},
+        lambda r: (
+            r["certificate"]["governance"]["recipient"] == "a research unit"
+            and r["certificate"]["derived_threshold"] is not None
+        ),
+    ),
     # issue 32: k and the risk in people (one record per person here)
     "person": ("id", lambda r: (r.get("people") or {}).get("column") == "id"),
     # issue 34: checked before the search; a described release is not attacked (it is not written)

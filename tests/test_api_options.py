@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, type[BaseModel] | None]] = {
     "anonymize": ("anonymize", None),
     "anonymize_dry_run": ("anonymize", None),
     "attack": ("attack", commands.AttackOptions),
+    "certificate_pdf": ("certificate pdf", None),
     "compare": ("compare", None),
     "dp_experiment": ("dp experiment", commands.DPExperimentOptions),
     "dp_params": ("dp params", commands.DPParamsOptions),
@@ -61,6 +62,7 @@ NOT_ON_THE_COMMAND_LINE: dict[tuple[str, str], str] = {
 #: Keywords whose option is spelled otherwise, and why.
 SPELLED_OTHERWISE: dict[tuple[str, str], str] = {
     ("surveil_release", "fmt"): "--format",  # the keyword avoids shadowing Python's format()
+    ("certificate_pdf", "target"): "--out",  # the PDF written, as other commands' --out
 }
 
 

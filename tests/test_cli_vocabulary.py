@@ -96,6 +96,7 @@ def test_the_commands_are_all_there() -> None:
     assert set(COMMANDS) == {
         "anonymize",
         "attack",
+        "certificate pdf",
         "compare",
         "inspect",
         "hierarchy check",

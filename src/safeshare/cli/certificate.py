@@ -29,11 +29,20 @@ def pdf_command(
         Path | None,
         typer.Option("--out", help="The PDF to write (default: certificate.pdf in RELEASE_DIR)."),
     ] = None,
+    chromium: Annotated[
+        Path | None,
+        typer.Option(
+            "--chromium",
+            help="The Chromium to print with (default: SAFESHARE_CHROMIUM, then chromium on PATH).",
+        ),
+    ] = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Print the certificate of a published release to a PDF with headless Chromium."""
     from safeshare import api
 
-    target = api.certificate_pdf(release_dir, out_file or Path(release_dir) / "certificate.pdf")
+    target = api.certificate_pdf(
+        release_dir, out_file or Path(release_dir) / "certificate.pdf", chromium=chromium
+    )
     emit({"pdf": str(target)}, as_json, quiet, lambda: out.print(f"certificate printed to {target}"))
