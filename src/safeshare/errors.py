@@ -26,6 +26,22 @@ class ConfigError(InputError):
     """The configuration file or a command-line option is invalid."""
 
 
+class AcknowledgementRequired(InputError):
+    """A release whose warnings contradict its headline, not acknowledged: not published (issue 33).
+
+    ``codes`` are the warning codes to acknowledge (``accept_warnings:``, ``--accept-warning``;
+    :mod:`safeshare.workflows.acknowledgement`). Exit status 2.
+    """
+
+    def __init__(self, message: str, codes: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.codes = list(codes)
+
+    def __reduce__(self) -> tuple[type[AcknowledgementRequired], tuple[str, list[str]]]:
+        # picklable with its codes (a multiprocessing pool re-raises it in the parent)
+        return (type(self), (str(self), self.codes))
+
+
 class DataError(InputError):
     """The input data cannot be read or does not match the schema."""
 

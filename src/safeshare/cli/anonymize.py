@@ -168,6 +168,14 @@ def anonymize(
             "certificate shows the attack beside B).",
         ),
     ] = None,
+    accept_warnings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-warning",
+            help="Acknowledge a warning code that contradicts the headline (repeatable; added to the "
+            "configuration's accept_warnings:). Without it such a release is not published.",
+        ),
+    ] = None,
 ) -> None:
     """Anonymize a table (OLA and the other searches) and publish a verified release."""
     from safeshare import api  # imports the anonymize use case only: it validates before importing more
@@ -206,6 +214,7 @@ def anonymize(
         "threshold_reason": threshold_reason,
         "purpose": purpose,
         "attack_frame": attack_frame,
+        "accept_warnings": accept_warnings or None,
     }
     monitor = ConsoleMonitor(quiet or as_json)
     if dry_run:
@@ -320,6 +329,11 @@ def print_release(release: Release) -> None:
     for warning in release.warnings:
         # Text, not markup: a message quotes labels of the data ("[20-30[") and names a code
         table.add_row("warning", Text(f"{warning.code}: {warning.message}"), style="yellow")
+    for ack in (report.get("certificate") or {}).get("acknowledged") or []:  # issue 33
+        table.add_row(
+            "acknowledged",
+            Text(f"{ack['code']} ({ack['warnings']} warning(s) contradicting the headline), by {ack['by']}"),
+        )
     evidence = report.get("evidence")
     if evidence is not None:
         checks = ", ".join(c["name"] for c in evidence["verifier_checks"])

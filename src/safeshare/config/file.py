@@ -54,6 +54,8 @@ Example (paths are relative to the configuration file)::
     approved_by: "J. Doe, privacy officer"   # required with ledger (--approved-by)
     governance: {recipient: ..., release_model: non-public, ...}   # the certificate's context
                                 # and its coverage table (safeshare.config.governance)
+    accept_warnings: [subgroup-suppressed]   # warnings that contradict the headline, acknowledged
+                                # (--accept-warning; safeshare.workflows.acknowledgement)
 
 One model, validated once: :func:`load_config` reads the YAML (safely,
 :func:`safeshare.config_checks.read_yaml`), applies the overrides (the options of
@@ -120,6 +122,7 @@ from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
 from safeshare.errors import ConfigError, InputError
 from safeshare.models.registry import ModelParams, model_params
 from safeshare.paths import written_path
+from safeshare.warning_codes import WarningCode, warning_code
 
 if TYPE_CHECKING:
     from safeshare.config.spec import AnonymizationSpec
@@ -163,6 +166,7 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "threshold_reason": ("threshold_reason",),
     "purpose": ("purpose",),
     "attack_frame": ("attack", "frame"),
+    "accept_warnings": ("accept_warnings",),
     **{("utility_function" if key == "utility" else key): ("dp", key) for key in DP_OPTIONS},
 }
 
@@ -171,12 +175,34 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
 PATH_OVERRIDES = frozenset({"key_file", "ledger", "attack_frame"})
 
 
+#: Overrides whose option is spelled otherwise than their keyword: one code per option, repeatable.
+OPTION_SPELLING = {"accept_warnings": "--accept-warning"}
+
+
 def option_name(keyword: str) -> str:
     """The command-line option of an override keyword (``max_suppression`` -> ``--max-suppression``)."""
-    return "--" + keyword.replace("_", "-")
+    return OPTION_SPELLING.get(keyword, "--" + keyword.replace("_", "-"))
 
 
 # ------------------------------------------------------------------ sections
+def _accepted_codes(value: Any) -> tuple[str, ...]:
+    """``accept_warnings:``: one code or a list of codes, each a known warning code, once each."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise refuse("expected a warning code or a list of them, e.g. accept_warnings: [subgroup-suppressed]")
+    out: list[str] = []
+    for item in items:
+        try:
+            code = warning_code(item if isinstance(item, str) else repr(item)).value
+        except ValueError as exc:
+            raise refuse(str(exc)) from None
+        if code not in out:
+            out.append(code)
+    return tuple(out)
+
+
 #: Round limit of local recoding when none is given: in practice "until no record more can be
 #: released" (every round that continues releases at least one class, hence at least k records).
 DEFAULT_ROUNDS = 100
@@ -511,6 +537,20 @@ class ConfigFile(Section):
     attack: Annotated[AttackSection | None, BeforeValidator(attack_section)] = None
     #: ``governance:`` (issue 33): recipient, release model, threat model, review, reviewers
     governance: Annotated[GovernanceSection | None, BeforeValidator(governance_section)] = None
+    #: ``accept_warnings:`` (issue 33): the warning codes that contradict the headline and that the
+    #: custodian acknowledges (:mod:`safeshare.workflows.acknowledgement`); one code or a list
+    accept_warnings: Annotated[
+        tuple[str, ...],
+        BeforeValidator(_accepted_codes),
+        WithJsonSchema(
+            {
+                "oneOf": [
+                    {"enum": [c.value for c in WarningCode]},
+                    {"type": "array", "items": {"enum": [c.value for c in WarningCode]}},
+                ]
+            }
+        ),
+    ] = ()
 
     _path: Path = PrivateAttr(default=Path("config.yaml"))
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -944,6 +984,11 @@ def _with_overrides(
             out["population"] = {"size": size, "source": value}
             if "population_size" in options:
                 options["population.size"] = options.pop("population_size")
+        elif keyword == "accept_warnings":  # the option's codes are added to the file's
+            given = out.get(keyword)
+            kept = [given] if isinstance(given, str) else list(given) if isinstance(given, list) else []
+            more = [value] if isinstance(value, str) else list(value)
+            out[keyword] = kept + [c for c in more if c not in kept]
         elif keyword == "local_recoding" and value is True and isinstance(out.get(keyword), Mapping):
             pass  # the file's rounds stay
         elif keyword == "rounds" and out.get("local_recoding") in (None, False):

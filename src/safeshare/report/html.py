@@ -645,7 +645,33 @@ def _certificate(doc: dict[str, Any]) -> dict[str, Any] | None:
         "governance": _governance_rows(cert.get("governance")),
         "second_reviewer": (cert.get("governance") or {}).get("second_reviewer"),
         "coverage": cert.get("coverage"),
+        "warnings": _certificate_warnings(cert),
     }
+
+
+def _certificate_warnings(cert: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Every warning of the run as the certificate lists it (``certificate.warnings``, issue 33):
+    its code, what it found, whether it contradicts the headline and why, and who acknowledged
+    it; ``None`` for a report without the list (an older report)."""
+    marks = cert.get("warnings")
+    if not isinstance(marks, list):
+        return None
+    return [
+        {
+            "index": i,
+            "code": m.get("code", ""),
+            "message": m.get("message", ""),
+            "contradicts": bool(m.get("contradicts")),
+            "reason": m.get("reason", ""),
+            "status": (
+                f"acknowledged by {m.get('acknowledged_by')}"
+                if m.get("acknowledged")
+                else ("NOT acknowledged" if m.get("contradicts") else "caveat")
+            ),
+        }
+        for i, m in enumerate(marks)
+        if isinstance(m, dict)
+    ]
 
 
 #: The governance fields as the certificate names them, in order.

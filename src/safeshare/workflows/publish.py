@@ -39,6 +39,7 @@ from safeshare.errors import InputError
 from safeshare.io import OutputDirectory
 from safeshare.report.content import report_warnings
 from safeshare.verify import Expectations, Verification
+from safeshare.workflows.acknowledgement import Acknowledgement, acknowledge
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.certificate import risk_certificate
 from safeshare.workflows.coverage import coverage
@@ -186,7 +187,10 @@ def _write(
         release = _describe(plan, engine, fmt, delimiter, context, verification, out_dir, timings)
     else:  # the risk section on a second thread while the engine writes (stage_and_build)
         release = stage_and_build(plan, engine, stage, fmt, delimiter, context, out_dir, timings, expected)
-    _attest(release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter, engine)
+    acknowledgement = _attest(
+        release, context, plan, expected, stage / release_name(fmt), out_dir, fmt, delimiter, engine
+    )
+    acknowledgement.require()  # contradicting warnings unacknowledged: refused, nothing published
     write_reports(release, stage, html)
     return release
 
@@ -201,11 +205,16 @@ def _attest(
     fmt: OutputFormat = "csv",
     delimiter: str = ",",
     engine: Engine | None = None,
-) -> None:
+) -> Acknowledgement:
     """What a privacy officer signs, added to ``release``: the report's warnings, the headline and
     the certificate; for a release written at ``staged`` (and verified against ``expected``) also
     the disclosure warnings over the file, the informed adversary and the evidence. The same for a
-    global and a mixed release, so a locally recoded release carries its own figures."""
+    global and a mixed release, so a locally recoded release carries its own figures.
+
+    Returns every warning marked against the headline with the custodian's acknowledgements
+    (:mod:`safeshare.workflows.acknowledgement`), also on the certificate (``warnings``,
+    ``acknowledged``), in the evidence and, through the report, in the ledger entry; the caller
+    of a written release refuses it while one is missing (:meth:`Acknowledgement.require`)."""
     release.warnings = report_warnings(release.report) + person_warnings(release.report)
     if staged is not None:
         assert plan is not None and expected is not None and out_dir is not None
@@ -224,9 +233,16 @@ def _attest(
         **risk_certificate(release, context),  # N, its source, the band, the spread (issue 33)
     }
     attack_written_release(release, context.attack, staged)  # issue 34: the attack beside B
+    # every warning of the run on the certificate, marked against the headline (issue 33)
+    report = release.report
+    acknowledgement = acknowledge(report["warnings"], report, context.accepted_warnings, context.approved_by)
+    release.certificate = {**(release.certificate or {}), **acknowledgement.to_dict()}
+    if release.evidence is not None:
+        release.evidence = {**release.evidence, "acknowledgements": acknowledgement.acknowledged}
     # the context and the clause-by-clause coverage of the standards, last: it reads the rest
-    release.certificate = {**(release.certificate or {}), "governance": context.governance}
+    release.certificate = {**release.certificate, "governance": context.governance}
     release.certificate = {**release.certificate, "coverage": coverage(release.report)}
+    return acknowledgement
 
 
 def _add_before_after(

@@ -128,6 +128,9 @@ class ReleaseContext:
     #: the attack on the written release (``attack:``; a ``ReleaseAttack`` prepared before the
     #: search by :func:`safeshare.workflows.release_attack.prepare_release_attack`), or ``None``
     attack: Any = None
+    #: the warning codes the custodian acknowledges (``accept_warnings:``; issue 33): a written
+    #: release whose warnings contradict its headline is refused without them
+    accepted_warnings: tuple[str, ...] = ()
 
     @property
     def population(self) -> Population:
@@ -167,6 +170,7 @@ class ReleaseContext:
             ledger_path=ledger,
             key_path=cfg.key_path,
             governance=cfg.governance.to_dict() if getattr(cfg, "governance", None) is not None else None,
+            accepted_warnings=tuple(getattr(cfg, "accept_warnings", ())),
         )
         for name, value in fields.items():
             setattr(context, name, value)

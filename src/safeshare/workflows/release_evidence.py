@@ -196,6 +196,11 @@ def ledger_entry(
         "seeds": (doc.get("provenance") or {}).get("seeds", {}),
         "purpose": (doc.get("certificate") or {}).get("purpose"),
         "warnings": [w.get("code") for w in doc.get("warnings", [])],
+        # the contradicting warnings the custodian acknowledged, and by whom (issue 33)
+        "accepted_warnings": [
+            {"code": a.get("code"), "by": a.get("by")}
+            for a in (doc.get("certificate") or {}).get("acknowledged") or []
+        ],
     }
     if key_fingerprint is not None:
         extra["key_fingerprint"] = key_fingerprint
