@@ -139,6 +139,12 @@ def test_the_pdf_has_the_report_json_digests(
     assert digests and all(d in flat for d in digests)
     assert "Coverageofthestandards" in flat and "Cardiologyresearchunit" in flat
     assert doc["headline"]["text"].split(":")[0].replace(" ", "") in flat
+    # every warning of the run, and who acknowledged the contradicting ones (issue 33)
+    marks = doc["certificate"]["warnings"]
+    n = sum(m["contradicts"] for m in marks)
+    assert f"Warningsofthisrun({len(marks)},{n}contradictingtheresult)" in flat
+    assert n and flat.count("acknowledgedbyJ.Doe") == n
+    assert all(m["code"] in flat for m in marks)
 
 
 def test_certificate_pdf_refuses_a_directory_without_a_report(
