@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from safeshare.api import workbench
+from safeshare.app_runner import json_ready
 from safeshare.errors import InputError
 from safeshare.figures import number, percent
 from safeshare.ui.markup import markdown_inline
@@ -1184,7 +1185,7 @@ def _project_doc(ctx: Context, project: Project) -> dict[str, Any]:
     return {
         "id": project.id,
         "name": project.name,
-        "config": project.config(),
+        "config": json_ready(project.config()),  # a YAML date (governance.review_date) as its text
         "config_yaml": project.config_text(),
         "profile": project.profile(),
         "runs": [ctx.runs.state(project.directory / "runs" / r) for r in project.run_ids()],

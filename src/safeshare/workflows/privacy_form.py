@@ -241,7 +241,10 @@ def privacy_form(config: Mapping[str, Any], reason: str | None = None) -> tuple[
         )
         for name, fields in model_fields().items()
     ]
-    return models, [_shown_option(f, config, reason) for f in option_fields()]
+    from safeshare.workflows.governance_form import governance_fields
+
+    options = [_shown_option(f, config, reason) for f in option_fields()]
+    return models, options + governance_fields(config)  # the release context (issue 35)
 
 
 def _description(model: str) -> str:
@@ -324,7 +327,13 @@ def apply_privacy_form(
         out["privacy"] = privacy
     else:
         out.pop("privacy", None)
-    _apply_options(out, config, options, form, has_risk="risk" in privacy)
+    from safeshare.workflows.governance_form import apply_governance_form
+
+    context = {f.key for f in options if f.key not in {o.key for o in option_fields()}}
+    _apply_options(
+        out, config, [f for f in options if f.key not in context], form, has_risk="risk" in privacy
+    )
+    apply_governance_form(out, config, form)  # purpose, approver, N's source, governance:
     if out.get("algorithm", "ola") != "node":
         out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)
     return out
