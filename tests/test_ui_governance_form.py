@@ -7,6 +7,8 @@ its key only; a bad value is one line naming the key and nothing is saved.
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import yaml
 
 from safeshare.config.governance import GovernanceSection
@@ -99,3 +101,27 @@ def test_a_bad_context_value_is_one_line_and_nothing_is_saved(bench: Bench) -> N
     pid = bench.project(BASE + "privacy: {k-anonymity: {k: 3}}\n")
     location = save(bench, pid, {**shown_form(bench, pid), "population.source": "census"})
     assert "population.source: says where N comes from" in location, location
+
+
+def test_a_stale_tab_is_refused_and_nothing_is_saved(bench: Bench) -> None:
+    """Two tabs of one project (issue 35): the second save, made on the page rendered before the
+    first was saved, is refused with one line instead of silently overwriting it."""
+    pid = bench.project(BASE + "privacy: {k-anonymity: {k: 3}}\n")
+    first, second = shown_form(bench, pid), shown_form(bench, pid)
+    assert first["config_version"] == second["config_version"] != ""
+    assert "error" not in save(bench, pid, {**first, "k": "7"})
+    saved = config_text(bench, pid)
+    location = save(bench, pid, {**second, "k": "4"})
+    assert "the configuration changed since this page was loaded" in location, location
+    assert config_text(bench, pid) == saved and "k: 7" in saved
+    # reloaded, the same change goes in; a script's post without the version is not checked
+    assert "error" not in save(bench, pid, {**shown_form(bench, pid), "k": "4"})
+    assert "error" not in save(bench, pid, {"k": "5"})
+    assert "k: 5" in config_text(bench, pid)
+    # the roles form carries the version too
+    page = bench.client.get(f"/p/{pid}/data").text
+    assert page.count('name="config_version"') >= 3
+    answer = bench.client.post(
+        f"/p/{pid}/roles", data={"config_version": "0" * 16, "role-age": "quasi"}, follow_redirects=False
+    )
+    assert "the configuration changed" in unquote(answer.headers["location"])

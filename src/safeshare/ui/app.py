@@ -433,9 +433,20 @@ async def create_project_page(request: Request) -> Response:
     return back(f"/p/{project.id}/data")
 
 
+#: The hidden field of every form that saves the configuration: the version it was rendered from.
+VERSION_FIELD = "config_version"
+
+
+def _seen(form: Mapping[str, Any]) -> str | None:
+    """The configuration version a posted form was rendered from (``None``: not posted)."""
+    value = form.get(VERSION_FIELD)
+    return str(value) if value else None  # a page rendered without it posts it empty
+
+
 def _page(request: Request, project: Project, screen: str, **values: Any) -> dict[str, Any]:
     return {
         "project": project,
+        "config_version": project.version(),
         "screen": screen,
         "error": request.query_params.get("error"),
         "notice": request.query_params.get("notice"),
@@ -512,7 +523,10 @@ async def save_roles(request: Request) -> Response:
             spec["hierarchy"] = previous["hierarchy"]
         attributes[name] = spec
     config["attributes"] = attributes
-    project.save_config(config)
+    try:
+        project.save_config(config, seen=_seen(form))
+    except InputError as exc:
+        return back(f"/p/{project.id}/data", str(exc))
     return back(f"/p/{project.id}/data", notice="roles saved")
 
 
@@ -569,7 +583,7 @@ async def set_hierarchy(request: Request) -> Response:
                 await _check_hierarchy(ctx, project, spec["hierarchy"], column, values, _missing(config))
         attributes[column] = spec
         config["attributes"] = attributes
-        project.save_config(config)
+        project.save_config(config, seen=upload.value(VERSION_FIELD) or None)
     except (InputError, UnicodeDecodeError) as exc:
         return back(f"/p/{project.id}/data", str(exc))
     finally:
@@ -662,10 +676,10 @@ async def input_settings(request: Request) -> Response:
     else:
         section["delimiter"] = "\t" if delimiter in ("\\t", "tab") else delimiter
     config["input"] = section
-    project.save_config(config)
     try:
+        project.save_config(config, seen=_seen(form))
         start_profile(ctx, project)
-    except RunError as exc:
+    except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/data", str(exc))
     return back(f"/p/{project.id}/data", notice="input options saved; profiling again")
 
@@ -731,9 +745,10 @@ async def save_privacy(request: Request) -> Response:
     form = await request.form()
     try:
         config = project.config()
+        project.check_version(_seen(form))
         saved = workbench.apply_privacy_form(config, form, project.meta.get("threshold_reason"))
         if saved != config:
-            project.save_config(saved)
+            project.save_config(saved, seen=_seen(form))
         if "threshold_reason" in form:
             project.set_meta(threshold_reason=workbench.posted_reason(form))
         if form.get("estimate"):
@@ -801,6 +816,7 @@ async def save_acknowledgements(request: Request) -> Response:
     shown = [str(c) for c in form.getlist("shown")]
     ticked = [str(c) for c in form.getlist("code") if c in shown]
     try:
+        project.check_version(_seen(form))
         config = project.config()
         kept = [c for c in workbench.accepted_warnings(config) if c not in shown]
         saved = workbench.accept_warnings(config, kept + ticked)
@@ -811,7 +827,7 @@ async def save_acknowledgements(request: Request) -> Response:
                 workbench.check_config(probe, ctx.settings.workdir)
             finally:
                 probe.unlink(missing_ok=True)
-            project.save_config(saved)
+            project.save_config(saved, seen=_seen(form))
         run_id = start_run(ctx, project, "anonymize")
     except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/run", " ".join(str(exc).split()))

@@ -98,9 +98,29 @@ class Project:
         except OSError:
             return ""
 
-    def save_config(self, doc: Mapping[str, Any]) -> None:
+    def version(self) -> str:
+        """The configuration's version: the SHA-256 of its text (its first 16 hex digits). Each
+        form of the workbench carries the version it was rendered from (``config_version``), so
+        that a save from a stale tab is refused instead of silently overwriting (issue 35)."""
+        import hashlib
+
+        return hashlib.sha256(self.config_text().encode("utf-8")).hexdigest()[:16]
+
+    def check_version(self, seen: str | None) -> None:
+        """Raise :class:`InputError` when ``seen`` (a form's ``config_version``) is not the current
+        version; ``None`` (a script's post without it) is not checked."""
+        if seen is not None and seen.strip() != self.version():
+            raise InputError(
+                "the configuration changed since this page was loaded (in another tab or by a script): "
+                "nothing was saved; reload the page and make the change again"
+            )
+
+    def save_config(self, doc: Mapping[str, Any], seen: str | None = None) -> None:
+        """Write the configuration ``doc``; ``seen``: the version the change was made on
+        (:meth:`check_version`)."""
         from safeshare.io import atomic_write_text
 
+        self.check_version(seen)
         atomic_write_text(self.config_path, dump_yaml(doc))
 
     def save_config_text(self, text: str, check: Callable[[Mapping[str, Any]], None] | None = None) -> None:
