@@ -125,3 +125,16 @@ def test_a_stale_tab_is_refused_and_nothing_is_saved(bench: Bench) -> None:
         f"/p/{pid}/roles", data={"config_version": "0" * 16, "role-age": "quasi"}, follow_redirects=False
     )
     assert "the configuration changed" in unquote(answer.headers["location"])
+
+
+def test_impossible_values_are_refused_before_saved_and_k_1_is_warned(bench: Bench) -> None:
+    """Issue 35: "privacy settings saved" was green for t = 2 and 150 % suppression; k = 1 was
+    accepted without a word."""
+    pid = bench.project(BASE + "privacy: {k-anonymity: {k: 3}}\n")
+    before = config_text(bench, pid)
+    for field, value in [("t", "2"), ("max_suppression", "150%"), ("k", "0")]:
+        location = save(bench, pid, {**shown_form(bench, pid), field: value})
+        assert "error" in location and "saved" not in location, (field, location)
+        assert config_text(bench, pid) == before
+    location = save(bench, pid, {**shown_form(bench, pid), "k": "1"})
+    assert "privacy settings saved" in location and "k = 1" in location, location

@@ -853,6 +853,23 @@ class ConfigFile(Section):
         return parse_config(self._raw, self._path, self._release, **{**self._overrides, **overrides})
 
 
+def check_key(key: str, value: Any) -> Any:
+    """``value`` of the top-level ``key`` validated by the configuration's own field (its type and
+    its checks, the messages of a whole file's), for a form that sets one key at a time (the
+    workbench's Privacy screen); :class:`ConfigError` ``key: what is wrong``."""
+    from pydantic import TypeAdapter
+
+    field = next((f for name, f in ConfigFile.model_fields.items() if (f.alias or name) == key), None)
+    if field is None:
+        raise ConfigError(f"{key}: unknown key")
+    annotation: Any = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+    try:
+        return TypeAdapter(annotation).validate_python(value)
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{key}: {message}") from None
+
+
 def _check_local_recoding(cfg: ConfigFile) -> None:
     """What local recoding does not combine with, refused before any data is read."""
     why = None

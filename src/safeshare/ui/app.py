@@ -755,7 +755,8 @@ async def save_privacy(request: Request) -> Response:
             start_run(ctx, project, "estimate")
     except (InputError, RunError) as exc:
         return back(f"/p/{project.id}/privacy", str(exc))
-    return back(f"/p/{project.id}/privacy", notice="privacy settings saved")
+    notes = workbench.privacy_notes(saved)
+    return back(f"/p/{project.id}/privacy", notice="; ".join(["privacy settings saved", *notes]))
 
 
 async def run_page(request: Request) -> Response:

@@ -363,7 +363,11 @@ def _apply_options(
         if not text:  # a changed option is written, even at its default (algorithm: ola)
             out.pop(field.key, None)
         else:
-            out[field.key] = parse_text(field, text)
+            from safeshare.config.file import check_key
+
+            value = parse_text(field, text)
+            check_key(field.key, value)  # the configuration's own rule, before anything is saved
+            out[field.key] = value
     if out.get("algorithm", "ola") != config.get("algorithm", "ola") and out.get("algorithm") != "node":
         out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)
     # local recoding: a box (not posted: off) and its rounds
@@ -387,6 +391,21 @@ def _apply_options(
             out["threshold_reason"] = text
         else:
             out.pop("threshold_reason", None)
+
+
+def privacy_notes(config: Mapping[str, Any]) -> list[str]:
+    """What the screen says beside "saved" about settings that are valid but protect little
+    (issue 35: k = 1 was accepted without a word)."""
+    notes = []
+    privacy = _section(config.get("privacy"))
+    for model in ("k-anonymity", "profile-anonymity"):
+        k = _section(privacy.get(model)).get("k")
+        if k == 1:
+            notes.append(
+                f"{model} k = 1 protects no one: every record may be alone in its class "
+                "(k >= 2, or another model, bounds the risk)"
+            )
+    return notes
 
 
 def posted_reason(form: Mapping[str, Any]) -> str:

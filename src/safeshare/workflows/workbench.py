@@ -44,6 +44,7 @@ from safeshare.workflows.privacy_form import (
     apply_privacy_form,
     posted_reason,
     privacy_form,
+    privacy_notes,
 )
 from safeshare.workflows.run_warnings import ShownWarning, run_warnings
 from safeshare.workflows.run_warnings import explanations as warning_explanations
@@ -472,6 +473,7 @@ __all__ = [
     "node_detail",
     "posted_reason",
     "privacy_form",
+    "privacy_notes",
     "profile",
     "risk_view",
     "roles",
