@@ -473,6 +473,7 @@ async def data_page(request: Request) -> Response:
                 "name": name,
                 "profile": suggestions.get(name),
                 "role": spec.get("role") if isinstance(spec, dict) else None,
+                "spec": spec if isinstance(spec, dict) else {},
                 "hierarchy": hierarchy,
                 "hierarchy_text": _hierarchy_text(hierarchy),
             }
@@ -521,13 +522,21 @@ async def save_roles(request: Request) -> Response:
         spec: dict[str, Any] = {"role": role}
         if role in ("quasi", "sensitive") and previous and previous.get("hierarchy") is not None:
             spec["hierarchy"] = previous["hierarchy"]
+        if role in ("pseudonym", "shifted_date"):  # keyed: their options and the project's key
+            try:
+                spec = workbench.identifier_spec(name, role, previous or {}, form, project.columns())
+            except InputError as exc:
+                return back(f"/p/{project.id}/data", str(exc))
         attributes[name] = spec
     config["attributes"] = attributes
     try:
+        project.check_version(_seen(form))
+        keyed = workbench.ensure_key(project.directory, config)
         project.save_config(config, seen=_seen(form))
     except InputError as exc:
         return back(f"/p/{project.id}/data", str(exc))
-    return back(f"/p/{project.id}/data", notice="roles saved")
+    notice = "roles saved" + ("; a new key for the pseudonyms and shifted dates: key.hex" if keyed else "")
+    return back(f"/p/{project.id}/data", notice=notice)
 
 
 async def set_hierarchy(request: Request) -> Response:

@@ -145,10 +145,74 @@ def metrics() -> list[str]:
 
 
 def roles() -> list[str]:
-    """The roles the Data screen sets: the vocabulary's (:data:`~safeshare.config.vocabulary.ROLES`)
-    but for the keyed ones (pseudonym, shifted_date: they need a key file and their own keys, set
-    in the configuration's YAML)."""
-    return [role for role in ROLES if role not in ("pseudonym", "shifted_date")]
+    """The roles the Data screen sets: the vocabulary's (:data:`~safeshare.config.vocabulary.ROLES`),
+    the keyed ones (pseudonym, shifted_date) with their options and the project's key
+    (:func:`identifier_spec`, :func:`ensure_key`; issue 35)."""
+    return list(ROLES)
+
+
+#: The key file the workbench writes into a project's folder for its keyed roles.
+KEY_FILE = "key.hex"
+#: The largest date shift the Data screen proposes for a new shifted date (days).
+DEFAULT_MAX_DAYS = 180
+
+
+def identifier_spec(
+    column: str,
+    role: str,
+    previous: Mapping[str, Any],
+    form: Mapping[str, Any],
+    columns: Sequence[str],
+) -> dict[str, Any]:
+    """The ``attributes:`` entry of ``column`` with a keyed ``role`` from the Data screen's fields
+    ``person-COLUMN``, ``max_days-COLUMN`` and ``date_format-COLUMN`` (a field not posted keeps
+    the previous value). A pseudonym keeps its ``length``; a shifted date needs the column of the
+    person whose dates share one shift (another column of the input) and the largest shift in
+    days. :class:`InputError` naming the column."""
+    spec: dict[str, Any] = {"role": role}
+    if role == "pseudonym":
+        if previous.get("length") is not None:
+            spec["length"] = previous["length"]
+        return spec
+
+    def posted(name: str) -> str:
+        value = form.get(f"{name}-{column}")
+        return str(previous.get(name) or "") if value is None else " ".join(str(value).split())
+
+    person = posted("person")
+    if not person:
+        raise InputError(f"{column}: a shifted date needs the column of its person (person-{column})")
+    if person not in columns or person == column:
+        raise InputError(f"{column}: person {person!r} is not another column of the input")
+    days = posted("max_days") or str(DEFAULT_MAX_DAYS)
+    if not days.isdigit() or int(days) < 1:
+        raise InputError(f"{column}: max_days: expected a whole number of days >= 1, got {days[:20]!r}")
+    spec.update(person=person, max_days=int(days))
+    if posted("date_format"):
+        spec["date_format"] = posted("date_format")
+    return spec
+
+
+def ensure_key(directory: Path, config: dict[str, Any]) -> bool:
+    """Give ``config`` (a project's, in ``directory``) a key for its keyed roles: without a
+    ``key_file:`` one is written (:data:`KEY_FILE`, 32 random bytes from the operating system, mode
+    0600: :func:`~safeshare.data.identifiers.key.write_new_key`) and named. A key already named is
+    kept (replacing it would change every pseudonym); a project without keyed roles is left alone.
+    Returns whether a key was written. The key is never shown, served or copied into a run's
+    output; its fingerprint goes to a ledger only."""
+    attributes = config.get("attributes") or {}
+    keyed = any(
+        isinstance(a, Mapping) and a.get("role") in ("pseudonym", "shifted_date") for a in attributes.values()
+    )
+    if not keyed or config.get("key_file"):
+        return False
+    from safeshare.data.identifiers.key import write_new_key
+
+    path = directory / KEY_FILE
+    if not path.exists():
+        write_new_key(path)
+    config["key_file"] = KEY_FILE
+    return True
 
 
 def builder_types() -> list[str]:
@@ -445,6 +509,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 
 
 __all__ = [
+    "KEY_FILE",
     "SHOWN",
     "Anonymized",
     "Field",
@@ -462,9 +527,11 @@ __all__ = [
     "check_config",
     "confine_config",
     "confine_config_file",
+    "ensure_key",
     "estimate",
     "hierarchy_levels",
     "hierarchy_preview",
+    "identifier_spec",
     "inside",
     "lattice_view",
     "metrics",
