@@ -609,9 +609,10 @@ def _sniff_delimiter(path: Path) -> str:
 
 async def _check_hierarchy(
     ctx: Context, project: Project, spec: Any, column: str, values: list[str] | None, missing: list[str]
-) -> list[dict[str, Any]] | None:
-    """The levels of a hierarchy entry, checked for ``values`` (the input's ``missing`` tokens
-    kept as they are, as a run builds it) in a child process."""
+) -> dict[str, Any] | None:
+    """A hierarchy entry checked for ``values`` (the input's ``missing`` tokens kept as they are,
+    as a run builds it) in a child process: its levels and value -> label mapping
+    (:func:`~safeshare.ui.runs.hierarchy_in_child`)."""
     from safeshare.ui.runs import hierarchy_in_child
 
     request = {
@@ -635,7 +636,7 @@ async def hierarchy_page(request: Request) -> Response:
         )
     spec = ((project.config().get("attributes") or {}).get(column) or {}).get("hierarchy")
     values = project.values(column)
-    levels: list[dict[str, Any]] = []
+    answer: dict[str, Any] = {}
     error = None
     if spec is None:
         error = "no hierarchy set for this column"
@@ -643,15 +644,23 @@ async def hierarchy_page(request: Request) -> Response:
         error = "the column's values are not profiled (too many distinct values, or no profile yet)"
     else:
         try:
-            levels = (
-                await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config())) or []
+            answer = (
+                await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config())) or {}
             )
         except InputError as exc:
             error = str(exc)
     return ctx.render(
         "hierarchy.html",
         **_page(
-            request, project, "data", column=column, spec=_hierarchy_text(spec), levels=levels, run_id=None
+            request,
+            project,
+            "data",
+            column=column,
+            spec=_hierarchy_text(spec),
+            levels=answer.get("levels") or [],
+            mapping=answer.get("mapping") or [],
+            n_values=answer.get("values") or 0,
+            run_id=None,
         ),
         preview_error=error,
     )

@@ -189,10 +189,11 @@ HIERARCHY_TIMEOUT = 300.0
 
 async def hierarchy_in_child(
     request: dict[str, Any], timeout: float = HIERARCHY_TIMEOUT
-) -> list[dict[str, Any]] | None:
+) -> dict[str, Any] | None:
     """Check and preview a hierarchy in a short-lived child (``python -m safeshare.ui.worker
-    --hierarchy``; :func:`safeshare.ui.worker.check_hierarchy`): the levels, ``None`` when
-    there was nothing to check, :class:`InputError` with the child's one line otherwise.
+    --hierarchy``; :func:`safeshare.ui.worker.check_hierarchy`): its levels and value -> label
+    mapping (``{levels, mapping, values}``), ``None`` when there was nothing to check,
+    :class:`InputError` with the child's one line otherwise.
 
     Awaited, so the server's event loop serves every other request meanwhile, and the file's
     parsing takes the child's memory; the child is killed after ``timeout`` seconds or when
@@ -239,8 +240,7 @@ async def hierarchy_in_child(
         raise InputError("the hierarchy could not be checked")
     if answer.get("error"):
         raise InputError(str(answer["error"]))
-    levels = answer.get("levels")
-    return levels if isinstance(levels, list) else None
+    return answer if isinstance(answer.get("levels"), list) else None
 
 
 def _child_env() -> dict[str, str]:

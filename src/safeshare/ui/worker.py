@@ -146,15 +146,16 @@ def _read_report(path: Path) -> dict[str, Any]:
 
 def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
     """``python -m safeshare.ui.worker --hierarchy``: one hierarchy checked and previewed
-    (:func:`safeshare.workflows.workbench.hierarchy_levels`) for the server, which sends ``request``
+    (:func:`safeshare.workflows.workbench.hierarchy_answer`) for the server, which sends ``request``
     (``spec``, ``base``, ``workdir``, ``column``, ``values``) on stdin and reads the answer,
-    ``{"levels": [...]}`` or ``{"error": "one line"}``, from stdout. The server never parses
+    ``{"levels": [...], "mapping": [...], "values": n}`` (``{"levels": null}``: a builder without
+    the values) or ``{"error": "one line"}``, from stdout. The server never parses
     a hierarchy itself (issue 30, item 12): a file of hundreds of megabytes takes this
     process's memory and time, not the server's."""
     from safeshare.api import workbench
 
     try:
-        levels = workbench.hierarchy_levels(
+        answer = workbench.hierarchy_answer(
             request["spec"],
             Path(request["base"]),
             request.get("values"),
@@ -168,7 +169,7 @@ def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"the hierarchy file is not UTF-8 text ({exc.reason} at byte {exc.start})"}
     except MemoryError:
         return {"error": "memory ran out while the hierarchy was read; build it with a builder instead"}
-    return {"levels": levels}
+    return answer if answer is not None else {"levels": None}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -292,6 +292,10 @@ PREVIEW_LABELS = 40
 PREVIEW_CHARS = 200
 
 
+#: Values the value -> label table of a hierarchy's page shows (in the hierarchy's order).
+MAPPING_ROWS = 200
+
+
 def hierarchy_levels(
     spec: Mapping[str, Any] | str,
     base_dir: Path,
@@ -300,10 +304,26 @@ def hierarchy_levels(
     workdir: Path,
     missing: Sequence[str] = (),
 ) -> list[dict[str, Any]] | None:
-    """Check a hierarchy entry and describe its levels (``{level, count, labels}``, the first
-    :data:`PREVIEW_LABELS` labels of each): built for the column's ``values``
-    (:func:`hierarchy_preview`), or, when the values are not known, a file read whole (a
-    builder cannot be checked without values: ``None``). Runs in a child process
+    """The levels of :func:`hierarchy_answer` (``None``: a builder without the column's values)."""
+    answer = hierarchy_answer(spec, base_dir, values, name, workdir, missing)
+    return None if answer is None else list(answer["levels"])
+
+
+def hierarchy_answer(
+    spec: Mapping[str, Any] | str,
+    base_dir: Path,
+    values: Sequence[str] | None,
+    name: str,
+    workdir: Path,
+    missing: Sequence[str] = (),
+) -> dict[str, Any] | None:
+    """Check a hierarchy entry and describe it: its ``levels`` (``{level, count, labels}``, the
+    first :data:`PREVIEW_LABELS` labels of each) and its ``mapping``, the value -> label table of
+    the first :data:`MAPPING_ROWS` values (``[value, label at level 1, ...]``; issue 35: a person
+    sees what each value becomes, as the dates builder's "2022-01-01 -> 2021" would have been
+    seen), with ``values`` the number of values in all. Built for the column's ``values``
+    (:func:`hierarchy_preview`), or, when the values are not known, a file read whole (a builder
+    cannot be checked without values: ``None``). Runs in a child process
     (:mod:`safeshare.ui.worker` ``--hierarchy``), never in the server: a large file is parsed
     where its memory and time block nothing."""
     from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
@@ -319,7 +339,7 @@ def hierarchy_levels(
             hierarchy = cast("FileBuilder", builder).load()
         else:
             return None
-    return [
+    levels = [
         {
             "level": level,
             "count": len(labels),
@@ -327,6 +347,9 @@ def hierarchy_levels(
         }
         for level, labels in ((lv, list(hierarchy.labels(lv))) for lv in range(hierarchy.height + 1))
     ]
+    rows = hierarchy.rows
+    mapping = [[cell[:PREVIEW_CHARS] for cell in row] for row in rows[:MAPPING_ROWS]]
+    return {"levels": levels, "mapping": mapping, "values": len(rows)}
 
 
 # --------------------------------------------------------------------------- runs (child process)
@@ -529,6 +552,7 @@ __all__ = [
     "confine_config_file",
     "ensure_key",
     "estimate",
+    "hierarchy_answer",
     "hierarchy_levels",
     "hierarchy_preview",
     "identifier_spec",
