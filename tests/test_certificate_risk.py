@@ -33,13 +33,18 @@ QIS = [
 ]
 
 
+# the run's warnings that contradict its headline, acknowledged (issue 33): a sensitive column of
+# the small Adult (hours-per-week, capital-gain), released as it is, singles out records
+ACCEPT = ["--accept-warning", "kept-column-identifying"]
+
+
 def _publish(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str, *options: str) -> Path:
     work = write_small_adult(tmp_path, n_train=1500)
     config = work / "adult.yaml"
     config.write_text(config.read_text() + extra)
     out = tmp_path / "out"
     code, _, err = run_cli(
-        ["anonymize", str(config), "--out", str(out), "--quiet", "--no-tradeoff", *options], capsys
+        ["anonymize", str(config), "--out", str(out), "--quiet", "--no-tradeoff", *ACCEPT, *options], capsys
     )
     assert code == 0, err
     return out
@@ -165,6 +170,7 @@ def test_population_source_option_and_risk_model_threshold(
             "30000",
             "--population-source",
             "ACS 2019 estimate",
+            *ACCEPT,
         ],
         capsys,
     )

@@ -70,9 +70,10 @@ def test_given_olas_optimum_it_releases_olas_bytes(tmp_path: Path) -> None:
 
 
 def test_a_coarser_node_is_released_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, stderr = run_cli(
-        ["anonymize", str(node_config(tmp_path)), "--out", str(tmp_path / "out"), "-q"], capsys
-    )
+    # the run's warnings that contradict its headline, acknowledged (issue 33): a kept sensitive
+    # column singles out more than 5 % of the records released at this coarser node
+    args = ["anonymize", str(node_config(tmp_path)), "--out", str(tmp_path / "out"), "-q"]
+    code, _, stderr = run_cli([*args, "--accept-warning", "kept-column-identifying"], capsys)
     assert code == 0, stderr
     report = (tmp_path / "out" / "report.json").read_text()
     assert '"algorithm": "node"' in report and '"passed": true' in report

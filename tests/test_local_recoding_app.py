@@ -28,6 +28,11 @@ from safeshare.workflows.result import Release
 from tests.conftest import ADULT_DIR, comparable_report, run_cli, write_small_adult
 
 ADULT_YAML = ADULT_DIR / "adult.yaml"
+# the run's warnings that contradict its headline, acknowledged (issue 33): a kept sensitive
+# column singles out more than 5 % of the locally recoded records (adult.yaml itself
+# acknowledges subgroup-suppressed)
+ACCEPTED = ["kept-column-identifying"]
+ACCEPT = [a for code in ACCEPTED for a in ("--accept-warning", code)]
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +41,15 @@ def cli_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from safeshare.cli import main
 
     out = tmp_path_factory.mktemp("cli") / "out"
-    assert main(["anonymize", str(ADULT_YAML), "--out", str(out), "--local-recoding", "-q"]) == 0
+    assert main(["anonymize", str(ADULT_YAML), "--out", str(out), "--local-recoding", "-q", *ACCEPT]) == 0
     return out
 
 
 @pytest.fixture(scope="module")
 def api_run(tmp_path_factory: pytest.TempPathFactory) -> Release:
-    return api.anonymize(ADULT_YAML, tmp_path_factory.mktemp("api") / "out", local_recoding=True)
+    return api.anonymize(
+        ADULT_YAML, tmp_path_factory.mktemp("api") / "out", local_recoding=True, accept_warnings=ACCEPTED
+    )
 
 
 def test_adult_more_records_at_lower_cell_loss(cli_run: Path) -> None:
@@ -122,6 +129,7 @@ def test_the_mixed_release_carries_its_evidence_and_disclosure_warnings(cli_run:
     )
     shown = [w for w in report["warnings"] if w["code"] in {"homogeneous-classes", "kept-column-identifying"}]
     assert direct and [(w["code"], w["value"]) for w in shown] == [(w.code, w.value) for w in direct]
+    assert "kept-column-identifying" in {a["code"] for a in report["certificate"]["acknowledged"]}
     evidence = report["evidence"]
     assert evidence["verified"] is True
     by_name = {q["name"]: q for q in evidence["quasi_identifiers"]}
@@ -138,10 +146,8 @@ def test_the_mixed_release_carries_its_evidence_and_disclosure_warnings(cli_run:
 
 def test_the_terminal_shows_the_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     directory = write_small_adult(tmp_path, n_train=2000)
-    code, stdout, stderr = run_cli(
-        ["anonymize", str(directory / "adult.yaml"), "--out", str(tmp_path / "o"), "--local-recoding"],
-        capsys,
-    )
+    args = ["anonymize", str(directory / "adult.yaml"), "--out", str(tmp_path / "o"), "--local-recoding"]
+    code, stdout, stderr = run_cli([*args, *ACCEPT], capsys)
     assert code == 0, stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert "local recoding" in stdout and "cell-level loss" in stdout
@@ -261,6 +267,7 @@ def test_a_mixed_release_is_entered_in_the_ledger(tmp_path: Path, capsys: pytest
         str(out),
         "--local-recoding",
         "--no-tradeoff",
+        *ACCEPT,
     ]
     args += ["--ledger", str(ledger), "--approved-by", "A. Officer"]
     code, stdout, stderr = run_cli(args, capsys)

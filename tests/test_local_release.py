@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from safeshare.config import load_config
 from safeshare.config.spec import AnonymizationSpec
 from safeshare.data.engines import DuckDBEngine, Engine, MemoryEngine, MixedReleasePlan
+from safeshare.data.engines.base import OutputFormat
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.data.source import TableSource
 from safeshare.errors import VerificationError
@@ -29,13 +30,29 @@ from safeshare.models import KAnonymity, LDiversity, TCloseness
 from safeshare.models.m_concealing import MConcealing
 from safeshare.verify import expectations_any_level, verify_release
 from safeshare.workflows.local_recoding import LocalRecodingResult, local_recoding
-from safeshare.workflows.local_release import local_release_expectations
-from safeshare.workflows.publish import publish_local_recoding
+from safeshare.workflows.local_release import PublishedLocalRelease, local_release_expectations
+from safeshare.workflows.publish import publish_local_recoding as _publish_local_recoding
+from safeshare.workflows.release import ReleaseContext
 from tests.conftest import ADULT_DIR
 from tests.sensitive_helpers import random_frame
 from tests.test_local_recoding import repeating_hierarchy
 
 ADULT_YAML = ADULT_DIR / "adult.yaml"
+# the run's warnings that contradict its headline, acknowledged (issue 33): a kept sensitive
+# column (Adult's hours-per-week, a random table's) singles out records of the finer classes
+ACCEPTED = ("kept-column-identifying",)
+
+
+def publish_local_recoding(
+    result: LocalRecodingResult,
+    engine: Engine,
+    out: Path,
+    fmt: OutputFormat = "csv",
+    accepted: tuple[str, ...] = ACCEPTED,
+) -> PublishedLocalRelease:
+    """:func:`safeshare.workflows.publish.publish_local_recoding` with ``accepted`` acknowledged."""
+    context = ReleaseContext(accepted_warnings=accepted)
+    return _publish_local_recoding(result, engine, out, fmt=fmt, context=context)
 
 
 @pytest.fixture(scope="module")
@@ -353,5 +370,5 @@ def test_adult_t_closeness_returns_only_the_failing_classes(tmp_path: Path) -> N
     first = result.rounds[1]
     assert first.released > 0 and first.returned > 0
     assert result.records_out > result.rounds[0].released
-    published = publish_local_recoding(result, engine, tmp_path / "out")
+    published = publish_local_recoding(result, engine, tmp_path / "out", accepted=cfg.accept_warnings)
     assert published.verification.passed and published.verification.records_out == result.records_out

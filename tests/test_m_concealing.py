@@ -547,7 +547,16 @@ def test_verifier_recomputes_from_the_file(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Adult config on the first 3,000 records."""
-    return write_small_adult(tmp_path_factory.mktemp("adult_m"))
+    directory = write_small_adult(tmp_path_factory.mktemp("adult_m"))
+    # the run's warnings that contradict its headline, acknowledged (issue 33): on 3,000 records
+    # the kept hours-per-week singles out records too
+    config = directory / "adult.yaml"
+    line = "accept_warnings: [subgroup-suppressed]"
+    assert line in config.read_text()
+    config.write_text(
+        config.read_text().replace(line, "accept_warnings: [subgroup-suppressed, kept-column-identifying]")
+    )
+    return directory
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

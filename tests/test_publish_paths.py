@@ -90,6 +90,11 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = write_small_adult(tmp_path_factory.mktemp("adult"), 3000)
     shutil.copytree(ADULT_DIR / "hierarchies", directory / "hierarchies")
     text = (ADULT_DIR / "adult.yaml").read_text()
+    # the run's warnings that contradict its headline, acknowledged (issue 33): on 3,000 records
+    # the kept hours-per-week singles out records too
+    line = "accept_warnings: [subgroup-suppressed]"
+    assert line in text
+    text = text.replace(line, "accept_warnings: [subgroup-suppressed, kept-column-identifying]")
     (directory / "adult.yaml").write_text(text)
     (directory / "adult-local.yaml").write_text(text + "local_recoding: {rounds: 100}\n")
     shutil.copy(ADULT_DIR / "adult-dp.yaml", directory / "adult-dp.yaml")

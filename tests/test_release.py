@@ -17,6 +17,7 @@ from safeshare.models import KAnonymity
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
+from safeshare.workflows.release import ReleaseContext
 from tests.conftest import TamperingEngine, small_people
 
 
@@ -28,7 +29,10 @@ def setup() -> tuple[MemoryEngine, Schema]:
 def test_release_is_published_and_verified(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:
     engine, schema = setup
     result = Anonymizer(schema, [KAnonymity(4)], max_suppression=0.1).fit(engine)
-    pub = write_release(result, engine, tmp_path / "out")
+    # the run's warnings that contradict its headline, acknowledged (issue 33): the kept
+    # diagnosis singles out more than 5 % of the 40 released records
+    acknowledged = ReleaseContext(accepted_warnings=("kept-column-identifying",))
+    pub = write_release(result, engine, tmp_path / "out", context=acknowledged)
     assert pub.verification.passed and pub.report["verified"]
     release = pd.read_csv(pub.release, dtype=str)
     assert list(release.columns) == ["age", "zip", "diagnosis"]

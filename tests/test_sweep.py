@@ -37,7 +37,17 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Adult config on the first 3,000 training and 1,500 test records (comment line kept)."""
-    return write_small_adult(tmp_path_factory.mktemp("adult"), n_test=1500)
+    directory = write_small_adult(tmp_path_factory.mktemp("adult"), n_test=1500)
+    config = directory / "adult.yaml"
+    # the run's warnings that contradict its headline, acknowledged (issue 33): on 3,000 records
+    # a kept sensitive column singles out more than 5 % of the released records
+    text = config.read_text().replace(
+        "accept_warnings: [subgroup-suppressed]",
+        "accept_warnings: [subgroup-suppressed, kept-column-identifying]",
+    )
+    assert "kept-column-identifying" in text
+    config.write_text(text)
+    return directory
 
 
 run = run_cli

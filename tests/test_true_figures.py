@@ -15,7 +15,7 @@ import pytest
 
 from safeshare import api
 from safeshare.metrics.loss import Prec
-from tests.conftest import run_cli, write_small_adult
+from tests.conftest import acknowledge, run_cli, write_small_adult
 
 
 # ------------------------------------------------------------------ item 13: one weighted loss
@@ -24,6 +24,7 @@ def weighted_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     directory = write_small_adult(tmp_path_factory.mktemp("weighted"))
     config = directory / "adult.yaml"
     config.write_text(config.read_text() + "prec_weights: {age: 10, sex: 0.5}\n")
+    acknowledge(config)  # kept columns identify on 3,000 records (issue 33)
     return {"config": config, "out": directory / "out"}
 
 
@@ -276,6 +277,7 @@ def test_a_path_outside_the_configurations_folder_is_shown_by_name_only(
     text = text.replace("hierarchies/relationship.csv", "linked/relationship.csv")
     text += f"ledger: {climb}/releases.jsonl\napproved_by: J. Doe\n"
     (conf / "adult.yaml").write_text(text)
+    acknowledge(conf / "adult.yaml")  # kept columns identify on 2,000 records (issue 33)
     out = tmp_path / "elsewhere" / "out"
     code, _, stderr = run_cli(
         ["anonymize", str(conf / "adult.yaml"), "--out", str(out), "--no-tradeoff"], capsys

@@ -14,7 +14,16 @@ import httpx
 import pytest
 import yaml
 
-from tests.ui_helpers import ROOT, adult_project, running_server, wait_idle, wait_run
+from tests.ui_helpers import (
+    ADULT_DIR,
+    ADULT_YAML,
+    HIERARCHIES,
+    ROOT,
+    adult_project,
+    running_server,
+    wait_idle,
+    wait_run,
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +45,17 @@ def finished(server):
         state = wait_run(client, project["id"], answer.json()["id"])
         assert state["status"] == "done", state
         return project["id"], state["id"]
+
+
+def acknowledge(client: httpx.Client, project: str, codes: list[str]) -> str:
+    """Tick "I acknowledge: CODE" for each of ``codes`` and post the form (what the run page
+    offers beside a refused run): saved as the project's ``accept_warnings:``, then it runs;
+    returns the new run's id."""
+    answer = client.post(
+        f"/p/{project}/accept-warnings", data={"shown": codes, "code": codes}, follow_redirects=False
+    )
+    assert answer.status_code == 303 and "run=" in answer.headers["location"], answer.headers
+    return answer.headers["location"].split("run=")[1]
 
 
 # --------------------------------------------------------------------------- security
@@ -232,6 +252,13 @@ def test_a_node_picked_in_explore_is_released_as_the_command_line_would(
         )
         chosen = candidates[0]["levels"]  # the best qualifying node after the optimum
         assert chosen != lattice["optimum"]
+        # the run's warnings that contradict its headline, acknowledged (issue 33): at this node
+        # a kept sensitive column singles out more than 5 % of the records; the project's
+        # configuration says so (the one-off run's snapshot, and so its YAML, carries it)
+        config = yaml.safe_load(client.get(f"/api/projects/{project}/config").text)
+        config["accept_warnings"] = [*config.get("accept_warnings", []), "kept-column-identifying"]
+        saved = client.put(f"/api/projects/{project}/config", json=config)
+        assert saved.status_code == 200, saved.text
         answer = client.post(
             f"/p/{project}/runs/{first}/release-node",
             data={"levels": ",".join(map(str, chosen))},
@@ -378,6 +405,15 @@ def test_privacy_screen_sets_local_recoding_and_the_threshold_reason(server) -> 
         assert "local_recoding: {rounds: 3}" in config and "threshold_reason" not in config
         run = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
         state = wait_run(client, project, run)
+        # the run's warnings that contradict its headline, acknowledged (issue 33): the locally
+        # recoded release's kept hours-per-week singles out more than 5 % of its records
+        assert (state["status"], state["exit"], state["acknowledge"]) == (
+            "failed",
+            2,
+            ["kept-column-identifying"],
+        ), state
+        run = acknowledge(client, project, ["kept-column-identifying"])
+        state = wait_run(client, project, run)
         assert state["status"] == "done" and state["verified"] is True, state
         report = client.get(f"/api/projects/{project}/runs/{run}/report").json()
         assert report["records_out"] == 32561 and report["local_recoding"]["rounds_run"] >= 1
@@ -390,6 +426,38 @@ def test_privacy_screen_sets_local_recoding_and_the_threshold_reason(server) -> 
         )
         config = client.get(f"/api/projects/{project}/config").text
         assert "threshold_reason: the agreement's figure" in config and "local_recoding" not in config
+
+
+def test_a_refused_run_offers_the_boxes_and_the_acknowledged_run_publishes(server) -> None:
+    """Issue 33 in the workbench: a run whose warnings contradict its headline is refused (exit
+    2, nothing published) and its page offers "I acknowledge: CODE" for each code; ticking and
+    posting them saves ``accept_warnings:`` in the project's configuration and the next run
+    publishes, the certificate recording the acknowledgement."""
+    lines = (ADULT_DIR / "adult.data").read_text().splitlines()[:400]
+    files = [
+        ("config", ("adult.yaml", ADULT_YAML.read_bytes())),
+        ("data", ("adult.data", ("\n".join(lines) + "\n").encode())),
+    ]
+    files += [("hierarchies", (h.name, h.read_bytes())) for h in HIERARCHIES]
+    with server.client() as client:
+        created = client.post("/api/projects", files=files, data={"name": "adult-400"})
+        assert created.status_code == 201, created.text
+        project = created.json()["id"]
+        wait_idle(client, project)
+        refused = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"}).json()["id"]
+        state = wait_run(client, project, refused)
+        code = "kept-column-identifying"  # on 400 records a kept column singles out > 5 %
+        assert (state["status"], state["exit"], state["acknowledge"]) == ("failed", 2, [code]), state
+        assert client.get(f"/api/projects/{project}/runs/{refused}/report").status_code == 404
+        page = client.get(f"/p/{project}/run?run={refused}").text
+        assert f'data-testid="acknowledge-{code}"' in page and 'data-testid="acknowledge-form"' in page
+        run = acknowledge(client, project, [code])
+        config = yaml.safe_load(client.get(f"/api/projects/{project}/config").text)
+        assert config["accept_warnings"] == ["subgroup-suppressed", code]  # adult.yaml's kept
+        state = wait_run(client, project, run)
+        assert state["status"] == "done" and state["verified"] is True, state
+        report = client.get(f"/api/projects/{project}/runs/{run}/report").json()
+        assert code in [a["code"] for a in report["certificate"]["acknowledged"]]
 
 
 def test_blank_cells_are_released_with_the_workbench_switch(server) -> None:

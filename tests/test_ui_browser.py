@@ -118,6 +118,14 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     shot(page, "2-privacy")
     page.get_by_test_id("nav-run").click()
     page.get_by_test_id("run").click()
+    # the run's warnings that contradict its headline, acknowledged (issue 33): categories lose
+    # more than half of their records (adult.yaml says accept_warnings: [subgroup-suppressed]);
+    # the refused run's page offers the box, ticked and posted it is saved and the run publishes
+    page.get_by_test_id("run-status").filter(has_text="failed").wait_for()
+    page.reload()  # the boxes are rendered with the page (the live status does not add them)
+    page.get_by_test_id("acknowledge-form").wait_for()
+    page.get_by_test_id("acknowledge-subgroup-suppressed").check()
+    page.get_by_test_id("acknowledge-run").click()
     status = page.get_by_test_id("run-status")
     status.filter(has_text="verified").wait_for()
     assert "done" in status.inner_text()
@@ -152,6 +160,7 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     page.get_by_test_id("nav-release").click()
     assert "verified" in page.get_by_test_id("run-status").inner_text()
     text = page.get_by_test_id("yaml").inner_text()
+    assert yaml.safe_load(text)["accept_warnings"] == ["subgroup-suppressed"]
     with page.expect_download() as download:
         page.get_by_test_id("download-release").click()
     released = Path(download.value.path()).read_bytes()

@@ -43,8 +43,19 @@ NAMES = (
 QIS = ("age", "education", "marital-status", "race", "sex")
 
 
+#: the run's warnings that contradict its headline, acknowledged (issue 33): on 2,000 records the
+#: kept hours-per-week singles out more than 5 % of the released records, and a category loses
+#: more than half of its records
+ACCEPTED = ("kept-column-identifying", "subgroup-suppressed")
+
+
 def _config(
-    extra: str = "", person: bool = False, qis: tuple[str, ...] = QIS, k: int = 5, sensitive: bool = True
+    extra: str = "",
+    person: bool = False,
+    qis: tuple[str, ...] = QIS,
+    k: int = 5,
+    sensitive: bool = True,
+    accept: tuple[str, ...] = ACCEPTED,
 ) -> str:
     names = NAMES + (",pid" if person else "")
     attributes = "".join(f"  {q}: {{role: quasi, hierarchy: hierarchies/{q}.csv}}\n" for q in qis)
@@ -57,7 +68,8 @@ def _config(
         f"attributes:\n{attributes}"
         "default_role: identifying\n"
         f"privacy: {{k-anonymity: {{k: {k}}}}}\n"
-        "max_suppression: 0.05\nmetric: prec\nengine: memory\noutput: {format: csv}\n" + extra
+        "max_suppression: 0.05\nmetric: prec\nengine: memory\noutput: {format: csv}\n"
+        f"accept_warnings: [{', '.join(accept)}]\n" + extra
     )
 
 
@@ -210,7 +222,7 @@ def test_a_risk_threshold_model_with_a_configured_population(bench: Bench) -> No
 
 def test_local_recoding_shows_the_final_release_not_round_0(bench: Bench) -> None:
     """The issue's case: the screen described round 0 (fewer records, another B)."""
-    pid = bench.project(_config("local_recoding: {rounds: 20}\n", k=10))
+    pid = bench.project(_config("local_recoding: {rounds: 20}\n", k=10, accept=("kept-column-identifying",)))
     rid = bench.run(pid)
     report = assert_screen_is_report(bench, pid, rid)
     assert report["local_recoding"]["records_released_global"] < report["records_out"]
@@ -252,7 +264,8 @@ def test_epsilon_safe(bench: Bench) -> None:
         "dp: {beta: 0.75, epsilon: 2.0, epsilon_prime: 0.45, utility: linear, penalty: 0.04, "
         "penalty_mode: suppression}\n"
     )
-    pid = bench.project(_config(extra, qis=("marital-status", "race", "sex"), k=20, sensitive=False))
+    qis = ("marital-status", "race", "sex")
+    pid = bench.project(_config(extra, qis=qis, k=20, sensitive=False, accept=("subgroup-suppressed",)))
     rid = bench.run(pid)
     report = assert_screen_is_report(bench, pid, rid)
     assert report["records_out"] < ROWS

@@ -52,7 +52,10 @@ function poll(box) {
     api(`/api/projects/${project}/runs/${run}`).then((r) => r.json()).then((state) => {
       showState(box, state);
       if (state.status === "running") { setTimeout(tick, 400); }
-      else if (box.dataset.reload && box.dataset.status !== state.status) { window.location.reload(); }
+      else if ((box.dataset.reload || state.acknowledge) && box.dataset.status !== state.status) {
+        // a release refused until its warnings are acknowledged: the page draws the boxes
+        window.location.reload();
+      }
     }).catch(() => setTimeout(tick, 1500));
   };
   tick();
