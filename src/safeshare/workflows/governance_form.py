@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from safeshare.config.governance import RECIPIENT_KINDS, THREAT_QUESTIONS, GovernanceSection
 from safeshare.errors import InputError
 from safeshare.risk.thresholds import INVASIVENESS, RELEASE_MODELS
-from safeshare.workflows.privacy_form import Field
+from safeshare.workflows.form_fields import Field
 
 #: The context's fields: (form name and key path, kind, choices, placeholder).
 _SPECS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (

@@ -37,6 +37,8 @@ from typing import Any
 
 from safeshare.config.vocabulary import METRICS
 from safeshare.errors import InputError
+from safeshare.workflows.form_fields import Field as Field  # re-exported (workbench)
+from safeshare.workflows.governance_form import apply_governance_form, governance_fields
 
 #: The form's short names of the parameters it showed before issue 31 (the browser tests' ids).
 SHORT_NAMES: dict[tuple[str, str], str] = {
@@ -53,28 +55,6 @@ SHOWN = "models_shown"
 #: Longest threshold reason kept (characters, after collapsing white space).
 MAX_REASON = 500
 _INTEGER = re.compile(r"[+-]?\d+")
-
-
-@dataclass(frozen=True)
-class Field:
-    """One field of the form: ``name`` in the form, ``key`` in the configuration (its model's
-    parameter, or a top-level key), ``kind`` (integer, number, choice, list, mapping, text,
-    fraction, flag), the ``choices`` of a choice, the ``blank`` (the text of an absent key) and
-    the ``text`` shown."""
-
-    name: str
-    key: str
-    kind: str
-    choices: tuple[str, ...] = ()
-    blank: str = ""
-    placeholder: str = ""
-    text: str = ""
-    #: the values of a mapping: numbers (knowledge) or texts (a distance per column)
-    values: str = "number"
-
-    @property
-    def testid(self) -> str:
-        return self.name.replace("_", "-").replace(".", "-")
 
 
 @dataclass(frozen=True)
@@ -241,8 +221,6 @@ def privacy_form(config: Mapping[str, Any], reason: str | None = None) -> tuple[
         )
         for name, fields in model_fields().items()
     ]
-    from safeshare.workflows.governance_form import governance_fields
-
     options = [_shown_option(f, config, reason) for f in option_fields()]
     return models, options + governance_fields(config)  # the release context (issue 35)
 
@@ -327,8 +305,6 @@ def apply_privacy_form(
         out["privacy"] = privacy
     else:
         out.pop("privacy", None)
-    from safeshare.workflows.governance_form import apply_governance_form
-
     context = {f.key for f in options if f.key not in {o.key for o in option_fields()}}
     _apply_options(
         out, config, [f for f in options if f.key not in context], form, has_risk="risk" in privacy
