@@ -40,6 +40,7 @@ The two structured warnings, :class:`safeshare.report.content.ReportWarning` and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -75,4 +76,11 @@ def warning_code(code: str) -> WarningCode:
         raise ValueError(f"unknown warning code {code!r}: expected one of {known}") from None
 
 
-__all__ = ["SPELLING", "WarningCode", "warning_code"]
+def warning_codes(items: Iterable[object]) -> tuple[str, ...]:
+    """``items`` as known codes, each once, in their order (``accept_warnings:``, the workbench's
+    acknowledgement boxes); :class:`ValueError` naming the first unknown one (a non-text by its
+    ``repr``)."""
+    return tuple(dict.fromkeys(warning_code(i if isinstance(i, str) else repr(i)).value for i in items))
+
+
+__all__ = ["SPELLING", "WarningCode", "warning_code", "warning_codes"]

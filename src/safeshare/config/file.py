@@ -122,7 +122,7 @@ from safeshare.dp.config import DP_OPTIONS, EpsilonSafeOptions
 from safeshare.errors import ConfigError, InputError
 from safeshare.models.registry import ModelParams, model_params
 from safeshare.paths import written_path
-from safeshare.warning_codes import WarningCode, warning_code
+from safeshare.warning_codes import WarningCode, warning_codes
 
 if TYPE_CHECKING:
     from safeshare.config.spec import AnonymizationSpec
@@ -192,15 +192,10 @@ def _accepted_codes(value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list | tuple):
         raise refuse("expected a warning code or a list of them, e.g. accept_warnings: [subgroup-suppressed]")
-    out: list[str] = []
-    for item in items:
-        try:
-            code = warning_code(item if isinstance(item, str) else repr(item)).value
-        except ValueError as exc:
-            raise refuse(str(exc)) from None
-        if code not in out:
-            out.append(code)
-    return tuple(out)
+    try:
+        return warning_codes(items)
+    except ValueError as exc:
+        raise refuse(str(exc)) from None
 
 
 #: Round limit of local recoding when none is given: in practice "until no record more can be

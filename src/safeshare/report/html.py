@@ -662,6 +662,7 @@ def _certificate_warnings(cert: dict[str, Any]) -> list[dict[str, Any]] | None:
             "code": m.get("code", ""),
             "message": m.get("message", ""),
             "contradicts": bool(m.get("contradicts")),
+            "acknowledged": bool(m.get("acknowledged")),
             "reason": m.get("reason", ""),
             "status": (
                 f"acknowledged by {m.get('acknowledged_by')}"

@@ -125,7 +125,7 @@ class Acknowledgement:
     @property
     def unacknowledged(self) -> list[str]:
         """The contradicting codes not acknowledged, once each, in the order of the warnings."""
-        return _unique(m.code for m in self.marks if m.contradicts and not m.acknowledged)
+        return list(dict.fromkeys(m.code for m in self.marks if m.contradicts and not m.acknowledged))
 
     @property
     def acknowledged(self) -> list[dict[str, Any]]:
@@ -137,7 +137,7 @@ class Acknowledgement:
                 "by": self.by,
                 "warnings": sum(1 for m in self.marks if m.code == code and m.contradicts),
             }
-            for code in _unique(m.code for m in self.marks if m.contradicts and m.acknowledged)
+            for code in dict.fromkeys(m.code for m in self.marks if m.contradicts and m.acknowledged)
         ]
 
     @property
@@ -219,15 +219,7 @@ def acknowledge(
                 acknowledged_by=by if contradicts and code in taken else "",
             )
         )
-    return Acknowledgement(marks=tuple(marks), accepted=tuple(_unique(accepted)), by=by)
-
-
-def _unique(codes: Any) -> list[str]:
-    out: list[str] = []
-    for code in codes:
-        if code not in out:
-            out.append(code)
-    return out
+    return Acknowledgement(marks=tuple(marks), accepted=tuple(dict.fromkeys(accepted)), by=by)
 
 
 def _first(marks: Sequence[WarningMark], code: str) -> str:

@@ -305,10 +305,8 @@ def apply_privacy_form(
         out["privacy"] = privacy
     else:
         out.pop("privacy", None)
-    context = {f.key for f in options if f.key not in {o.key for o in option_fields()}}
-    _apply_options(
-        out, config, [f for f in options if f.key not in context], form, has_risk="risk" in privacy
-    )
+    plain = {o.key for o in option_fields()}  # the rest of ``options``: the release context
+    _apply_options(out, config, [f for f in options if f.key in plain], form, has_risk="risk" in privacy)
     apply_governance_form(out, config, form)  # purpose, approver, N's source, governance:
     if out.get("algorithm", "ola") != "node":
         out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)

@@ -15,7 +15,7 @@ surveillance ones, :func:`lattice_view`) run in the run's child process
 (:mod:`safeshare.ui.worker`), never in the server; the server only calls :func:`check_config`,
 :func:`confine_config`, the vocabularies and the readers of what a run wrote (:class:`LatticeView`,
 :func:`node_detail`); hierarchies are checked and previewed in a short-lived child too
-(:func:`hierarchy_levels`).
+(:func:`hierarchy_answer`).
 """
 
 from __future__ import annotations
@@ -114,17 +114,13 @@ def accept_warnings(config: Mapping[str, Any], codes: Sequence[str]) -> dict[str
     when there is none): the custodian's acknowledgement of warnings that contradict the
     certificate's headline (docs/report.md, "Acknowledged warnings"). An unknown code is an
     :class:`InputError` naming the key; the whole configuration is validated by the run."""
-    from safeshare.warning_codes import warning_code
+    from safeshare.warning_codes import warning_codes
 
     out = dict(config)
-    seen: list[str] = []
-    for code in codes:
-        try:
-            value = warning_code(str(code)).value
-        except ValueError as exc:
-            raise InputError(f"accept_warnings: {exc}") from None
-        if value not in seen:
-            seen.append(value)
+    try:
+        seen = list(warning_codes(codes))
+    except ValueError as exc:
+        raise InputError(f"accept_warnings: {exc}") from None
     if seen:
         out["accept_warnings"] = seen
     else:
@@ -294,19 +290,6 @@ PREVIEW_CHARS = 200
 
 #: Values the value -> label table of a hierarchy's page shows (in the hierarchy's order).
 MAPPING_ROWS = 200
-
-
-def hierarchy_levels(
-    spec: Mapping[str, Any] | str,
-    base_dir: Path,
-    values: Sequence[str] | None,
-    name: str,
-    workdir: Path,
-    missing: Sequence[str] = (),
-) -> list[dict[str, Any]] | None:
-    """The levels of :func:`hierarchy_answer` (``None``: a builder without the column's values)."""
-    answer = hierarchy_answer(spec, base_dir, values, name, workdir, missing)
-    return None if answer is None else list(answer["levels"])
 
 
 def hierarchy_answer(
@@ -553,7 +536,6 @@ __all__ = [
     "ensure_key",
     "estimate",
     "hierarchy_answer",
-    "hierarchy_levels",
     "hierarchy_preview",
     "identifier_spec",
     "inside",
