@@ -130,9 +130,9 @@ def test_the_acknowledgement_is_recorded(clinic_release: dict[str, Any]) -> None
         ("kept-column-identifying", by),
         ("subgroup-suppressed", by),
     ]
-    per_code = {c: sum(1 for m in report["certificate"]["warnings"] if m["code"] == c) for c, _ in [
-        (a["code"], 0) for a in acknowledged]}  # fmt: skip
-    assert {a["code"]: a["warnings"] for a in acknowledged} == per_code
+    marks = report["certificate"]["warnings"]
+    for a in acknowledged:  # each counts the run's warnings of its code
+        assert a["warnings"] == sum(1 for m in marks if m["code"] == a["code"]) >= 1
     assert report["evidence"]["acknowledgements"] == acknowledged
     assert report["certificate"]["accepted_unused"] == []
     entry = json.loads(clinic_release["ledger"].read_text().splitlines()[-1])

@@ -52,12 +52,17 @@ class Bench:
 
     def project(self, config: str = CONFIG) -> str:
         """A project from the configuration, its data and its two hierarchy files (profiled)."""
-        files = [
-            ("config", ("people.yaml", config.encode())),
-            ("data", ("people.csv", PEOPLE.encode())),
-            ("hierarchies", ("age.csv", AGE.encode())),
-            ("hierarchies", ("zip.csv", ZIP.encode())),
-        ]
+        return self.upload(
+            [
+                ("config", ("people.yaml", config.encode())),
+                ("data", ("people.csv", PEOPLE.encode())),
+                ("hierarchies", ("age.csv", AGE.encode())),
+                ("hierarchies", ("zip.csv", ZIP.encode())),
+            ]
+        )
+
+    def upload(self, files: list[tuple[str, tuple[str, bytes]]]) -> str:
+        """A project from uploaded ``(field, (name, bytes))`` files, profiled; its id."""
         answer = self.client.post("/api/projects", files=files)
         assert answer.status_code == 201, answer.text
         pid = str(answer.json()["id"])

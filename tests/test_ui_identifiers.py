@@ -34,16 +34,13 @@ accept_warnings: [kept-column-identifying, subgroup-suppressed, linked-profiles,
 
 
 def _project(bench: Bench) -> str:
-    files = [
-        ("config", ("visits.yaml", CONFIG.encode())),
-        ("data", ("visits.csv", VISITS.encode())),
-        ("hierarchies", ("age.csv", AGE.encode())),
-    ]
-    answer = bench.client.post("/api/projects", files=files)
-    assert answer.status_code == 201, answer.text
-    pid = str(answer.json()["id"])
-    bench.idle(pid)
-    return pid
+    return bench.upload(
+        [
+            ("config", ("visits.yaml", CONFIG.encode())),
+            ("data", ("visits.csv", VISITS.encode())),
+            ("hierarchies", ("age.csv", AGE.encode())),
+        ]
+    )
 
 
 def _roles(bench: Bench, pid: str, **fields: str) -> str:

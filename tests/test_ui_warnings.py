@@ -102,16 +102,14 @@ def test_marks_come_from_the_certificate_by_code_and_message() -> None:
 def test_the_release_and_run_screens_list_the_runs_warnings_with_their_docs(bench: Bench) -> None:  # noqa: F811
     lines = PEOPLE.splitlines()
     data = lines[0] + ",country\n" + "".join(line + ",US\n" for line in lines[1:])
-    files = [
-        ("config", ("people.yaml", CONFIG.encode())),
-        ("data", ("people.csv", data.encode())),
-        ("hierarchies", ("age.csv", AGE.encode())),
-        ("hierarchies", ("zip.csv", ZIP.encode())),
-    ]
-    answer = bench.client.post("/api/projects", files=files)
-    assert answer.status_code == 201, answer.text
-    pid = str(answer.json()["id"])
-    bench.idle(pid)
+    pid = bench.upload(
+        [
+            ("config", ("people.yaml", CONFIG.encode())),
+            ("data", ("people.csv", data.encode())),
+            ("hierarchies", ("age.csv", AGE.encode())),
+            ("hierarchies", ("zip.csv", ZIP.encode())),
+        ]
+    )
     started = bench.client.post(f"/api/projects/{pid}/runs", json={"kind": "anonymize"})
     assert started.status_code == 202, started.text
     rid = started.json()["id"]
