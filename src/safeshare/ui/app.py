@@ -586,10 +586,7 @@ async def set_hierarchy(request: Request) -> Response:
                 raise InputError(
                     f"hierarchy of {column}: a builder such as {{type: intervals, widths: [5, 10]}}"
                 )
-            spec["hierarchy"] = dict(builder)
-            workbench.confine_config({"attributes": {column: spec}}, project.directory, ctx.settings.workdir)
-            if values is not None:  # the hierarchy must cover the data: checked now, not at run time
-                await _check_hierarchy(ctx, project, spec["hierarchy"], column, values, _missing(config))
+            spec["hierarchy"] = await _checked_builder(ctx, project, column, dict(builder))
         attributes[column] = spec
         config["attributes"] = attributes
         project.save_config(config, seen=upload.value(VERSION_FIELD) or None)
@@ -598,6 +595,20 @@ async def set_hierarchy(request: Request) -> Response:
     finally:
         upload.discard()
     return back(f"/p/{project.id}/data", notice=f"hierarchy of {column} set")
+
+
+async def _checked_builder(
+    ctx: Context, project: Project, column: str, builder: dict[str, Any]
+) -> dict[str, Any]:
+    """A builder mapping confined under the workdir and checked against the column's values (the
+    hierarchy must cover the data: checked now, not at run time)."""
+    workbench.confine_config(
+        {"attributes": {column: {"hierarchy": builder}}}, project.directory, ctx.settings.workdir
+    )
+    values = project.values(column)
+    if values is not None:
+        await _check_hierarchy(ctx, project, builder, column, values, _missing(project.config()))
+    return builder
 
 
 def _sniff_delimiter(path: Path) -> str:
@@ -622,48 +633,122 @@ async def _check_hierarchy(
         "column": column,
         "values": values,
         "missing": missing,
+        "counts": project.counts(column) if values is not None else None,
     }
     return await hierarchy_in_child(request)
 
 
+async def _hierarchy_view(
+    ctx: Context, project: Project, column: str, spec: Any
+) -> tuple[dict[str, Any], str | None]:
+    """What ``spec`` gives for the column's values (levels, mapping, records) or the one line
+    that says why it cannot be shown."""
+    values = project.values(column)
+    if spec is None:
+        return {}, None
+    if values is None:
+        return {}, "the column's values are not profiled (too many distinct values, or no profile yet)"
+    try:
+        answer = await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config()))
+    except InputError as exc:
+        return {}, str(exc)
+    return answer or {}, None
+
+
+def _hierarchy_values(
+    request: Request,
+    project: Project,
+    column: str,
+    spec: Any,
+    answer: Mapping[str, Any],
+    error: str | None,
+    wizard: Mapping[str, str],
+    candidate: bool,
+) -> dict[str, Any]:
+    return _page(
+        request,
+        project,
+        "data",
+        column=column,
+        spec=_hierarchy_text(spec),
+        levels=answer.get("levels") or [],
+        mapping=answer.get("mapping") or [],
+        records=answer.get("records") or [],
+        n_values=answer.get("values") or 0,
+        preview_error=error,
+        wizard=wizard,
+        wizard_fields=workbench.wizard_fields(),
+        wizard_types=workbench.WIZARD_TYPES,
+        wizard_shows=workbench.wizard_shows(spec) if not candidate else True,
+        candidate=candidate,
+        run_id=None,
+    )
+
+
+def _column_of(request: Request, project: Project) -> str:
+    column = str(request.path_params["column"])
+    if column not in project.columns():
+        raise InputError(f"unknown column {column!r}: no such column")
+    return column
+
+
 async def hierarchy_page(request: Request) -> Response:
+    """A column's hierarchy: what each value becomes at every level, with the records of each
+    value and label, and the wizard that builds it (issue 35)."""
     ctx = ctx_of(request)
     project = project_of(request)
-    column = request.path_params["column"]
-    if column not in project.columns():
-        return ctx.render(
-            "message.html", 404, message=f"unknown column {column!r}", project=project, screen="data"
-        )
+    column = _column_of(request, project)
     spec = ((project.config().get("attributes") or {}).get(column) or {}).get("hierarchy")
-    values = project.values(column)
-    answer: dict[str, Any] = {}
-    error = None
-    if spec is None:
-        error = "no hierarchy set for this column"
-    elif values is None:
-        error = "the column's values are not profiled (too many distinct values, or no profile yet)"
-    else:
-        try:
-            answer = (
-                await _check_hierarchy(ctx, project, spec, column, values, _missing(project.config())) or {}
-            )
-        except InputError as exc:
-            error = str(exc)
+    answer, error = await _hierarchy_view(ctx, project, column, spec)
+    wizard = workbench.wizard_form(spec, project.values(column))
     return ctx.render(
-        "hierarchy.html",
-        **_page(
-            request,
-            project,
-            "data",
-            column=column,
-            spec=_hierarchy_text(spec),
-            levels=answer.get("levels") or [],
-            mapping=answer.get("mapping") or [],
-            n_values=answer.get("values") or 0,
-            run_id=None,
-        ),
-        preview_error=error,
+        "hierarchy.html", **_hierarchy_values(request, project, column, spec, answer, error, wizard, False)
     )
+
+
+def _form_text(form: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in form.items() if isinstance(v, str)}
+
+
+async def hierarchy_preview(request: Request) -> Response:
+    """The wizard's candidate, not saved: the page (or, with ``?fragment=1``, its preview part,
+    which the page's script swaps in as the fields change) with the mapping the posted fields
+    give, or the one line of what is wrong with them."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    column = _column_of(request, project)
+    wizard = _form_text(await request.form())
+    spec: Any = None
+    try:
+        spec = workbench.wizard_spec(wizard)
+        answer, error = await _hierarchy_view(ctx, project, column, spec)
+    except InputError as exc:
+        answer, error = {}, str(exc)
+    values = _hierarchy_values(request, project, column, spec, answer, error, wizard, True)
+    name = "_hierarchy_preview.html" if request.query_params.get("fragment") else "hierarchy.html"
+    return ctx.render(name, status=200 if error is None else 400, **values)
+
+
+async def save_wizard(request: Request) -> Response:
+    """The wizard's builder saved as the column's ``hierarchy:`` (checked against its values
+    first; nothing saved when it fails)."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    column = _column_of(request, project)
+    form = _form_text(await request.form())
+    here = f"/p/{project.id}/hierarchy/{quote(column)}"
+    try:
+        builder = await _checked_builder(ctx, project, column, workbench.wizard_spec(form))
+        config = project.config()
+        attributes = dict(config.get("attributes") or {})
+        spec = dict(attributes.get(column) or {"role": "quasi"})
+        spec["hierarchy"] = builder
+        attributes[column] = spec
+        config["attributes"] = attributes
+        project.save_config(config, seen=_seen(form))
+    except InputError as exc:
+        return back(here, str(exc))
+    return back(here, notice=f"hierarchy of {column} saved")
 
 
 async def input_settings(request: Request) -> Response:
@@ -1396,6 +1481,8 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/roles", save_roles, methods=["POST"]),
         Route(f"{pid}/hierarchy", set_hierarchy, methods=["POST"]),
         Route(f"{pid}/hierarchy/{{column:str}}", hierarchy_page),
+        Route(f"{pid}/hierarchy/{{column:str}}/preview", hierarchy_preview, methods=["POST"]),
+        Route(f"{pid}/hierarchy/{{column:str}}", save_wizard, methods=["POST"]),
         Route(f"{pid}/privacy", privacy_page),
         Route(f"{pid}/privacy", save_privacy, methods=["POST"]),
         Route(f"{pid}/run", run_page),

@@ -5,7 +5,7 @@ A project is ``<workdir>/safeshare-projects/<id>/``::
     config.yaml          the configuration the screens edit (the one source of truth)
     data/                uploaded input files
     hierarchies/         uploaded hierarchy files (ARX CSV)
-    profile.json         the columns' profile (a profile run); values.json their distinct values
+    profile.json         the columns' profile (a profile run); values.json their values and records
     run-<run>.yaml       the configuration a run used, as it was (its "copy as YAML")
     runs/<run>/          one run (safeshare.ui.runs)
 
@@ -153,12 +153,20 @@ class Project:
         return doc if isinstance(doc, dict) else None
 
     def values(self, column: str) -> list[str] | None:
+        """The column's distinct values (sorted), ``None`` when not profiled or too many."""
+        counts = self.counts(column)
+        return None if counts is None else list(counts)
+
+    def counts(self, column: str) -> dict[str, int] | None:
+        """The column's distinct values with their records (the profile's ``values.json``)."""
         try:
             doc = json.loads((self.directory / "values.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         found = doc.get(column) if isinstance(doc, dict) else None
-        return found if isinstance(found, list) else None
+        if not isinstance(found, dict):
+            return None
+        return {str(k): int(v) for k, v in found.items() if isinstance(v, int)}
 
     def run_dir(self, run_id: str) -> Path:
         if not RUN_ID.match(run_id):

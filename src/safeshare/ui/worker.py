@@ -162,6 +162,7 @@ def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
             str(request["column"]),
             Path(request["workdir"]),
             [str(m) for m in request.get("missing") or []],
+            request.get("counts"),
         )
     except InputError as exc:
         return {"error": " ".join(str(exc).split())}

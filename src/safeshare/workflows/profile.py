@@ -194,22 +194,29 @@ def profile_table(
     return DataProfile(records=records, columns=tuple(profiles))
 
 
-def column_values(engine: Engine, column: str, limit: int) -> list[str] | None:
-    """The distinct values of ``column`` as text (what a hierarchy builder takes), sorted; ``None``
-    when there are more than ``limit`` (too many to build a preview from in a page)."""
+def column_counts(engine: Engine, column: str, limit: int) -> dict[str, int] | None:
+    """The distinct values of ``column`` as text (what a hierarchy builder takes), sorted, each
+    with its number of records; ``None`` when there are more than ``limit`` (too many to build a
+    preview from in a page). A null cell is the empty value, as the builders read it."""
+    from safeshare.data.engines.base import COUNT_COLUMN
+
     if column not in engine.columns():
         raise InputError(f"unknown column {column!r}")
     grouped = engine.grouped_counts([column])
     if len(grouped) > limit:
         return None
-    return sorted("" if v is None else str(v) for v in grouped[column].tolist())
+    counts: dict[str, int] = {}
+    for value, n in zip(grouped[column].tolist(), grouped[COUNT_COLUMN].tolist(), strict=True):
+        text = "" if value is None else str(value)
+        counts[text] = counts.get(text, 0) + int(n)
+    return dict(sorted(counts.items()))
 
 
 __all__ = [
     "NEAR_UNIQUE",
     "ColumnProfile",
     "DataProfile",
-    "column_values",
+    "column_counts",
     "profile_column",
     "profile_table",
     "suggest_role",

@@ -37,6 +37,10 @@ from safeshare.config.vocabulary import (
 )
 from safeshare.errors import InputError
 from safeshare.workflows.confine import confine_config, confine_config_file, inside
+from safeshare.workflows.hierarchy_form import WIZARD_TYPES, wizard_shows
+from safeshare.workflows.hierarchy_form import builder_spec as wizard_spec
+from safeshare.workflows.hierarchy_form import fields as wizard_fields
+from safeshare.workflows.hierarchy_form import form_values as wizard_form
 from safeshare.workflows.privacy_form import (
     SHOWN,
     Field,
@@ -239,15 +243,16 @@ def profile(
     input_section: Mapping[str, Any], base_dir: Path, values_limit: int
 ) -> tuple[Any, dict[str, Any]]:
     """The :class:`~safeshare.workflows.profile.DataProfile` of the input (read in place by DuckDB)
-    and each column's distinct values when there are at most ``values_limit`` (hierarchy previews)."""
+    and each column's distinct values with their records (``{value: count}``, sorted by value) when
+    there are at most ``values_limit`` (hierarchy previews and the wizard's record counts)."""
     from safeshare.data.engines.factory import make_engine
-    from safeshare.workflows.profile import column_values, profile_table
+    from safeshare.workflows.profile import column_counts, profile_table
 
     src = source(input_section, base_dir)
     engine = make_engine("duckdb", src)
     try:
         data = profile_table(engine, src.missing)
-        values = {c: column_values(engine, c, values_limit) for c in engine.columns()}
+        values = {c: column_counts(engine, c, values_limit) for c in engine.columns()}
     finally:
         engine.close()
     return data, values
@@ -299,14 +304,17 @@ def hierarchy_answer(
     name: str,
     workdir: Path,
     missing: Sequence[str] = (),
+    counts: Mapping[str, int] | None = None,
 ) -> dict[str, Any] | None:
     """Check a hierarchy entry and describe it: its ``levels`` (``{level, count, labels}``, the
     first :data:`PREVIEW_LABELS` labels of each) and its ``mapping``, the value -> label table of
     the first :data:`MAPPING_ROWS` values (``[value, label at level 1, ...]``; issue 35: a person
     sees what each value becomes, as the dates builder's "2022-01-01 -> 2021" would have been
-    seen), with ``values`` the number of values in all. Built for the column's ``values``
-    (:func:`hierarchy_preview`), or, when the values are not known, a file read whole (a builder
-    cannot be checked without values: ``None``). Runs in a child process
+    seen), with ``values`` the number of values in all. With the column's ``counts`` (records per
+    value, the profile's), ``records`` gives the records of each mapping row and each level's
+    ``records`` those of its labels shown (the sum over the values under a label). Built for the
+    column's ``values`` (:func:`hierarchy_preview`), or, when the values are not known, a file
+    read whole (a builder cannot be checked without values: ``None``). Runs in a child process
     (:mod:`safeshare.ui.worker` ``--hierarchy``), never in the server: a large file is parsed
     where its memory and time block nothing."""
     from safeshare.hierarchy.builders import FileBuilder, builder_from_spec
@@ -332,7 +340,17 @@ def hierarchy_answer(
     ]
     rows = hierarchy.rows
     mapping = [[cell[:PREVIEW_CHARS] for cell in row] for row in rows[:MAPPING_ROWS]]
-    return {"levels": levels, "mapping": mapping, "values": len(rows)}
+    answer: dict[str, Any] = {"levels": levels, "mapping": mapping, "values": len(rows)}
+    if counts is not None:  # the records of each value, and of each label at every level
+        answer["records"] = [int(counts.get(row[0], 0)) for row in rows[:MAPPING_ROWS]]
+        for entry in levels:
+            per_label: dict[str, int] = {}
+            for row in rows:
+                label = row[entry["level"]]
+                per_label[label] = per_label.get(label, 0) + int(counts.get(row[0], 0))
+            shown = list(hierarchy.labels(entry["level"]))[:PREVIEW_LABELS]
+            entry["records"] = [per_label.get(label, 0) for label in shown]
+    return answer
 
 
 # --------------------------------------------------------------------------- runs (child process)
@@ -517,6 +535,7 @@ def surveillance_simulate(settings: Mapping[str, Any], monitor: Monitor) -> dict
 __all__ = [
     "KEY_FILE",
     "SHOWN",
+    "WIZARD_TYPES",
     "Anonymized",
     "Field",
     "LatticeView",
@@ -555,4 +574,8 @@ __all__ = [
     "surveillance_defaults",
     "surveillance_simulate",
     "warning_explanations",
+    "wizard_fields",
+    "wizard_form",
+    "wizard_shows",
+    "wizard_spec",
 ]

@@ -262,3 +262,30 @@ document.querySelectorAll("[data-copy]").forEach((button) => {
     if (navigator.clipboard) { navigator.clipboard.writeText(text).then(done, () => {}); }
   });
 });
+
+// ---------------------------------------------------------------- the hierarchy wizard
+// Only the chosen builder's fieldset is shown; each change of a field posts the form to the
+// preview address and swaps in what the server renders (the mapping with its records, or the
+// one line of what is wrong): nothing is saved until "Save hierarchy".
+document.querySelectorAll("form[data-preview]").forEach((form) => {
+  const type = form.querySelector("[name=builder_type]");
+  const target = document.getElementById("hierarchy-preview");
+  const show = () => {
+    form.querySelectorAll("fieldset[data-builder]").forEach((set) => {
+      set.hidden = set.dataset.builder !== type.value;
+      set.disabled = set.hidden;
+    });
+  };
+  let timer = null, sent = 0;
+  const preview = () => {
+    const mine = ++sent;
+    fetch(form.dataset.preview, { method: "POST", credentials: "same-origin", body: new FormData(form) })
+      .then((r) => r.text()).then((html) => { if (mine === sent && target) { target.innerHTML = html; } })
+      .catch(() => {});
+  };
+  const later = () => { clearTimeout(timer); timer = setTimeout(preview, 350); };
+  type.addEventListener("change", () => { show(); later(); });
+  form.addEventListener("input", later);
+  form.addEventListener("change", later);
+  show();
+});
