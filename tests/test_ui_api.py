@@ -73,7 +73,7 @@ class Bench:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             runs = self.client.get(f"/api/projects/{pid}/runs").json()["runs"]
-            if all(r["status"] != "running" for r in runs):
+            if all(r["status"] != "running" and r.get("lattice") != "exploring" for r in runs):
                 return list(runs)
             time.sleep(0.1)
         raise AssertionError("runs still going")
@@ -270,9 +270,9 @@ def test_paths_that_climb_but_stay_inside_the_workdir_are_accepted(bench: Bench)
 def test_cancel_after_publication_says_what_was_published(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SIGTERM (the workbench's Cancel) landing after the release was published, while the
-    lattice is explored: on main the run said "cancelled; nothing was published" while the
-    Release screen offered the verified release. Now it says what the command line says."""
+    """SIGTERM (the server stopping) landing after the release was published, while the lattice
+    is explored: once the run said "cancelled; nothing was published" while the Release screen
+    offered the verified release. Now the run is done, and its lattice says what was cut short."""
     from safeshare.api import workbench
     from safeshare.ui import worker
 
@@ -297,9 +297,17 @@ def test_cancel_after_publication_says_what_was_published(
     monkeypatch.setattr("safeshare.io._published", [])
     assert worker.main([str(run_dir)]) == 143
     state = bench.client.get(f"/api/projects/{pid}/runs/{run_dir.name}").json()
-    assert state["status"] == "cancelled" and state["published"] is True and state["verified"] is True
-    assert state["error"] == f"cancelled after the new output was published to {run_dir / 'out'}"
+    # the release was published and verified before the lattice for Explore (issue 35): the run
+    # is done, its lattice cancelled, and it says so in the command line's words
+    assert state["status"] == "done" and state["verified"] is True and state["exit"] == 0
+    assert state["lattice"] == "cancelled"
+    assert state["lattice_error"] == (
+        "the lattice for Explore was not finished: "
+        f"cancelled after the new output was published to {run_dir / 'out'}"
+    )
     assert "nothing was published" not in json.dumps(state)
+    explore = bench.client.get(f"/p/{pid}/explore?run={run_dir.name}").text
+    assert "the lattice for Explore was not finished" in explore
     run_page = bench.client.get(f"/p/{pid}/run?run={run_dir.name}").text
     assert "release verified" in run_page and "nothing was published" not in run_page
     release_page = bench.client.get(f"/p/{pid}/release?run={run_dir.name}").text

@@ -103,7 +103,7 @@ class Bench:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             runs = self.client.get(f"/api/projects/{pid}/runs").json()["runs"]
-            if all(r["status"] != "running" for r in runs):
+            if all(r["status"] != "running" and r.get("lattice") != "exploring" for r in runs):
                 return list(runs)
             time.sleep(0.2)
         raise AssertionError("runs still going")

@@ -91,7 +91,7 @@ def wait_run(client: httpx.Client, project: str, run: str, timeout: float = 300)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = client.get(f"/api/projects/{project}/runs/{run}").json()
-        if state["status"] != "running":
+        if state["status"] != "running" and state.get("lattice") != "exploring":
             return state
         time.sleep(0.3)
     raise AssertionError(f"run {run} still running after {timeout} s")
@@ -102,7 +102,7 @@ def wait_idle(client: httpx.Client, project: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = client.get(f"/api/projects/{project}/runs").json()["runs"]
-        if all(r["status"] != "running" for r in runs):
+        if all(r["status"] != "running" and r.get("lattice") != "exploring" for r in runs):
             return
         time.sleep(0.3)
     raise AssertionError("runs still going")

@@ -182,9 +182,23 @@ def chosen_run(
     if needs is not None:
         for rid in project.run_ids():
             job = read_json(project.directory / "runs" / rid / "job.json") or {}
-            if job.get("kind") == kind and (project.directory / "runs" / rid / needs).is_file():
+            if job.get("kind") == kind and (
+                (project.directory / "runs" / rid / needs).is_file()
+                or (needs == LATTICE and exploring(ctx_of(request), project, rid))
+            ):
                 return rid
     return latest_run(ctx_of(request), project, kind)
+
+
+#: Explore's file of a run (written by the run's child after the release is published)
+LATTICE = "lattice.json"
+
+
+def exploring(ctx: Context, project: Project, run_id: str) -> bool:
+    """Whether the run's release is published and its lattice for Explore is still evaluated by
+    its child (:meth:`~safeshare.ui.runs.RunManager.state`)."""
+    directory = project.directory / "runs" / run_id
+    return not (directory / LATTICE).is_file() and ctx.runs.state(directory).get("lattice") == "exploring"
 
 
 def newer_run(ctx: Context, project: Project, run_id: str | None) -> dict[str, Any] | None:
@@ -964,7 +978,7 @@ def view_of(project: Project, run_id: str) -> Any:
 async def explore_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
-    run_id = chosen_run(request, project, needs="lattice.json")
+    run_id = chosen_run(request, project, needs=LATTICE)
     if run_id is None:
         return ctx.render(
             "message.html",
@@ -973,10 +987,15 @@ async def explore_page(request: Request) -> Response:
             screen="explore",
             run_id=None,
         )
+    if exploring(ctx, project, run_id):  # the release is out; the page reloads when the lattice is
+        state = ctx.runs.state(project.directory / "runs" / run_id)
+        return ctx.render("exploring.html", **_page(request, project, "explore", run_id=run_id, state=state))
     try:
         view = view_of(project, run_id)
     except InputError as exc:
-        return ctx.render("message.html", message=str(exc), project=project, screen="explore", run_id=run_id)
+        state = ctx.runs.state(project.directory / "runs" / run_id)
+        message = state.get("lattice_error") or str(exc)
+        return ctx.render("message.html", message=message, project=project, screen="explore", run_id=run_id)
     from safeshare.ui.hasse import hasse_svg
 
     drawn = len(view.nodes) <= 10_000 and view.complete

@@ -133,6 +133,13 @@ class RunManager:
                         or (f"the run ended with exit status {code}" if code is not None else None),
                         "exit": code,
                     }
+        elif state.get("lattice") == "exploring" and not (run is not None and self._alive(run)):
+            # published, then the child ended: its last state (it may have just written it), or,
+            # killed (or of a server before this one), without Explore's lattice
+            state = read_json(directory / "state.json") or state
+        if state.get("lattice") == "exploring" and not (run is not None and self._alive(run)):
+            state["lattice"] = "failed"
+            state["lattice_error"] = "the lattice for Explore was not finished: the run's process ended"
         state["id"] = run_id
         state["kind"] = job.get("kind")
         state["progress"] = read_json(directory / "progress.json")

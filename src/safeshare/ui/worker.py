@@ -5,7 +5,10 @@ process, started by :mod:`safeshare.ui.runs`, so a 10-million-row DuckDB run's m
 child's and the server stays small. The worker reads ``RUN_DIR/job.json`` (``kind``,
 ``project``, ``params``), calls the use case through :mod:`safeshare.api.workbench` with a
 :class:`FileMonitor` that writes ``progress.json`` (phase, nodes checked of the total, notes),
-writes the results into ``RUN_DIR`` and finally ``state.json``.
+writes the results into ``RUN_DIR`` and finally ``state.json``. An ``anonymize`` run writes
+``state.json`` twice: ``done`` with ``lattice: exploring`` as soon as its release is published
+and verified (what a person waits for), then, after Explore's lattice, ``lattice: ready`` (or
+``cancelled`` / ``failed`` with ``lattice_error``: the release stays published and verified).
 
 Signals and exit statuses are the command line's (:func:`safeshare.app_runner.run_guarded`, one
 guard and one table for both): SIGTERM (the workbench's Cancel) and SIGINT raise
@@ -81,8 +84,17 @@ class FileMonitor:
         return True
 
 
-def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[str, Any]:
-    """Execute one job; return what goes into ``state.json`` besides the status."""
+def run_job(
+    run_dir: Path,
+    job: dict[str, Any],
+    monitor: FileMonitor,
+    published: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Execute one job; return what goes into ``state.json`` besides the status.
+
+    ``published(state)``: called by an ``anonymize`` job once its release is published and
+    verified, before Explore's lattice is evaluated (issue 35: the person waits for the release,
+    not for the lattice, so a workbench run costs what the command line's does)."""
     from safeshare.api import workbench
 
     kind = job["kind"]
@@ -106,6 +118,8 @@ def run_job(run_dir: Path, job: dict[str, Any], monitor: FileMonitor) -> dict[st
         done = workbench.anonymize(project / params["config"], run_dir / "out", workdir, monitor)
         report = done.report
         state = {"verified": bool(report.get("verified")), "release": report.get("release")}
+        if published is not None:
+            published(state)
         with monitor.progress("exploring the lattice", min(done.fit.table.lattice.size, 10_000)) as update:
             view = workbench.lattice_view(done.fit, done.population_size, progress=update)
         view.write(run_dir)
@@ -186,11 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args[0])
     job = json.loads((run_dir / "job.json").read_text(encoding="utf-8"))
     state: dict[str, Any] = {"status": "running"}
+    #: the state written when the release was published, while the lattice is still explored
+    early: dict[str, Any] = {}
+
+    def published(figures: dict[str, Any]) -> None:
+        early.update(figures, status="done", exit=0, lattice="exploring")
+        write_json(run_dir / "state.json", early)
 
     def work() -> None:
         monitor = FileMonitor(run_dir / "progress.json")
         try:
-            state.update(run_job(run_dir, job, monitor))
+            state.update(run_job(run_dir, job, monitor, published))
         except InputError as exc:
             # a release refused until its contradicting warnings are acknowledged (the
             # certificate issue's AcknowledgementRequired carries their codes): the Run screen
@@ -206,14 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     # the command line's signal guard and exit statuses; an internal error's traceback goes to
     # the run's stderr.txt (debug), the workbench says "cancelled" for its Cancel (SIGTERM)
     result = run_guarded(work, WORKBENCH_VOICE, debug=True)
-    if result.kind == "interrupted":
+    if early:  # the release was published: the run is done whatever became of the lattice
+        state = dict(early)
+        if result.kind == "ok":
+            state["lattice"] = "ready"
+        else:
+            state["lattice"] = "cancelled" if result.kind == "interrupted" else "failed"
+            state["lattice_error"] = f"the lattice for Explore was not finished: {result.line}"
+    elif result.kind == "interrupted":
         state.update(_interrupted(run_dir, result.line))
+        state["exit"] = result.status
     elif result.kind != "ok":
-        state.update(status="failed", error=result.line)
-    state["exit"] = result.status
+        state.update(status="failed", error=result.line, exit=result.status)
+    else:
+        state["exit"] = result.status
     write_json(run_dir / "state.json", state)
-    if state.get("error"):
-        sys.stderr.write(state["error"] + "\n")
+    line = state.get("error") or state.get("lattice_error")
+    if line:
+        sys.stderr.write(line + "\n")
     return result.status
 
 

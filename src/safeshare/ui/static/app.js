@@ -52,6 +52,10 @@ function poll(box) {
     api(`/api/projects/${project}/runs/${run}`).then((r) => r.json()).then((state) => {
       showState(box, state);
       if (state.status === "running") { setTimeout(tick, 400); }
+      else if (box.dataset.lattice === "exploring") {
+        // a done run whose lattice for Explore is still evaluated in its child: reload when it is
+        if (state.lattice === "exploring") { setTimeout(tick, 400); } else { window.location.reload(); }
+      }
       else if ((box.dataset.reload || state.acknowledge) && box.dataset.status !== state.status) {
         // a release refused until its warnings are acknowledged: the page draws the boxes
         window.location.reload();
