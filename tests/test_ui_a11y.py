@@ -124,6 +124,10 @@ def test_every_screen_has_no_critical_or_serious_violation(browser: Any, bench: 
     page.get_by_test_id("notice").wait_for()
     check("data, after saving")
     check("hierarchy", f"/p/{pid}/hierarchy/age")
+    page.get_by_test_id("wizard-type").select_option("intervals")
+    page.get_by_test_id("intervals-widths").fill("10, 20")
+    page.get_by_test_id("hierarchy-preview").get_by_text("would become").wait_for()  # the live preview
+    check("hierarchy, the wizard's preview")
     check("privacy", f"/p/{pid}/privacy")
     page.get_by_test_id("estimate").click()
     page.get_by_test_id("estimate-result").wait_for()
