@@ -48,7 +48,7 @@ test: $(VENV)/.installed-test lint typecheck chromium
 
 ## test-all: every test, including the exhaustive grids marked slow
 test-all: $(VENV)/.installed-test lint typecheck chromium
-	$(RUN) -m pytest -q
+	SAFESHARE_TEST_ALL=1 $(RUN) -m pytest -q
 
 ## chromium: Debian's Chromium for the browser tests of `safeshare ui` (tests/test_ui_browser.py),
 ## installed where apt-get can (as root); elsewhere those tests are skipped with the reason.

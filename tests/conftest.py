@@ -30,6 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 _CPU_LOG = os.environ.get("SAFESHARE_TEST_CPU")
 
 
+#: ``make test-all`` sets ``SAFESHARE_TEST_ALL=1``: every property test draws its full examples
+EXHAUSTIVE = os.environ.get("SAFESHARE_TEST_ALL") == "1"
+
+
+def examples(full: int, quick: int) -> int:
+    """The examples a property test draws: ``full`` under ``make test-all``, ``quick`` under
+    ``make test`` (the representative suite; issue 36: at most 10 minutes on 2 cores). The same
+    property is checked in both; only the number of random tables differs."""
+    return full if EXHAUSTIVE else quick
+
+
 def _cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

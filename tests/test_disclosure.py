@@ -22,7 +22,7 @@ from safeshare.models.risk import RiskThreshold
 from safeshare.verify.disclosure import DisclosureWarning, disclosure_warnings
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
-from tests.conftest import ADULT_DIR
+from tests.conftest import ADULT_DIR, examples
 
 
 def _codes(warnings: list[DisclosureWarning]) -> dict[tuple[str, str], float]:
@@ -131,7 +131,7 @@ def test_a_risk_only_release_with_unique_classes_is_flagged(tmp_path: Path) -> N
     }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 15), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -237,7 +237,7 @@ def _brute_force(
     }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 15), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -19,7 +19,7 @@ from safeshare.dp.epsilon_safe import lattice_data
 from safeshare.dp.scores import LatticeData, make_utility
 from safeshare.errors import InputError
 from safeshare.hierarchy.hierarchy import Hierarchy
-from tests.conftest import random_hierarchy
+from tests.conftest import examples, random_hierarchy
 
 
 def table_of(frame: pd.DataFrame, hierarchies: list[Hierarchy]) -> FrequencyTable:
@@ -50,7 +50,7 @@ UTILITY_SPECS = [
     st.integers(1, 6),
     st.sampled_from([0.0, 0.05, 0.2]),
 )
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=examples(35, 12), deadline=None)
 def test_no_neighbour_moves_a_utility_by_more_than_its_sensitivity(
     seed: int, n_qis: int, n_rows: int, k: int, max_sup: float
 ) -> None:

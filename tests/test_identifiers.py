@@ -43,6 +43,7 @@ from safeshare.errors import ConfigError, DataError
 from safeshare.hierarchy.builders import DateBuilder
 from safeshare.verify import verify_release, with_identifiers
 from safeshare.verify.identifiers import own_shift
+from tests.conftest import examples
 from tests.identifier_helpers import (
     OTHER_KEY,
     TEST_KEY,
@@ -356,7 +357,7 @@ def test_release_holds_no_raw_identifier_and_no_record_keeps_its_date(
         assert (a, d) != tuple(back)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25, 10), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 6), st.dates(dt.date(1990, 1, 1), dt.date(2030, 12, 31))),

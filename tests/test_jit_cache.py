@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from safeshare.core.evaluation import Evaluator
 from safeshare.search.ola import find_minimal_nodes
 from safeshare.search.warmup import exercise, synthetic_table
@@ -51,6 +53,7 @@ def _probe(cache: Path, mode: str) -> dict[str, object]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow  # make test-all: compiles every loop from a cold cache (issue 36)
 def test_cold_cache_loads_nothing_and_a_warm_one_is_hit_by_the_next_process(tmp_path: Path) -> None:
     """A cold cache (a new NUMBA_CACHE_DIR, as in a fresh clone): nothing is loaded, small
     tables keep numpy. After the warm-up compiled the loops into it, a new process loads

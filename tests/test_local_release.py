@@ -33,7 +33,7 @@ from safeshare.workflows.local_recoding import LocalRecodingResult, local_recodi
 from safeshare.workflows.local_release import PublishedLocalRelease, local_release_expectations
 from safeshare.workflows.publish import publish_local_recoding as _publish_local_recoding
 from safeshare.workflows.release import ReleaseContext
-from tests.conftest import ADULT_DIR
+from tests.conftest import ADULT_DIR, examples
 from tests.sensitive_helpers import random_frame
 from tests.test_local_recoding import repeating_hierarchy
 
@@ -336,7 +336,7 @@ def random_runs(draw: st.DrawFn) -> tuple[pd.DataFrame, AnonymizationSpec]:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25, 10),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -24,7 +24,7 @@ from safeshare.metrics.loss import (
     make_metric,
     metric_name,
 )
-from tests.conftest import generalized_frame, random_table
+from tests.conftest import examples, generalized_frame, random_table
 
 
 @pytest.fixture()
@@ -85,7 +85,7 @@ def row_entropy(table: FrequencyTable, node: tuple[int, ...]) -> float:
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(1, 50))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 15), deadline=None)
 def test_metrics_are_monotone_and_match_definitions(seed: int, n_qis: int, n_rows: int) -> None:
     table = random_table(np.random.default_rng(seed), n_qis, n_rows)
     ev = Evaluator(table)

@@ -26,7 +26,7 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
-from tests.conftest import ADULT_DIR
+from tests.conftest import ADULT_DIR, examples
 
 # --------------------------------------------------------------------------- references
 
@@ -100,7 +100,7 @@ def brute_force_sse(values: np.ndarray, k: int) -> float:
 # --------------------------------------------------------------------------- MDAV
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**31 - 1), st.integers(1, 6), st.integers(1, 3))
 @example(3887, 1, 1)  # one record: its standard deviation is 0 (the test divided by it)
 def test_mdav_groups_and_sse(seed: int, k: int, p: int) -> None:
@@ -144,7 +144,7 @@ def test_k_equal_to_one_changes_nothing() -> None:
 # --------------------------------------------------------------------------- optimal univariate
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60, 20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(-20, 20), min_size=1, max_size=8), st.integers(1, 4))
 def test_optimal_univariate_against_brute_force(values: list[int], k: int) -> None:
     x = np.asarray(values, dtype=np.float64)

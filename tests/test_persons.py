@@ -42,7 +42,7 @@ from safeshare.risk.measures import risk_measures
 from safeshare.risk.persons import person_risk_measures
 from safeshare.verify import verify_release
 from safeshare.workflows.anonymizer import Anonymizer
-from tests.conftest import run_cli
+from tests.conftest import examples, run_cli
 
 QIS = ["sex", "age", "zip", "test"]
 
@@ -716,7 +716,7 @@ def test_every_view_of_a_person_keyed_run_says_people(
     ),
     st.integers(1, 4),
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150, 50), deadline=None)
 def test_the_verifiers_profile_measure_is_exact(
     rows: list[tuple[int, str | None, str | None]], k: int
 ) -> None:

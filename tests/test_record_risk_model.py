@@ -22,7 +22,7 @@ from safeshare.risk.record_risk import (
     smallest_safe_class,
 )
 from safeshare.search.context import SearchContext
-from tests.conftest import generalized_frame, random_table
+from tests.conftest import examples, generalized_frame, random_table
 from tests.test_ola import BruteForce
 
 
@@ -69,7 +69,7 @@ def brute_optimum(table, model: RecordRiskThreshold, limit: float, metric: str):
     metric=st.sampled_from(["prec", "dm_star", "entropy"]),
     factor=st.sampled_from([None, 2, 10]),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 15), deadline=None)
 def test_record_model_search_equals_exhaustive_search(
     seed: int, threshold: float, limit: float, metric: str, factor: int | None
 ) -> None:
@@ -92,6 +92,7 @@ def test_record_model_search_equals_exhaustive_search(
     assert result.objective == pytest.approx(best, rel=1e-12, abs=1e-9)
 
 
+@pytest.mark.slow  # make test-all: a statistical check on Adult (issue 36)
 def test_copula_record_risk_predicts_population_uniqueness_on_adult() -> None:
     """Rocher et al.'s per-record uniqueness, fitted on a 10 % sample, ranks the sample's
     population uniques first (AUC well above chance; the study is tools/attack_study.py)."""

@@ -382,6 +382,7 @@ def _coverage(population: ev.Population, fraction: float, samples: int, name: st
     return hits / samples
 
 
+@pytest.mark.slow  # make test-all: a coverage study on Adult (issue 36)
 def test_average_interval_covers_the_true_B_on_adult(adult_population: ev.Population) -> None:
     """Adult (N = 48,842) as the population, 50 samples at f = 0.1 on random quasi-identifier sets:
     the 95 % interval of ``average`` holds the exact B in at least 90 % of them."""

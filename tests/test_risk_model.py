@@ -37,7 +37,7 @@ from safeshare.search.context import SearchContext
 from safeshare.verify import expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
-from tests.conftest import TamperingEngine, generalized_frame, random_table
+from tests.conftest import TamperingEngine, examples, generalized_frame, random_table
 from tests.test_ola import BruteForce
 
 
@@ -81,7 +81,7 @@ def brute_optimum(
     estimator=st.sampled_from(["pitman", "dankar", "benedetti_franconi"]),
     factor=st.sampled_from([1, 3, 20]),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 12), deadline=None)
 def test_ola_with_risk_equals_exhaustive_on_random_tables(
     seed: int,
     measure: str,

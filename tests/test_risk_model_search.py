@@ -35,7 +35,7 @@ from safeshare.risk.classes import ClassSizeHistogram
 from safeshare.risk.estimators import make_estimator
 from safeshare.risk.release_risk import ReleaseRisk, release_risk, release_risk_estimate
 from safeshare.search.context import SearchContext
-from tests.conftest import generalized_frame
+from tests.conftest import examples, generalized_frame
 from tests.test_ola import BruteForce
 
 # ----------------------------------------------------------------------------- the bound
@@ -47,7 +47,7 @@ class_sizes = st.lists(
 
 
 @given(sizes=class_sizes, factor=st.floats(1.0, 40.0), extra=st.integers(0, 5), riemann=st.booleans())
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 20), deadline=None)
 def test_pitman_bound_is_below_the_estimate(
     sizes: list[int], factor: float, extra: int, riemann: bool
 ) -> None:
@@ -363,7 +363,7 @@ def test_the_estimate_is_the_same_with_or_without_its_interval(
     factor=st.sampled_from([2, 12, 50]),
     threshold=st.sampled_from([0.01, 0.05, 0.09, 0.3]),
 )
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20, 8), deadline=None)
 def test_upper_end_decides_as_its_interval(sizes: list[int], factor: int, threshold: float) -> None:
     """``use: upper``: :meth:`ReleaseRisk.at_most` (bound, then the estimate, then the interval)
     decides as the interval's upper end does, and fits an interval only below the threshold."""

@@ -10,7 +10,7 @@ from safeshare.core import rollup
 from safeshare.core.evaluation import Evaluator
 from safeshare.core.frequency import FrequencyTable
 from safeshare.core.rollup import scan_lattice
-from tests.conftest import generalized_frame, random_table
+from tests.conftest import examples, generalized_frame, random_table
 
 
 def evaluator_reference(table: FrequencyTable, ks: tuple[int, ...]) -> tuple[dict, dict]:
@@ -35,7 +35,7 @@ def test_adult_every_node_matches_the_evaluator(adult_table: FrequencyTable) -> 
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 60), st.integers(1, 6))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 15), deadline=None)
 def test_random_tables_match_pandas(seed: int, n_qis: int, n_rows: int, k: int) -> None:
     table = random_table(np.random.default_rng(seed), n_qis, n_rows)
     stats = scan_lattice(table, (k,))

@@ -146,6 +146,7 @@ def test_render_keys_is_the_memory_engines_text() -> None:
     assert list(render_keys(strings, "string", ("?", "NA"))) == ["?", "?", "x", "?"]
 
 
+@pytest.mark.slow  # make test-all: make test keeps the three engines' equal release (issue 36)
 @needs_spark
 def test_a_tampered_release_fails_the_spark_verification(spark: Any, tmp_path: Path) -> None:
     directory = write_small_adult(tmp_path, n_train=2000)
@@ -355,6 +356,7 @@ def test_config_keys_and_master(tmp_path: Path) -> None:
         load_config(directory / "c.yaml")
 
 
+@pytest.mark.slow  # make test-all: make test keeps the three engines' equal release (issue 36)
 @needs_spark
 def test_pseudonyms_and_shifted_dates_are_the_same_on_spark(spark: Any, tmp_path: Path) -> None:
     """Issue 20: the identifier treatment on Spark gives the memory engine's release, row for

@@ -76,6 +76,7 @@ def shot(page: Any, name: str) -> None:
         page.screenshot(path=str(Path(SHOTS) / f"ui-{name}.png"), full_page=False)
 
 
+@pytest.mark.slow  # make test-all (issue 36): the whole flow of make test is tests/test_ui_walk.py
 def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> None:
     """upload -> roles -> hierarchies -> k=5 -> run -> explore -> risk -> release, and the release
     equals the command line's with the YAML the page shows, byte for byte."""
