@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ratio {ratio:.2f} (target <= {TARGET}: {'met' if ratio <= TARGET else 'NOT met'}); "
         f"load {os.getloadavg()[0]:.1f}"
     )
-    return 0
+    return 0 if ratio <= TARGET else 1
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ BENCHMARKS: dict[str, str | tuple[str, list[str]]] = {
     "local-recoding": "bench_local_recoding",
     "truth": "bench_truth",  # issue 30: the verifier's truth check beside the verification without it
     "ui-scale": "bench_ui_scale",
+    # issue 35: a workbench run on Adult beside the command line's, at most 1.2x its wall time
+    "ui-adult": "bench_ui_adult",
     "verify-control": "bench_verify_control",  # issue 30: the control-character check's cost
     # issue 34: safeshare attack on a 1,000,000-record frame (peak RSS beside reading the frame)
     "attack": "bench_attack",
