@@ -225,3 +225,33 @@ def test_a_script_s_partial_post_changes_what_it_posts_only(bench: Bench) -> Non
     pid = _project(bench, {"k-anonymity": {"k": 3}, "risk": {}, "l-diversity": {"l": 2}})
     assert "error" not in save(bench, pid, {"k": "4", "l": ""})
     assert yaml.safe_load(config_text(bench, pid))["privacy"] == {"k-anonymity": {"k": 4}, "risk": {}}
+
+
+def test_each_search_strategys_options_are_on_the_screen_and_follow_its_algorithm(bench: Bench) -> None:
+    """Issue 35: Inverse OLA's largest loss, the anytime search's time limit and auto's exact
+    lattice size were not in the UI. Each is a field; a value out of range is refused with its
+    key; switching to another algorithm removes an option that algorithm would refuse."""
+    pid = _project(bench, {"k-anonymity": {"k": 3}})
+    form = shown_form(bench, pid)
+    assert {"max_loss", "time_limit", "exact_max_nodes"} <= set(form)
+    assert "error" not in save(bench, pid, {**form, "algorithm": "inverse-ola", "max_loss": "0.4"})
+    config = yaml.safe_load(config_text(bench, pid))
+    assert config["algorithm"] == "inverse-ola" and config["max_loss"] == 0.4
+    assert shown_form(bench, pid)["max_loss"] == "0.4"
+    before = config_text(bench, pid)
+    refused = save(bench, pid, {**shown_form(bench, pid), "max_loss": "1.5"})
+    assert "max_loss" in refused and config_text(bench, pid) == before  # nothing saved
+    # to the anytime search with a time limit: inverse-ola's max_loss goes
+    assert "error" not in save(
+        bench, pid, {**shown_form(bench, pid), "algorithm": "anytime", "time_limit": "30"}
+    )
+    config = yaml.safe_load(config_text(bench, pid))
+    assert config["algorithm"] == "anytime" and config["time_limit"] == 30 and "max_loss" not in config
+    assert "error" not in save(
+        bench, pid, {**shown_form(bench, pid), "algorithm": "auto", "exact_max_nodes": "1000"}
+    )
+    config = yaml.safe_load(config_text(bench, pid))
+    assert config["algorithm"] == "auto" and config["exact_max_nodes"] == 1000 and config["time_limit"] == 30
+    assert "error" not in save(bench, pid, {**shown_form(bench, pid), "algorithm": "ola"})
+    config = yaml.safe_load(config_text(bench, pid))
+    assert "time_limit" not in config and "exact_max_nodes" not in config

@@ -7,9 +7,10 @@ and ``columns``, m-concealing's ``inclusion_probability``, risk's ``measure``, `
 (:data:`safeshare.models.registry.PRIVACY_MODELS`), of the kind its JSON Schema gives (an
 integer, a number, a choice among an ``enum``, a list of columns, a mapping ``column=value``, a
 text), and one per option of the screen (:data:`OPTIONS`: ``population_size``,
-``max_suppression``, ``metric``, ``algorithm``, ``engine``, ``local_recoding`` with ``rounds``,
-``threshold_reason``). A model gets a field per parameter it has or will have: a new parameter of
-the registry is on the screen without a line here.
+``max_suppression``, ``metric``, ``algorithm`` with its options ``max_loss``, ``time_limit`` and
+``exact_max_nodes``, ``engine``, ``local_recoding`` with ``rounds``, ``threshold_reason``). A
+model gets a field per parameter it has or will have: a new parameter of the registry is on the
+screen without a line here.
 
 **The round trip.** Each field is shown with the text of the configuration's value (:func:`text_of`;
 an absent key: its *blank*, the default of a choice, else empty). On saving, a field whose posted
@@ -189,6 +190,10 @@ def option_fields() -> tuple[Field, ...]:
         Field("metric", "metric", "choice", METRICS, blank=METRICS[0]),
         Field("algorithm", "algorithm", "choice", _algorithms(), blank="ola"),
         Field("engine", "engine", "choice", ("memory", "duckdb"), blank="memory"),
+        # the search strategies' own options (docs/anytime.md, docs/inverse-ola.md)
+        Field("max_loss", "max_loss", "number", placeholder="inverse-ola: 0.5"),
+        Field("time_limit", "time_limit", "number", placeholder="anytime, auto: seconds"),
+        Field("exact_max_nodes", "exact_max_nodes", "integer", placeholder="auto: 500000"),
         Field("local_recoding", "local_recoding", "flag"),
         Field("rounds", "rounds", "integer", placeholder="100"),
         Field("threshold_reason", "threshold_reason", "text"),
@@ -313,6 +318,23 @@ def apply_privacy_form(
     return out
 
 
+def _drop_other_algorithms_keys(
+    out: dict[str, Any], config: Mapping[str, Any], form: Mapping[str, Any], by_key: Mapping[str, Field]
+) -> None:
+    """A changed algorithm leaves no option of the one before that it takes not (``max_loss`` of
+    inverse-ola under ola would make the configuration refuse to load), unless this post gave it."""
+    from safeshare.config.algorithms import config_keys
+
+    name = str(out.get("algorithm", "ola"))
+    if name == str(config.get("algorithm", "ola")):
+        return
+    for key, owners in config_keys().items():
+        field = by_key.get(key)
+        posted = field is not None and _posted(form, field) != field.text.strip()
+        if name not in owners and key in out and key != "levels" and not posted:
+            out.pop(key, None)
+
+
 def _apply_options(
     out: dict[str, Any],
     config: Mapping[str, Any],
@@ -344,6 +366,7 @@ def _apply_options(
             out[field.key] = value
     if out.get("algorithm", "ola") != config.get("algorithm", "ola") and out.get("algorithm") != "node":
         out.pop("levels", None)  # a node's levels belong to algorithm: node only (issue 35)
+    _drop_other_algorithms_keys(out, config, form, by_key)
     # local recoding: a box (not posted: off) and its rounds
     box, rounds = by_key["local_recoding"], by_key["rounds"]
     on = bool(form.get(box.name))
