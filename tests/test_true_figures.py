@@ -221,6 +221,7 @@ VIEWS = (
     "report/attack_section.py",
     "workflows/before_after.py",
     "workflows/coverage.py",
+    "workflows/utility_view.py",
 )
 #: Figures that are not results: timings, and a refused computation's cost
 NOT_FIGURES = re.compile(r"elapsed_s|timings|GiB|seconds|days|synthetic records|value:,\.0f")

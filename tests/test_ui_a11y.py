@@ -3,7 +3,7 @@
 axe-core (Deque's rule engine, WCAG 2.x A/AA and best practices; the copy bundled by the
 ``axe-playwright-python`` package, never downloaded) is injected into each workbench screen after
 a run of the Adult demo, in Debian's Chromium: the projects list, Data (roles), a hierarchy,
-Privacy (with an estimate), Run, Explore (with a node's figures and a comparison), Risk, Release
+Privacy (with an estimate), Run, Explore (with a node's figures and a comparison), Risk, Utility, Release
 (with the run's disclosure warnings), the warnings' help page, the run history, Surveillance (with
 its result), the embedded report and an error page. No
 violation of impact ``critical`` or ``serious`` may remain; every violation found (of any impact)
@@ -146,6 +146,8 @@ def test_every_screen_has_no_critical_or_serious_violation(browser: Any, bench: 
     check("explore, a node and a comparison")
     check("explore, every node", f"/p/{pid}/explore?run={rid}&status=all")
     check("risk", f"/p/{pid}/risk?run={rid}")
+    check("utility", f"/p/{pid}/utility?run={rid}")
+    assert page.get_by_test_id("before-after-age").count() == 1  # its tables and charts are checked too
     check("release", f"/p/{pid}/release?run={rid}")
     assert page.get_by_test_id("warning").count() > 0  # Adult's run warns (its warnings are checked too)
     page.get_by_test_id("warning-doc").first.click()

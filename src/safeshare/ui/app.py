@@ -1,7 +1,7 @@
 """The workbench's pages and JSON API (Starlette): :func:`create_app`.
 
 Screens, in the order of the work (each ``/p/<project>/<screen>``): data, privacy, run,
-explore, risk, release, surveillance. The JSON API under ``/api`` (docs/ui.md) is what the
+explore, risk, utility, release, surveillance. The JSON API under ``/api`` (docs/ui.md) is what the
 pages' script calls and what a script may call. No handler computes anything: the figures are
 the use cases' (through :mod:`safeshare.api.workbench` and the files a run wrote), and the
 handlers only read, render and write the project's configuration.
@@ -45,8 +45,9 @@ SCREENS = (
     ("run", "3 Run"),
     ("explore", "4 Explore"),
     ("risk", "5 Risk"),
-    ("release", "6 Release"),
-    ("surveillance", "7 Surveillance"),
+    ("utility", "6 Utility"),
+    ("release", "7 Release"),
+    ("surveillance", "8 Surveillance"),
     ("history", "Run history"),
 )
 #: files of a run's output that may be downloaded
@@ -1128,6 +1129,49 @@ async def risk_page(request: Request) -> Response:
     )
 
 
+def _run_config_path(ctx: Context, project: Project, run_id: str) -> str:
+    """The run's configuration (``run-<run>.yaml``) as a command line run from ``--workdir`` names it."""
+    return _relative_to(project.directory / f"run-{run_id}.yaml", ctx.settings.workdir)
+
+
+async def utility_page(request: Request) -> Response:
+    """What the release keeps, as its published report.json states it
+    (:func:`safeshare.api.workbench.utility_view`: each column before and after, suppression by
+    category with the run's ``subgroup-suppressed`` warnings, the classifier check, information
+    loss), nothing recomputed; each figure carries ``data-key``, its key in report.json."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    run_id = chosen_run(request, project, needs="out/report.json")
+    report = read_json(project.run_dir(run_id) / "out" / "report.json") if run_id else None
+    view = workbench.utility_view(report, _run_config_path(ctx, project, run_id) if run_id else None)
+    if view is None:
+        return ctx.render(
+            "message.html",
+            message="no finished run yet: start one on the Run screen",
+            project=project,
+            screen="utility",
+            run_id=run_id,
+        )
+    from safeshare.ui.charts import before_after_svg
+
+    charts = [
+        None if col["skipped"] else Markup(before_after_svg(col["column"], col["chart"]))
+        for col in view["columns"]
+    ]
+    return ctx.render(
+        "utility.html",
+        **_page(
+            request,
+            project,
+            "utility",
+            run_id=run_id,
+            view=view,
+            charts=charts,
+            newer=newer_run(ctx, project, run_id),
+        ),
+    )
+
+
 async def release_page(request: Request) -> Response:
     ctx = ctx_of(request)
     project = project_of(request)
@@ -1149,7 +1193,7 @@ async def release_page(request: Request) -> Response:
         if (project.directory / config_name).is_file()
         else ""
     )
-    config_path = _relative_to(project.directory / config_name, ctx.settings.workdir)
+    config_path = _run_config_path(ctx, project, run_id)
     out_hint = f"out/{project.id}/{run_id}"  # each run's command line writes where no other run's does
     files = [name for name in RELEASE_FILES if (directory / "out" / name).is_file()]
     shown = workbench.run_warnings(report)
@@ -1433,9 +1477,10 @@ async def api_cancel(request: Request) -> Response:
 
 
 async def api_run_json(request: Request) -> Response:
-    """report.json, the lattice view, the Risk screen's figures (report.json's) or the estimate of a run."""
+    """report.json, the lattice view, the Risk and Utility screens' figures (report.json's) or the
+    estimate of a run."""
     try:
-        _, directory = _run_dir(request)
+        project, directory = _run_dir(request)
     except InputError as exc:
         return _error(exc, 404)
     what = request.path_params["what"]
@@ -1444,6 +1489,12 @@ async def api_run_json(request: Request) -> Response:
         if view is None:
             return _error(InputError("risk: not written by this run"), 404)
         return JSONResponse(view)
+    if what == "utility":  # the Utility screen's figures: report.json's (workbench.utility_view)
+        config = _run_config_path(ctx_of(request), project, request.path_params["rid"])
+        found = workbench.utility_view(read_json(directory / "out" / "report.json"), config)
+        if found is None:
+            return _error(InputError("utility: not written by this run"), 404)
+        return JSONResponse(found)
     path = {
         "report": directory / "out" / "report.json",
         "lattice": directory / "lattice.json",
@@ -1509,6 +1560,7 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/accept-warnings", save_acknowledgements, methods=["POST"]),
         Route(f"{pid}/explore", explore_page),
         Route(f"{pid}/risk", risk_page),
+        Route(f"{pid}/utility", utility_page),
         Route(f"{pid}/release", release_page),
         Route(f"{pid}/surveillance", surveillance_page),
         Route(f"{pid}/history", history_page),

@@ -1,10 +1,13 @@
-"""Charts of the workbench that the report has not: the PK band plot (rendering only)."""
+"""Charts of the workbench that the report has not: the PK band plot and a column's records
+before and after (rendering only: every figure is given, none is computed)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
+
+from safeshare.figures import count, percent
 
 COLORS = ("#3a6fd8", "#d8453a", "#3aa657", "#e0a200", "#7a4fd8", "#1d9bb0")
 
@@ -61,4 +64,56 @@ def bands_svg(
     return "".join(parts)
 
 
-__all__ = ["bands_svg"]
+#: Characters of a category's label drawn beside its bars (the whole label is in its <title>).
+LABEL_CHARS = 22
+
+
+def before_after_svg(column: str, rows: Sequence[Mapping[str, Any]], width: int = 440) -> str:
+    """A column's categories as horizontal bars, one row each: the records of the input (a light
+    bar) and the released ones over it (a dark bar). ``rows``: ``label``, ``before``, ``after``,
+    ``lost`` (the report's figures); an accessible image (``role="img"``, its ``aria-label`` and
+    ``<title>`` say what it shows; each row's ``<title>`` gives its figures)."""
+    left, right, top, row_h = 150, 12, 30, 14
+    plot_w = width - left - right
+    height = top + row_h * max(len(rows), 1) + 8
+    vmax = max([float(r["before"]) for r in rows] + [1.0])
+    name = (
+        f"{column}: records in the input (light bar) and released (dark bar) for each of "
+        f"{len(rows)} rows of the table below"
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(name)}" class="before-after" data-testid="chart-{escape(column)}">',
+        f"<title>{escape(name)}</title>",
+        f'<rect x="{left}" y="6" width="10" height="10" class="before"/>',
+        f'<text x="{left + 14}" y="15" class="tick">input</text>',
+        f'<rect x="{left + 60}" y="6" width="10" height="10" class="after"/>',
+        f'<text x="{left + 74}" y="15" class="tick">released</text>',
+    ]
+    for i, r in enumerate(rows):
+        y = top + i * row_h
+        label = str(r["label"])
+        short = label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+        before, after = float(r["before"]), float(r["after"])
+        tip = (
+            f"{label}: {count(int(before))} records in the input, {count(int(after))} released "
+            f"({percent(float(r['lost']))} lost)"
+        )
+        parts.append(f"<g><title>{escape(tip)}</title>")
+        parts.append(
+            f'<text x="{left - 6}" y="{y + row_h - 4}" text-anchor="end" class="tick">{escape(short)}</text>'
+        )
+        parts.append(
+            f'<rect x="{left}" y="{y + 2}" width="{plot_w * before / vmax:.1f}" height="{row_h - 4}" '
+            'class="before"/>'
+        )
+        parts.append(
+            f'<rect x="{left}" y="{y + 4}" width="{plot_w * after / vmax:.1f}" height="{row_h - 8}" '
+            'class="after"/>'
+        )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+__all__ = ["bands_svg", "before_after_svg"]

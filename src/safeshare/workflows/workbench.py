@@ -8,7 +8,9 @@ The pages and the JSON API hold no logic of their own: ``anonymize`` is
 configuration gives the same node, the same verified release bytes and the same report figures;
 the Explore screen's figures are :mod:`safeshare.workflows.explore`'s, and the Risk screen's are
 the published report.json's (its ``risk`` section and the certificate's ``population``,
-``sensitivity`` and ``estimators``: :func:`risk_view`), never recomputed.
+``sensitivity`` and ``estimators``: :func:`risk_view`), never recomputed; so are the Utility
+screen's (each column before and after, suppression by category, information loss:
+:func:`~safeshare.workflows.utility_view.utility_view`).
 
 The functions that read records (:func:`profile`, :func:`estimate`, :func:`anonymize`, the
 surveillance ones, :func:`lattice_view`) run in the run's child process
@@ -52,6 +54,7 @@ from safeshare.workflows.privacy_form import (
 )
 from safeshare.workflows.run_warnings import ShownWarning, run_warnings
 from safeshare.workflows.run_warnings import explanations as warning_explanations
+from safeshare.workflows.utility_view import utility_view
 
 if TYPE_CHECKING:
     from safeshare.workflows.explore import (
@@ -573,6 +576,7 @@ __all__ = [
     "source",
     "surveillance_defaults",
     "surveillance_simulate",
+    "utility_view",
     "warning_explanations",
     "wizard_fields",
     "wizard_form",
