@@ -276,3 +276,59 @@ def test_a_person_key(bench: Bench) -> None:
     rid = bench.run(pid)
     report = assert_screen_is_report(bench, pid, rid)
     assert report["risk"]["unit"] == "people" and report["risk"]["input"]["n"] == ROWS // 2
+
+
+def _distribution(page: str) -> list[tuple[float, bool, str]]:
+    svg = page[page.index('data-testid="risk-distribution"') :]
+    svg = svg[: svg.index("</svg>")]
+    bars = re.findall(r'<g data-risk="([^"]+)"( data-above="1")?><title>([^<]*)</title>', svg)
+    return [(float(r), bool(a), html.unescape(t)) for r, a, t in bars]
+
+
+def test_the_screen_says_each_measure_the_verdict_and_the_risks_spread_in_plain_words(bench: Bench) -> None:
+    """Issue 35: a risk screen in plain language: one sentence per measure, a verdict against the
+    threshold, a risk-distribution plot; each from report.json (the headline, the class sizes)."""
+    config = _config().replace(
+        "privacy: {k-anonymity: {k: 5}}", "privacy: {k-anonymity: {k: 2}, risk: {threshold: 0.2}}"
+    )
+    pid = bench.project(config)
+    rid = bench.run(pid)
+    report = assert_screen_is_report(bench, pid, rid)  # the verdict's figures are report.json's too
+    page = bench.client.get(f"/p/{pid}/risk?run={rid}").text
+    head = report["headline"]["risk"]
+    line = html.unescape(re.search(r'data-testid="risk-verdict-line">(.*?)</p>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert ("Within the threshold" in line) == bool(head["holds"]) and (
+        "Above the threshold" in line
+    ) != bool(head["holds"])
+    assert html.unescape(report["headline"]["text"]) in html.unescape(page)
+    # a sentence beside every measure of the table
+    table = page[
+        page.index('data-testid="risk-table"') : page.index(
+            "</table>", page.index('data-testid="risk-table"')
+        )
+    ]
+    rows = table.count("<tr>") - 1
+    meanings = re.findall(r'data-testid="meaning">([^<]*)</span>', table)
+    assert len(meanings) == rows and all(len(m) > 20 for m in meanings)
+    # the spread: one bar per class size of the report that holds records, the riskiest first
+    bins = [b for b in report["class_size_histogram"] if b["records"]]
+    bars = _distribution(page)
+    assert [r for r, _, _ in bars] == pytest.approx([1 / b["low"] for b in bins], rel=1e-5)
+    threshold = report["risk"]["threshold"]
+    assert [a for _, a, _ in bars] == [1 / b["low"] > threshold for b in bins]
+    for (_, _, tip), b in zip(bars, bins, strict=True):
+        assert f"{b['records']:,} records" in tip and f"{b['classes']:,} classes" in tip
+
+
+def test_without_a_threshold_the_verdict_says_so_and_gives_the_headline(bench: Bench) -> None:
+    pid = bench.project(_config())
+    rid = bench.run(pid)
+    report = bench.report(pid, rid)
+    page = html.unescape(bench.client.get(f"/p/{pid}/risk?run={rid}").text)
+    assert "No risk model with a threshold was configured" in page and report["headline"]["text"] in page
+    assert "headline.risk" not in page  # no verdict figure without a risk model
+    # the bars are marked against the threshold the report measures its share above
+    bins = [b for b in report["class_size_histogram"] if b["records"]]
+    assert [a for _, a, _ in _distribution(page)] == [
+        1 / b["low"] > report["risk"]["threshold"] for b in bins
+    ]

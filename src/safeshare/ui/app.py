@@ -1102,6 +1102,8 @@ async def risk_page(request: Request) -> Response:
     """The run's risk as its published report.json states it (:func:`safeshare.api.workbench.risk_view`:
     the risk section and the certificate's population, sensitivity and estimators), nothing
     recomputed; each figure carries ``data-key``, its key in report.json."""
+    from safeshare.ui.charts import risk_bins_svg
+
     ctx = ctx_of(request)
     project = project_of(request)
     run_id = chosen_run(request, project, needs="out/report.json")
@@ -1115,6 +1117,8 @@ async def risk_page(request: Request) -> Response:
             screen="risk",
             run_id=run_id,
         )
+    found = view["risk"].get("threshold")
+    threshold = float(found) if isinstance(found, int | float) else None
     return ctx.render(
         "risk.html",
         **_page(
@@ -1124,6 +1128,9 @@ async def risk_page(request: Request) -> Response:
             run_id=run_id,
             risk=view["risk"],
             certificate=view["certificate"],
+            verdict=view["verdict"],
+            say=workbench.measure_sentence,
+            distribution=Markup(risk_bins_svg(view["bins"], threshold)) if view["bins"] else None,
             newer=newer_run(ctx, project, run_id),
         ),
     )

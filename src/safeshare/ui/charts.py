@@ -116,4 +116,53 @@ def before_after_svg(column: str, rows: Sequence[Mapping[str, Any]], width: int 
     return "".join(parts)
 
 
-__all__ = ["bands_svg", "before_after_svg"]
+def risk_bins_svg(bins: Sequence[Mapping[str, Any]], threshold: float | None, width: int = 520) -> str:
+    """The records by prosecutor risk: one horizontal bar per class-size bin of the report
+    (``label``, ``records``, ``classes``, ``risk`` = 1 / its smallest class size), the riskiest
+    first; a bin whose risk exceeds ``threshold`` is drawn as such (``class="above"``). An
+    accessible image: its ``aria-label`` and ``<title>`` say what it shows, each bar's ``<title>``
+    its figures."""
+    shown = [b for b in bins if b["records"]]
+    left, right, top, row_h = 170, 60, 30, 16
+    plot_w = width - left - right
+    height = top + row_h * max(len(shown), 1) + 8
+    vmax = max([float(b["records"]) for b in shown] + [1.0])
+    name = "released records by the size of their class (prosecutor risk 1 / size), the riskiest first" + (
+        f"; bars above the threshold {threshold:g} are marked" if threshold is not None else ""
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(name)}" class="before-after" data-testid="risk-distribution">',
+        f"<title>{escape(name)}</title>",
+        f'<text x="{left}" y="15" class="tick">'
+        "records in classes of each size (risk at most 1 / size)</text>",
+    ]
+    for i, b in enumerate(shown):
+        y = top + i * row_h
+        risk = float(b["risk"])
+        above = threshold is not None and risk > threshold
+        tip = (
+            f"classes of {b['label']} records: {count(int(b['classes']))} classes, "
+            f"{count(int(b['records']))} records, prosecutor risk at most {risk:.3g}"
+            + (" (above the threshold)" if above else "")
+        )
+        mark, kind = (' data-above="1"', "above") if above else ("", "after")
+        parts.append(f'<g data-risk="{risk:.6g}"{mark}><title>{escape(tip)}</title>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + row_h - 4}" text-anchor="end" class="tick">'
+            f"{escape(str(b['label']))} (≤ {risk:.2g})</text>"
+        )
+        parts.append(
+            f'<rect x="{left}" y="{y + 2}" width="{plot_w * float(b["records"]) / vmax:.1f}" '
+            f'height="{row_h - 4}" class="{kind}"/>'
+        )
+        parts.append(
+            f'<text x="{left + plot_w * float(b["records"]) / vmax + 4:.1f}" y="{y + row_h - 4}" '
+            f'class="tick">{count(int(b["records"]))}</text>'
+        )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+__all__ = ["bands_svg", "before_after_svg", "risk_bins_svg"]

@@ -52,6 +52,7 @@ from safeshare.workflows.privacy_form import (
     privacy_form,
     privacy_notes,
 )
+from safeshare.workflows.risk_language import measure_sentence
 from safeshare.workflows.run_warnings import ShownWarning, run_warnings
 from safeshare.workflows.run_warnings import explanations as warning_explanations
 from safeshare.workflows.utility_view import utility_view
@@ -403,7 +404,9 @@ def risk_view(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The Risk screen's figures: report.json's ``risk`` section as published (input and release
     side by side, each with its ``drivers``; the input's ``estimators``) and the certificate's
     :data:`RISK_CERTIFICATE_KEYS` (N and its source, B at N/2, N and 2N, every estimator's B of
-    the release with its caveat), plus the records and suppressed records of the release. One
+    the release with its caveat), plus the records and suppressed records of the release, the
+    headline as a ``verdict`` and the class sizes as ``bins`` of prosecutor risk
+    (:mod:`safeshare.workflows.risk_language`). One
     result, many views: nothing here is computed, so the screen equals the report, for every run
     kind (a locally recoded release's final records and B, an epsilon-safe release's exact risk,
     a person key's people). ``None`` when the run published no report with a risk section."""
@@ -411,8 +414,13 @@ def risk_view(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     found = report.get("certificate")
     certificate: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    from safeshare.workflows.risk_language import risk_bins, verdict
+
+    histogram = report.get("class_size_histogram")
     return {
         "risk": dict(report["risk"]),
+        "verdict": verdict(report),
+        "bins": risk_bins(histogram if isinstance(histogram, list) else []),
         "certificate": {key: certificate.get(key) for key in RISK_CERTIFICATE_KEYS},
         "records_in": report.get("records_in"),
         "records_out": report.get("records_out"),
@@ -562,6 +570,7 @@ __all__ = [
     "identifier_spec",
     "inside",
     "lattice_view",
+    "measure_sentence",
     "metrics",
     "missing_tokens",
     "node_config",
