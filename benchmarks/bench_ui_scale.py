@@ -47,13 +47,15 @@ def peak_mb(pid: int) -> float:
 
 
 def children_peak_mb(pid: int) -> float:
-    """The largest VmHWM among the live children of ``pid`` (the run's worker), now."""
+    """The largest VmHWM among the live descendants of ``pid`` (the run's worker, a fork of the
+    server's fork server), now."""
     best = 0.0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children = (task / "children").read_text().split() if (task / "children").exists() else []
-        for child in children:
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-                best = max(best, peak_mb(int(child)))
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            for child in children:
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                    best = max(best, peak_mb(int(child)), children_peak_mb(int(child)))
     return best
 
 

@@ -134,6 +134,7 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
 
     page.get_by_test_id("to-explore").click()
     page.get_by_test_id("lattice").wait_for()  # the page reloads itself while the lattice is evaluated
+    page.wait_for_load_state("load")  # then the whole diagram
     lattice = page.get_by_test_id("lattice")
     assert lattice.locator("[data-node]").count() == 7776
     optimum = page.get_by_test_id("optimum")

@@ -174,6 +174,7 @@ def test_the_custodians_whole_flow(browser: Any, server: Server, tmp_path: Path)
     # -- Explore opens on the optimum, its ties flagged
     page.get_by_test_id("to-explore").click()
     page.get_by_test_id("lattice").wait_for()  # (the page reloads itself if the lattice is still evaluated)
+    page.wait_for_load_state("load")
     optimum = ",".join(map(str, lattice["optimum"]))
     assert page.get_by_test_id("optimum").get_attribute("data-node") == optimum
     assert optimum == ",".join(map(str, report["node"]))

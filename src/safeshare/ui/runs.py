@@ -1,8 +1,9 @@
 """Runs in child processes: start, observe, cancel (:class:`RunManager`).
 
 A run is a directory ``<project>/runs/<id>/`` holding ``job.json`` (what to do), and, written by
-the child (:mod:`safeshare.ui.worker`): ``progress.json`` while it runs, its results, and
-``state.json`` when it ends. The server keeps only the child's :class:`subprocess.Popen`; the
+the child (:mod:`safeshare.ui.worker`, a fork of the fork server of :mod:`safeshare.ui.children`
+that has imported it once): ``progress.json`` while it runs, its results, and
+``state.json`` when it ends. The server keeps only the child's process handle; the
 state it reports is read from those files, so a run's figures survive a restart of the server
 and the server's memory does not grow with the data.
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from safeshare.app_runner import to_json
+from safeshare.ui.children import Child, start_child
 
 #: Kinds of run the worker knows.
 KINDS = ("profile", "estimate", "anonymize", "surveil-simulate")
@@ -43,7 +45,7 @@ class Run:
     id: str
     kind: str
     directory: Path
-    process: subprocess.Popen[bytes] | None
+    process: Child | None
     #: the server sent SIGTERM (Cancel)
     cancelled: bool = False
 
@@ -91,15 +93,7 @@ class RunManager:
                 "id": run_id,
             }
             (directory / "job.json").write_text(to_json(job) + "\n", encoding="utf-8")
-            with open(directory / "stderr.txt", "wb") as stderr:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "safeshare.ui.worker", str(directory)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    cwd=project_dir,
-                    env=_child_env(),
-                )
+            process = start_child(directory, project_dir, _child_env())
             self._runs[run_id] = Run(run_id, kind, directory, process)
             # Reap the child as soon as it exits (no zombie waits for a page to poll it).
             threading.Thread(target=process.wait, name=f"reap-{run_id}", daemon=True).start()
@@ -209,6 +203,20 @@ async def hierarchy_in_child(
     from anyio.abc import ByteReceiveStream
 
     from safeshare.errors import InputError
+    from safeshare.ui.children import hierarchy_in_fork
+
+    try:
+        forked = await hierarchy_in_fork(to_json(request), timeout)
+    except TimeoutError:
+        raise InputError(
+            f"checking the hierarchy took longer than {timeout:g} s; build it with a builder, "
+            "or give the file in a configuration (the run reads it)"
+        ) from None
+    if forked is not None:  # a fork of the fork server answered (or ended without an answer)
+        data, code = forked
+        if data is None:
+            raise InputError(f"the hierarchy could not be checked (exit {code})")
+        return _answer(data)
 
     chunks: dict[str, bytes] = {"out": b"", "err": b""}
 
@@ -237,12 +245,24 @@ async def hierarchy_in_child(
             if process.returncode is None:
                 process.kill()
     try:
-        answer = json.loads(chunks["out"])
+        json.loads(chunks["out"])
     except ValueError:
         last = chunks["err"].decode("utf-8", "replace").strip().splitlines()[-1:]
         raise InputError(
             f"the hierarchy could not be checked ({last[0] if last else f'exit {process.returncode}'})"
         ) from None
+    return _answer(chunks["out"])
+
+
+def _answer(data: bytes) -> dict[str, Any] | None:
+    """The hierarchy child's answer: its levels and mapping, ``None`` (nothing to check), or its
+    one line as :class:`InputError`."""
+    from safeshare.errors import InputError
+
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise InputError("the hierarchy could not be checked") from None
     if not isinstance(answer, dict):
         raise InputError("the hierarchy could not be checked")
     if answer.get("error"):
