@@ -2,7 +2,8 @@
 
 axe-core (Deque's rule engine, WCAG 2.x A/AA and best practices; the copy bundled by the
 ``axe-playwright-python`` package, never downloaded) is injected into each workbench screen after
-a run of the Adult demo, in Debian's Chromium: the projects list, Data (roles), a hierarchy,
+a run of the Adult demo, in Debian's Chromium: the projects list, a new project's preview (also
+with a delimiter that leaves the file one column), Data (roles; rename, export, delete), a hierarchy,
 Privacy (with an estimate), Run, Explore (with a node's figures and a comparison), Risk, Utility, Release
 (with the run's disclosure warnings), the warnings' help page, the run history, Surveillance (with
 its result), the embedded report and an error page. No
@@ -119,6 +120,21 @@ def test_every_screen_has_no_critical_or_serious_violation(browser: Any, bench: 
         found[screen] = _violations(axe, page)
 
     check("projects", "/")
+    semicolons = srv.workdir / "semicolons.csv"  # uploaded on the home page: the preview's input
+    records = "".join(f"{20 + i % 40};{'FM'[i % 2]};1234{i % 3}\n" for i in range(40))
+    semicolons.write_text("age;sex;zip\n" + records)
+    page.goto(srv.base + "/")
+    page.get_by_test_id("upload").set_input_files(str(semicolons))
+    page.get_by_test_id("preview").click()
+    page.get_by_test_id("preview-table").wait_for()
+    assert page.get_by_test_id("preview-delimiter").get_attribute("data-value") == ";"
+    check("new project: preview")
+    page.get_by_test_id("delimiter").select_option(",")
+    page.get_by_test_id("update-preview").click()
+    page.get_by_test_id("preview-problem").wait_for()
+    check("new project: preview, a delimiter that gives one column")
+    page.get_by_test_id("cancel-upload").click()
+    page.get_by_test_id("notice").wait_for()
     check("data (roles)", f"/p/{pid}/data")
     page.get_by_test_id("save-roles").click()
     page.get_by_test_id("notice").wait_for()

@@ -88,7 +88,15 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     shot(page, "0-home")
     page.get_by_test_id("project-name-input").fill("adult k=5")
     page.get_by_test_id("upload").set_input_files(str(ADULT_DIR / "adult.data"))
-    page.get_by_test_id("header").select_option("no")
+    page.get_by_test_id("preview").click()
+    # the preview: the sniffed delimiter, no header line (guessed), the first records in 15 columns
+    page.get_by_test_id("preview-table").wait_for()
+    assert page.get_by_test_id("preview-delimiter").get_attribute("data-value") == ","
+    assert page.get_by_test_id("preview-header").get_attribute("data-value") == "no"
+    assert page.get_by_test_id("preview-columns").get_attribute("data-value") == str(len(names))
+    assert page.get_by_test_id("preview-table").locator("tbody tr").count() == 10
+    shot(page, "0-preview")
+    assert page.get_by_test_id("header").input_value() == "no"
     page.get_by_test_id("names").fill(",".join(names))
     page.get_by_test_id("create-project").click()
     page.wait_for_selector("[data-testid=suggest-age]")  # the profile run ended (the page reloads)
@@ -170,7 +178,8 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     page.close()
 
     # the YAML the page shows, saved where the page says, reproduces the release byte for byte
-    project_dir = next((server.workdir / "safeshare-projects").iterdir())
+    projects = (server.workdir / "safeshare-projects").iterdir()
+    project_dir = next(p for p in projects if (p / "project.json").is_file())  # not .pending/
     copy = project_dir / "copied.yaml"
     copy.write_text(text + "\n", encoding="utf-8")
     out = tmp_path / "cli"
@@ -260,7 +269,7 @@ def test_cancel_from_the_page(browser: Any, server: Any) -> None:
     page.get_by_test_id("upload-hierarchies").set_input_files(
         [str(p) for p in (ADULT_DIR / "hierarchies").glob("*.csv")]
     )
-    page.get_by_test_id("create-project").click()
+    page.get_by_test_id("create-from-config").click()  # a configuration: created at once
     page.wait_for_selector("[data-testid=suggest-age]")
     page.get_by_test_id("nav-run").click()
     page.get_by_test_id("run").click()
@@ -278,7 +287,8 @@ def test_surveillance_bands_and_policy_table(browser: Any, server: Any) -> None:
     page.set_default_timeout(120_000)
     page.goto(server.url)
     page.get_by_test_id("pick-file").select_option("surveillance/case_records.csv")
-    page.get_by_test_id("create-project").click()
+    page.get_by_test_id("preview").click()
+    page.get_by_test_id("create-project").click()  # the preview's sniffed settings
     page.wait_for_selector(
         "[data-testid=suggest-region]"
     )  # one run of a project at a time: the profile's first

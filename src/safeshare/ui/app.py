@@ -32,9 +32,10 @@ from safeshare.app_runner import json_ready
 from safeshare.errors import InputError
 from safeshare.figures import number, percent
 from safeshare.ui.markup import markdown_inline
-from safeshare.ui.projects import Project, ProjectStore, check_name, dump_yaml
-from safeshare.ui.runs import RunError, RunManager, read_json
-from safeshare.ui.uploads import Upload, UploadError, read_upload
+from safeshare.ui.pending import Pending, PendingStore
+from safeshare.ui.projects import Project, ProjectStore, check_name, check_project_name, dump_yaml
+from safeshare.ui.runs import RunError, RunManager, preview_in_child, read_json
+from safeshare.ui.uploads import SavedFile, Upload, UploadError, read_upload
 
 HERE = Path(__file__).parent
 #: The roles the Data screen offers (the vocabulary's, through :func:`safeshare.api.workbench.roles`).
@@ -74,6 +75,9 @@ class Context:
         self.settings = settings
         self.store = ProjectStore(settings.workdir)
         self.runs = RunManager(settings.workdir)
+        #: uploads waiting for their preview's "Create project" (never served)
+        self.pending = PendingStore(self.store.root / ".pending")
+        self.pending.sweep()
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,
@@ -420,13 +424,14 @@ def start_run(
 # --------------------------------------------------------------------------- pages
 async def home(request: Request) -> Response:
     ctx = ctx_of(request)
+    ctx.pending.sweep()
     return ctx.render(
         "home.html",
         projects=ctx.store.all(),
         files=ctx.store.data_files(),
         workdir=str(ctx.settings.workdir),
         error=request.query_params.get("error"),
-        notice=None,
+        notice=request.query_params.get("notice"),
         project=None,
         screen=None,
         run_id=None,
@@ -434,18 +439,313 @@ async def home(request: Request) -> Response:
 
 
 async def create_project_page(request: Request) -> Response:
+    """The home page's form: a configuration (with its data and hierarchy files) makes the
+    project at once, as its ``input:`` says how the data is read; a data file, or a file picked
+    under the work directory, is previewed first (:func:`pending_page`): it waits in the pending
+    area until "Create project". A file that is not CSV text (nor Parquet) is refused with one
+    line and nothing is kept."""
     ctx = ctx_of(request)
     try:
         upload = await _upload(request, ctx)
     except UploadError as exc:
         return back("/", str(exc))
     try:
-        project = build_project(ctx, upload)
+        _refuse_empty(upload)
+        if upload.files_of("config"):
+            project = build_project(ctx, upload)
+            return back(f"/p/{project.id}/data")
+        data = upload.files_of("data")
+        picked = upload.value("path").strip()
+        if data:
+            await _preview(ctx, data[0].path, data[0].name)
+            pending = ctx.pending.add(upload.value("name"), upload=data[0])
+        elif picked:
+            await _preview(ctx, ctx.store.inside(picked), picked)
+            pending = ctx.pending.add(upload.value("name"), picked=picked)
+        else:
+            raise InputError(
+                "give a data file (CSV or Parquet), a file under the work directory, or a config"
+            )
     except (InputError, RunError) as exc:
         return back("/", str(exc))
     finally:
         upload.discard()
-    return back(f"/p/{project.id}/data")
+    return back(f"/projects/pending/{pending.id}")
+
+
+def _refuse_empty(upload: Upload) -> None:
+    """:class:`InputError` for an uploaded data file of no bytes (an empty file field sends none)."""
+    for saved in upload.files:
+        if saved.field == "data" and saved.size == 0:
+            raise InputError(f"{saved.name}: empty: the file holds no records")
+
+
+# --------------------------------------------------------------------------- the preview of a new project
+#: The delimiter field's words for a tab.
+TAB_WORDS = ("tab", "\\t", "\t")
+
+
+async def _preview(
+    ctx: Context, path: Path, name: str, delimiter: str | None = None, header: bool | None = None
+) -> dict[str, Any]:
+    """The preview of an input file, made in a child (:func:`~safeshare.ui.runs.preview_in_child`);
+    :class:`InputError` with one line when the file is not CSV text (nor Parquet)."""
+    request = {
+        "path": str(path),
+        "workdir": str(ctx.settings.workdir),
+        "name": name,
+        "delimiter": delimiter,
+        "header": header,
+    }
+    return await preview_in_child(request)
+
+
+def _delimiter_choice(text: str | None) -> str | None:
+    """The delimiter a preview's field names (``tab`` for a tab), ``None`` when empty;
+    :class:`InputError` for one the preview does not offer."""
+    if text is None or text == "":
+        return None
+    if text in TAB_WORDS:
+        return "\t"
+    if text in workbench.input_delimiters():
+        return text
+    offered = " ".join("tab" if d == "\t" else d for d in workbench.input_delimiters())
+    raise InputError(f"delimiter {text[:10]!r}: choose one of {offered}")
+
+
+def _header_choice(text: str | None) -> bool | None:
+    if text is None or text == "":
+        return None
+    if text in ("yes", "no"):
+        return text == "yes"
+    raise InputError(f"header {text[:10]!r}: expected yes or no")
+
+
+def _pending_input(ctx: Context, pending: Pending) -> tuple[Path, str]:
+    """The file of a pending upload (the upload, or the picked file under the work directory)
+    and what the page calls it."""
+    if pending.file is not None:
+        return pending.file, pending.label
+    return ctx.store.inside(pending.picked or ""), pending.label
+
+
+def _choices(values: Mapping[str, Any]) -> dict[str, str]:
+    """The preview form's fields as posted (or as the "Update preview" query gave them)."""
+    keys = ("name", "delimiter", "header", "names", "missing", "blank_missing")
+    return {key: str(values.get(key, "")) for key in keys if values.get(key) is not None}
+
+
+def _pending_url(pending_id: str, choices: Mapping[str, str]) -> str:
+    from urllib.parse import urlencode
+
+    query = urlencode({k: v for k, v in choices.items() if v})
+    return f"/projects/pending/{pending_id}" + (f"?{query}" if query else "")
+
+
+async def pending_page(request: Request) -> Response:
+    """The preview of a new project's input (issue 35): the delimiter (sniffed, or as chosen),
+    the header (guessed, or as chosen), the first records split into columns and the column
+    count, with the fields to correct them, "Create project" and "Cancel"."""
+    ctx = ctx_of(request)
+    ctx.pending.sweep()
+    pending = ctx.pending.get(request.path_params["id"])
+    choices = _choices(request.query_params)
+    error = request.query_params.get("error")
+    try:
+        delimiter = _delimiter_choice(choices.get("delimiter"))
+        header = _header_choice(choices.get("header"))
+    except InputError as exc:
+        delimiter, header, error = None, None, str(exc)
+    path, label = _pending_input(ctx, pending)
+    preview = await _preview(ctx, path, label, delimiter, header)
+    return ctx.render(
+        "preview.html",
+        pending=pending,
+        preview=preview,
+        label=label,
+        choices=choices,
+        delimiters=[("tab" if d == "\t" else d, _delimiter_label(d)) for d in workbench.input_delimiters()],
+        chosen_delimiter="tab" if preview.get("delimiter") == "\t" else preview.get("delimiter"),
+        delimiter_label=_delimiter_label(preview.get("delimiter")),
+        sniffed_label=_delimiter_label(preview.get("sniffed")),
+        shown_columns=PREVIEW_COLUMNS,
+        error=error,
+        notice=None,
+        project=None,
+        screen=None,
+        run_id=None,
+    )
+
+
+#: Columns the preview's table shows (a wider file says how many more it has).
+PREVIEW_COLUMNS = 60
+
+
+def _delimiter_label(delimiter: Any) -> str:
+    names = {",": "comma (,)", ";": "semicolon (;)", "\t": "tab", "|": "pipe (|)"}
+    return names.get(str(delimiter), repr(delimiter)) if delimiter is not None else ""
+
+
+async def create_pending(request: Request) -> Response:
+    """ "Create project" on a preview: the project, with the input settings the form gives
+    (delimiter, header, names, missing tokens); refused with one line, and nothing created, when
+    they do not fit the file (a delimiter that leaves it one column while another splits it, no
+    header and no names, as many names as columns)."""
+    ctx = ctx_of(request)
+    form = await request.form()
+    choices = _choices(form)
+    pending_id = request.path_params["id"]
+    pending = ctx.pending.get(pending_id)
+    try:
+        path, label = _pending_input(ctx, pending)
+        delimiter = _delimiter_choice(choices.get("delimiter"))
+        header = _header_choice(choices.get("header"))
+        preview = await _preview(ctx, path, label, delimiter, header)
+        name = choices.get("name", pending.name)
+        fields: dict[str, list[str]] = {
+            "name": [check_project_name(name) if name.strip() else ""],
+            "missing": [choices.get("missing", "")],
+            "blank_missing": [choices.get("blank_missing", "")],
+        }
+        if preview["format"] == "csv":
+            _check_reading(preview, _csv_list(choices.get("names", "")))
+            fields["delimiter"] = [preview["delimiter"]]
+            fields["header"] = ["yes" if preview["header"] else "no"]
+            fields["names"] = [choices.get("names", "")]
+        project = _create_from(ctx, pending, fields)
+    except (InputError, RunError) as exc:
+        return back(_pending_url(pending_id, choices), str(exc))
+    ctx.pending.remove(pending_id)
+    return back(f"/p/{project.id}/data", notice=f"project {project.name} created")
+
+
+def _check_reading(preview: Mapping[str, Any], names: list[str]) -> None:
+    """:class:`InputError` when the reading settings do not fit the previewed file."""
+    if preview.get("problem"):
+        raise InputError(f"{preview['problem']}: nothing was created")
+    columns = int(preview.get("columns") or 0)
+    if not preview.get("header") and not names:
+        raise InputError(
+            f"the file has no header line: give its {columns} column names (comma-separated), "
+            "or say its first line holds them"
+        )
+    if names and len(names) != columns:
+        raise InputError(f"{len(names)} column names given, the file has {columns} columns")
+
+
+def _create_from(ctx: Context, pending: Pending, fields: dict[str, list[str]]) -> Project:
+    """The project of a pending upload (:func:`build_project`). The pending file is linked (or
+    copied) into the upload, so that it is still there to try again if the project fails."""
+    import os
+    import secrets
+
+    folder = ctx.store.root / f".incoming-{secrets.token_hex(6)}"
+    folder.mkdir(mode=0o700, parents=True)
+    upload = Upload(folder, dict(fields))
+    try:
+        if pending.file is not None:
+            target = folder / pending.file.name
+            try:
+                os.link(pending.file, target)
+            except OSError:
+                shutil.copy2(pending.file, target)
+            upload.files.append(SavedFile("data", target.name, target, target.stat().st_size))
+        else:
+            upload.fields["path"] = [pending.picked or ""]
+        return build_project(ctx, upload)
+    finally:
+        upload.discard()
+
+
+async def cancel_pending(request: Request) -> Response:
+    """ "Cancel" on a preview: the uploaded file is removed; no project."""
+    ctx = ctx_of(request)
+    ctx.pending.remove(request.path_params["id"])
+    return back("/", notice="the upload was discarded: no project was created")
+
+
+# --------------------------------------------------------------------------- rename, delete, export
+async def rename_project(request: Request) -> Response:
+    project = project_of(request)
+    form = await request.form()
+    try:
+        name = check_project_name(str(form.get("name", "")))
+    except InputError as exc:
+        return back(f"/p/{project.id}/data", str(exc))
+    project.set_meta(name=name)
+    return back(f"/p/{project.id}/data", notice=f"project renamed to {name}")
+
+
+def _delete(ctx: Context, project: Project) -> None:
+    """Remove the project's folder (first moved aside, so that no page or run meets half of it);
+    :class:`RunError` while a run of it is going (nothing is removed)."""
+    import secrets
+
+    trash = ctx.store.root / f".deleting-{project.id}-{secrets.token_hex(4)}"
+    ctx.runs.retire(project.directory, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+async def delete_project(request: Request) -> Response:
+    """Delete a project: the form's ``confirm`` must be the project's name (or its id) typed;
+    refused while a run of the project is going."""
+    ctx = ctx_of(request)
+    project = project_of(request)
+    form = await request.form()
+    typed = str(form.get("confirm", "")).strip()
+    if typed not in (project.name.strip(), project.id):
+        return back(
+            f"/p/{project.id}/data",
+            f"type the project's name, {project.name}, to delete it: nothing was deleted",
+        )
+    try:
+        _delete(ctx, project)
+    except RunError as exc:
+        return back(f"/p/{project.id}/data", str(exc))
+    return back("/", notice=f"project {project.name} deleted")
+
+
+def run_command(config_path: str, project_id: str, run_id: str) -> str:
+    """A run's command line (the Release screen's): its configuration and an output folder of its own."""
+    return f"safeshare anonymize {config_path} --out out/{project_id}/{run_id}"
+
+
+async def _export(ctx: Context, project: Project) -> Response:
+    """The project's export as a zip download (:func:`safeshare.ui.export.write_export`: never the
+    data, the releases or the key), written under the work directory and removed once sent."""
+    import os
+    import secrets
+
+    from starlette.background import BackgroundTask
+    from starlette.concurrency import run_in_threadpool
+
+    from safeshare.ui.export import write_export
+
+    folder = ctx.store.root / ".exports"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / f"{project.id}-{secrets.token_hex(4)}.zip"
+
+    def command(run_id: str) -> str:
+        return (
+            "# from this folder, with the input file at the path config.yaml names\n"
+            f"safeshare anonymize run-{run_id}.yaml --out out/{run_id}"
+        )
+
+    try:
+        await run_in_threadpool(write_export, project, target, command)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    return FileResponse(
+        target,
+        media_type="application/zip",
+        filename=f"{project.id}-export.zip",
+        background=BackgroundTask(os.unlink, target),
+    )
+
+
+async def export_project(request: Request) -> Response:
+    return await _export(ctx_of(request), project_of(request))
 
 
 #: The hidden field of every form that saves the configuration: the version it was rendered from.
@@ -1218,7 +1518,7 @@ async def release_page(request: Request) -> Response:
             files=files,
             config_text=config_text,
             config_path=config_path,
-            cli=f"safeshare anonymize {config_path} --out {out_hint}",
+            cli=run_command(config_path, project.id, run_id),
             python=(
                 "from safeshare import api\n\n"
                 f'release = api.anonymize("{config_path}", "{out_hint}")\n'
@@ -1391,6 +1691,7 @@ async def api_projects(request: Request) -> Response:
     except UploadError as exc:
         return _error(exc, exc.status)
     try:
+        await _check_api_input(ctx, upload)
         project = build_project(ctx, upload)
     except (InputError, RunError) as exc:
         return _error(exc)
@@ -1399,13 +1700,69 @@ async def api_projects(request: Request) -> Response:
     return JSONResponse(_project_doc(ctx, project), status_code=201)
 
 
+async def _check_api_input(ctx: Context, upload: Upload) -> None:
+    """The JSON API's data file (or picked file), without a configuration: refused when it is
+    not CSV text (nor Parquet), or when its delimiter leaves it one column while another splits
+    it; the sniffed delimiter is used when none is given (the header is as given: yes by
+    default)."""
+    _refuse_empty(upload)
+    if upload.files_of("config"):
+        return
+    data = upload.files_of("data")
+    picked = upload.value("path").strip()
+    if data:
+        path, name = data[0].path, data[0].name
+    elif picked:
+        path, name = ctx.store.inside(picked), picked
+    else:
+        return  # build_project says what is missing
+    given = upload.value("delimiter")
+    delimiter = None if given == "" else "\t" if given in TAB_WORDS else given
+    header = upload.value("header", "yes") not in ("no", "false", "0", "off")
+    preview = await _preview(ctx, path, name, delimiter, header)
+    if preview.get("problem"):
+        raise InputError(f"{name}: {preview['problem']} (the delimiter field)")
+    if delimiter is None and preview.get("delimiter") not in (None, ","):
+        upload.fields["delimiter"] = [str(preview["delimiter"])]
+
+
 async def api_project(request: Request) -> Response:
+    """GET a project; PATCH its name (``{"name": ...}``); DELETE it (409 while a run is going)."""
     ctx = ctx_of(request)
     try:
         project = project_of(request)
     except InputError as exc:
         return _error(exc, 404)
+    if request.method == "PATCH":
+        try:
+            doc = _json_object(await request.body(), "the project")
+            unknown = sorted(set(doc) - {"name"})
+            if unknown:
+                raise InputError(f"{unknown[0][:40]!r}: a project's name is the one field to change")
+            if not isinstance(doc.get("name"), str):
+                raise InputError('name: expected a text, e.g. {"name": "adult k=5"}')
+            name = check_project_name(doc["name"])
+        except InputError as exc:
+            return _error(exc)
+        project.set_meta(name=name)
+        return JSONResponse({"id": project.id, "name": project.name})
+    if request.method == "DELETE":
+        try:
+            _delete(ctx, project)
+        except RunError as exc:
+            return _error(exc, 409)
+        return JSONResponse({"deleted": project.id})
     return JSONResponse(_project_doc(ctx, project))
+
+
+async def api_export(request: Request) -> Response:
+    """The project's export (a zip: never the data, the releases or the key)."""
+    ctx = ctx_of(request)
+    try:
+        project = project_of(request)
+    except InputError as exc:
+        return _error(exc, 404)
+    return await _export(ctx, project)
 
 
 async def api_config(request: Request) -> Response:
@@ -1552,9 +1909,15 @@ def create_app(settings: Settings) -> Any:
         Route("/favicon.ico", lambda r: Response(status_code=204)),
         Route("/help/warnings", help_warnings),
         Route("/projects", create_project_page, methods=["POST"]),
+        Route("/projects/pending/{id:str}", pending_page),
+        Route("/projects/pending/{id:str}", create_pending, methods=["POST"]),
+        Route("/projects/pending/{id:str}/cancel", cancel_pending, methods=["POST"]),
         Route(f"{pid}", lambda r: RedirectResponse(f"/p/{r.path_params['pid']}/data", 303)),
         Route(f"{pid}/data", data_page),
         Route(f"{pid}/input", input_settings, methods=["POST"]),
+        Route(f"{pid}/rename", rename_project, methods=["POST"]),
+        Route(f"{pid}/delete", delete_project, methods=["POST"]),
+        Route(f"{pid}/export", export_project, methods=["POST"]),
         Route(f"{pid}/roles", save_roles, methods=["POST"]),
         Route(f"{pid}/hierarchy", set_hierarchy, methods=["POST"]),
         Route(f"{pid}/hierarchy/{{column:str}}", hierarchy_page),
@@ -1578,7 +1941,8 @@ def create_app(settings: Settings) -> Any:
         Route(f"{pid}/runs/{{rid:str}}/warnings", warnings_fragment),
         Route(f"{pid}/runs/{{rid:str}}/files/{{name:str}}", run_file),
         Route("/api/projects", api_projects, methods=["GET", "POST"]),
-        Route("/api/projects/{pid:str}", api_project),
+        Route("/api/projects/{pid:str}", api_project, methods=["GET", "PATCH", "DELETE"]),
+        Route("/api/projects/{pid:str}/export", api_export),
         Route("/api/projects/{pid:str}/config", api_config, methods=["GET", "PUT"]),
         Route("/api/projects/{pid:str}/runs", api_runs, methods=["GET", "POST"]),
         Route("/api/projects/{pid:str}/history", api_history),

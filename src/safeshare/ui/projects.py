@@ -46,6 +46,23 @@ def check_name(name: str, what: str = "file name") -> str:
     return name
 
 
+#: The longest name a project may have.
+NAME_LIMIT = 100
+
+
+def check_project_name(name: str) -> str:
+    """A project's new name, stripped: not empty, at most :data:`NAME_LIMIT` characters, no
+    control character (a line break or a tab); :class:`InputError` otherwise."""
+    text = name.strip() if isinstance(name, str) else ""
+    if not text:
+        raise InputError("a project's name cannot be empty")
+    if len(text) > NAME_LIMIT:
+        raise InputError(f"a project's name has at most {NAME_LIMIT} characters, got {len(text):,}")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text):
+        raise InputError("a project's name cannot hold a control character (a line break or a tab)")
+    return text
+
+
 def dump_yaml(doc: Mapping[str, Any]) -> str:
     """A configuration as YAML, keys in the order given."""
     return yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
@@ -74,8 +91,10 @@ class Project:
         return data if isinstance(data, dict) else {}
 
     def set_meta(self, **values: Any) -> None:
+        from safeshare.io import atomic_write_text
+
         meta = {**self.meta, **values}
-        (self.directory / "project.json").write_text(to_json(meta, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(self.directory / "project.json", to_json(meta, indent=1) + "\n")
 
     @property
     def name(self) -> str:
@@ -206,7 +225,8 @@ class ProjectStore:
         for sub in ("data", "hierarchies", "runs"):
             (directory / sub).mkdir()
         project = Project(directory)
-        project.set_meta(name=name.strip()[:100] or project_id, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        project.set_meta(name=name.strip()[:NAME_LIMIT] or project_id, created=created)
         return project
 
     def get(self, project_id: str) -> Project:
@@ -254,4 +274,12 @@ class ProjectStore:
         return path
 
 
-__all__ = ["DATA_SUFFIXES", "Project", "ProjectStore", "check_name", "dump_yaml"]
+__all__ = [
+    "DATA_SUFFIXES",
+    "NAME_LIMIT",
+    "Project",
+    "ProjectStore",
+    "check_name",
+    "check_project_name",
+    "dump_yaml",
+]

@@ -75,12 +75,11 @@ class RunManager:
         if kind not in KINDS:
             raise RunError(f"unknown run kind {kind!r}; expected one of {', '.join(KINDS)}")
         with self._lock:
-            for run in self._runs.values():
-                ended = (run.directory / "state.json").exists()  # the child may still be exiting
-                if run.directory.parent.parent == project_dir and self._alive(run) and not ended:
-                    raise RunError(
-                        f"run {run.id} ({run.kind}) of this project is still running; cancel it first"
-                    )
+            running = self._running(project_dir)
+            if running is not None:
+                raise RunError(
+                    f"run {running.id} ({running.kind}) of this project is still running; cancel it first"
+                )
             _recover_killed_runs(project_dir)
             run_id = run_id or new_run_id()
             directory = project_dir / "runs" / run_id
@@ -98,6 +97,35 @@ class RunManager:
             # Reap the child as soon as it exits (no zombie waits for a page to poll it).
             threading.Thread(target=process.wait, name=f"reap-{run_id}", daemon=True).start()
             return run_id
+
+    def _running(self, project_dir: Path) -> Run | None:
+        """The project's run that is still going (its child alive and no ``state.json`` yet: a
+        child that wrote it may still be exiting), if any. Called under the lock."""
+        for run in self._runs.values():
+            ended = (run.directory / "state.json").exists()
+            if run.directory.parent.parent == project_dir and self._alive(run) and not ended:
+                return run
+        return None
+
+    def running(self, project_dir: Path) -> Run | None:
+        """The project's run that is still going, if any."""
+        with self._lock:
+            return self._running(project_dir)
+
+    def retire(self, project_dir: Path, trash: Path) -> None:
+        """Move the project's directory to ``trash`` (the caller removes it) unless a run of the
+        project is going (:class:`RunError`: nothing is moved); no run can start on it meanwhile
+        (one lock), and the server forgets its runs."""
+        with self._lock:
+            running = self._running(project_dir)
+            if running is not None:
+                raise RunError(
+                    f"run {running.id} ({running.kind}) of this project is still running; "
+                    "cancel it (or wait for it to end) first: nothing was deleted"
+                )
+            project_dir.rename(trash)
+            for run_id in [k for k, r in self._runs.items() if r.directory.parent.parent == project_dir]:
+                del self._runs[run_id]
 
     @staticmethod
     def _alive(run: Run) -> bool:
@@ -188,35 +216,32 @@ def _recover_killed_runs(project_dir: Path) -> None:
 HIERARCHY_TIMEOUT = 300.0
 
 
-async def hierarchy_in_child(
-    request: dict[str, Any], timeout: float = HIERARCHY_TIMEOUT
-) -> dict[str, Any] | None:
-    """Check and preview a hierarchy in a short-lived child (``python -m safeshare.ui.worker
-    --hierarchy``; :func:`safeshare.ui.worker.check_hierarchy`): its levels and value -> label
-    mapping (``{levels, mapping, values}``), ``None`` when there was nothing to check,
-    :class:`InputError` with the child's one line otherwise.
+async def _ask_child(
+    flag: str, request: dict[str, Any], timeout: float, slow: str, failed: str
+) -> dict[str, Any]:
+    """Send ``request`` to a short-lived child (``python -m safeshare.ui.worker FLAG``) and
+    return its JSON answer; :class:`InputError` with the answer's ``error``, with ``slow`` after
+    ``timeout`` seconds (the child is killed), or ``failed`` with the child's last line when it
+    answered nothing readable.
 
-    Awaited, so the server's event loop serves every other request meanwhile, and the file's
-    parsing takes the child's memory; the child is killed after ``timeout`` seconds or when
-    the request goes away."""
+    Awaited, so the server's event loop serves every other request meanwhile, and the reading
+    takes the child's memory; the child is killed when the request goes away too."""
     import anyio
     from anyio.abc import ByteReceiveStream
 
     from safeshare.errors import InputError
     from safeshare.ui.children import hierarchy_in_fork
 
-    try:
-        forked = await hierarchy_in_fork(to_json(request), timeout)
-    except TimeoutError:
-        raise InputError(
-            f"checking the hierarchy took longer than {timeout:g} s; build it with a builder, "
-            "or give the file in a configuration (the run reads it)"
-        ) from None
-    if forked is not None:  # a fork of the fork server answered (or ended without an answer)
-        data, code = forked
-        if data is None:
-            raise InputError(f"the hierarchy could not be checked (exit {code})")
-        return _answer(data)
+    if flag == "--hierarchy":  # a fork of the fork server, where there is one
+        try:
+            forked = await hierarchy_in_fork(to_json(request), timeout)
+        except TimeoutError:
+            raise InputError(slow) from None
+        if forked is not None:
+            data, code = forked
+            if data is None:
+                raise InputError(f"{failed} (exit {code})")
+            return _answer(data, failed)
 
     chunks: dict[str, bytes] = {"out": b"", "err": b""}
 
@@ -225,7 +250,7 @@ async def hierarchy_in_child(
             async for chunk in stream:
                 chunks[key] += chunk
 
-    command = [sys.executable, "-m", "safeshare.ui.worker", "--hierarchy"]
+    command = [sys.executable, "-m", "safeshare.ui.worker", flag]
     async with await anyio.open_process(command, env=_child_env()) as process:
         try:
             with anyio.fail_after(timeout):
@@ -237,10 +262,7 @@ async def hierarchy_in_child(
                     await process.stdin.aclose()
                     await process.wait()
         except TimeoutError:
-            raise InputError(
-                f"checking the hierarchy took longer than {timeout:g} s; build it with a builder, "
-                "or give the file in a configuration (the run reads it)"
-            ) from None
+            raise InputError(slow) from None
         finally:
             if process.returncode is None:
                 process.kill()
@@ -248,26 +270,55 @@ async def hierarchy_in_child(
         json.loads(chunks["out"])
     except ValueError:
         last = chunks["err"].decode("utf-8", "replace").strip().splitlines()[-1:]
-        raise InputError(
-            f"the hierarchy could not be checked ({last[0] if last else f'exit {process.returncode}'})"
-        ) from None
-    return _answer(chunks["out"])
+        raise InputError(f"{failed} ({last[0] if last else f'exit {process.returncode}'})") from None
+    return _answer(chunks["out"], failed)
 
 
-def _answer(data: bytes) -> dict[str, Any] | None:
-    """The hierarchy child's answer: its levels and mapping, ``None`` (nothing to check), or its
-    one line as :class:`InputError`."""
+def _answer(data: bytes, failed: str) -> dict[str, Any]:
+    """A child's JSON answer, or :class:`InputError` with its ``error`` (or ``failed``)."""
     from safeshare.errors import InputError
 
     try:
         answer = json.loads(data)
     except ValueError:
-        raise InputError("the hierarchy could not be checked") from None
+        raise InputError(failed) from None
     if not isinstance(answer, dict):
-        raise InputError("the hierarchy could not be checked")
+        raise InputError(failed)
     if answer.get("error"):
         raise InputError(str(answer["error"]))
+    return answer
+
+
+async def hierarchy_in_child(
+    request: dict[str, Any], timeout: float = HIERARCHY_TIMEOUT
+) -> dict[str, Any] | None:
+    """Check and preview a hierarchy in a short-lived child (``python -m safeshare.ui.worker
+    --hierarchy``; :func:`safeshare.ui.worker.check_hierarchy`): its levels and value -> label
+    mapping (``{levels, mapping, values}``), ``None`` when there was nothing to check,
+    :class:`InputError` with the child's one line otherwise.
+
+    Awaited, so the server's event loop serves every other request meanwhile, and the file's
+    parsing takes the child's memory; the child is killed after ``timeout`` seconds or when
+    the request goes away."""
+    slow = (
+        f"checking the hierarchy took longer than {timeout:g} s; build it with a builder, "
+        "or give the file in a configuration (the run reads it)"
+    )
+    answer = await _ask_child("--hierarchy", request, timeout, slow, "the hierarchy could not be checked")
     return answer if isinstance(answer.get("levels"), list) else None
+
+
+#: How long the server waits for a new project's input file to be previewed, seconds.
+PREVIEW_TIMEOUT = 60.0
+
+
+async def preview_in_child(request: dict[str, Any], timeout: float = PREVIEW_TIMEOUT) -> dict[str, Any]:
+    """Preview a new project's input file in a short-lived child (``python -m
+    safeshare.ui.worker --preview``; :func:`safeshare.ui.worker.preview_input`): the sniffed
+    delimiter, the header guess, the first records; :class:`InputError` with the child's one
+    line when the file is not CSV text (nor Parquet). The server reads none of the file."""
+    slow = f"previewing the file took longer than {timeout:g} s"
+    return await _ask_child("--preview", request, timeout, slow, "the file could not be previewed")
 
 
 def _child_env() -> dict[str, str]:
@@ -290,4 +341,4 @@ def _last_line(path: Path) -> str | None:
     return lines[-1] if lines else None
 
 
-__all__ = ["KINDS", "Run", "RunError", "RunManager", "hierarchy_in_child", "read_json"]
+__all__ = ["KINDS", "Run", "RunError", "RunManager", "hierarchy_in_child", "preview_in_child", "read_json"]

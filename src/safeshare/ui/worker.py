@@ -9,6 +9,9 @@ writes the results into ``RUN_DIR`` and finally ``state.json``. An ``anonymize``
 ``state.json`` twice: ``done`` with ``lattice: exploring`` as soon as its release is published
 and verified (what a person waits for), then, after Explore's lattice, ``lattice: ready`` (or
 ``cancelled`` / ``failed`` with ``lattice_error``: the release stays published and verified).
+The server's one-off requests
+are short-lived children too (:data:`REQUESTS`): ``--hierarchy`` checks and previews a hierarchy,
+``--preview`` previews a new project's input file (its first 64 KiB).
 
 Signals and exit statuses are the command line's (:func:`safeshare.app_runner.run_guarded`, one
 guard and one table for both): SIGTERM (the workbench's Cancel) and SIGINT raise
@@ -187,15 +190,44 @@ def check_hierarchy(request: dict[str, Any]) -> dict[str, Any]:
     return answer if answer is not None else {"levels": None}
 
 
+def preview_input(request: dict[str, Any]) -> dict[str, Any]:
+    """``python -m safeshare.ui.worker --preview``: a new project's input file previewed
+    (:func:`safeshare.workflows.workbench.input_preview`: its first 64 KiB) for the server, which
+    sends ``request`` (``path``, ``workdir``, ``name``, ``delimiter``, ``header``) on stdin and reads
+    the preview or ``{"error": "one line"}`` from stdout. The file must be under ``workdir``."""
+    from safeshare.api import workbench
+
+    try:
+        path = workbench.inside(str(request["path"]), Path(request["workdir"]), "input file")
+        header = request.get("header")
+        return workbench.input_preview(
+            path,
+            str(request.get("name") or path.name),
+            request.get("delimiter"),
+            header if isinstance(header, bool) else None,
+        )
+    except InputError as exc:
+        return {"error": " ".join(str(exc).split())}
+    except MemoryError:
+        return {"error": "memory ran out while the file was previewed"}
+
+
+#: The one-off requests of the server: flag -> the function that answers one.
+REQUESTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "--hierarchy": check_hierarchy,
+    "--preview": preview_input,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the job of ``RUN_DIR``; the exit status is the command line's."""
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--hierarchy"]:
-        answer = check_hierarchy(json.loads(sys.stdin.buffer.read()))
+    if len(args) == 1 and args[0] in REQUESTS:
+        answer = REQUESTS[args[0]](json.loads(sys.stdin.buffer.read()))
         sys.stdout.write(to_json(answer) + "\n")
         return 0
     if len(args) != 1:
-        sys.stderr.write("usage: python -m safeshare.ui.worker RUN_DIR | --hierarchy\n")
+        sys.stderr.write("usage: python -m safeshare.ui.worker RUN_DIR | --hierarchy | --preview\n")
         return 2
     run_dir = Path(args[0])
     job = json.loads((run_dir / "job.json").read_text(encoding="utf-8"))

@@ -17,7 +17,8 @@ surveillance ones, :func:`lattice_view`) run in the run's child process
 (:mod:`safeshare.ui.worker`), never in the server; the server only calls :func:`check_config`,
 :func:`confine_config`, the vocabularies and the readers of what a run wrote (:class:`LatticeView`,
 :func:`node_detail`); hierarchies are checked and previewed in a short-lived child too
-(:func:`hierarchy_answer`).
+(:func:`hierarchy_answer`), and so is a new project's input file (:func:`input_preview`: its
+first 64 KiB).
 """
 
 from __future__ import annotations
@@ -217,6 +218,27 @@ def ensure_key(directory: Path, config: dict[str, Any]) -> bool:
         write_new_key(path)
     config["key_file"] = KEY_FILE
     return True
+
+
+# --------------------------------------------------------------------------- a new project's input
+def input_delimiters() -> list[str]:
+    """The delimiters the new-project preview sniffs and offers
+    (:data:`~safeshare.workflows.csv_preview.DELIMITERS`)."""
+    from safeshare.workflows.csv_preview import DELIMITERS
+
+    return list(DELIMITERS)
+
+
+def input_preview(
+    path: Path, name: str | None = None, delimiter: str | None = None, header: bool | None = None
+) -> dict[str, Any]:
+    """The preview of an input file before a project is made of it
+    (:func:`~safeshare.workflows.csv_preview.csv_preview`: the sniffed delimiter, a header guess,
+    the first records split into columns; :class:`InputError` when it is not CSV text or Parquet).
+    Reads the file's first 64 KiB only, in the workbench's ``--preview`` child."""
+    from safeshare.workflows.csv_preview import csv_preview
+
+    return csv_preview(path, name, delimiter, header).to_dict()
 
 
 def builder_types() -> list[str]:
