@@ -61,6 +61,11 @@ def test_the_custodians_whole_flow(browser: Any, server: Server, tmp_path: Path)
     # -- upload
     page.get_by_test_id("project-name-input").fill("clinic walk")
     page.get_by_test_id("upload").set_input_files(str(CLINIC))
+    page.get_by_test_id("preview").click()  # the file previewed before the project is created
+    page.get_by_test_id("preview-table").wait_for()
+    assert page.get_by_test_id("preview-delimiter").get_attribute("data-value") == ","
+    assert page.get_by_test_id("preview-header").get_attribute("data-value") == "yes"
+    assert page.get_by_test_id("preview-columns").get_attribute("data-value") == "10"
     page.get_by_test_id("create-project").click()
     page.wait_for_selector("[data-testid=suggest-age]")  # profiled (the page reloads)
     project = str(page.evaluate("document.body.dataset.project"))
