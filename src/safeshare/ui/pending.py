@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from safeshare.app_runner import to_json
 from safeshare.errors import InputError
 from safeshare.ui.projects import check_name
 from safeshare.ui.uploads import SavedFile
@@ -83,7 +84,7 @@ class PendingStore:
                 meta["file"] = upload.name
             else:
                 meta["path"] = picked
-            (directory / "pending.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+            (directory / "pending.json").write_text(to_json(meta) + "\n", encoding="utf-8")
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
