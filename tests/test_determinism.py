@@ -62,6 +62,12 @@ def reversed_adult(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+#: The Parquet variant of the two engine comparisons runs in ``make test-all`` (issue 36: the
+#: suite's time). In ``make test`` each engine's Parquet writer stays checked by
+#: ``test_three_writes_give_the_same_bytes``; the two engines are compared row for row on CSV.
+PARQUET_IN_TEST_ALL = pytest.param("parquet", marks=pytest.mark.slow)
+
+
 def plan_for(result: AnonymizationResult, fmt: str) -> ReleasePlan:
     return result.release_plan(ADULT_COLUMNS, fmt)  # type: ignore[arg-type]
 
@@ -81,7 +87,7 @@ def test_three_writes_give_the_same_bytes(
     assert len(digests) == 1
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", PARQUET_IN_TEST_ALL])
 def test_engines_agree_row_for_row(
     adult_plan: AnonymizationResult, big_adult: Path, fmt: str, tmp_path: Path
 ) -> None:
@@ -199,7 +205,7 @@ def test_packed_sort_keys_keep_the_order_of_wide_and_unmapped_codes(tmp_path: Pa
     assert outputs["memory"].read_bytes() == outputs["duckdb"].read_bytes()
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", PARQUET_IN_TEST_ALL])
 def test_grouped_and_sorted_releases_are_the_same_rows_in_the_same_order(
     adult_plan: AnonymizationResult,
     big_adult: Path,
