@@ -115,3 +115,35 @@ def test_a_commands_start_up_loads_no_heavy_module(args: list[str], tmp_path: Pa
         "assert status in (0, 2), status\n"
     )
     assert loaded_after(code) == []
+
+
+def test_a_release_without_a_copula_imports_no_copula_library(tmp_path: Path) -> None:
+    """Issue 36: listing the estimators usable on a release's class sizes imported every
+    estimator's module, so each ``safeshare anonymize`` loaded pyvinecopulib, matplotlib and
+    scipy.stats (about 1 s of start-up) for copulas it never fits."""
+    config = tmp_path / "people.yaml"
+    data = tmp_path / "people.csv"
+    data.write_text("age,sex\n" + "".join(f"{20 + i % 3},{'FM'[i % 2]}\n" for i in range(60)))
+    config.write_text(
+        "input: {path: people.csv}\n"
+        "attributes:\n"
+        "  age: {role: quasi, hierarchy: {type: intervals, widths: [10]}}\n"
+        "  sex: {role: quasi, hierarchy: {type: masking}}\n"
+        "privacy: {k-anonymity: {k: 2}}\n"
+    )
+    code = (
+        "from safeshare import api\n"
+        f"api.anonymize({str(config)!r}, {str(tmp_path / 'out')!r})\n"
+        "import sys\n"
+        "assert 'safeshare.risk.estimators.pitman' in sys.modules  # the default estimator ran\n"
+    )
+    loaded = loaded_after(code)
+    assert "numba" in loaded  # the search ran
+    assert "pyvinecopulib" not in loaded and "matplotlib" not in loaded
+
+
+def test_the_estimators_needing_the_table_are_known_without_importing_them() -> None:
+    from safeshare.risk.estimators import ESTIMATORS, TABLE_ESTIMATORS, requires_table
+
+    assert {name for name in ESTIMATORS if ESTIMATORS[name].requires_table} == TABLE_ESTIMATORS
+    assert all(requires_table(name) == ESTIMATORS[name].requires_table for name in ESTIMATORS)

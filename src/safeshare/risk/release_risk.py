@@ -41,7 +41,7 @@ from safeshare.errors import InputError
 from safeshare.numerics import TOLERANCE
 from safeshare.risk.bounds import lower_bound
 from safeshare.risk.classes import ClassSizeHistogram
-from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator
+from safeshare.risk.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, make_estimator, requires_table
 
 #: Measures a threshold can bound, with what they mean (for errors and reports).
 MEASURES: dict[str, str] = {
@@ -54,7 +54,7 @@ MEASURES: dict[str, str] = {
 
 def histogram_estimators() -> list[str]:
     """Names of the estimators that need only class sizes (usable on a release)."""
-    return sorted(name for name, cls in ESTIMATORS.items() if not cls.requires_table)
+    return sorted(name for name in ESTIMATORS if not requires_table(name))
 
 
 def check_estimator(name: str, measure: str = "B") -> str:
@@ -67,7 +67,7 @@ def check_estimator(name: str, measure: str = "B") -> str:
     """
     if name not in ESTIMATORS:
         raise InputError(f"unknown estimator {name!r}: expected one of {', '.join(histogram_estimators())}")
-    if ESTIMATORS[name].requires_table:
+    if requires_table(name):
         raise InputError(
             f"estimator {name!r} needs the frequency table, not class sizes; "
             f"use one of {', '.join(histogram_estimators())}"

@@ -41,6 +41,12 @@ BASELINES = ("pitman", "zayatz", "snb", "dankar")
 #: The built-in estimators whose module is not named as the estimator.
 _MODULES = {"hypothesis_test": "hypothesis_testing"}
 
+#: The built-in estimators that need the sample's table, not only its class sizes
+#: (``requires_table``), known without importing them: listing the estimators usable on a
+#: release's class-size histogram must not import the copulas (pyvinecopulib, scipy.stats, matplotlib:
+#: about 1.5 s of every command's start-up). The registry checks it against each class it loads.
+TABLE_ESTIMATORS = frozenset({"entropy", "gaussian_copula", "dvine_copula", "average"})
+
 DEFAULT_ESTIMATOR = "pitman"
 """The estimator ``safeshare risk`` uses unless told otherwise: the best on our own evaluation
 (``safeshare risk evaluate`` on Adult, docs/risk.md "Evaluation results")."""
@@ -63,7 +69,15 @@ class _Registry(Mapping[str, "type[RiskEstimator]"]):
             importlib.import_module(f"{__name__}.{_MODULES.get(name, name)}")
             if name not in self._classes:  # the module must register its estimator under its own name
                 raise RuntimeError(f"module {name} registers no estimator named {name!r}")
+            if self._classes[name].requires_table != (name in TABLE_ESTIMATORS):
+                raise RuntimeError(f"estimator {name!r}: requires_table disagrees with TABLE_ESTIMATORS")
         return self._classes[name]
+
+    def requires_table(self, name: str) -> bool:
+        """Whether estimator ``name`` needs the sample's table; a built-in one's module is not imported."""
+        if name not in self._classes and name in self._builtin:
+            return name in TABLE_ESTIMATORS
+        return self[name].requires_table
 
     def __contains__(self, name: object) -> bool:
         return name in self._builtin or name in self._classes
@@ -85,6 +99,13 @@ def register(cls: E) -> E:
     assert isinstance(ESTIMATORS, _Registry)
     ESTIMATORS.add(cls)
     return cls
+
+
+def requires_table(name: str) -> bool:
+    """Whether estimator ``name`` needs the sample's table (``requires_table``), not only its class
+    sizes; answered for a built-in estimator without importing its module."""
+    assert isinstance(ESTIMATORS, _Registry)
+    return ESTIMATORS.requires_table(name)
 
 
 def estimator_names() -> list[str]:
@@ -109,7 +130,9 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "PAPER_ESTIMATORS",
+    "TABLE_ESTIMATORS",
     "estimator_names",
     "make_estimator",
     "register",
+    "requires_table",
 ]
