@@ -355,7 +355,12 @@ LONG_FITS = [
     ),
 ]
 SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
-#: SIGINT for every estimator and SIGTERM for SNB (issue 21's case) in the fast suite; the rest slow.
+#: In ``make test``: both signals for SNB (issue 21's case), SIGINT for Pitman (the other
+#: bootstraps' loop) and for the Gaussian copula (the copulas' fits; the d-vine's and the
+#: average's signals are test_risk_copulas.py's, through the same command). Every estimator with
+#: both signals in ``make test-all`` (issue 36: each case is a real process, 5-10 s).
+FAST_SIGNAL_CASES = {("snb", signal.SIGINT), ("snb", signal.SIGTERM), ("pitman", signal.SIGINT)}
+FAST_SIGNAL_CASES |= {("gaussian_copula", signal.SIGINT)}
 SIGNAL_CASES = [
     pytest.param(
         name,
@@ -364,7 +369,7 @@ SIGNAL_CASES = [
         code,
         word,
         id=f"{name}-{signal.Signals(signum).name}",
-        marks=() if signum == signal.SIGINT or name == "snb" else pytest.mark.slow,
+        marks=() if (name, signum) in FAST_SIGNAL_CASES else pytest.mark.slow,
     )
     for name, extra in LONG_FITS
     for signum, code, word in SIGNALS
