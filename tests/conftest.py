@@ -59,6 +59,47 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         log.write(line)
 
 
+#: The test files that take longest (wall seconds on 2 cores, measured with ``SAFESHARE_TEST_CPU``
+#: under ``make test``; docs/testing.md "Test time"), longest first. ``make test`` hands whole files
+#: to its workers in collection order (``--dist loadfile --no-loadscope-reorder``); these come first,
+#: so that no worker is left alone with a long file at the end (xdist's own order, by the number of
+#: tests, put the one-test browser walk last). The other files follow in their usual order.
+LONGEST_FILES = (
+    "test_risk_outputs.py",
+    "test_ui.py",
+    "test_determinism.py",
+    "test_attack.py",
+    "test_spark_engine.py",
+    "test_api.py",
+    "test_ui_risk.py",
+    "test_ui_a11y.py",
+    "test_ui_explore.py",
+    "test_risk_intervals.py",
+    "test_faults.py",
+    "test_ui_walk.py",
+    "test_l_diversity.py",
+    "test_doc_snippets.py",
+    "test_release_evidence.py",
+    "test_persons.py",
+    "test_surveillance_series.py",
+    "test_local_release.py",
+    "test_risk_cli.py",
+    "test_t_closeness.py",
+    "test_release_attack.py",
+    "test_risk_evaluation.py",
+    "test_ui_browser.py",
+    "test_ui_projects.py",
+    "test_risk_copulas.py",
+    "test_ledger.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of :data:`LONGEST_FILES` first, longest first; the order within a file is kept."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 ADULT_DIR = ROOT / "examples" / "adult"
 ADULT_COLUMNS = list(adult.ADULT_COLUMNS)
 ADULT_QIS = list(adult.ADULT_QUASI_IDENTIFIERS)
