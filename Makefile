@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN    := $(BIN)/python
 
-.PHONY: demo test test-all mutation bench lint typecheck clean spark-cluster spark-cluster-stop chromium
+.PHONY: demo test test-all warm mutation bench lint typecheck clean spark-cluster spark-cluster-stop chromium
 
 # The packages are installed by uv (Astral's installer: the same versions from the same registry
 # as pip, resolved and unpacked in parallel; about 40 s instead of 100 s on a fresh machine,
@@ -30,8 +30,12 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
 	$(INSTALL) -e ".[test,spark]"
 	$(INSTALL) --no-deps "pycanon==1.3.6" "anonymeter==1.1.0"
-	$(RUN) -m safeshare.search.warmup
 	@touch $@ $(VENV)/.installed
+
+## warm: numba's on-disk cache of the compiled loops, compiled if the loops changed (about 20 s of
+## CPU on a fresh clone, 1 s when it is warm), so that the test workers do not each compile them
+warm: $(VENV)/.installed-test
+	$(RUN) -m safeshare.search.warmup
 
 ## demo: anonymize the bundled UCI Adult data (k=5, 5% suppression, Prec) into out/demo/
 demo: $(VENV)/.installed
@@ -41,16 +45,18 @@ demo: $(VENV)/.installed
 ## test: lint, type-check and the representative test suite (CI runs this), on every core the
 ## process may use, at most 4 (pytest-xdist; PYTEST_WORKERS=1 runs one process). Each test file
 ## runs whole in one worker (--dist loadfile: module fixtures such as the UI server, the browser
-## and the Spark session are made once), the longest files first (tests/conftest.py, LONGEST_FILES). The warm-up first fills numba's cache if the loops
-## changed (about 1 s when it is warm), so that the workers do not each compile them.
+## and the Spark session are made once), the longest files first (tests/conftest.py, LONGEST_FILES).
+## What comes before the tests runs two at a time (issue 36): the packages beside Chromium's install
+## (both mostly download), then lint, mypy and the warm-up of numba's cache (CPU).
 ## The 25 slowest tests are listed at the end (docs/testing.md, "Test time").
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))" 2>/dev/null || echo 2)
-test: $(VENV)/.installed-test lint typecheck chromium
-	$(RUN) -m safeshare.search.warmup
+test:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed-test chromium
+	@$(MAKE) --no-print-directory -j2 lint typecheck warm
 	$(RUN) -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 ## test-all: every test, including the exhaustive grids marked slow
-test-all: $(VENV)/.installed-test lint typecheck chromium
+test-all: $(VENV)/.installed-test lint typecheck chromium warm
 	SAFESHARE_TEST_ALL=1 $(RUN) -m pytest -q
 
 ## chromium: Debian's Chromium for the browser tests of `safeshare ui` (tests/test_ui_browser.py),
@@ -63,12 +69,12 @@ chromium:
 ## mutation: mutation testing of the core modules with their fast tests (slow; not part of
 ## `make test`): a score per module and the surviving mutants (docs/testing.md).
 ## TARGETS="ola evaluation" runs some of them.
-mutation: $(VENV)/.installed-test
+mutation: $(VENV)/.installed-test warm
 	nice -n 15 $(RUN) tools/mutation.py $(TARGETS)
 
 ## bench: speed figures, each against a baseline measured in the same run (the ARX comparison runs
 ## when SAFESHARE_ARX_CLASSPATH names the classpath.txt of an existing ARX 3.9 build; docs/benchmarks.md)
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test warm
 	$(RUN) benchmarks/run.py
 
 ## spark-cluster: a Spark standalone master (spark://127.0.0.1:7077) and two workers (1 core, 2 GB
