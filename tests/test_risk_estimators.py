@@ -199,3 +199,38 @@ def test_pitman_on_an_all_unique_sample_does_not_overflow(n: int) -> None:
     """theta -> infinity for an all-unique sample: no fit (B nan), never an OverflowError."""
     est = make_estimator("pitman").fit(ClassSizeHistogram.from_sizes([1] * n), n)
     assert np.isnan(est.B_) or 0.0 < est.B_ <= 1.0 + 1e-9
+
+
+def test_a_pitman_fit_kept_for_its_histogram_is_the_fit_computed_afresh() -> None:
+    """Issue 36: the fit of a histogram (which does not depend on N) is kept for the next B of the
+    same histogram; kept or not, the fit and a refusal are the same."""
+    from safeshare.risk.estimators import pitman
+    from safeshare.risk.estimators.base import NoEstimate
+
+    rng = np.random.default_rng(36)
+    for _ in range(20):
+        hist = ClassSizeHistogram.from_sizes(rng.integers(1, 12, size=int(rng.integers(5, 200))))
+        try:
+            fresh = pitman._pitman_fit(hist, None)
+        except NoEstimate as exc:
+            for _ in range(2):
+                with pytest.raises(NoEstimate, match=str(exc)):
+                    pitman.pitman_fit(hist)
+            continue
+        assert pitman.pitman_fit(hist) == fresh == pitman.pitman_fit(hist)
+        assert pitman.pitman_fit(ClassSizeHistogram(hist.sizes.copy(), hist.classes.copy())) == fresh
+    unique = ClassSizeHistogram.from_sizes([1, 1, 1])  # every class unique: no maximum
+    for _ in range(2):
+        with pytest.raises(NoEstimate, match="every sample class is unique"):
+            pitman.pitman_fit(unique)
+    for i in range(pitman._FIT_CACHE_SIZE + 6):  # the oldest kept fits make way
+        pitman.pitman_fit(ClassSizeHistogram.from_sizes([1, 2, 2, 3 + i]))
+    assert len(pitman._FITS) == pitman._FIT_CACHE_SIZE
+    # B at two N from one kept fit is what two fresh estimators give
+    hist = ClassSizeHistogram.from_sizes([1, 1, 2, 3, 3, 5, 8, 1, 2])
+    pitman._FITS.clear()
+    a = make_estimator("pitman", n_bootstrap=0).fit(hist, 1000).B_
+    b = make_estimator("pitman", n_bootstrap=0).fit(hist, 5000).B_
+    pitman._FITS.clear()
+    assert b == make_estimator("pitman", n_bootstrap=0).fit(hist, 5000).B_
+    assert a == make_estimator("pitman", n_bootstrap=0).fit(hist, 1000).B_

@@ -98,10 +98,38 @@ def _objective(hist: ClassSizeHistogram) -> Callable[[np.ndarray], tuple[float, 
     return objective
 
 
+#: The fits of the last histograms fitted without a start (the fit does not depend on N): the
+#: report's sensitivity band and its crossing ask B of one release at about 20 values of N
+#: (issue 36: the refits were a third of a small run's time). A fit is a pure function of the
+#: histogram; the key is its sizes and counts. At most ``_FIT_CACHE_SIZE`` are kept.
+_FITS: dict[tuple[str, bytes, str, bytes], PitmanFit | str] = {}
+_FIT_CACHE_SIZE = 64
+
+
 def pitman_fit(hist: ClassSizeHistogram, start: PitmanFit | None = None) -> PitmanFit:
     """The ML ``(theta, alpha)``; :class:`NoEstimate` when the likelihood has no maximum.
 
-    ``start``: a fit of a similar histogram (the bootstrap's), tried first, alone when it converges."""
+    ``start``: a fit of a similar histogram (the bootstrap's), tried first, alone when it converges.
+    Without one, the fit of a histogram fitted before is that fit (or that refusal), kept."""
+    if start is not None:
+        return _pitman_fit(hist, start)
+    sizes, classes = np.ascontiguousarray(hist.sizes), np.ascontiguousarray(hist.classes)
+    key = (sizes.dtype.str, sizes.tobytes(), classes.dtype.str, classes.tobytes())
+    if key not in _FITS:
+        try:
+            found: PitmanFit | str = _pitman_fit(hist, None)
+        except NoEstimate as exc:
+            found = str(exc)
+        if len(_FITS) >= _FIT_CACHE_SIZE:
+            del _FITS[next(iter(_FITS))]
+        _FITS[key] = found
+    cached = _FITS[key]
+    if isinstance(cached, str):
+        raise NoEstimate(cached)
+    return cached
+
+
+def _pitman_fit(hist: ClassSizeHistogram, start: PitmanFit | None) -> PitmanFit:
     n, J = hist.n, hist.n_classes
     if J == 1:
         return PitmanFit(theta=0.0, alpha=0.0, one_class=True)
