@@ -413,35 +413,33 @@ def test_a_signal_during_a_copula_estimate_ends_the_command(
     allowed past the default ``--max-synthetic-records``, within the memory):
     the signal, sent while the estimator runs, ends the process with 128 + its number and no
     output. The latency is printed (docs/risk.md)."""
-    import subprocess
-    import sys
 
     lines = (ROOT / "examples" / "adult" / "adult.data").read_text().splitlines()[:2000]
     data = tmp_path / "sample.csv"
     data.write_text("\n".join(lines) + "\n")
     from safeshare.adult import ADULT_COLUMNS
+    from tests.test_risk_outputs import _start_on_a_terminal, _wait_for
 
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "safeshare", "risk", str(data), "--no-header",
+    proc, master = _start_on_a_terminal(
+        [str(data), "--no-header",
          "--names", ",".join(ADULT_COLUMNS), "--qi", ",".join(ADULT_POOL),
          "--population-size", str(10**8), "--estimator", name,
          "--simulations", str(100 if name == "average" else 100_000),
          "--max-synthetic-records", str(10**15),
-         "--out", str(out), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+         "--out", str(out)],
     )  # fmt: skip
     try:
-        time.sleep(8.0)  # start-up, reading, the fit; then inside the syntheses
-        assert proc.poll() is None, proc.communicate()
+        _wait_for(master, proc, f"estimating B with {name}")  # on a terminal the phases show
+        time.sleep(1.0)  # past the fit (2,000 records), inside the syntheses
         sent = time.monotonic()
         proc.send_signal(sig)
         proc.wait(timeout=60)
         latency = time.monotonic() - sent
     finally:
-        proc.kill()
-        proc.communicate()
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
     assert proc.returncode == status
     assert not (out / "risk.json").exists()
     print(f"{name}: exit {proc.returncode} {latency:.3f} s after {sig.name}")
