@@ -115,18 +115,18 @@ def pitman_fit(hist: ClassSizeHistogram, start: PitmanFit | None = None) -> Pitm
         return _pitman_fit(hist, start)
     sizes, classes = np.ascontiguousarray(hist.sizes), np.ascontiguousarray(hist.classes)
     key = (sizes.dtype.str, sizes.tobytes(), classes.dtype.str, classes.tobytes())
-    if key not in _FITS:
+    found = _FITS.get(key)
+    if found is None:
         try:
-            found: PitmanFit | str = _pitman_fit(hist, None)
+            found = _pitman_fit(hist, None)
         except NoEstimate as exc:
             found = str(exc)
         if len(_FITS) >= _FIT_CACHE_SIZE:
-            del _FITS[next(iter(_FITS))]
+            _FITS.pop(next(iter(_FITS), key), None)
         _FITS[key] = found
-    cached = _FITS[key]
-    if isinstance(cached, str):
-        raise NoEstimate(cached)
-    return cached
+    if isinstance(found, str):
+        raise NoEstimate(found)
+    return found
 
 
 def _pitman_fit(hist: ClassSizeHistogram, start: PitmanFit | None) -> PitmanFit:
