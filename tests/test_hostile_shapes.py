@@ -13,6 +13,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +23,7 @@ from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.source import MAX_LINE_BYTES, TableSource, first_long_line
 from safeshare.errors import DataError
+from safeshare.verify.sql import MAX_RELEASE_LINE, release_relation
 from tests.conftest import run_cli
 
 ENGINES = ("memory", "duckdb")
@@ -303,3 +305,42 @@ def test_spark_reads_refuses_and_writes_as_the_other_engines(folder: Path) -> No
         assert written["spark"].to_pylist() == written["memory"].to_pylist()
     finally:
         spark.stop()
+
+
+def test_a_release_line_longer_than_the_verifier_reads_is_refused_never_quoted(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Parquet input has no line limit; its CSV release may hold a line longer than the verifier
+    reads (MAX_RELEASE_LINE). Then the release is not checked, so not published: a failed check
+    (exit 1) in one line, the line not quoted (DuckDB's own error quotes it)."""
+    diag = [DIAG[i % 4] for i in range(N)]
+    diag[7] = "secret" + "x" * MAX_RELEASE_LINE
+    table = pa.table({"age": [str(20 + i % 40) for i in range(N)], "sex": ["fm"[i % 2] for i in range(N)]})
+    pq.write_table(table.append_column("diag", pa.array(diag)), folder / "long.parquet")
+    results = _run(folder, "long.parquet", capsys, "output: {format: csv}\n")
+    for engine in ENGINES:
+        code, stderr, released = results[engine]
+        assert code == 1 and released is None, (engine, code)  # a failed check: exit 1, nothing out
+        last = stderr.strip().splitlines()[-1]
+        assert last.startswith("error: the written release failed its independent privacy check"), last
+        assert f"longer than {MAX_RELEASE_LINE:,} bytes" in last, last
+        assert "secret" not in stderr and "xxxx" not in stderr
+        assert not (folder / f"out-{engine}").exists() or not any((folder / f"out-{engine}").iterdir())
+
+
+def test_the_verifier_reads_a_csv_release_in_buffers_not_as_one_block(tmp_path: Path) -> None:
+    """DuckDB reads a CSV smaller than its buffer as one block; the verifier's buffer was 16 x a
+    256 MiB line, so a 941 MiB release was one block, over the disclosure check's memory limit
+    (10 million rows: an out-of-memory error). A 100 MB release within 100 MB of DuckDB memory."""
+    path = tmp_path / "release.csv"
+    row = "40s,f,asthma,12345,some text\n"
+    with path.open("w") as handle:
+        handle.write("age,sex,diag,n,t\n" + row * (100_000_000 // len(row)))
+    con = duckdb.connect(config={"memory_limit": "100MB", "threads": 1})
+    try:
+        rows = con.execute(
+            f"SELECT diag, COUNT(*) FROM {release_relation(path, 'csv', ',')} GROUP BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    assert rows == [("asthma", 100_000_000 // len(row))]

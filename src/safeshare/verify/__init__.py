@@ -70,7 +70,7 @@ from safeshare.verify.profiles import LinkExpectations, check_profile_anonymity,
 from safeshare.verify.risk import check_risk, risk_figures
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness, t_closeness_figures
 from safeshare.verify.small_cells import check_small_cells
-from safeshare.verify.sql import quote, release_relation
+from safeshare.verify.sql import quote, release_relation, too_long_a_line
 from safeshare.verify.truth import TruthExpectations, check_truth
 
 #: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
@@ -221,89 +221,98 @@ def judge_release(
 
 
 def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification:
-    """Re-read the release at ``path`` and check it against ``expected``."""
+    """Re-read the release at ``path`` and check it against ``expected``. A CSV release with a
+    line longer than the verifier reads fails, the line not shown
+    (:func:`~safeshare.verify.sql.too_long_a_line`)."""
     con = duckdb.connect()
     try:
         con.execute("SET threads TO 2")
-        rel = release_relation(Path(path), fmt, expected.delimiter)
-        failures: list[str] = []
-        checks: dict[str, Any] = {}
-        described = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
-        columns = [name for name, _ in described]
-        qis = [q for q in expected.quasi_identifiers if q in columns]
-        # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
-        # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
-        labels: dict[str, set[str]] = {}
-        min_size, n_classes = 0, 0
-        if qis:
-            aliases = [f"q{i}" for i in range(len(qis))]
-            select = ", ".join(
-                f"CAST({quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True)
-            )
-            by = ", ".join(str(i + 1) for i in range(len(qis)))
-            con.execute(
-                f"CREATE TEMP TABLE release_classes AS "
-                f"SELECT {select}, COUNT(*) AS n FROM {rel} GROUP BY {by}"
-            )
-            row = con.execute(
-                "SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*) FROM release_classes"
-            ).fetchone()
-            assert row is not None
-            records_out, min_size, n_classes = int(row[0]), int(row[1]), int(row[2])
-            for qi, alias in zip(qis, aliases, strict=True):
-                labels[qi] = {
-                    "" if r[0] is None else str(r[0])
-                    for r in con.execute(f"SELECT DISTINCT {alias} FROM release_classes").fetchall()
-                }
-        else:
-            records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
-        suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
-        # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
-        failures.extend(
-            control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels)
-        )
-        if expected.identifiers is not None:
-            failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
-        if expected.truth is not None and records_out and qis:
-            failures.extend(check_truth(con, qis, "release_classes", expected.truth, checks))
-        if expected.persons is not None and records_out and qis:
-            failures.extend(check_persons(con, rel, qis, "release_classes", expected.persons, checks))
-        if expected.links is not None and expected.links.columns and records_out and qis:
-            group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
-            failures.extend(check_profiles(con, rel, group, expected.links, checks))
-        if records_out and qis:
-            group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
-            for name, params in expected.models.items():
-                check = EXTRA_CHECKS.get(name)
-                if check is None:
-                    if name != "k-anonymity":
-                        failures.append(f"no independent check for privacy model {name!r}")
-                    continue
-                figures = MODEL_FIGURES.get(name)
-                # scalar parameters only (a model's reference data, e.g. t-closeness', stays out)
-                scalars = {
-                    k: v for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)
-                }
-                record: dict[str, Any] = {"params": scalars}
-                if figures is not None:  # the re-checked figure itself (the report shows it)
-                    doc = figures(con, rel, group, params)
-                    found, record["value"] = list(doc["failures"]), doc.get("value")
-                else:
-                    found = check(con, rel, group, params)
-                failures.extend(found)
-                checks.setdefault("models", {})[name] = {**record, "passed": not found}
-        return Verification(
-            passed=not failures,
-            records_out=records_out,
-            suppressed_records=suppressed,
-            min_class_size=min_size,
-            equivalence_classes=n_classes,
-            failures=failures,
-            checks=checks,
-            labels={qi: sorted(values) for qi, values in labels.items()},
-        )
+        return _verify(con, path, fmt, expected)
+    except duckdb.InvalidInputException as error:
+        failure = too_long_a_line(error)
+        if failure is None:
+            raise
+        return Verification(False, 0, 0, 0, 0, [failure], {})
     finally:
         con.close()
+
+
+def _verify(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expectations) -> Verification:
+    """:func:`verify_release` on the open connection ``con``."""
+    rel = release_relation(Path(path), fmt, expected.delimiter)
+    failures: list[str] = []
+    checks: dict[str, Any] = {}
+    described = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+    columns = [name for name, _ in described]
+    qis = [q for q in expected.quasi_identifiers if q in columns]
+    # One scan of the file: the equivalence classes (GROUP BY the QIs, as text) with their
+    # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
+    labels: dict[str, set[str]] = {}
+    min_size, n_classes = 0, 0
+    if qis:
+        aliases = [f"q{i}" for i in range(len(qis))]
+        select = ", ".join(f"CAST({quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True))
+        by = ", ".join(str(i + 1) for i in range(len(qis)))
+        con.execute(
+            f"CREATE TEMP TABLE release_classes AS SELECT {select}, COUNT(*) AS n FROM {rel} GROUP BY {by}"
+        )
+        row = con.execute(
+            "SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*) FROM release_classes"
+        ).fetchone()
+        assert row is not None
+        records_out, min_size, n_classes = int(row[0]), int(row[1]), int(row[2])
+        for qi, alias in zip(qis, aliases, strict=True):
+            labels[qi] = {
+                "" if r[0] is None else str(r[0])
+                for r in con.execute(f"SELECT DISTINCT {alias} FROM release_classes").fetchall()
+            }
+    else:
+        records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
+    suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
+    # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
+    failures.extend(
+        control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels)
+    )
+    if expected.identifiers is not None:
+        failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
+    if expected.truth is not None and records_out and qis:
+        failures.extend(check_truth(con, qis, "release_classes", expected.truth, checks))
+    if expected.persons is not None and records_out and qis:
+        failures.extend(check_persons(con, rel, qis, "release_classes", expected.persons, checks))
+    if expected.links is not None and expected.links.columns and records_out and qis:
+        group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
+        failures.extend(check_profiles(con, rel, group, expected.links, checks))
+    if records_out and qis:
+        group = ", ".join(f"CAST({quote(q)} AS VARCHAR)" for q in qis)
+        for name, params in expected.models.items():
+            check = EXTRA_CHECKS.get(name)
+            if check is None:
+                if name != "k-anonymity":
+                    failures.append(f"no independent check for privacy model {name!r}")
+                continue
+            figures = MODEL_FIGURES.get(name)
+            # scalar parameters only (a model's reference data, e.g. t-closeness', stays out)
+            scalars = {
+                k: v for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)
+            }
+            record: dict[str, Any] = {"params": scalars}
+            if figures is not None:  # the re-checked figure itself (the report shows it)
+                doc = figures(con, rel, group, params)
+                found, record["value"] = list(doc["failures"]), doc.get("value")
+            else:
+                found = check(con, rel, group, params)
+            failures.extend(found)
+            checks.setdefault("models", {})[name] = {**record, "passed": not found}
+    return Verification(
+        passed=not failures,
+        records_out=records_out,
+        suppressed_records=suppressed,
+        min_class_size=min_size,
+        equivalence_classes=n_classes,
+        failures=failures,
+        checks=checks,
+        labels={qi: sorted(values) for qi, values in labels.items()},
+    )
 
 
 def expectations_for(
