@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pytest
 
@@ -154,6 +155,15 @@ def test_the_workbenchs_files_have_no_bare_nan(tmp_path: Path) -> None:
         (VerificationError("class of 3"), 1, "error: class of 3; nothing was written"),
         (OutOfMemory("memory ran out reading d.csv; try --engine duckdb"), 1, None),
         (MemoryError(), 1, "error: memory ran out before the command finished"),
+        (
+            duckdb.OutOfMemoryException(
+                "Out of Memory Error: could not allocate block of size 941.1 MiB\n\nLINE 1"
+            ),
+            1,
+            "error: DuckDB's memory limit was reached before the command finished (Out of Memory Error: "
+            "could not allocate block of size 941.1 MiB); raise duckdb.memory_limit (--duckdb-memory-limit) "
+            "or lower duckdb.threads; nothing was published",
+        ),
         (Interrupted(signal.SIGINT), 130, "interrupted; nothing was published"),
         (Interrupted(signal.SIGTERM), 143, "terminated; nothing was published"),
         (KeyboardInterrupt(), 130, "interrupted; nothing was published"),

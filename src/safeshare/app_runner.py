@@ -21,6 +21,8 @@ and that the use cases report and write through.
   other :class:`~safeshare.errors.SafeshareError`  1    ``error: <what>``
   :class:`MemoryError`                          1       ``error: memory ran out before the <run>
                                                         finished``
+  DuckDB's ``OutOfMemoryException``             1       ``error: DuckDB's memory limit was reached
+                                                        ... (<its first line>); raise ...``
   :class:`~safeshare.errors.Interrupted`,       128 +   ``interrupted; nothing was published``
   :class:`KeyboardInterrupt`                    signum  (or ``... after the new output was
                                                         published to <dir>``)
@@ -125,6 +127,12 @@ class Outcome:
     kind: str = "ok"
 
 
+def _duckdb_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's out-of-memory error (by its class, without importing DuckDB)."""
+    kind = type(exc)
+    return kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_").startswith("duckdb")
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -158,6 +166,17 @@ def outcome(exc: BaseException | None, voice: Voice = CLI_VOICE, debug: bool = F
         return Outcome(1, _one_line(f"error: {exc}"), "failed")
     if isinstance(exc, MemoryError):  # where the remedy is known, the library raises OutOfMemory with it
         return Outcome(1, f"error: memory ran out before the {voice.run} finished", "failed")
+    if _duckdb_out_of_memory(exc):  # its first line says how much it asked for and had; no data
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else "Out of Memory Error"
+        return Outcome(
+            1,
+            _one_line(
+                f"error: DuckDB's memory limit was reached before the {voice.run} finished ({said}); "
+                "raise duckdb.memory_limit (--duckdb-memory-limit) or lower duckdb.threads; nothing was "
+                "published"
+            ),
+            "failed",
+        )
     if isinstance(exc, OSError):  # a file the user named cannot be read or written
         where = f"{exc.filename}: " if exc.filename else ""
         return Outcome(2, _one_line(f"error: {where}{exc.strerror or exc}"), "failed")
