@@ -232,7 +232,15 @@ def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification
         failure = too_long_a_line(error)
         if failure is None:
             raise
-        return Verification(False, 0, 0, 0, 0, [failure], {})
+        return Verification(
+            passed=False,
+            records_out=0,
+            suppressed_records=0,
+            min_class_size=0,
+            equivalence_classes=0,
+            failures=[failure],
+            checks={},
+        )
     finally:
         con.close()
 
