@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,10 @@ class Disclosure:
 
     warnings: list[DisclosureWarning]
     adversary: InformedAdversary | None = None
+    #: value -> released records of each kept column with at most ``value_counts`` distinct
+    #: released values (the text as the warnings read it, a missing value as ``""``), from the
+    #: same scan of the release: the before / after's *after*, without a scan of its own
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _share(part: int, whole: int) -> str:
@@ -153,6 +157,7 @@ def disclosure_check(
     shifted_dates: Sequence[KeptShiftedDate] = (),
     pseudonyms: Sequence[str] = (),
     k: int | None = None,
+    value_counts: int = 0,
 ) -> Disclosure:
     """The disclosure warnings of the release at ``release`` (see the module docstring), and
     the informed adversary's figures.
@@ -163,7 +168,9 @@ def disclosure_check(
     may disclose; ``missing``: the missing-value tokens (a class whose only value is missing
     discloses nothing); ``shifted_dates``: the shifted dates released as they are (no
     hierarchy); ``pseudonyms``: the released pseudonym columns (the coarse ones are the
-    column itself); ``k``: the release's k-anonymity (``None`` without).
+    column itself); ``k``: the release's k-anonymity (``None`` without); ``value_counts``: the
+    most distinct values a kept column may have for its counts to be returned
+    (:attr:`Disclosure.counts`; 0: none are).
     """
     if not 0 < unique_share < 1:
         raise ValueError(f"unique_share must be in (0, 1), got {unique_share!r}")
@@ -181,6 +188,7 @@ def disclosure_check(
                 list(shifted_dates),
                 list(pseudonyms),
                 k,
+                value_counts,
             )
         finally:
             con.close()
@@ -197,6 +205,7 @@ def _check(
     shifted: list[KeptShiftedDate],
     pseudonyms: list[str],
     k: int | None,
+    value_counts: int = 0,
 ) -> Disclosure:
     def text(column: str) -> str:
         return f"COALESCE(CAST({quote(column)} AS VARCHAR), '')"
@@ -223,8 +232,9 @@ def _check(
         con.execute(f"CREATE TEMP TABLE released AS SELECT COUNT(*) AS w FROM {rel}")
     (total,) = one("SELECT COALESCE(SUM(w), 0) FROM released")
     total = int(total)
+    counts = _value_counts(con, kept, value_counts)
     if total == 0:
-        return Disclosure([])
+        return Disclosure([], counts=counts)
     out: list[DisclosureWarning] = []
     coarse = coarse_pseudonyms(con, "released", pseudonyms, missing)
     for p in coarse:
@@ -315,7 +325,25 @@ def _check(
         warning = _adversary_warning(adversary, total)
         if warning is not None:
             out.append(warning)
-    return Disclosure(out, adversary)
+    return Disclosure(out, adversary, counts)
+
+
+def _value_counts(
+    con: duckdb.DuckDBPyConnection, columns: Sequence[str], most: int
+) -> dict[str, dict[str, int]]:
+    """Value -> released records of each of ``columns`` with at most ``most`` distinct values,
+    summed over the table ``released`` (:attr:`Disclosure.counts`)."""
+    out: dict[str, dict[str, int]] = {}
+    if most <= 0:
+        return out
+    for column in dict.fromkeys(columns):
+        value = quote(column)
+        rows = con.execute(
+            f"SELECT {value}, SUM(w) FROM released GROUP BY 1 ORDER BY 1 LIMIT {int(most) + 1}"
+        ).fetchall()
+        if len(rows) <= most:
+            out[column] = {str(v): int(n) for v, n in rows}
+    return out
 
 
 def _adversary_warning(adversary: InformedAdversary, total: int) -> DisclosureWarning | None:

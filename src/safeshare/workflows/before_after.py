@@ -17,7 +17,8 @@ table, and the report may travel with the release. Columns with more than
 
 The quasi-identifiers' figures come from the search's frequency table (its rows' released mask);
 the kept columns' *before* from the engine (one grouping of the input) and *after* from the
-written release, re-read with DuckDB as a recipient would. Counts are of records (a person key's
+written release, re-read with DuckDB as a recipient would: by the disclosure check's scan of it
+(:attr:`safeshare.verify.disclosure.Disclosure.counts`, when a publication gives them), else here. Counts are of records (a person key's
 people are not counted here: the suppression limit counts records too). A locally recoded release
 reports its kept columns only: its quasi-identifiers mix levels per record.
 """
@@ -238,10 +239,15 @@ def before_after(
     mixed: bool = False,
     loss_share: float = SUBGROUP_LOSS,
     small_cell: int = SMALL_CELL,
+    released: Mapping[str, Mapping[str, int]] | None = None,
 ) -> BeforeAfter:
     """The before / after of every column of the release written at ``staged`` (module
     docstring). ``result``: the search's (global) result; ``mixed``: a locally recoded release
-    (its quasi-identifiers are not tabulated); ``released_columns``: the written file's columns."""
+    (its quasi-identifiers are not tabulated); ``released_columns``: the written file's columns;
+    ``released``: value -> released records of kept columns, already read from the file (the
+    disclosure check's :attr:`~safeshare.verify.disclosure.Disclosure.counts`). The file is read
+    only for a kept column of at most :data:`MAX_CATEGORIES` input values that ``released``
+    lacks."""
     if not 0 < loss_share < 1:
         raise ValueError(f"loss_share must be in (0, 1), got {loss_share!r}")
     schema = result.schema
@@ -261,9 +267,14 @@ def before_after(
     ]
     if kept:
         before = _input_counts(engine, kept)
-        after = _released_counts(staged, fmt, delimiter, kept)
+        # the after of a column of few enough categories, from the counts given, else the file
+        given = released if released is not None else {}
+        read = [c for c in kept if len(before[c]) <= MAX_CATEGORIES and c not in given]
+        after = {**_released_counts(staged, fmt, delimiter, read), **given}
         for c in kept:
-            columns.append(column_before_after(c, schema.role(c).value, before[c], after[c], small_cell))
+            columns.append(
+                column_before_after(c, schema.role(c).value, before[c], after.get(c, {}), small_cell)
+            )
     return BeforeAfter(tuple(columns), loss_share, small_cell, tuple(notes))
 
 

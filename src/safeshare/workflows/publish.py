@@ -30,6 +30,7 @@ project guide: a release that fails its own check is never written).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,9 +219,11 @@ def _attest(
     release.warnings = report_warnings(release.report) + person_warnings(release.report)
     if staged is not None:
         assert plan is not None and expected is not None and out_dir is not None
-        _add_disclosure_and_evidence(release, context, plan, expected, staged, out_dir, fmt, delimiter)
+        counts = _add_disclosure_and_evidence(
+            release, context, plan, expected, staged, out_dir, fmt, delimiter
+        )
         if engine is not None:  # utility before and after, over the written file (issue 33)
-            _add_before_after(release, plan, engine, staged, fmt, delimiter)
+            _add_before_after(release, plan, engine, staged, fmt, delimiter, counts)
     # the headline states a per-record bound only where it holds against the informed adversary
     release.headline = headline(release.report, context.threshold_reason)
     release.certificate = {
@@ -246,11 +249,18 @@ def _attest(
 
 
 def _add_before_after(
-    release: Release, plan: Plan, engine: Engine, staged: Path, fmt: OutputFormat, delimiter: str
+    release: Release,
+    plan: Plan,
+    engine: Engine,
+    staged: Path,
+    fmt: OutputFormat,
+    delimiter: str,
+    counts: Mapping[str, Mapping[str, int]] | None = None,
 ) -> None:
     """Utility before and after over the written file (:mod:`safeshare.workflows.before_after`):
     each column's categories in the input and released, and a ``subgroup-suppressed`` warning
-    where a category of at least 11 records loses more than half of them."""
+    where a category of at least 11 records loses more than half of them. ``counts``: the kept
+    columns' released counts the disclosure check read from the file (not read again)."""
     from safeshare.workflows.before_after import before_after
 
     t0 = time.perf_counter()
@@ -258,7 +268,7 @@ def _add_before_after(
     result = plan.global_result if isinstance(plan, LocalRecodingResult) else plan
     assert release.verification is not None
     columns = release.verification.checks.get("columns", [])
-    found = before_after(result, engine, staged, fmt, delimiter, columns, mixed=mixed)
+    found = before_after(result, engine, staged, fmt, delimiter, columns, mixed=mixed, released=counts)
     release.before_after = found.to_dict()
     release.warnings += found.warnings()
     release.timings["before_after"] = time.perf_counter() - t0
@@ -273,10 +283,11 @@ def _add_disclosure_and_evidence(
     out_dir: Path,
     fmt: OutputFormat,
     delimiter: str,
-) -> None:
+) -> dict[str, dict[str, int]]:
     """The disclosure warnings and the informed adversary over the written file
     (:func:`~safeshare.workflows.release_evidence.release_disclosure`), then the evidence
-    (:func:`~safeshare.workflows.release_evidence.release_evidence`)."""
+    (:func:`~safeshare.workflows.release_evidence.release_evidence`); the kept columns' released
+    counts read by the same scan of the file (for the before / after)."""
     from safeshare.workflows.release_evidence import release_disclosure, release_evidence
 
     t0 = time.perf_counter()
@@ -292,7 +303,7 @@ def _add_disclosure_and_evidence(
         else None
     )
     released_columns = verification.checks.get("columns", [])
-    warnings, informed = release_disclosure(
+    warnings, informed, counts = release_disclosure(
         staged, fmt, result, released_columns, delimiter, context.missing, release.privacy.k
     )
     release.warnings += warnings
@@ -319,6 +330,7 @@ def _add_disclosure_and_evidence(
     )
     release.evidence = evidence.to_dict()
     release.timings["evidence"] = time.perf_counter() - t0
+    return counts
 
 
 def protected_files(context: ReleaseContext, schema: Schema) -> dict[str, list[Path]]:

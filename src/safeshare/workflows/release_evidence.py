@@ -74,10 +74,14 @@ def release_disclosure(
     delimiter: str,
     missing: Sequence[str],
     k: int | None,
-) -> tuple[list[ReportWarning], dict[str, Any] | None]:
-    """The disclosure warnings of the written ``release`` as report warnings, and the informed
+) -> tuple[list[ReportWarning], dict[str, Any] | None, dict[str, dict[str, int]]]:
+    """The disclosure warnings of the written ``release`` as report warnings, the informed
     adversary's figures (report.json's ``informed_adversary``; ``None`` without kept shifted dates
-    or coarse pseudonyms). ``k``: the release's k-anonymity (``None`` without)."""
+    or coarse pseudonyms) and value -> released records of each kept column of at most
+    :data:`~safeshare.workflows.before_after.MAX_CATEGORIES` values, from the same scan (the
+    before / after's). ``k``: the release's k-anonymity (``None`` without)."""
+    from safeshare.workflows.before_after import MAX_CATEGORIES
+
     schema = result.schema
     found = disclosure_check(
         release,
@@ -90,9 +94,11 @@ def release_disclosure(
         shifted_dates=kept_shifted_dates(schema, released_columns),
         pseudonyms=[c for c in released_columns if schema.role(c) is Role.PSEUDONYM],
         k=k,
+        value_counts=MAX_CATEGORIES,
     )
     warnings = [ReportWarning(w.code, w.message, w.columns, w.value) for w in found.warnings]
-    return warnings, found.adversary.to_dict() if found.adversary is not None else None
+    informed = found.adversary.to_dict() if found.adversary is not None else None
+    return warnings, informed, found.counts
 
 
 def release_evidence(
