@@ -357,3 +357,39 @@ def test_the_frequency_table_reads_a_csv_input_once() -> None:
     engine.close()
     assert len(reads) == 1, reads
     assert int(table.counts.sum()) == 32_561
+
+
+def test_a_repeated_parquet_release_is_each_row_repeated_for_its_records(tmp_path: Path) -> None:
+    """``write_repeated_parquet`` (the grouped Parquet release): the distinct rows, each
+    repeated for its records in their order, every type kept, NULLs kept and every column
+    nullable, in row groups of the size given; no record gives an empty file of the schema."""
+    import datetime
+
+    import pyarrow as pa
+
+    from safeshare.data.engines.duckdb_engine import write_repeated_parquet
+
+    rows = pa.table(
+        {
+            "label": pa.array(["a", None, "c", "d"], pa.string()),
+            "n": pa.array([1, 2, None, 4], pa.int32()),
+            "day": pa.array([datetime.date(2022, 1, 1), None, datetime.date(1999, 12, 31), None]),
+            "__safeshare_n": pa.array([3, 1, 0, 5], pa.int64()),
+        }
+    )
+    target = tmp_path / "r.parquet"
+    assert write_repeated_parquet(rows, target, row_group=4) == 9
+    got = pq.read_table(target)
+    want = rows.drop_columns(["__safeshare_n"]).take(pa.array(np.repeat(np.arange(4), [3, 1, 0, 5])))
+    assert got.to_pylist() == want.to_pylist()
+    assert [f.type for f in got.schema] == [pa.string(), pa.int32(), pa.date32()]
+    meta = pq.ParquetFile(target).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 1]
+    schema = pq.ParquetFile(target).schema
+    assert {schema.column(i).max_definition_level for i in range(len(schema))} == {1}
+    again = tmp_path / "again.parquet"
+    write_repeated_parquet(rows, again, row_group=4)
+    assert sha256(again) == sha256(target)
+    empty = tmp_path / "empty.parquet"
+    assert write_repeated_parquet(rows.slice(0, 0), empty) == 0
+    assert pq.read_table(empty).num_rows == 0 and pq.read_table(empty).column_names == ["label", "n", "day"]
