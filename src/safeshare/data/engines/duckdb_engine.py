@@ -81,7 +81,7 @@ released columns, and only the distinct rows are labelled, sorted and then repea
 their records (``unnest(range(n))``): the same rows in the same order, but a sort of the
 distinct rows instead of every record (:func:`_grouped_rows`, into a temporary table on
 every thread, then :func:`_repeated_rows` written on one thread, or for Parquet repeated and
-written by pyarrow, :func:`write_repeated_parquet`, in half the time of DuckDB's writer; 10 million
+written by pyarrow, :func:`write_repeated_parquet`, faster than DuckDB's writer; 10 million
 resampled Adult records: 29,096 rows to sort). The labels are VARCHAR (an ENUM
 column's Parquet statistics vary from run to run). The target is written through
 :func:`safeshare.io.atomic_path`. For a CSV release each row is formatted in
@@ -1549,8 +1549,10 @@ def write_repeated_parquet(rows: pa.Table, target: Path, row_group: int = PARQUE
     What :func:`_repeated_rows` gives DuckDB's ``COPY``, written by pyarrow: one row group of
     ``row_group`` rows at a time, each taken from the few distinct rows (``searchsorted`` of the
     row numbers in the cumulative counts), so memory is one row group whatever the records. The
-    writer dictionary-encodes each column itself (DuckDB's Parquet writer took 7.4-8.1 s for 10
-    million such rows, on one thread, against about 4 s here). The file is a function of the rows
+    writer dictionary-encodes each column itself. For 10 million resampled Adult records DuckDB's
+    ``COPY`` of :func:`_repeated_rows` took 7.4-8.1 s on one thread in a slow period of the host,
+    pyarrow about 4.4 s; in a fast one the run's write phase went from 3.8 to 2.7 s
+    (docs/benchmarks.md, issue 36). The file is a function of the rows
     alone: the same bytes whatever the thread count or the input's order. Every column may be
     NULL (as in the ungrouped release's file) and keeps its type (a string view as string).
     """
