@@ -10,6 +10,7 @@ a record. A Parquet release keeps the input's type for the columns it releases v
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from safeshare.data.engines.duckdb_engine import DuckDBEngine
 from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.source import MAX_LINE_BYTES, TableSource, first_long_line
 from safeshare.errors import DataError
 from safeshare.verify.sql import MAX_RELEASE_LINE, release_relation
-from tests.conftest import run_cli
+from tests.conftest import examples, run_cli
 
 ENGINES = ("memory", "duckdb")
 N = 200
@@ -167,6 +170,26 @@ def test_the_long_line_scan_finds_the_line_across_chunks(tmp_path: Path) -> None
     assert first_long_line(TableSource(path)) == (2, 3 * (1 << 24) + 2)
     with pytest.raises(DataError, match=r"x\.csv line 2: "):
         DuckDBEngine(TableSource(path))
+
+
+@settings(max_examples=examples(200, 60), deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 40), min_size=1, max_size=30),
+    limit=st.integers(1, 30),
+    end=st.booleans(),
+    cr=st.booleans(),
+)
+def test_the_long_line_scan_is_exact(lengths: list[int], limit: int, end: bool, cr: bool) -> None:
+    """:func:`first_long_line` (a window check of the file, then the exact scan only where a
+    window holds no line end) against the lines counted one by one: the first line longer than
+    the limit, its line end not counted (a CR is part of the line), or none."""
+    lines = [("x" * (n - 1) + "\r" if cr and n else "x" * n) for n in lengths]
+    text = "\n".join(lines) + ("\n" if end else "")
+    want = next(((i + 1, len(line)) for i, line in enumerate(lines) if len(line) > limit), None)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.csv"
+        path.write_bytes(text.encode())
+        assert first_long_line(TableSource(path), limit) == want
 
 
 def typed_parquet(path: Path) -> Path:
