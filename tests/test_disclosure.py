@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,9 @@ from safeshare.data.engines.memory import MemoryEngine
 from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models.risk import RiskThreshold
+from safeshare.verify import Expectations, verify_release
 from safeshare.verify.disclosure import DisclosureWarning, disclosure_check, disclosure_warnings
+from safeshare.verify.sql import ROW_RECORDS
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
 from tests.conftest import ADULT_DIR, examples
@@ -169,9 +173,36 @@ def test_figures_equal_a_direct_computation_over_the_release(
         else:
             frame.to_parquet(path, index=False)
         got = _codes(disclosure_warnings(path, fmt, ["q1", "q2"], ["v"], ["v"]))
+        # the same warnings from the verifier's distinct rows of the file, which a publication
+        # hands on (Verification.rows), as from the check's own scan of it
+        rows = rows_read_by_the_verifier(path, fmt, frame, ["q1", "q2"])
+        assert rows is not None and int(pa.compute.sum(rows.column(ROW_RECORDS)).as_py()) == n
+        own = disclosure_check(path, fmt, ["q1", "q2"], ["v"], ["v"], value_counts=10)
+        handed = disclosure_check(
+            Path(tmp) / "absent", fmt, ["q1", "q2"], ["v"], ["v"], value_counts=10, rows=rows
+        )
+        assert [w.to_dict() for w in handed.warnings] == [w.to_dict() for w in own.warnings]
+        assert handed.counts == own.counts
     assert got.keys() == expected.keys()
     for code, value in expected.items():
         assert got[code] == pytest.approx(value)
+
+
+def rows_read_by_the_verifier(path: Path, fmt: str, frame: pd.DataFrame, qis: list[str]) -> pa.Table | None:
+    """:attr:`Verification.rows` of the release at ``path`` (``frame`` as written), the
+    verifier asked to keep them."""
+    expected = Expectations(
+        columns=list(frame.columns),
+        quasi_identifiers=qis,
+        allowed_labels={q: set(frame[q].astype(str)) for q in qis},
+        records_in=len(frame),
+        max_suppression=0.0,
+    )
+    verification = verify_release(path, fmt, expected, keep_rows=1 << 18)
+    plain = verify_release(path, fmt, expected)
+    assert verification.to_dict() == plain.to_dict() and verification.labels == plain.labels
+    assert plain.rows is None
+    return verification.rows
 
 
 def test_the_adult_demo_warns_only_of_classes_that_share_the_commonest_value(tmp_path: Path) -> None:
@@ -279,6 +310,11 @@ def test_the_informed_adversary_equals_its_definition(
     with tempfile.TemporaryDirectory() as tmp:
         path = _write(frame, Path(tmp) / "r.csv")
         found = disclosure_check(path, "csv", ["sex"], shifted_dates=dates, pseudonyms=["zip"], k=k)
+        rows = rows_read_by_the_verifier(path, "csv", frame, ["sex"])
+        handed = disclosure_check(
+            path, "csv", ["sex"], shifted_dates=dates, pseudonyms=["zip"], k=k, rows=rows
+        )
+    assert handed == found  # from the verifier's distinct rows of the file as from the file
     adversary = found.adversary
     assert adversary is not None
     coarse = bool(adversary.coarse_pseudonyms)  # 3 zips are coarse once there are more than 2 records
@@ -404,13 +440,20 @@ def test_the_kept_columns_counts_are_the_files_and_only_for_few_values(tmp_path:
     assert disclosure_check(path, fmt, ["q"], ["ward", "dx"]).counts == {}  # none asked for
 
 
-def test_a_publication_reads_the_kept_columns_counts_once(
+def test_a_publication_reads_the_release_once_for_the_verifier_the_warnings_and_the_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The Adult demo's before / after takes its kept columns' released counts from the
-    disclosure check's scan of the file: it reads the file for none of them (each a scan of the
-    whole release: about 3 s of a 1 GB CSV release of 10 million records)."""
+    """The Adult demo's disclosure check sums the verifier's distinct rows of the file, and its
+    before / after takes the kept columns' released counts from the disclosure check: neither
+    reads the file (each read a scan of the whole release: about 2-3 s for a 1 GB CSV release of
+    10 million records). The warnings are those of the check's own scan (the demo's three)."""
+    from safeshare.verify import disclosure
     from safeshare.workflows import before_after
+
+    def unread(*args: object) -> str:
+        raise AssertionError("the disclosure check read the release file")
+
+    monkeypatch.setattr(disclosure, "release_relation", unread)
 
     asked: list[list[str]] = []
     read = before_after._released_counts
@@ -427,6 +470,10 @@ def test_a_publication_reads_the_kept_columns_counts_once(
         Anonymizer(cfg.spec()).fit(engine), engine, tmp_path / "out", html=False, context=context
     )
     assert asked == [[]]
+    homogeneous = {
+        w["columns"][0] for w in published.report["warnings"] if w["code"] == "homogeneous-classes"
+    }
+    assert homogeneous == {"capital-gain", "capital-loss", "hours-per-week"}
     columns = {c["column"]: c for c in published.report["before_after"]["columns"]}
     tabulated = [c for c, col in columns.items() if col["role"] != "quasi" and not col["skipped"]]
     assert tabulated  # the counts given were used: the kept columns of few values are tabulated

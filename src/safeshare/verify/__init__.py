@@ -20,7 +20,9 @@ Checks:
   (the file is scanned once for all of these: one ``GROUP BY`` of the quasi-identifiers
   into a temporary table of classes and sizes, from which the record count, the labels
   and the class sizes are read; at 5 million rows a scan per check was two thirds of
-  the run);
+  the run; asked to keep the release's distinct rows, that scan groups every column and the
+  classes are summed from them, which the disclosure check then reads instead of the file:
+  ``keep_rows`` of :func:`verify_release`);
 * the number of suppressed records, ``N_in - N_out``, is within the limit
   ``floor(max_suppression * N_in)``;
 * privacy models over sensitive columns (l-diversity, t-closeness,
@@ -52,12 +54,14 @@ Checks:
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from safeshare.numerics import suppression_limit
 from safeshare.verify import control
@@ -70,7 +74,7 @@ from safeshare.verify.profiles import LinkExpectations, check_profile_anonymity,
 from safeshare.verify.risk import check_risk, risk_figures
 from safeshare.verify.sensitive import check_l_diversity, check_t_closeness, t_closeness_figures
 from safeshare.verify.small_cells import check_small_cells
-from safeshare.verify.sql import quote, release_relation, too_long_a_line
+from safeshare.verify.sql import ROW_RECORDS, quote, release_relation, too_long_a_line
 from safeshare.verify.truth import TruthExpectations, check_truth
 
 #: Roles whose columns appear in a release (generalized or unchanged); every other column is dropped.
@@ -135,6 +139,11 @@ class Verification:
     #: ""), as the verifier read them from its one scan: the evidence's released labels, without
     #: a scan of its own (not in :meth:`to_dict`: report.json gives them in its evidence)
     labels: dict[str, list[str]] = field(default_factory=dict)
+    #: the release's distinct rows, every column as read, with their records (column
+    #: :data:`~safeshare.verify.sql.ROW_RECORDS`), from the same scan, when asked for and no more
+    #: than asked (:func:`verify_release`'s ``keep_rows``), else ``None``: the disclosure
+    #: check's input, without a scan of its own (not in :meth:`to_dict`)
+    rows: pa.Table | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -220,32 +229,44 @@ def judge_release(
     return suppressed
 
 
-def verify_release(path: Path, fmt: str, expected: Expectations) -> Verification:
+#: The memory limit and the spill directory of the verifier's DuckDB when it keeps the release's
+#: distinct rows (their grouping may hold as many rows as records): the disclosure check's.
+ROWS_MEMORY_LIMIT = "512MB"
+
+
+def verify_release(path: Path, fmt: str, expected: Expectations, keep_rows: int = 0) -> Verification:
     """Re-read the release at ``path`` and check it against ``expected``. A CSV release with a
     line longer than the verifier reads fails, the line not shown
-    (:func:`~safeshare.verify.sql.too_long_a_line`)."""
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 2")
-        return _verify(con, path, fmt, expected)
-    except duckdb.InvalidInputException as error:
-        failure = too_long_a_line(error)
-        if failure is None:
-            raise
-        return Verification(
-            passed=False,
-            records_out=0,
-            suppressed_records=0,
-            min_class_size=0,
-            equivalence_classes=0,
-            failures=[failure],
-            checks={},
-        )
-    finally:
-        con.close()
+    (:func:`~safeshare.verify.sql.too_long_a_line`).
+
+    ``keep_rows`` > 0: the one scan of the file groups every column, the classes are summed from
+    those distinct rows, and they are returned (:attr:`Verification.rows`) when there are no more
+    than ``keep_rows`` of them (that grouping runs within :data:`ROWS_MEMORY_LIMIT`, spilling to
+    a private directory)."""
+    with tempfile.TemporaryDirectory(prefix="safeshare-verify-") as spill:
+        con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
+        try:
+            return _verify(con, path, fmt, expected, keep_rows)
+        except duckdb.InvalidInputException as error:
+            failure = too_long_a_line(error)
+            if failure is None:
+                raise
+            return Verification(
+                passed=False,
+                records_out=0,
+                suppressed_records=0,
+                min_class_size=0,
+                equivalence_classes=0,
+                failures=[failure],
+                checks={},
+            )
+        finally:
+            con.close()
 
 
-def _verify(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expectations) -> Verification:
+def _verify(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expectations, keep_rows: int = 0
+) -> Verification:
     """:func:`verify_release` on the open connection ``con``."""
     rel = release_relation(Path(path), fmt, expected.delimiter)
     failures: list[str] = []
@@ -257,12 +278,26 @@ def _verify(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expe
     # sizes. Records, labels, class sizes and suppression are all read from this aggregate.
     labels: dict[str, set[str]] = {}
     min_size, n_classes = 0, 0
+    rows: pa.Table | None = None
     if qis:
         aliases = [f"q{i}" for i in range(len(qis))]
         select = ", ".join(f"CAST({quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True))
         by = ", ".join(str(i + 1) for i in range(len(qis)))
+        source, count = rel, "COUNT(*)"
+        if keep_rows > 0 and ROW_RECORDS not in columns:  # every column's distinct rows, then the classes
+            every = ", ".join(quote(c) for c in columns)
+            con.execute(f"SET memory_limit = '{ROWS_MEMORY_LIMIT}'")
+            con.execute(
+                f"CREATE TEMP TABLE release_rows AS SELECT {every}, COUNT(*) AS {ROW_RECORDS} FROM {rel} "
+                "GROUP BY ALL"
+            )
+            con.execute("RESET memory_limit")
+            source, count = "release_rows", f"CAST(SUM({ROW_RECORDS}) AS BIGINT)"
+            (distinct,) = con.execute("SELECT COUNT(*) FROM release_rows").fetchall()[0]
+            if int(distinct) <= keep_rows:
+                rows = con.sql("SELECT * FROM release_rows").to_arrow_table()
         con.execute(
-            f"CREATE TEMP TABLE release_classes AS SELECT {select}, COUNT(*) AS n FROM {rel} GROUP BY {by}"
+            f"CREATE TEMP TABLE release_classes AS SELECT {select}, {count} AS n FROM {source} GROUP BY {by}"
         )
         row = con.execute(
             "SELECT COALESCE(SUM(n), 0), COALESCE(MIN(n), 0), COUNT(*) FROM release_classes"
@@ -320,6 +355,7 @@ def _verify(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expe
         failures=failures,
         checks=checks,
         labels={qi: sorted(values) for qi, values in labels.items()},
+        rows=rows,
     )
 
 

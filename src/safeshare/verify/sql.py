@@ -58,3 +58,8 @@ def too_long_a_line(error: Exception) -> str | None:
         "verifier reads, so the release cannot be checked (the line is not shown); release the long "
         "columns in a Parquet release, or leave them out"
     )
+
+
+#: The column of records of each distinct row of a release, in the verifier's table of them
+#: (:attr:`safeshare.verify.Verification.rows`), which the disclosure check reads instead of the file.
+ROW_RECORDS = "__safeshare_records"

@@ -17,10 +17,11 @@ table, and the report may travel with the release. Columns with more than
 
 The quasi-identifiers' figures come from the search's frequency table (its rows' released mask);
 the kept columns' *before* from the engine (one grouping of the input) and *after* from the
-written release, re-read with DuckDB as a recipient would: by the disclosure check's scan of it
-(:attr:`safeshare.verify.disclosure.Disclosure.counts`, when a publication gives them), else here. Counts are of records (a person key's
-people are not counted here: the suppression limit counts records too). A locally recoded release
-reports its kept columns only: its quasi-identifiers mix levels per record.
+written release, re-read with DuckDB as a recipient would: in a publication by the verifier's
+one scan, whose distinct rows the disclosure check sums
+(:attr:`safeshare.verify.disclosure.Disclosure.counts`), else here. Counts are of records (a
+person key's people are not counted here: the suppression limit counts records too). A locally
+recoded release reports its kept columns only: its quasi-identifiers mix levels per record.
 """
 
 from __future__ import annotations

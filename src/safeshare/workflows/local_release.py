@@ -48,6 +48,7 @@ from safeshare.verify import (
 )
 from safeshare.workflows.local_recoding import LocalRecodingResult
 from safeshare.workflows.release import (
+    KEPT_ROWS,
     PublishedRelease,
     ReleaseContext,
     _version,
@@ -136,7 +137,7 @@ def stage_local_release(
         expected = replace(
             expected, truth=truth_expectations(result.global_result.schema, result.table, engine)
         )
-    verification = verify_release(stage / name, fmt, expected)
+    verification = verify_release(stage / name, fmt, expected, keep_rows=KEPT_ROWS)
     timings["verify"] = time.perf_counter() - start
     check_verified(verification, written, result.suppressed_records, "local recoding")
     return verification

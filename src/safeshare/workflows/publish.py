@@ -304,8 +304,16 @@ def _add_disclosure_and_evidence(
     )
     released_columns = verification.checks.get("columns", [])
     warnings, informed, counts = release_disclosure(
-        staged, fmt, result, released_columns, delimiter, context.missing, release.privacy.k
+        staged,
+        fmt,
+        result,
+        released_columns,
+        delimiter,
+        context.missing,
+        release.privacy.k,
+        verification.rows,
     )
+    verification.rows = None  # read: not held longer
     release.warnings += warnings
     release.informed_adversary = informed
     evidence = release_evidence(

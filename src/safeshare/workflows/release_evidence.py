@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from safeshare.data.identifiers import IdentifierTreatment
 from safeshare.data.schema import Role, Schema
 from safeshare.io import files_of
@@ -74,12 +76,15 @@ def release_disclosure(
     delimiter: str,
     missing: Sequence[str],
     k: int | None,
+    rows: pa.Table | None = None,
 ) -> tuple[list[ReportWarning], dict[str, Any] | None, dict[str, dict[str, int]]]:
     """The disclosure warnings of the written ``release`` as report warnings, the informed
     adversary's figures (report.json's ``informed_adversary``; ``None`` without kept shifted dates
     or coarse pseudonyms) and value -> released records of each kept column of at most
     :data:`~safeshare.workflows.before_after.MAX_CATEGORIES` values, from the same scan (the
-    before / after's). ``k``: the release's k-anonymity (``None`` without)."""
+    before / after's). ``k``: the release's k-anonymity (``None`` without); ``rows``: the
+    release's distinct rows as the verifier read them (:attr:`Verification.rows`), read instead
+    of the file."""
     from safeshare.workflows.before_after import MAX_CATEGORIES
 
     schema = result.schema
@@ -95,6 +100,7 @@ def release_disclosure(
         pseudonyms=[c for c in released_columns if schema.role(c) is Role.PSEUDONYM],
         k=k,
         value_counts=MAX_CATEGORIES,
+        rows=rows,
     )
     warnings = [ReportWarning(w.code, w.message, w.columns, w.value) for w in found.warnings]
     informed = found.adversary.to_dict() if found.adversary is not None else None
