@@ -232,6 +232,20 @@ def test_unicode_whitespace_is_stripped_like_str_strip(tmp_path: Path) -> None:
     assert set(duck.grouped_counts(["v"])["v"]) == {v.strip() for v in values}
 
 
+@pytest.mark.parametrize("columns", [1, 3])
+def test_lines_of_blanks_are_skipped_as_pandas_skips_them(tmp_path: Path, columns: int) -> None:
+    """Lines of spaces or tabs only and empty lines among the records: both engines skip them
+    (the DuckDB engine filters blank lines only where they can read as records: in a one-column
+    file, or once a short line has turned padding on)."""
+    header = ",".join(f"c{j}" for j in range(columns))
+    records = [",".join(f"v{i % 4}{j}" for j in range(columns)) for i in range(30)]
+    lines = [header, *records[:10], "   ", *records[10:20], "\t", "", *records[20:], " \t "]
+    path = tmp_path / "blanks.csv"
+    path.write_text("\n".join(lines) + "\n")
+    _memory, duck = assert_same_reading(TableSource(path))
+    assert int(duck.grouped_counts(["c0"])[COUNT_COLUMN].sum()) == 30
+
+
 def test_doubles_render_as_python_repr(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     bits = rng.integers(0, 2**63, 5000, dtype=np.uint64).view(np.float64)
