@@ -623,6 +623,23 @@ def format_beside_arx(r: dict[str, Any]) -> tuple[str, bool]:
     return "\n".join(lines), ok_duck and ok_mem
 
 
+def bytecode_note() -> str:
+    """Whether the command line's runs load safeshare's modules from bytecode, as a user's do
+    (issue 36: where ``PYTHONDONTWRITEBYTECODE`` is set and nothing compiled them, every run
+    compiled about 1,000 modules from source, some 2.5 s of its CPU; ``make warm`` compiles them)."""
+    import importlib.util
+
+    import safeshare.cli
+
+    cached = Path(importlib.util.cache_from_source(safeshare.cli.__file__)).exists()
+    if cached or not sys.flags.dont_write_bytecode:
+        return "safeshare's modules: loaded from bytecode"
+    return (
+        "safeshare's modules: NOT compiled to bytecode and PYTHONDONTWRITEBYTECODE is set: every CLI "
+        "run below compiles them (about 2.5 s of CPU); run `make warm` first"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -640,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick and args.arx_rows == ARX_ROWS:
         args.arx_rows = 1_000_000
     passed = True
+    print(bytecode_note(), flush=True)
     if not args.only_arx and not args.only_shapes:
         passed = scale_main(args)
     if not args.only_arx and not args.no_shapes:
