@@ -36,6 +36,7 @@ from safeshare.data.engines.duckdb_engine import WHITESPACE, machine_defaults, r
 from safeshare.data.schema import Attribute, Role
 from safeshare.data.source import TableSource
 from safeshare.errors import DataError
+from safeshare.resources import duckdb_memory_limit
 from safeshare.workflows.anonymizer import AnonymizationResult
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
@@ -589,6 +590,33 @@ def test_machine_defaults_quarter_of_memory_capped(
     total_gb: float, cpus: int, expected: tuple[str, int]
 ) -> None:
     assert machine_defaults(int(total_gb * 2**30), cpus) == expected
+    # the readers of a written release (verifier, disclosure check, before / after) take the same
+    assert duckdb_memory_limit(int(total_gb * 2**30)) == expected[0]
+
+
+def test_the_readers_of_a_release_run_within_the_machines_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disclosure check and the before / after open DuckDB with the machine's limit
+    (:func:`duckdb_memory_limit`), not a fixed 512 MB: on a machine of 1 GB, 256 MB."""
+    from safeshare import resources
+    from safeshare.verify.disclosure import disclosure_check
+    from safeshare.workflows import before_after
+
+    limits: list[object] = []
+    connect = duckdb.connect
+
+    def recorded(*args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+        limits.append((kwargs.get("config") or {}).get("memory_limit"))
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(resources.psutil, "virtual_memory", lambda: type("M", (), {"total": 2**30})())
+    monkeypatch.setattr(duckdb, "connect", recorded)
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"q": ["a", "b"] * 5, "v": ["x"] * 10}).to_csv(path, index=False)
+    disclosure_check(path, "csv", ["q"], ["v"])
+    before_after._released_counts(path, "csv", ",", ["v"])
+    assert limits == ["256MB", "256MB"]
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,41 @@ import psutil
 
 from safeshare.errors import ResourceError
 
-__all__ = ["available_memory", "check_memory", "format_bytes", "read_json_resource", "resource_json"]
+__all__ = [
+    "DUCKDB_MEMORY_MB",
+    "available_memory",
+    "check_memory",
+    "duckdb_memory_limit",
+    "duckdb_memory_mb",
+    "format_bytes",
+    "read_json_resource",
+    "resource_json",
+]
+
+#: The bounds, MB, of DuckDB's memory limit when none is configured: a quarter of the machine's
+#: memory within them (:func:`duckdb_memory_mb`). The DuckDB engine's default
+#: (:func:`safeshare.data.engines.duckdb_engine.machine_defaults`) and the limit of every reader of a
+#: written release (the verifier's grouping of its rows, the disclosure check, the before / after).
+#: The cap keeps the process under 1 GB: its peak resident memory is about the limit plus 350 MB
+#: (the interpreter with pandas, pyarrow and DuckDB loaded, ~230 MB, and DuckDB's allocations
+#: outside its buffer pool). Spilling costs little CPU: 5M rows (docs/benchmarks.md) take
+#: 16.6-17.4 s of user time with any limit from 512 MB to 2 GB, while the peak goes from 0.85 GB
+#: to 2.3 GB.
+DUCKDB_MEMORY_MB = (256, 512)
+
+
+def duckdb_memory_mb(total_bytes: int | None = None) -> int:
+    """DuckDB's memory limit, MB, when none is configured: a quarter of this machine's memory (or
+    of ``total_bytes``) within :data:`DUCKDB_MEMORY_MB`."""
+    total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
+    low, high = DUCKDB_MEMORY_MB
+    return max(low, min(high, total // 2**20 // 4))
+
+
+def duckdb_memory_limit(total_bytes: int | None = None) -> str:
+    """:func:`duckdb_memory_mb` as DuckDB's setting (``"488MB"``)."""
+    return f"{duckdb_memory_mb(total_bytes)}MB"
+
 
 _CGROUP_FILES = (
     ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2

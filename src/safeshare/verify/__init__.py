@@ -64,6 +64,7 @@ import duckdb
 import pyarrow as pa
 
 from safeshare.numerics import suppression_limit
+from safeshare.resources import duckdb_memory_limit
 from safeshare.verify import control
 from safeshare.verify.cdc_rules import check_cdc_rules
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
@@ -229,11 +230,6 @@ def judge_release(
     return suppressed
 
 
-#: The memory limit and the spill directory of the verifier's DuckDB when it keeps the release's
-#: distinct rows (their grouping may hold as many rows as records): the disclosure check's.
-ROWS_MEMORY_LIMIT = "512MB"
-
-
 def verify_release(path: Path, fmt: str, expected: Expectations, keep_rows: int = 0) -> Verification:
     """Re-read the release at ``path`` and check it against ``expected``. A CSV release with a
     line longer than the verifier reads fails, the line not shown
@@ -241,8 +237,9 @@ def verify_release(path: Path, fmt: str, expected: Expectations, keep_rows: int 
 
     ``keep_rows`` > 0: the one scan of the file groups every column, the classes are summed from
     those distinct rows, and they are returned (:attr:`Verification.rows`) when there are no more
-    than ``keep_rows`` of them (that grouping runs within :data:`ROWS_MEMORY_LIMIT`, spilling to
-    a private directory)."""
+    than ``keep_rows`` of them (that grouping may hold as many rows as records: it runs within
+    the machine's DuckDB memory limit, :func:`safeshare.resources.duckdb_memory_limit`, as the
+    disclosure check does, spilling to a private directory)."""
     with tempfile.TemporaryDirectory(prefix="safeshare-verify-") as spill:
         con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
         try:
@@ -286,7 +283,7 @@ def _verify(
         source, count = rel, "COUNT(*)"
         if keep_rows > 0 and ROW_RECORDS not in columns:  # every column's distinct rows, then the classes
             every = ", ".join(quote(c) for c in columns)
-            con.execute(f"SET memory_limit = '{ROWS_MEMORY_LIMIT}'")
+            con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
             con.execute(
                 f"CREATE TEMP TABLE release_rows AS SELECT {every}, COUNT(*) AS {ROW_RECORDS} FROM {rel} "
                 "GROUP BY ALL"

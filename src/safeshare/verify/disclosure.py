@@ -62,6 +62,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from safeshare.resources import duckdb_memory_limit
 from safeshare.verify.informed import (
     InformedAdversary,
     KeptShiftedDate,
@@ -126,7 +127,7 @@ def disclosure_warnings(
     delimiter: str = ",",
     missing: Sequence[str] = (),
     unique_share: float = UNIQUE_SHARE,
-    memory_limit: str = "512MB",
+    memory_limit: str | None = None,
     shifted_dates: Sequence[KeptShiftedDate] = (),
     pseudonyms: Sequence[str] = (),
     k: int | None = None,
@@ -157,7 +158,7 @@ def disclosure_check(
     delimiter: str = ",",
     missing: Sequence[str] = (),
     unique_share: float = UNIQUE_SHARE,
-    memory_limit: str = "512MB",
+    memory_limit: str | None = None,
     shifted_dates: Sequence[KeptShiftedDate] = (),
     pseudonyms: Sequence[str] = (),
     k: int | None = None,
@@ -183,7 +184,8 @@ def disclosure_check(
     if not 0 < unique_share < 1:
         raise ValueError(f"unique_share must be in (0, 1), got {unique_share!r}")
     with tempfile.TemporaryDirectory(prefix="safeshare-disclosure-") as spill:
-        con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2, "temp_directory": spill})
+        limit = duckdb_memory_limit() if memory_limit is None else memory_limit
+        con = duckdb.connect(config={"memory_limit": limit, "threads": 2, "temp_directory": spill})
         read = [*quasi_identifiers, *kept_columns, *sensitive_columns, *(d.column for d in shifted_dates)]
         if rows is not None and {*read, *pseudonyms, ROW_RECORDS} <= set(rows.column_names):
             con.register("__safeshare_release_rows", rows)

@@ -196,13 +196,15 @@ def _released_counts(
     """Value -> released records of each of ``columns``, from the written release (DuckDB)."""
     import duckdb
 
+    from safeshare.resources import duckdb_memory_limit
     from safeshare.verify.sql import quote, release_relation
 
     out: dict[str, dict[str, int]] = {c: {} for c in columns}
     if not columns:
         return out
     with tempfile.TemporaryDirectory(prefix="safeshare-before-after-") as spill:
-        con = duckdb.connect(config={"memory_limit": "512MB", "threads": 2, "temp_directory": spill})
+        limit = duckdb_memory_limit()  # the machine's, as the engine's default
+        con = duckdb.connect(config={"memory_limit": limit, "threads": 2, "temp_directory": spill})
         try:
             rel = release_relation(staged, fmt, delimiter)
             raw = ", ".join(quote(c) for c in columns)

@@ -151,6 +151,7 @@ from safeshare.data.source import (
 )
 from safeshare.errors import DataError, InputError
 from safeshare.io import atomic_path
+from safeshare.resources import DUCKDB_MEMORY_MB, duckdb_memory_mb
 
 #: Every character that ``str.strip()`` (hence pandas' ``Series.str.strip``) removes, i.e.
 #: ``"".join(filter(str.isspace, map(chr, range(0x110000))))`` (checked by the tests).
@@ -385,12 +386,9 @@ class _Column:
         return self.key(self.raw)
 
 
-#: the default memory limit's bounds, MB. The cap keeps the process under 1 GB: its peak
-#: resident memory is about the limit plus 350 MB (the interpreter with pandas, pyarrow and
-#: DuckDB loaded, ~230 MB, and DuckDB's allocations outside its buffer pool). Spilling
-#: costs little CPU: 5M rows (docs/benchmarks.md) take 16.6-17.4 s of user time with any
-#: limit from 512 MB to 2 GB, while the peak goes from 0.85 GB to 2.3 GB.
-DEFAULT_MEMORY_MB = (256, 512)
+#: the default memory limit's bounds, MB (:data:`safeshare.resources.DUCKDB_MEMORY_MB`, which
+#: says why)
+DEFAULT_MEMORY_MB = DUCKDB_MEMORY_MB
 
 
 def machine_defaults(total_bytes: int | None = None, cpus: int | None = None) -> tuple[str, int]:
@@ -399,9 +397,7 @@ def machine_defaults(total_bytes: int | None = None, cpus: int | None = None) ->
     between 256 MB and 512 MB (:data:`DEFAULT_MEMORY_MB`; beyond the limit DuckDB spills to
     ``temp_directory``, so peak memory depends neither on the machine's load nor on the
     data's size), and one thread per CPU, at most 8."""
-    total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
-    low, high = DEFAULT_MEMORY_MB
-    memory_mb = max(low, min(high, total // 2**20 // 4))
+    memory_mb = duckdb_memory_mb(total_bytes)
     cpu_count = (psutil.cpu_count(logical=True) or 1) if cpus is None else cpus
     threads = max(1, min(8, cpu_count))
     return f"{memory_mb}MB", threads
