@@ -186,8 +186,8 @@ def disclosure_check(
     with tempfile.TemporaryDirectory(prefix="safeshare-disclosure-") as spill:
         limit = duckdb_memory_limit() if memory_limit is None else memory_limit
         con = duckdb.connect(config={"memory_limit": limit, "threads": 2, "temp_directory": spill})
-        read = [*quasi_identifiers, *kept_columns, *sensitive_columns, *(d.column for d in shifted_dates)]
-        if rows is not None and {*read, *pseudonyms, ROW_RECORDS} <= set(rows.column_names):
+        read = _columns_read(quasi_identifiers, kept_columns, sensitive_columns, shifted_dates, pseudonyms)
+        if rows is not None and {*read, ROW_RECORDS} <= set(rows.column_names):
             con.register("__safeshare_release_rows", rows)
             source, count = "__safeshare_release_rows", f"CAST(SUM({ROW_RECORDS}) AS BIGINT)"
         else:
@@ -209,6 +209,17 @@ def disclosure_check(
             )
         finally:
             con.close()
+
+
+def _columns_read(
+    qis: Sequence[str],
+    kept: Sequence[str],
+    sensitive: Sequence[str],
+    shifted: Sequence[KeptShiftedDate],
+    pseudonyms: Sequence[str],
+) -> list[str]:
+    """The release's columns the warnings read, each once, in this order."""
+    return list(dict.fromkeys([*qis, *kept, *sensitive, *(d.column for d in shifted), *pseudonyms]))
 
 
 def _check(
@@ -238,7 +249,7 @@ def _check(
     # of the release serves them all (a release's records repeat a few thousand distinct rows).
     # The raw values are grouped first and cast to text after: the text is a function of the
     # value, and casting the distinct rows costs nothing, casting every record does.
-    needed = list(dict.fromkeys([*qis, *kept, *sensitive, *(d.column for d in shifted), *pseudonyms]))
+    needed = _columns_read(qis, kept, sensitive, shifted, pseudonyms)
     raw = ", ".join(quote(c) for c in needed)
     if needed:
         columns = ", ".join(f"{text(c)} AS {quote(c)}" for c in needed)

@@ -386,17 +386,12 @@ class _Column:
         return self.key(self.raw)
 
 
-#: the default memory limit's bounds, MB (:data:`safeshare.resources.DUCKDB_MEMORY_MB`, which
-#: says why)
-DEFAULT_MEMORY_MB = DUCKDB_MEMORY_MB
-
-
 def machine_defaults(total_bytes: int | None = None, cpus: int | None = None) -> tuple[str, int]:
     """DuckDB's memory limit and thread count when none is configured, from this machine
     (or from ``total_bytes`` of memory and ``cpus`` logical CPUs): a quarter of its memory,
-    between 256 MB and 512 MB (:data:`DEFAULT_MEMORY_MB`; beyond the limit DuckDB spills to
-    ``temp_directory``, so peak memory depends neither on the machine's load nor on the
-    data's size), and one thread per CPU, at most 8."""
+    between 256 MB and 512 MB (:data:`safeshare.resources.DUCKDB_MEMORY_MB`, which says why;
+    beyond the limit DuckDB spills to ``temp_directory``, so peak memory depends neither on the
+    machine's load nor on the data's size), and one thread per CPU, at most 8."""
     memory_mb = duckdb_memory_mb(total_bytes)
     cpu_count = (psutil.cpu_count(logical=True) or 1) if cpus is None else cpus
     threads = max(1, min(8, cpu_count))
@@ -420,7 +415,7 @@ def release_memory_mb(records: int, total_bytes: int | None = None) -> int:
     """
     total = int(psutil.virtual_memory().total) if total_bytes is None else total_bytes
     default_mb = int(machine_defaults(total, 1)[0].removesuffix("MB"))
-    cap_mb = max(DEFAULT_MEMORY_MB[0], min(2048, total // 2**20 // 4))
+    cap_mb = max(DUCKDB_MEMORY_MB[0], min(2048, total // 2**20 // 4))
     return max(default_mb, min(cap_mb, -(-records * RELEASE_BYTES_PER_RECORD // 10**6)))
 
 
