@@ -95,6 +95,7 @@ def test_the_custodians_whole_flow(browser: Any, server: Server, tmp_path: Path)
     # -- a wizard-built hierarchy with blanks: age, whose blank cells are "not recorded"
     page.get_by_test_id("wizard-link-age").click()
     page.get_by_test_id("wizard").wait_for()
+    page.wait_for_load_state("load")  # the wizard's script listens: the preview follows the fields
     page.get_by_test_id("wizard-type").select_option("intervals")
     page.get_by_test_id("intervals-widths").fill("10, 20")
     if not page.get_by_test_id("wizard-blank-missing").is_checked():
@@ -274,3 +275,46 @@ def _config_unchanged(saved: dict[str, Any], after_run: str) -> bool:
     now = yaml.safe_load(after_run)
     extra = {k: v for k, v in now.items() if k not in saved}
     return {k: v for k, v in now.items() if k in saved} == saved and set(extra) == {"accept_warnings"}
+
+
+def test_the_wizard_previews_what_was_changed_before_its_script_ran(browser: Any, server: Server) -> None:  # noqa: F811
+    """The wizard's fields changed before the page's script listened (a quick hand, a slow
+    machine, the back button) are previewed once it runs; a preview that fails says so instead
+    of leaving the old mapping (the CI failure of 2026-12-03: the preview never came)."""
+    from tests.ui_helpers import adult_project
+
+    with server.client() as client:
+        pid = adult_project(client, ("age", "sex"))["id"]
+        wait_idle(client, pid)
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(server.url)
+    page.route(
+        "**/static/app.js", lambda route: route.fulfill(status=200, body="", content_type="text/javascript")
+    )
+    page.goto(f"{server.base}/p/{pid}/hierarchy/age")
+    page.wait_for_load_state("load")  # no script: the changes below fire no preview
+    page.get_by_test_id("wizard-type").select_option("intervals")
+    page.get_by_test_id("intervals-widths").fill("10, 20")
+    mapping = page.get_by_test_id("hierarchy-mapping")
+    assert mapping.locator("td", has_text="40-59").count() == 0
+    page.unroute("**/static/app.js")
+    page.add_script_tag(url="/static/app.js")
+    mapping.locator("td", has_text="40-59").first.wait_for()  # the changed form, previewed
+    rows = {
+        cells[0]: cells[1:]
+        for cells in ([c.inner_text() for c in r.locator("td").all()] for r in mapping.locator("tr").all())
+        if cells
+    }
+    assert rows["47"][1:] == ["40-49", "40-59", "*"]
+
+    page.route("**/hierarchy/age/preview*", lambda route: route.abort())
+    page.get_by_test_id("intervals-widths").fill("5, 10")
+    failed = page.get_by_test_id("preview-failed")
+    failed.wait_for()
+    assert "change a field to try again" in failed.inner_text()
+    assert mapping.count() == 0  # the old mapping is not left beside the new fields
+    page.unroute("**/hierarchy/age/preview*")
+    page.get_by_test_id("intervals-widths").fill("5, 10, 20")
+    mapping.locator("td", has_text="45-49").first.wait_for()
+    page.close()

@@ -281,15 +281,34 @@ document.querySelectorAll("form[data-preview]").forEach((form) => {
     });
   };
   let timer = null, sent = 0;
+  const failed = (why) => {
+    if (target) {
+      target.innerHTML = "";
+      const p = document.createElement("p");
+      p.className = "error";
+      p.dataset.testid = "preview-failed";
+      p.textContent = `The preview could not be loaded (${why}): change a field to try again.`;
+      target.appendChild(p);
+    }
+  };
   const preview = () => {
     const mine = ++sent;
     fetch(form.dataset.preview, { method: "POST", credentials: "same-origin", body: new FormData(form) })
-      .then((r) => r.text()).then((html) => { if (mine === sent && target) { target.innerHTML = html; } })
-      .catch(() => {});
+      // 400 is the fragment with the one line of what is wrong; anything else is no preview
+      .then((r) => (r.ok || r.status === 400 ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`))))
+      .then((html) => { if (mine === sent && target) { target.innerHTML = html; } })
+      .catch((e) => { if (mine === sent) { failed(e.message || "no answer"); } });
   };
   const later = () => { clearTimeout(timer); timer = setTimeout(preview, 350); };
   type.addEventListener("change", () => { show(); later(); });
   form.addEventListener("input", later);
   form.addEventListener("change", later);
   show();
+  // Fields changed before this script ran (a quick hand, a form restored by the browser's back
+  // button) fired their events unheard: preview them now, so the mapping shown is the form's.
+  const changed = [...form.elements].some((el) =>
+    (el.type === "checkbox" || el.type === "radio") ? el.checked !== el.defaultChecked
+      : el.tagName === "SELECT" ? [...el.options].some((o) => o.selected !== o.defaultSelected)
+        : ("defaultValue" in el && el.type !== "hidden" && el.value !== el.defaultValue));
+  if (changed) { later(); }
 });
