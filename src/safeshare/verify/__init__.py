@@ -67,6 +67,7 @@ from safeshare.numerics import suppression_limit
 from safeshare.resources import duckdb_memory_limit
 from safeshare.verify import control
 from safeshare.verify.cdc_rules import check_cdc_rules
+from safeshare.verify.file_scan import FileScan
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
 from safeshare.verify.persons import PersonExpectations, check_persons
@@ -145,6 +146,10 @@ class Verification:
     #: than asked (:func:`verify_release`'s ``keep_rows``), else ``None``: the disclosure
     #: check's input, without a scan of its own (not in :meth:`to_dict`)
     rows: pa.Table | None = None
+    #: the SHA-256 (hex) of each file of the release, by its path, from the read of its bytes
+    #: beside the verifier's SQL (:mod:`safeshare.verify.file_scan`): the evidence's digests,
+    #: without a read of their own (not in :meth:`to_dict`)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -240,10 +245,15 @@ def verify_release(path: Path, fmt: str, expected: Expectations, keep_rows: int 
     than ``keep_rows`` of them (that grouping may hold as many rows as records: it runs within
     the machine's DuckDB memory limit, :func:`safeshare.resources.duckdb_memory_limit`, as the
     disclosure check does, spilling to a private directory)."""
-    with tempfile.TemporaryDirectory(prefix="safeshare-verify-") as spill:
+    with (
+        tempfile.TemporaryDirectory(prefix="safeshare-verify-") as spill,
+        FileScan(Path(path), control=fmt != "parquet") as scan,
+    ):
         con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
         try:
-            return _verify(con, path, fmt, expected, keep_rows)
+            verification = _verify(con, path, fmt, expected, keep_rows, scan)
+            verification.digests = {str(p): d for p, d in scan.result().digests.items()}
+            return verification
         except duckdb.InvalidInputException as error:
             failure = too_long_a_line(error)
             if failure is None:
@@ -262,9 +272,15 @@ def verify_release(path: Path, fmt: str, expected: Expectations, keep_rows: int 
 
 
 def _verify(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, expected: Expectations, keep_rows: int = 0
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    fmt: str,
+    expected: Expectations,
+    keep_rows: int = 0,
+    scan: FileScan | None = None,
 ) -> Verification:
-    """:func:`verify_release` on the open connection ``con``."""
+    """:func:`verify_release` on the open connection ``con``; ``scan``: the read of the file's
+    bytes running beside it (its control-character test is taken from there)."""
     rel = release_relation(Path(path), fmt, expected.delimiter)
     failures: list[str] = []
     checks: dict[str, Any] = {}
@@ -310,8 +326,9 @@ def _verify(
         records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
     suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
     # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
+    holds = scan.result().holds_control if scan is not None else None
     failures.extend(
-        control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels)
+        control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels, holds)
     )
     if expected.identifiers is not None:
         failures.extend(check_identifiers(con, rel, expected.identifiers, checks))

@@ -11,9 +11,10 @@ refused: it returns the cursor and hides what was printed before it.
 
 How the verifier looks (:func:`control_failures`), on the written file:
 
-* a CSV release is scanned as bytes, in chunks (:func:`csv_holds_control`: ``bytes.translate``,
-  a C loop, about as fast as reading the file; the writers end lines with LF only, so any other
-  control byte, CR included, is inside a value or a name); only when it finds one are the
+* a CSV release is scanned as bytes, in chunks (:class:`ControlScan`: ``bytes.translate``,
+  a C loop, about as fast as reading the file, in the thread that hashes the file beside the
+  verifier's SQL, :mod:`safeshare.verify.file_scan`; the writers end lines with LF only, so any
+  other control byte, CR included, is inside a value or a name); only when it finds one are the
   columns' distinct values matched in SQL, to name them;
 * a Parquet release (compressed: its bytes say nothing) has the distinct values of its text
   columns matched in SQL (``regexp_matches`` over ``SELECT DISTINCT``), except the
@@ -57,19 +58,31 @@ def text_columns(described: Sequence[tuple[str, str]]) -> list[str]:
     return [name for name, kind in described if str(kind).upper().split("(")[0] in TEXT_TYPES]
 
 
+class ControlScan:
+    """The control-character test of a file's bytes, fed chunk by chunk (:meth:`feed`): a C1
+    control split between two chunks is found too."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> bool:
+        """Whether the bytes fed so far, ``chunk`` the last, hold a control character."""
+        if chunk.translate(None, _OTHER_BYTES):
+            return True
+        joined = self._tail + chunk[:1] if self._tail else b""
+        self._tail = chunk[-1:]
+        return bool(_C1.search(joined)) or (b"\xc2" in chunk and _C1.search(chunk) is not None)
+
+
 def csv_holds_control(path: Path) -> bool:
     """Whether the file's bytes hold a control character other than TAB and LF (in chunks of
-    :data:`CHUNK` bytes; a C1 control split between two chunks is found too)."""
+    :data:`CHUNK` bytes, :class:`ControlScan`)."""
     for part in files_of(Path(path)):  # a directory of part files too
-        tail = b""
+        test = ControlScan()
         with open(part, "rb") as handle:
             while chunk := handle.read(CHUNK):
-                if chunk.translate(None, _OTHER_BYTES):
+                if test.feed(chunk):
                     return True
-                joined = tail + chunk
-                if b"\xc2" in joined and _C1.search(joined):
-                    return True
-                tail = chunk[-1:]
     return False
 
 
@@ -80,12 +93,14 @@ def control_failures(
     fmt: str,
     columns: Sequence[str],
     labels: Mapping[str, set[str]],
+    holds: bool | None = None,
 ) -> list[str]:
     """The failures of the release at ``path`` (read as ``rel``): one per column of ``columns``
     (its text columns) holding a control character. ``labels``: the distinct values of the
-    quasi-identifiers, already read by the verifier."""
+    quasi-identifiers, already read by the verifier. ``holds``: a CSV release's byte test, when
+    it was made already (:class:`safeshare.verify.file_scan.FileScan`), else it is made here."""
     if fmt != "parquet":
-        if not csv_holds_control(path):
+        if not (csv_holds_control(path) if holds is None else holds):
             return []
         found = _counted(con, rel, columns)
         if not found:
@@ -130,4 +145,4 @@ def _message(column: str, how_many: str, code: str) -> str:
     )
 
 
-__all__ = ["PATTERN", "control_failures", "csv_holds_control", "text_columns"]
+__all__ = ["PATTERN", "ControlScan", "control_failures", "csv_holds_control", "text_columns"]

@@ -126,11 +126,13 @@ class FileDigest:
     bytes: int | None
 
     @classmethod
-    def of(cls, role: str, path: Path, shown: str) -> FileDigest:
-        """The digest of the file at ``path``, named ``shown``; only the name for an unpublished role."""
+    def of(cls, role: str, path: Path, shown: str, sha256: str | None = None) -> FileDigest:
+        """The digest of the file at ``path``, named ``shown``; only the name for an unpublished
+        role. ``sha256``: the file's digest when its bytes were read already (the verifier's
+        read of the release, :mod:`safeshare.verify.file_scan`), else the file is read here."""
         if role in UNPUBLISHED_DIGESTS:
             return cls(role, shown, None, None)
-        return cls(role, shown, sha256_file(path), path.stat().st_size)
+        return cls(role, shown, sha256 or sha256_file(path), path.stat().st_size)
 
 
 @dataclass(frozen=True)
