@@ -374,15 +374,26 @@ def test_a_repeated_parquet_release_is_each_row_repeated_for_its_records(tmp_pat
             "label": pa.array(["a", None, "c", "d"], pa.string()),
             "n": pa.array([1, 2, None, 4], pa.int32()),
             "day": pa.array([datetime.date(2022, 1, 1), None, datetime.date(1999, 12, 31), None]),
+            "big": pa.array(["x", "y", None, "x"], pa.large_string()),  # text: encoded once, codes taken
+            "blob": pa.array([b"\x00", None, b"\x00", b"z"], pa.binary()),
+            "view": pa.array(["p", "q", "p", None], pa.string_view()),
             "__safeshare_n": pa.array([3, 1, 0, 5], pa.int64()),
         }
     )
     target = tmp_path / "r.parquet"
     assert write_repeated_parquet(rows, target, row_group=4) == 9
     got = pq.read_table(target)
-    want = rows.drop_columns(["__safeshare_n"]).take(pa.array(np.repeat(np.arange(4), [3, 1, 0, 5])))
-    assert got.to_pylist() == want.to_pylist()
-    assert [f.type for f in got.schema] == [pa.string(), pa.int32(), pa.date32()]
+    distinct = rows.drop_columns(["__safeshare_n"]).to_pylist()
+    assert got.to_pylist() == [distinct[i] for i in np.repeat(np.arange(4), [3, 1, 0, 5])]
+    assert got.num_rows == 9 and got.column("big").null_count == 0 and got.column("label").null_count == 1
+    assert [f.type for f in got.schema] == [
+        pa.string(),
+        pa.int32(),
+        pa.date32(),
+        pa.string(),  # Parquet has one string type: a large string reads back as string
+        pa.binary(),
+        pa.string(),  # a string view as string
+    ]
     meta = pq.ParquetFile(target).metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 1]
     schema = pq.ParquetFile(target).schema
@@ -392,4 +403,5 @@ def test_a_repeated_parquet_release_is_each_row_repeated_for_its_records(tmp_pat
     assert sha256(again) == sha256(target)
     empty = tmp_path / "empty.parquet"
     assert write_repeated_parquet(rows.slice(0, 0), empty) == 0
-    assert pq.read_table(empty).num_rows == 0 and pq.read_table(empty).column_names == ["label", "n", "day"]
+    assert pq.read_table(empty).num_rows == 0
+    assert pq.read_table(empty).column_names == ["label", "n", "day", "big", "blob", "view"]

@@ -1244,8 +1244,10 @@ class DuckDBEngine(Engine):
             if kept is not None and i not in qi_idx and i not in self._treated:
                 values[i] = f"(CASE WHEN {v} = {empty} THEN NULL ELSE TRY_CAST({v} AS {kept}) END)"
 
-    #: records looked at by :meth:`_few_distinct`
-    DISTINCT_SAMPLE = 1 << 20
+    #: records looked at by :meth:`_few_distinct` (a choice of speed, not of bytes: 2**20 took
+    #: 0.77 s of a 10-million-record CSV input with insertion order kept, 2**18 0.18 s, and both
+    #: found the same 29,000 distinct rows there)
+    DISTINCT_SAMPLE = 1 << 18
 
     def _few_distinct_idx(self, indices: Sequence[int]) -> bool:
         """:meth:`_few_distinct` of the keys of columns ``indices`` (``__k{i}``)."""
@@ -1544,13 +1546,16 @@ def write_repeated_parquet(rows: pa.Table, target: Path, row_group: int = PARQUE
 
     What :func:`_repeated_rows` gives DuckDB's ``COPY``, written by pyarrow: one row group of
     ``row_group`` rows at a time, each taken from the few distinct rows (``searchsorted`` of the
-    row numbers in the cumulative counts), so memory is one row group whatever the records. The
-    writer dictionary-encodes each column itself. For 10 million resampled Adult records DuckDB's
-    ``COPY`` of :func:`_repeated_rows` took 7.4-8.1 s on one thread in a slow period of the host,
-    pyarrow about 4.4 s; in a fast one the run's write phase went from 3.8 to 2.7 s
-    (docs/benchmarks.md, issue 36). The file is a function of the rows
-    alone: the same bytes whatever the thread count or the input's order. Every column may be
-    NULL (as in the ungrouped release's file) and keeps its type (a string view as string).
+    row numbers in the cumulative counts), so memory is one row group whatever the records. A
+    text column is dictionary-encoded once, on the distinct rows (:func:`_encoded_once`), and
+    each row group takes its codes, so the writer copies and hashes no string; the other
+    columns are taken as they are and encoded by the writer. For 10 million resampled Adult
+    records DuckDB's ``COPY`` of :func:`_repeated_rows` took 7.4-8.1 s on one thread in a slow
+    period of the host, pyarrow taking the strings 4.2-4.4 s, taking the codes 2.2 s
+    (docs/benchmarks.md, issue 36). The file is a function of the rows alone: the same bytes
+    whatever the thread count or the input's order. Every column may be NULL (as in the
+    ungrouped release's file) and keeps its type (a string view as string): the file's schema
+    holds no dictionary type (``store_schema=False``), so it reads back as the ungrouped one.
     """
     counts = np.asarray(rows.column(rows.num_columns - 1).to_numpy(zero_copy_only=False), dtype=np.int64)
     values = rows.drop_columns([rows.column_names[-1]])
@@ -1559,18 +1564,43 @@ def write_repeated_parquet(rows: pa.Table, target: Path, row_group: int = PARQUE
         for f in values.schema
     ]
     values = values.cast(pa.schema(fields))
+    columns = [_encoded_once(values.column(i).combine_chunks()) for i in range(values.num_columns)]
+    schema = pa.schema(
+        [pa.field(f.name, c.type, nullable=True) for f, c in zip(fields, columns, strict=True)]
+    )
     ends = np.cumsum(counts)
     total = int(ends[-1]) if len(ends) else 0
     import pyarrow.parquet as pq  # only this writer needs it
 
-    with pq.ParquetWriter(str(target), values.schema, compression="snappy", store_schema=False) as writer:
+    with pq.ParquetWriter(str(target), schema, compression="snappy", store_schema=False) as writer:
         if not total:
-            writer.write_table(values.slice(0, 0))
+            writer.write_table(pa.Table.from_arrays([c.slice(0, 0) for c in columns], schema=schema))
         for start in range(0, total, row_group):
             numbers = np.arange(start, min(start + row_group, total), dtype=np.int64)
-            taken = values.take(pa.array(np.searchsorted(ends, numbers, side="right")))
-            writer.write_table(taken, row_group_size=row_group)
+            which = pa.array(np.searchsorted(ends, numbers, side="right"))
+            taken = [_taken(c, which) for c in columns]
+            writer.write_table(pa.Table.from_arrays(taken, schema=schema), row_group_size=row_group)
     return total
+
+
+def _encoded_once(column: pa.Array) -> pa.Array:
+    """A text column of the distinct rows as a dictionary array (its distinct values in order
+    of first appearance, a NULL a NULL code); any other column as it is."""
+    if (
+        pa.types.is_string(column.type)
+        or pa.types.is_large_string(column.type)
+        or pa.types.is_binary(column.type)
+    ):
+        encoded = column.dictionary_encode()
+        return pa.DictionaryArray.from_arrays(encoded.indices.cast(pa.int32()), encoded.dictionary)
+    return column
+
+
+def _taken(column: pa.Array, which: pa.Array) -> pa.Array:
+    """The rows ``which`` of ``column``: a dictionary array's codes only, its dictionary shared."""
+    if isinstance(column, pa.DictionaryArray):
+        return pa.DictionaryArray.from_arrays(column.indices.take(which), column.dictionary)
+    return column.take(which)
 
 
 def _single_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
