@@ -83,3 +83,54 @@ def test_exercise_takes_the_compiled_paths_and_agrees_with_numpy() -> None:
     )
     space = 300 * 40 * 3
     assert space > ev._count_space  # the bottom node's count re-densifies
+
+
+#: run in a new process, with the machine's own numba cache (make warm fills it): load the
+#: compiled loops in a thread (as a run does beside its read), import the search path meanwhile,
+#: then search; or load them when the search path is imported
+_BACKGROUND = """
+import json, sys, threading
+from safeshare.core import jit_cache
+from safeshare.search import compiled_loops
+if sys.argv[1] == "background":
+    compiled_loops.load_in_background()
+    assert jit_cache.loading_in_background()
+import safeshare.search.ola
+from safeshare.search import warmup
+from safeshare.core.evaluation import Evaluator
+from safeshare.models import KAnonymity, PrivacyCriterion
+from safeshare.metrics.loss import make_metric
+from safeshare.search.context import SearchContext
+from safeshare.config.algorithms import make_strategy
+table = warmup.synthetic_table(seed=7)
+ev = Evaluator(table)
+ctx = SearchContext(table, ev, PrivacyCriterion([KAnonymity(4)], 0.1), make_metric("prec", ev))
+result = make_strategy("ola").run(ctx)
+report = jit_cache.preload_report()
+alive = [t.name for t in threading.enumerate() if t.name == "safeshare-jit-preload" and t.is_alive()]
+print(json.dumps({"loaded": report["loaded"], "signatures": report["signatures"], "alive": alive,
+                  "compiled_default": ev.compiled, "node": result.node, "checked": result.checked_nodes}))
+"""
+
+
+def _run(mode: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-c", _BACKGROUND, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_loops_loaded_in_a_thread_beside_the_read_give_the_same_search() -> None:
+    """A run loads the compiled loops in a thread beside its read of the input (issue 36): the
+    evaluator's and OLA's choice of the compiled paths wait for it, so the loops loaded, the
+    paths taken, the node found and the nodes checked are those of loading them on import; the
+    thread has ended once the search has asked."""
+    foreground, background = _run("foreground"), _run("background")
+    assert background == foreground
+    assert background["alive"] == []

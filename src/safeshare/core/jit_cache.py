@@ -11,7 +11,9 @@ load also starts numba's code generator, about 0.2 s; later ones a few milliseco
 A one-off ``safeshare anonymize`` used to pay them inside its search (issue 24).
 
 :func:`preload` pays them up front when the search path is imported
-(:mod:`safeshare.search.ola` calls it), and only when every function is in the cache: it
+(:mod:`safeshare.search.compiled_loops`, which :mod:`safeshare.search.ola` calls; a run starts
+it in a thread beside its read of the input, :func:`preload_in_background`), and only when
+every function is in the cache: it
 loads every cached signature of every function of the given modules (``Dispatcher.compile``
 of a signature the cache holds loads it; nothing is compiled). After that the compiled
 loops cost nothing more to use, so the evaluator and OLA use them on every table
@@ -26,23 +28,63 @@ private attribute); any failure there counts as a cold cache, which only costs s
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 _state: dict[str, Any] = {"loaded": False, "seconds": 0.0, "cpu_seconds": 0.0, "signatures": 0}
 
 
+#: the thread of :func:`preload_in_background`, once started
+_background: list[threading.Thread] = []
+_background_lock = threading.Lock()
+
+
 def loaded() -> bool:
-    """Whether :func:`preload` loaded the compiled loops in this process."""
+    """Whether :func:`preload` loaded the compiled loops in this process (once a loading thread,
+    :func:`preload_in_background`, has ended: waited for)."""
+    wait()
     return bool(_state["loaded"])
 
 
 def preload_report() -> dict[str, Any]:
     """What :func:`preload` did: ``loaded``, ``seconds`` and ``cpu_seconds`` it took (once per
     process) and ``signatures`` (compiled functions and argument types loaded)."""
+    wait()
     return {key: _state[key] for key in ("loaded", "seconds", "cpu_seconds", "signatures")}
+
+
+def preload_in_background(load: Callable[[], object]) -> None:
+    """Run ``load`` (a caller of :func:`preload`) in a daemon thread, once per process and only
+    if :func:`preload` has not run: :func:`loaded` and :func:`preload_report` wait for it.
+    A failure in the thread (numba missing, say) counts as a cold cache, as in :func:`preload`."""
+
+    def quietly() -> None:
+        try:
+            load()
+        except Exception:  # a cold cache: only speed is lost
+            _state["tried"] = True
+
+    with _background_lock:
+        if _background or _state.get("tried"):
+            return
+        thread = threading.Thread(target=quietly, name="safeshare-jit-preload", daemon=True)
+        _background.append(thread)
+        thread.start()
+
+
+def loading_in_background() -> bool:
+    """Whether :func:`preload_in_background` started a thread in this process."""
+    return bool(_background)
+
+
+def wait() -> None:
+    """Wait for the thread of :func:`preload_in_background`, if there is one (not from itself)."""
+    for thread in _background:
+        if thread is not threading.current_thread():
+            thread.join()
 
 
 def dispatchers(module: ModuleType) -> tuple[Any, ...]:

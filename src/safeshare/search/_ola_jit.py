@@ -415,7 +415,7 @@ def warm() -> None:
     """Run :func:`kmin` once on the lattice of two single-level QIs (four nodes, the top
     tagged as OLA tags it): the first check of a process compiles the ``numba.objmode`` block
     of :func:`_check` (numba cannot cache it on disk; about 0.1-0.2 s of CPU), so the search
-    path pays it when it is imported (:func:`safeshare.search.ola._load_compiled_loops`)
+    path pays it when it is imported (:func:`safeshare.search.compiled_loops.load`)
     rather than inside the first search."""
     tags = np.zeros((2, 2), dtype=np.int8)
     tags[1, 1] = 1

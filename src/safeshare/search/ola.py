@@ -46,6 +46,7 @@ import numpy as np
 
 from safeshare.core import jit_cache
 from safeshare.core.lattice import SATISFIED, UNKNOWN, Lattice, Node, TagStore
+from safeshare.search import compiled_loops
 from safeshare.search.progress import Progress, Ticker
 from safeshare.search.result import SearchResult
 
@@ -429,18 +430,6 @@ def ola_search(
     )
 
 
-def _load_compiled_loops() -> bool:
-    """Numba and the compiled loops' machine code, loaded when the search path is imported
-    if numba's on-disk cache holds them (:mod:`safeshare.core.jit_cache`), and the compiled
-    recursion's call of the predicate compiled (:func:`safeshare.search._ola_jit.warm`): the
-    first search of a process then pays no first-call cost."""
-    from safeshare.core import _jit
-    from safeshare.search import _ola_jit
-
-    loaded = jit_cache.preload([*_jit.EVALUATION, *jit_cache.dispatchers(_ola_jit)])
-    if loaded:
-        _ola_jit.warm()  # the predicate's way out of the compiled code, which numba cannot cache
-    return loaded
-
-
-_load_compiled_loops()
+# the compiled loops, loaded when the search path is imported (or by the run's thread that
+# loads them beside its read of the input: safeshare.search.compiled_loops)
+compiled_loops.ensure_loading()

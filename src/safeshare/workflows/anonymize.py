@@ -70,6 +70,9 @@ def run_anonymization(
     cfg: Any, out: str | Path | None, monitor: Monitor = SILENT, tradeoff: bool | None = None
 ) -> Release:
     """:func:`anonymize` of a loaded configuration (:func:`safeshare.config.load_config`)."""
+    from safeshare.search import compiled_loops
+
+    compiled_loops.load_in_background()  # numba beside the read of the input, not before it
     from safeshare.data.engines.factory import make_engine
     from safeshare.io import OutputDirectory
     from safeshare.workflows.anonymizer import Anonymizer
