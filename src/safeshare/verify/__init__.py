@@ -67,6 +67,7 @@ from safeshare.numerics import suppression_limit
 from safeshare.resources import duckdb_memory_limit
 from safeshare.verify import control
 from safeshare.verify.cdc_rules import check_cdc_rules
+from safeshare.verify.csv_lines import distinct_rows
 from safeshare.verify.file_scan import FileScan
 from safeshare.verify.identifiers import IdentifierExpectations, check_identifiers
 from safeshare.verify.m_concealing import check_m_concealing
@@ -297,17 +298,22 @@ def _verify(
         select = ", ".join(f"CAST({quote(q)} AS VARCHAR) AS {a}" for q, a in zip(qis, aliases, strict=True))
         by = ", ".join(str(i + 1) for i in range(len(qis)))
         source, count = rel, "COUNT(*)"
-        if keep_rows > 0 and ROW_RECORDS not in columns:  # every column's distinct rows, then the classes
-            every = ", ".join(quote(c) for c in columns)
-            con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
+        con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
+        # an unquoted CSV release: its distinct rows from its distinct lines (verify/csv_lines.py)
+        from_lines = fmt != "parquet" and distinct_rows(
+            con, Path(path), expected.delimiter, columns, "release_rows", ROW_RECORDS
+        )
+        if not from_lines and keep_rows > 0 and ROW_RECORDS not in columns:
+            every = ", ".join(quote(c) for c in columns)  # every column's distinct rows, then the classes
             con.execute(
                 f"CREATE TEMP TABLE release_rows AS SELECT {every}, COUNT(*) AS {ROW_RECORDS} FROM {rel} "
                 "GROUP BY ALL"
             )
-            con.execute("RESET memory_limit")
+        con.execute("RESET memory_limit")
+        if from_lines or (keep_rows > 0 and ROW_RECORDS not in columns):
             source, count = "release_rows", f"CAST(SUM({ROW_RECORDS}) AS BIGINT)"
             (distinct,) = con.execute("SELECT COUNT(*) FROM release_rows").fetchall()[0]
-            if int(distinct) <= keep_rows:
+            if keep_rows > 0 and int(distinct) <= keep_rows:
                 rows = con.sql("SELECT * FROM release_rows").to_arrow_table()
         con.execute(
             f"CREATE TEMP TABLE release_classes AS SELECT {select}, {count} AS n FROM {source} GROUP BY {by}"
