@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -306,6 +307,13 @@ def logged_statements(engine: DuckDBEngine) -> list[str]:
         return statements[-1]
 
     engine._run = lambda make_sql, *a, **k: run(functools.partial(logged, make_sql), *a, **k)  # type: ignore[method-assign]
+    read_lines = engine._read_lines  # the first pass from a CSV input's distinct lines
+
+    def logged_lines(sql: str) -> duckdb.DuckDBPyConnection:
+        statements.append(sql)
+        return read_lines(sql)
+
+    engine._read_lines = logged_lines  # type: ignore[method-assign]
     return statements
 
 

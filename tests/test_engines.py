@@ -703,3 +703,96 @@ def test_settings_report_the_limit_the_release_was_written_with(
     # restored after the COPY (DuckDB's own text of it, rounded to 0.1 MiB, is what is set back)
     assert abs(mb(after["memory_limit"]) - mb(before["memory_limit"])) < 1
     assert abs(mb(after["release_memory_limit"]) - 1000) < 1
+
+
+line_cells = st.lists(st.sampled_from([*"ab ;\t#?", "\u00a0", "é", "NA", '"', "\x01"]), max_size=3).map(
+    "".join
+)
+
+
+# derandomized, as above: the draws give repeated records (so the distinct lines are few and the
+# lines are taken), blank lines, lines of spaces, quotes and the lines reader's delimiter
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    width=st.integers(2, 3),
+    data=st.data(),
+    delimiter=st.sampled_from([",", ";"]),
+    missing=st.sampled_from([(), ("?", "NA")]),
+    extra=st.sampled_from(["", "\n", "   \n", "a\n"]),
+)
+def test_a_csv_input_grouped_from_its_lines_reads_as_the_memory_engine(
+    width: int,
+    data: st.DataObject,
+    delimiter: str,
+    missing: tuple[str, ...],
+    extra: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The DuckDB engine's first pass from a CSV input's distinct lines (``_distinct_lines``,
+    issue 36) reads what the memory engine reads, writes the same release, and is taken whenever
+    the file holds no quote, no U+0001, no line that does not split into the header's fields
+    and few distinct lines; otherwise the records are parsed (the same answer)."""
+    tmp = tmp_path_factory.mktemp("lines")
+    header = [f"c{i}" for i in range(width)]
+    distinct = data.draw(
+        st.lists(st.lists(line_cells, min_size=width, max_size=width), min_size=1, max_size=4)
+    )
+    body = "".join(delimiter.join(r) + "\n" for r in distinct for _ in range(3))  # each line 3 times
+    text = delimiter.join(header) + "\n" + body + extra
+    path = tmp / "in.csv"
+    path.write_text(text, encoding="utf-8")
+    try:
+        memory = MemoryEngine(TableSource(path, delimiter=delimiter, missing=missing))
+    except DataError:
+        return  # a file the memory engine refuses (a field too many): not a reading to compare
+    source = TableSource(path, delimiter=delimiter, missing=missing)
+    duck = DuckDBEngine(source)
+    taken: list[object] = []
+    real = duck._distinct_lines
+    duck._distinct_lines = lambda: taken.append(real()) or taken[-1]  # type: ignore[method-assign]
+    try:
+        expected = memory.grouped_counts(header)
+        got = duck.grouped_counts(header)
+    except DataError:
+        pytest.fail("the DuckDB engine refused a file the memory engine reads")
+    lines = body.splitlines() + extra.splitlines()
+    clean = not any(("\x01" in line or len(line.split(delimiter)) != width) for line in lines if line)
+    if '"' in text:  # quoted fields: parsed, never split (how quotes read is test_random_csv_...'s)
+        assert taken[0] is None
+        return
+    assert (taken[0] is not None) is clean, (taken, text)
+    pd.testing.assert_frame_equal(sorted_counts(got), sorted_counts(expected))
+    values = sorted(set(expected["c0"]))
+    plan = ReleasePlan(
+        columns=header,
+        generalization={"c0": {v: f"<{v}>" for v in values}},
+        suppressed=pd.DataFrame(),
+        delimiter=delimiter,
+    )
+    assert_same_release(memory, duck, plan, tmp)
+
+
+@pytest.mark.parametrize(
+    ("body", "taken"),
+    [
+        ("a,b\n" * 4 + "\n" + "c,d\n" * 4, True),  # a blank line: skipped by both scans
+        ("a,b\n" * 4 + "   \n" + "c,d\n" * 4, False),  # a line of spaces: pandas skips it as blank
+        ("a,b\n" * 4 + "c,\x01d\n" * 4, False),  # the lines reader's delimiter in a value
+        ("a,b\n" * 4 + 'c,"d"\n' * 4, False),  # a quoted field
+        ("a,b\n1,2\n3,4\n5,6\n", False),  # every line distinct: the records are parsed
+    ],
+)
+def test_the_lines_are_taken_only_where_they_read_as_the_records(
+    tmp_path: Path, body: str, taken: bool
+) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("x,y\n" + body, encoding="utf-8")
+    source = TableSource(path)
+    duck = DuckDBEngine(source)
+    seen: list[object] = []
+    real = duck._distinct_lines
+    duck._distinct_lines = lambda: seen.append(real()) or seen[-1]  # type: ignore[method-assign]
+    got = duck.grouped_counts(["x", "y"])
+    assert (seen[0] is not None) is taken
+    expected = MemoryEngine(TableSource(path)).grouped_counts(["x", "y"])
+    pd.testing.assert_frame_equal(sorted_counts(got), sorted_counts(expected))
