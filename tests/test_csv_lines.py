@@ -60,7 +60,13 @@ def _write(path: Path, header: list[str], rows: list[list[str]], delimiter: str 
 FIELD = st.text(alphabet=st.sampled_from(["a", "b", " ", ",", ";", '"', "é", "€", "-", "\n"]), max_size=4)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomized (CI must not depend on the draw), as tests/test_engines.py's random files
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
 @given(
     width=st.integers(1, 4),
     data=st.data(),
