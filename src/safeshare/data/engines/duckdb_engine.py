@@ -726,7 +726,8 @@ class DuckDBEngine(Engine):
             )
 
         self._scan = scan
-        if encoding == "utf-8" and source.path.suffix.lower() not in (".gz", ".bz2", ".zst", ".xz", ".zip"):
+        plain_utf8 = codecs.lookup(source.encoding).name == "utf-8"  # not ASCII or UTF-8 with a BOM
+        if plain_utf8 and source.path.suffix.lower() not in (".gz", ".bz2", ".zst", ".xz", ".zip"):
             self._csv_fields = scan
 
             def lines() -> str:
