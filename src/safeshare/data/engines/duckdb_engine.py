@@ -915,7 +915,8 @@ class DuckDBEngine(Engine):
         UTF-8 and uncompressed, two columns or more, when the first :data:`LINES_SAMPLE` lines
         hold no ``"`` and at most half as many distinct lines as lines (grouping millions of
         distinct long lines costs more than parsing them), and then only when no distinct line
-        holds a ``"`` or a CR and every one splits into the file's field count. An empty line
+        holds a ``"``, a CR or the field scan's NULL text (:data:`_NULL_SENTINEL`) and every one
+        splits into the file's field count. An empty line
         is skipped, as the field scan skips it; any other line that does not split so (a line
         of blanks, a short record) sends the pass to the field scan, with its errors and its
         padding. The lines reader's delimiter is a control character (U+0001): a line holding
@@ -955,6 +956,7 @@ class DuckDBEngine(Engine):
         bad = _single_row(
             self.con.execute(
                 f"SELECT COALESCE(count_if(contains(line, '\"') OR contains(line, chr(13)) "
+                f"OR contains(line, {quote_literal(_NULL_SENTINEL)}) "  # the field scan's NULL
                 f"OR len(string_split(line, {delimiter})) <> {self._n_fields}), 0) FROM {name}"
             )
         )
