@@ -935,6 +935,8 @@ class DuckDBEngine(Engine):
             return None
         lines = self._csv_lines()
         name = f"__safeshare_lines_{self._uid}"
+        delimiter = quote_literal(self.source.delimiter)
+        taken = False
         try:
             with self._temporarily("preserve_insertion_order", "true"):  # the first lines, always
                 row = _single_row(
@@ -949,21 +951,20 @@ class DuckDBEngine(Engine):
                 f"CREATE TEMP TABLE {name} AS SELECT line, COUNT(*) AS __n FROM ({lines}) "
                 "WHERE line IS NOT NULL GROUP BY line"
             )
-        except duckdb.InvalidInputException:  # a \x01 in a line, not UTF-8: the field scan says
-            self.con.execute(f"DROP TABLE IF EXISTS {name}")
-            return None
-        delimiter = quote_literal(self.source.delimiter)
-        bad = _single_row(
-            self.con.execute(
-                f"SELECT COALESCE(count_if(contains(line, '\"') OR contains(line, chr(13)) "
-                f"OR contains(line, {quote_literal(_NULL_SENTINEL)}) "  # the field scan's NULL
-                f"OR len(string_split(line, {delimiter})) <> {self._n_fields}), 0) FROM {name}"
+            bad = _single_row(
+                self.con.execute(
+                    f"SELECT COALESCE(count_if(contains(line, '\"') OR contains(line, chr(13)) "
+                    f"OR contains(line, {quote_literal(_NULL_SENTINEL)}) "  # the field scan's NULL
+                    f"OR len(string_split(line, {delimiter})) <> {self._n_fields}), 0) FROM {name}"
+                )
             )
-        )
-        if bad is None or int(bad[0]) != 0:
-            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+            taken = bad is not None and int(bad[0]) == 0
+        except duckdb.InvalidInputException:  # a \x01 in a line, not UTF-8: the field scan says
             return None
-        return name, delimiter
+        finally:
+            if not taken:
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        return (name, delimiter) if taken else None
 
     def _read_lines(self, sql: str) -> duckdb.DuckDBPyConnection:
         """Run ``sql``, a statement over :meth:`_distinct_lines`'s scan of the input's lines (one
