@@ -17,6 +17,16 @@ $(RUN):
 	$(PYTHON) -m venv $(VENV)
 	$(RUN) -m pip install --quiet uv || echo "uv not installed: pip installs the packages"
 INSTALL = $(shell test -x $(BIN)/uv && echo "$(BIN)/uv pip install --quiet --compile-bytecode --python $(RUN)" || echo "$(RUN) -m pip install --quiet")
+# pyspark (the spark extra) is published only as a source distribution of 456 MB, and the
+# registry serves it without a validator (no ETag, no Last-Modified): uv cannot tell its cached
+# copy is current, so every new environment downloaded it twice (metadata, then build) and built
+# it again, 26 of the 43 s of the install (issue 36). Its wheel, built once by pip from the same
+# registry, is kept in WHEELS (a cache outside the checkout, like pip's and uv's own; WHEELS=
+# turns it off) and offered to uv with --find-links: a newer pyspark on the registry is still
+# preferred (then built as before, and the next `make` keeps its wheel too).
+WHEELS ?= $(HOME)/.cache/safeshare/wheels
+SPARK_REQUIREMENT = pyspark>=4,<5
+FIND_WHEELS = $(if $(WHEELS),$(shell test -d $(WHEELS) || mkdir -p $(WHEELS) 2>/dev/null; test -d $(WHEELS) && echo --find-links $(WHEELS)))
 # safeshare's own modules (installed editable, so not compiled by the installer), to their
 # __pycache__ (ignored by git); a module edited since is compiled from source again when imported,
 # until the next `make warm`
@@ -42,7 +52,10 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 # without its dependencies so that the project's own versions are the ones tested; so is
 # Anonymeter (the oracle of `safeshare attack`'s residual risks; it pins numpy<1.27, pyarrow<22).
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
-	$(INSTALL) -e ".[test,spark]"
+	@if [ -n "$(WHEELS)" ] && [ -x $(BIN)/uv ] && ! ls $(WHEELS)/pyspark-*.whl >/dev/null 2>&1; then \
+		mkdir -p $(WHEELS) && $(RUN) -m pip wheel --quiet --no-deps --wheel-dir $(WHEELS) "$(SPARK_REQUIREMENT)" || \
+		echo "pyspark's wheel not kept: uv builds it from its source distribution"; fi
+	$(INSTALL) $(FIND_WHEELS) -e ".[test,spark]"
 	$(INSTALL) --no-deps "pycanon==1.3.6" "anonymeter==1.1.0"
 	@touch $@ $(VENV)/.installed
 
