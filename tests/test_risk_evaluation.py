@@ -222,16 +222,34 @@ def test_sigint_with_worker_processes_ends_them_at_once(population: ev.Populatio
         estimator_params=(("repetitions", 10**6),),
     )
     sent: list[float] = []
+    computing: list[bool] = []
+
+    def in_the_estimator(pid: int) -> bool:
+        """The worker has loaded the vine library: it is fitting a point's copula."""
+        try:
+            return "pyvinecopulib" in Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            return False
 
     def fire() -> None:
+        # the signal comes once both workers compute (their start-up, spawn and imports, is
+        # over), at most 30 s after the start (about 4 s on 2 busy cores; before, a fixed 8 s)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            workers = multiprocessing.active_children()
+            if len(workers) == 2 and all(in_the_estimator(w.pid or 0) for w in workers):
+                computing.append(True)
+                break
+            time.sleep(0.05)
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
 
-    timer = threading.Timer(8.0, fire)  # the workers' start-up (spawn, imports) is over by then
+    timer = threading.Thread(target=fire)
     with signal_guard(), pytest.raises(Interrupted):
         timer.start()
         ev.run_points(population, settings, jobs=2)
     timer.join()
     latency = time.monotonic() - sent[0]
+    assert computing, "the workers never reached the estimator"
     assert multiprocessing.active_children() == []
     print(f"run_points(jobs=2): interrupted {latency:.3f} s after SIGINT, workers gone")
