@@ -115,7 +115,7 @@ def wait_run(client: httpx.Client, project: str, run: str, timeout: float = 300)
         state = client.get(f"/api/projects/{project}/runs/{run}").json()
         if state["status"] != "running" and state.get("lattice") != "exploring":
             return state
-        time.sleep(0.3)
+        time.sleep(0.1)
     raise AssertionError(f"run {run} still running after {timeout} s")
 
 
@@ -126,5 +126,5 @@ def wait_idle(client: httpx.Client, project: str, timeout: float = 120) -> None:
         runs = client.get(f"/api/projects/{project}/runs").json()["runs"]
         if all(r["status"] != "running" and r.get("lattice") != "exploring" for r in runs):
             return
-        time.sleep(0.3)
+        time.sleep(0.1)
     raise AssertionError("runs still going")
