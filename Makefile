@@ -133,8 +133,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/lint-imports
 
+# mypy checks in two worker processes (its --num-workers, experimental in mypy 2; a clean clone
+# 24 -> 13 s); MYPY_WORKERS=0 checks in one process
+MYPY_WORKERS ?= 2
 typecheck: $(VENV)/.installed-test
-	$(BIN)/mypy
+	$(BIN)/mypy --num-workers $(MYPY_WORKERS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache build/mutation mutants
