@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import time
@@ -23,10 +24,13 @@ from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.hierarchy.io import read_arx_csv
 
 ROOT = Path(__file__).resolve().parent.parent
-#: ``SAFESHARE_TEST_CPU=FILE``: append ``CPU seconds <TAB> wall seconds <TAB> test id`` per test to
-#: FILE (setup, call and teardown; CPU of the worker and of the child processes it waited for), the
-#: profile of `make test` on a loaded machine, where ``--durations`` (wall time) measures the load
-#: (docs/testing.md, "Test time"). Each xdist worker appends its own lines.
+#: ``SAFESHARE_TEST_CPU=FILE``: append ``CPU seconds <TAB> wall seconds <TAB> machine CPU seconds
+#: <TAB> test id`` per test to FILE (setup, call and teardown; CPU of the worker and of the child
+#: processes it waited for), the profile of `make test` on a loaded machine, where ``--durations``
+#: (wall time) measures the load (docs/testing.md, "Test time"). Each xdist worker appends its own
+#: lines. The machine's CPU (every process's, from /proc/stat) counts what the worker never waits
+#: for, Chromium and Spark's JVM: it is the test's own with one worker on a quiet machine
+#: (``PYTEST_WORKERS=1``), and includes the other worker's with two.
 _CPU_LOG = os.environ.get("SAFESHARE_TEST_CPU")
 
 
@@ -47,14 +51,26 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _machine_cpu_seconds() -> float:
+    """The CPU time every process of the machine has used (``/proc/stat``: all but idle and
+    iowait), or NaN where there is no /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return math.nan
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     if not _CPU_LOG:
         yield
         return
-    cpu, wall = _cpu_seconds(), time.perf_counter()
+    cpu, wall, machine = _cpu_seconds(), time.perf_counter(), _machine_cpu_seconds()
     yield
-    line = f"{_cpu_seconds() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{item.nodeid}\n"
+    spent = (_cpu_seconds() - cpu, time.perf_counter() - wall, _machine_cpu_seconds() - machine)
+    line = "\t".join(f"{v:.3f}" for v in spent) + f"\t{item.nodeid}\n"
     with open(_CPU_LOG, "a", encoding="utf-8") as log:
         log.write(line)
 
