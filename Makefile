@@ -22,9 +22,11 @@ INSTALL = $(shell test -x $(BIN)/uv && echo "$(BIN)/uv pip install --quiet --com
 # copy is current, so every new environment downloaded it twice (metadata, then build) and built
 # it again, 26 of the 43 s of the install (issue 36). Its wheel, built once by pip from the same
 # registry, is kept in WHEELS (a cache outside the checkout, like pip's and uv's own; WHEELS=
-# turns it off) and offered to uv with --find-links: a newer pyspark on the registry is still
-# preferred (then built as before, and the next `make` keeps its wheel too).
+# turns it off) and offered to uv with --find-links. pip is asked each time (1 s when the kept
+# wheel is the newest version): a newer pyspark on the registry is built and kept beside the
+# older wheel (`rm -r ~/.cache/safeshare/wheels` removes them all).
 WHEELS ?= $(HOME)/.cache/safeshare/wheels
+# the requirement of pyproject.toml's spark extra
 SPARK_REQUIREMENT = pyspark>=4,<5
 FIND_WHEELS = $(if $(WHEELS),$(shell test -d $(WHEELS) || mkdir -p $(WHEELS) 2>/dev/null; test -d $(WHEELS) && echo --find-links $(WHEELS)))
 # safeshare's own modules (installed editable, so not compiled by the installer), to their
@@ -52,8 +54,8 @@ $(VENV)/.installed: pyproject.toml | $(RUN)
 # without its dependencies so that the project's own versions are the ones tested; so is
 # Anonymeter (the oracle of `safeshare attack`'s residual risks; it pins numpy<1.27, pyarrow<22).
 $(VENV)/.installed-test: pyproject.toml | $(RUN)
-	@if [ -n "$(WHEELS)" ] && [ -x $(BIN)/uv ] && ! ls $(WHEELS)/pyspark-*.whl >/dev/null 2>&1; then \
-		mkdir -p $(WHEELS) && $(RUN) -m pip wheel --quiet --no-deps --wheel-dir $(WHEELS) "$(SPARK_REQUIREMENT)" || \
+	@if [ -n "$(FIND_WHEELS)" ] && [ -x $(BIN)/uv ]; then \
+		$(RUN) -m pip wheel --quiet --no-deps $(FIND_WHEELS) --wheel-dir $(WHEELS) "$(SPARK_REQUIREMENT)" || \
 		echo "pyspark's wheel not kept: uv builds it from its source distribution"; fi
 	$(INSTALL) $(FIND_WHEELS) -e ".[test,spark]"
 	$(INSTALL) --no-deps "pycanon==1.3.6" "anonymeter==1.1.0"
