@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safeshare.verify.csv_lines import distinct_rows
+from safeshare.verify import csv_lines
+from safeshare.verify.csv_lines import LINE_DELIMITER, distinct_rows, header_fields
 from safeshare.verify.sql import release_relation
 
 RECORDS = "__safeshare_records"
@@ -117,3 +118,82 @@ def test_the_lines_keep_spaces_and_read_an_empty_field_as_null(tmp_path: Path) -
     path.write_text("a,b,c\n x , y,\n,,\n x , y,\n", encoding="utf-8")
     got = _from_lines(path, ",")
     assert got == Counter({(" x ", " y", None): 2, (None, None, None): 1}) == _parsed(path, ",")
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "why"),
+    [
+        ('"', "the quote, which the parser interprets"),
+        ("\r", "a CR, part of a line end"),
+        ("\n", "the line end itself"),
+        (LINE_DELIMITER, "the lines reader's own delimiter"),
+        (",,", "a delimiter of two characters"),
+        ("", "no delimiter"),
+    ],
+)
+def test_a_delimiter_the_lines_cannot_split_at_is_declined(tmp_path: Path, delimiter: str, why: str) -> None:
+    """One column, no quote, no CR: with any of these delimiters the file's lines would split
+    into the header's one name, yet the lines are not taken (nothing is built)."""
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"a\n1\n2\n1\n")
+    con = duckdb.connect()
+    try:
+        assert not distinct_rows(con, path, delimiter, ["a"], "rows", RECORDS), why
+        assert "rows" not in _tables(con)
+        assert distinct_rows(con, path, ",", ["a"], "rows", RECORDS)  # the same file at ","
+        assert sorted(con.execute("SELECT * FROM rows").fetchall()) == [("1", 2), ("2", 1)]
+    finally:
+        con.close()
+
+
+def test_a_records_column_named_as_a_release_column_or_a_folder_is_declined(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text("a,b\n1,2\n", encoding="utf-8")
+    con = duckdb.connect()
+    try:
+        assert not distinct_rows(con, path, ",", ["a", "b"], "rows", "b")  # the counts would shadow b
+        assert not distinct_rows(con, tmp_path, ",", ["a", "b"], "rows", RECORDS)  # a folder of parts
+        assert not distinct_rows(con, path, ",", ["a", "c"], "rows", RECORDS)  # not the parser's names
+        assert "rows" not in _tables(con)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "fields"),
+    [
+        (b"a,b\n", ["a", "b"]),
+        (b"a,,b\n", ["a", "", "b"]),
+        (b"\xc3\xa9,b\n", ["\u00e9", "b"]),
+        (b'a,"b"\n', None),  # a quote: the parser would read b
+        (b'a",b\n', None),
+        (b"a,b\r\n", None),  # a CR line end
+        (b"a\rb\n", None),
+        (b"a,b", None),  # no line end
+        (b"a,\xff\n", None),  # not UTF-8
+    ],
+)
+def test_the_header_is_split_only_where_it_has_nothing_to_interpret(
+    tmp_path: Path, first: bytes, fields: list[str] | None
+) -> None:
+    path = tmp_path / "r.csv"
+    path.write_bytes(first + b"1,2\n" if first.endswith(b"\n") else first)  # a header alone: no line end
+    assert header_fields(path, ",") == fields
+
+
+def test_a_header_longer_than_the_verifiers_line_limit_is_not_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit counts the line's text; its line end may follow (a line of the limit is read)."""
+    monkeypatch.setattr(csv_lines, "MAX_RELEASE_LINE", 8)
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"abcd,efg\n1,2\n")  # 8 characters
+    assert header_fields(path, ",") == ["abcd", "efg"]
+    path.write_bytes(b"abcd,efgh\n1,2\n")  # 9
+    assert header_fields(path, ",") is None
+    path.write_bytes(b"abcd,efghijklmnop\n1,2\n")
+    assert header_fields(path, ",") is None

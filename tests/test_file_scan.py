@@ -99,3 +99,38 @@ def test_the_release_is_read_for_its_digest_once(
     assert released["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert released["bytes"] == path.stat().st_size
     assert not [p for p in read if p.name.startswith("release")], read
+
+
+def test_the_scan_holds_one_chunk_of_a_file_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1 GB release is read CHUNK bytes at a time (its memory is one chunk, not the file)."""
+    monkeypatch.setattr(file_scan, "CHUNK", 5)
+    asked: list[int | None] = []
+    real_open = open
+
+    class Recording:
+        def __init__(self, handle: object) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Recording:
+            return self
+
+        def __exit__(self, *args: object) -> None:
+            self.handle.close()  # type: ignore[attr-defined]
+
+        def read(self, size: int | None = None) -> bytes:
+            asked.append(size)
+            return self.handle.read(size)  # type: ignore[attr-defined,no-any-return]
+
+    def recording_open(path: Path, mode: str = "r") -> Recording:
+        return Recording(real_open(path, mode))
+
+    monkeypatch.setattr(file_scan, "open", recording_open, raising=False)
+    file = tmp_path / "r.csv"
+    file.write_bytes(b"a,b\n" * 10)
+    with FileScan(file, control=True) as scan:
+        found = scan.result()
+    assert found.digests == {file: hashlib.sha256(file.read_bytes()).hexdigest()}
+    assert asked and set(asked) == {5}  # 40 bytes in 8 reads of 5, then the empty read
+    assert len(asked) == 9

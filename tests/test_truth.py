@@ -52,7 +52,7 @@ from safeshare.hierarchy.truth import (
 )
 from safeshare.missing import BLANK_HINT, missing_texts, parse_missing, with_blank
 from safeshare.models import KAnonymity
-from safeshare.verify import expectations_for, verify_release
+from safeshare.verify import expectations_any_level, expectations_for, verify_release
 from safeshare.verify.truth import TruthExpectations
 from safeshare.workflows.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.workflows.publish import write_release
@@ -480,6 +480,73 @@ def test_the_verifier_refuses_a_label_false_of_its_records(tmp_path: Path) -> No
         tmp_path, pd.DataFrame({"d": ["2022"] * 20 + ["2021"] * 5}), labels, {**counts, "2021-12-31": 1}
     )
     assert not v.passed and "4 released records in 1 classes are not input records" in v.failures[-1]
+
+
+def test_every_false_value_of_a_label_is_counted_in_its_line(tmp_path: Path) -> None:
+    """Two values labelled falsely with the same label: one line, the value with the most
+    records first, and how many such values there are."""
+    counts = {"2022-01-01": 19, "2022-01-02": 3, "2021-12-31": 2}
+    labels = {"2022-01-01": ("2021", "*"), "2022-01-02": ("2021", "*"), "2021-12-31": ("2021", "*")}
+    v = verified_truth(tmp_path, pd.DataFrame({"d": ["2021"] * 24}), labels, counts)
+    assert v.failures[0] == (
+        "column 'd': label '2021' is not true of value '2022-01-01' (19 released records; 2 such values)"
+    )
+    assert v.checks["truth"]["columns"]["d"]["false"] == 2
+
+
+def verified_any_level(
+    tmp_path: Path, release: list[str], rows: dict[str, tuple[str, ...]], counts: dict[str, int]
+):
+    """A locally recoded release of one date column ``d`` (labels of any level of ``rows``: the
+    value's day, month, year, ``*``), verified with its truth check."""
+    path = tmp_path / "r.csv"
+    pd.DataFrame({"d": release}).to_csv(path, index=False)
+    expected = expectations_any_level(
+        ["d"],
+        ["d"],
+        {"d": [(v, *labels) for v, labels in rows.items()]},
+        sum(counts.values()),
+        0.05,
+        {"k-anonymity": {"k": 1}},
+    )
+    expected.truth = TruthExpectations(
+        semantics={"d": DateSemantics()},
+        labels={"d": {v: (v, *labels) for v, labels in rows.items()}},
+        input_classes=lambda: pd.DataFrame({"d": list(counts), "__count__": list(counts.values())}),
+        any_level=True,
+    )
+    return verify_release(path, "csv", expected)
+
+
+def test_a_locally_recoded_release_is_judged_label_by_label(tmp_path: Path) -> None:
+    """Labels of several levels: every released label a value may take is judged (not only its
+    first), each label's records against the input records it is true of."""
+    counts = {"2022-01-01": 19, "2022-01-03": 5, "2021-12-31": 2}
+    rows = {
+        "2022-01-01": ("2022-01", "2022", "*"),
+        "2022-01-03": ("2022-01", "2022", "*"),
+        "2021-12-31": ("2021-12", "2021", "*"),
+    }
+    # months for some, the year for others (no month 2022-01 released): all true, all counted
+    v = verified_any_level(tmp_path, ["2022"] * 24 + ["2021-12"] * 2, rows, counts)
+    assert v.passed, v.failures
+    assert v.checks["truth"]["columns"]["d"]["pairs"] == 3 and v.checks["truth"]["passed"]
+    # an input value the configuration gives no label (its one record suppressed): no pair of its own
+    v = verified_any_level(tmp_path, ["2022"] * 24 + ["2021-12"] * 2, rows, {**counts, "2022-02-01": 1})
+    assert v.passed, v.failures
+    assert v.checks["truth"]["columns"]["d"]["pairs"] == 3
+    v = verified_any_level(tmp_path, ["2022-01"] * 10 + ["2022"] * 14 + ["*"] * 2, rows, counts)
+    assert v.passed, v.failures
+    # more records of a label than input records it is true of
+    v = verified_any_level(tmp_path, ["2022"] * 25 + ["2021"], rows, counts)
+    assert v.failures == ["column 'd': 1 released records carry labels that fewer input records are true of"]
+    # a false label the configuration allowed (2022-01-01's year written 2021)
+    rows["2022-01-01"] = ("2022-01", "2021", "*")
+    rows["2022-01-03"] = ("2022-01", "2021", "*")
+    v = verified_any_level(tmp_path, ["2022-01"] * 24 + ["2021"] * 2, rows, counts)
+    assert v.failures == [
+        "column 'd': label '2021' is not true of value '2022-01-01' (19 input records; 2 such values)"
+    ]
 
 
 def relabel(value: str, label: str) -> Callable[..., ReleasePlan]:

@@ -113,6 +113,14 @@ TARGETS: dict[str, Target] = {
         ("metrics/loss.py",),
         ("tests/test_metrics.py", "tests/test_boundaries.py"),
     ),
+    "verify_lines": Target(
+        ("verify/csv_lines.py", "verify/file_scan.py"),
+        ("tests/test_csv_lines.py", "tests/test_file_scan.py", "tests/test_hostile_shapes.py"),
+    ),
+    "truth": Target(
+        ("verify/truth.py",),
+        ("tests/test_truth.py",),
+    ),
     "surveillance": Target(
         ("surveillance/simulate.py", "surveillance/search.py", "risk/measures.py"),
         (
