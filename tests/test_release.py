@@ -14,7 +14,7 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError, VerificationError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
-from safeshare.verify import expectations_for, verify_release
+from safeshare.verify import expectations_any_level, expectations_for, verify_release
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
@@ -87,6 +87,78 @@ def test_verifier_catches_violations_directly(tmp_path: Path) -> None:
     expected.records_in = 5
     v = verify_release(path, "csv", expected)
     assert not v.passed and "suppressed" in v.failures[0]
+
+
+def _written(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    path = tmp_path / "r.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _expected(records_in: int = 4, models: dict[str, dict[str, int]] | None = None, suppression: float = 0.0):
+    return expectations_for(
+        columns=["q", "s"],
+        quasi_identifiers=["q"],
+        hierarchy_rows={"q": [("a", "*"), ("b", "*")]},
+        levels={"q": 0},
+        records_in=records_in,
+        max_suppression=suppression,
+        models={"k-anonymity": {"k": 2}} if models is None else models,
+    )
+
+
+def test_each_way_a_release_breaks_its_configuration_is_said_in_its_own_line(tmp_path: Path) -> None:
+    """The verifier's judgement, failure by failure: what and where, one line each."""
+    good = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["1", "2", "3", "4"]})
+    v = verify_release(_written(tmp_path, good), "csv", _expected())
+    assert v.passed and v.failures == [] and v.checks["suppression_limit"] == 0
+    assert v.to_dict() == {
+        "passed": True,
+        "records_out": 4,
+        "suppressed_records": 0,
+        "min_class_size": 2,
+        "equivalence_classes": 2,
+        "failures": [],
+        "checks": v.checks,
+    }
+    assert v.checks["columns"] == ["q", "s"]
+    cases = [
+        (good.assign(name="x"), "release column 'name' is not allowed by the configuration's roles"),
+        (good[["s", "q"]], "release columns ['s', 'q'] differ from the expected ['q', 's']"),
+        (good[["s"]], "release columns ['s'] differ from the expected ['q', 's']"),
+        (pd.concat([good, good.head(1)]), "the release has more records (5) than the input"),
+        (good.head(2), "2 records suppressed, more than the limit 0"),
+        (good.replace({"b": "c"}), "column 'q' has value 'c', not a label of its chosen level"),
+    ]
+    for frame, line in cases:
+        v = verify_release(_written(tmp_path, frame), "csv", _expected())
+        assert not v.passed and v.failures[0] == line, (line, v.failures)
+    v = verify_release(_written(tmp_path, good[["s"]]), "csv", _expected())
+    assert v.failures[1] == "a quasi-identifier column is missing from the release"
+    # the limit is recorded as the verifier computed it (10 % of 30 records: 3)
+    v = verify_release(_written(tmp_path, good), "csv", _expected(records_in=30, suppression=0.1))
+    assert v.checks["suppression_limit"] == 3 and v.failures == [
+        "26 records suppressed, more than the limit 3"
+    ]
+
+
+def test_without_k_anonymity_a_class_of_one_record_is_allowed(tmp_path: Path) -> None:
+    """No k-anonymity model configured: k is 1, at the chosen level and at any level."""
+    path = _written(tmp_path, pd.DataFrame({"q": ["a", "b"], "s": ["1", "2"]}))
+    expected = _expected(records_in=2, models={})
+    assert expected.k == 1 and verify_release(path, "csv", expected).passed
+    any_level = expectations_any_level(["q", "s"], ["q"], {"q": [("a", "*"), ("b", "*")]}, 2, 0.0, {})
+    assert any_level.k == 1 and verify_release(path, "csv", any_level).passed
+    assert (
+        expectations_for(["q"], ["q"], {"q": [("a", "*")]}, {"q": 0}, 1, 0.0, {}, delimiter=";").delimiter
+        == ";"
+    )
+    assert (
+        expectations_any_level(["q"], ["q"], {"q": [("a", "*")]}, 1, 0.0, {}, delimiter=";").delimiter == ";"
+    )
+    models = {"k-anonymity": {"k": 3}, "l-diversity": {"l": 2}}
+    assert _expected(models=models).models == models
+    assert expectations_any_level(["q"], ["q"], {"q": [("a", "*")]}, 1, 0.0, models).models == models
 
 
 def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:

@@ -167,6 +167,11 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     release_b = float(page.get_by_test_id("risk-release-B").inner_text())
     shot(page, "5-risk")
 
+    page.get_by_test_id("nav-utility").click()
+    page.wait_for_load_state("load")
+    assert "6 Utility" in page.locator("h1").inner_text()
+    shot(page, "6-utility")
+
     page.get_by_test_id("nav-release").click()
     assert "verified" in page.get_by_test_id("run-status").inner_text()
     text = page.get_by_test_id("yaml").inner_text()
@@ -174,7 +179,7 @@ def test_the_whole_flow_on_adult(browser: Any, server: Any, tmp_path: Path) -> N
     with page.expect_download() as download:
         page.get_by_test_id("download-release").click()
     released = Path(download.value.path()).read_bytes()
-    shot(page, "6-release")
+    shot(page, "7-release")
     page.close()
 
     # the YAML the page shows, saved where the page says, reproduces the release byte for byte
@@ -300,7 +305,7 @@ def test_surveillance_bands_and_policy_table(browser: Any, server: Any) -> None:
     page.wait_for_load_state("load")
     assert page.get_by_test_id("pk-bands").inner_html().count("<polyline") == 3  # one mean line a policy
     assert page.get_by_test_id("policy-table").locator("tr").count() == 1 + 6
-    shot(page, "7-surveillance")
+    shot(page, "8-surveillance")
     page.close()
 
 

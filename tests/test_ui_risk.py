@@ -207,6 +207,10 @@ def test_plain_ola_k_anonymity(bench: Bench) -> None:
     report = assert_screen_is_report(bench, pid, rid)
     assert report["risk"]["release"]["estimated"] is False  # no N: the input is the population
     assert report["risk"]["release"]["n"] == report["records_out"]
+    assert _population_line(bench, pid, rid) == (
+        f"Population: N = {report['records_in']:,} (the input, taken as the whole population; assumed: no "
+        "population size was given). The risks are exact for this population."
+    )
 
 
 def test_a_risk_threshold_model_with_a_configured_population(bench: Bench) -> None:
@@ -218,6 +222,18 @@ def test_a_risk_threshold_model_with_a_configured_population(bench: Bench) -> No
     rid = bench.run(pid)
     report = assert_screen_is_report(bench, pid, rid)
     assert report["risk"]["release"]["estimated"] is True and report["risk"]["population_size"] == 40000
+    assert _population_line(bench, pid, rid) == (
+        "Population: N = 40,000 (a test's census). Journalist and marketer risks are estimated with this N."
+    )
+
+
+def _population_line(bench: Bench, pid: str, rid: str) -> str:
+    """The Risk screen's population sentence, as text (each figure's markup dropped), up to "Input:"."""
+    page = bench.client.get(f"/p/{pid}/risk?run={rid}").text
+    para = re.search(r'<p data-testid="risk-population">(.*?)</p>', page, re.S)
+    assert para is not None
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", para.group(1))).split())
+    return text.split(" Input:")[0]
 
 
 def test_local_recoding_shows_the_final_release_not_round_0(bench: Bench) -> None:

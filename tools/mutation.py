@@ -117,6 +117,21 @@ TARGETS: dict[str, Target] = {
         ("verify/csv_lines.py", "verify/file_scan.py"),
         ("tests/test_csv_lines.py", "tests/test_file_scan.py", "tests/test_hostile_shapes.py"),
     ),
+    "verifier": Target(
+        ("verify/__init__.py",),
+        (
+            "tests/test_release.py",
+            "tests/test_local_release.py",
+            "tests/test_truth.py",
+            "tests/test_hostile_shapes.py",
+            "tests/test_control_characters.py",
+            "tests/test_identifiers.py",
+        ),
+    ),
+    "persons": Target(
+        ("verify/persons.py",),
+        ("tests/test_persons.py",),
+    ),
     "truth": Target(
         ("verify/truth.py",),
         ("tests/test_truth.py",),
