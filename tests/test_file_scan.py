@@ -73,6 +73,9 @@ def test_the_release_is_read_for_its_digest_once(
     read: list[Path] = []
     real = evidence.sha256_file
     monkeypatch.setattr(evidence, "sha256_file", lambda path: read.append(Path(path)) or real(path))
+    tested: list[Path] = []  # the control-character test of a CSV release: the scan's, not a read of its own
+    test = control.csv_holds_control
+    monkeypatch.setattr(control, "csv_holds_control", lambda path: tested.append(Path(path)) or test(path))
     write_small_adult(tmp_path, 2000)
     config = tmp_path / "adult.yaml"
     config.write_text(config.read_text().replace("output: {format: csv}", f"output: {{format: {fmt}}}"))
@@ -99,6 +102,7 @@ def test_the_release_is_read_for_its_digest_once(
     assert released["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert released["bytes"] == path.stat().st_size
     assert not [p for p in read if p.name.startswith("release")], read
+    assert not [p for p in tested if p.name.startswith("release")], tested
 
 
 def test_the_scan_holds_one_chunk_of_a_file_at_a_time(

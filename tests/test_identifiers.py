@@ -583,8 +583,22 @@ def test_identifier_columns_are_not_allowed_without_their_check(visits_csv: Path
     roles = {n: a.role.value for n, a in schema.attributes.items()}
     ids = done.expected.identifiers
     assert ids is not None
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(ValueError, match="the identifier checks and the roles disagree on column 'dx'"):
         with_identifiers(plain, done.engine.columns(), {**roles, "dx": "pseudonym"}, None, ids)
+    # allowed: the released roles and the checked identifier roles, a column without a role by the default
+    header = done.engine.columns()
+    checked = with_identifiers(plain, header, roles, None, ids)
+    assert checked.identifiers is ids and checked.k == plain.k
+    assert checked.columns == [
+        c
+        for c in header
+        if roles.get(c) in {"quasi", "sensitive", "insensitive", "pseudonym", "shifted_date"}
+    ]
+    assert set(ids.columns) <= set(checked.columns)
+    unlisted = next(c for c in header if roles.get(c) in {"sensitive", "insensitive"})
+    fewer = {c: r for c, r in roles.items() if c != unlisted}
+    assert unlisted not in with_identifiers(plain, header, fewer, None, ids).columns
+    assert with_identifiers(plain, header, fewer, "insensitive", ids).columns == checked.columns
 
 
 def test_an_engine_without_the_treatment_fails_the_check(visits_csv: Path, tmp_path: Path) -> None:

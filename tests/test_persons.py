@@ -40,7 +40,8 @@ from safeshare.models.k_anonymity import KAnonymity
 from safeshare.models.profile import ProfileAnonymity
 from safeshare.risk.measures import risk_measures
 from safeshare.risk.persons import person_risk_measures
-from safeshare.verify import verify_release
+from safeshare.verify import expectations_for, verify_release
+from safeshare.verify.persons import PersonExpectations
 from safeshare.workflows.anonymizer import Anonymizer
 from tests.conftest import examples, run_cli
 
@@ -222,6 +223,47 @@ def test_the_verifier_counts_people_from_the_input(tmp_path: Path) -> None:
     other.input_grain = lambda: grain.assign(__count__=grain["__count__"] + 1)  # not these records
     failed = verify_release(path, "csv", replace(expected, persons=other))
     assert any("do not hold the input records" in f for f in failed.failures)
+
+
+def test_a_released_person_column_that_agrees_does_not_hide_a_class_under_k(tmp_path: Path) -> None:
+    """The person key released (a pseudonym): the file's count of people in the smallest class is
+    checked beside, never instead of, the input's: a class of 2 people under k = 3 fails even
+    though the file agrees that it holds 2; every figure of the check is reported."""
+    path = tmp_path / "r.csv"
+    release = pd.DataFrame({"q": ["a", "a", "b", "b", "b", "b"], "pid": ["p1", "p2", "p3", "p4", "p5", "p5"]})
+    release.to_csv(path, index=False)
+    expected = expectations_for(["q", "pid"], ["q"], {"q": [("a", "*"), ("b", "*")]}, {"q": 0}, 7, 0.2, {})
+    grain = pd.DataFrame({"q": ["a", "a", "b", "b", "b", "c"], "pid": ["p1", "p2", "p3", "p4", "p5", "p6"]})
+    expected.persons = PersonExpectations(
+        column="pid",
+        k=3,
+        labels={"q": {"a": "a", "b": "b", "c": "c"}},
+        input_grain=lambda: grain.assign(__count__=[1, 1, 1, 1, 2, 1]),
+        released=True,
+    )
+    v = verify_release(path, "csv", expected)
+    assert v.failures == [
+        "people: 1 released classes (2 records) hold fewer than k = 3 people (the smallest 2), "
+        "counted by 'pid'"
+    ]
+    assert v.checks["persons"] == {
+        "column": "pid",
+        "k": 3,
+        "people_in": 6,
+        "people_out": 5,
+        "min_class_people": 2,
+        "classes_below_k": 1,
+        "min_class_people_on_file": 2,
+        "passed": False,
+    }
+    expected.persons.k = 2
+    assert verify_release(path, "csv", expected).passed
+    # the file's own count disagrees (p2 written as p1): said, beside the input's figure
+    release.assign(pid=["p1", "p1", "p3", "p4", "p5", "p5"]).to_csv(path, index=False)
+    v = verify_release(path, "csv", expected)
+    assert v.failures == [
+        "people: the release's person column 'pid' gives 1 people in its smallest class, the input 2"
+    ]
 
 
 # ------------------------------------------------------------------ the grain, exact (hypothesis)

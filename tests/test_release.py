@@ -14,7 +14,8 @@ from safeshare.data.schema import Attribute, Role, Schema
 from safeshare.errors import InputError, VerificationError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
-from safeshare.verify import expectations_any_level, expectations_for, verify_release
+from safeshare.verify import allowed_release_columns, expectations_any_level, expectations_for, verify_release
+from safeshare.verify.sql import MAX_RELEASE_LINE
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
@@ -135,11 +136,30 @@ def test_each_way_a_release_breaks_its_configuration_is_said_in_its_own_line(tmp
         assert not v.passed and v.failures[0] == line, (line, v.failures)
     v = verify_release(_written(tmp_path, good[["s"]]), "csv", _expected())
     assert v.failures[1] == "a quasi-identifier column is missing from the release"
+    assert (v.records_out, v.min_class_size, v.equivalence_classes) == (4, 0, 0)  # no class to read
     # the limit is recorded as the verifier computed it (10 % of 30 records: 3)
     v = verify_release(_written(tmp_path, good), "csv", _expected(records_in=30, suppression=0.1))
     assert v.checks["suppression_limit"] == 3 and v.failures == [
         "26 records suppressed, more than the limit 3"
     ]
+
+
+def test_a_line_longer_than_the_verifier_reads_fails_with_nothing_counted(tmp_path: Path) -> None:
+    """Not read, so not judged: a failure of its own (the line not quoted), no figure of the file."""
+    path = tmp_path / "r.csv"
+    path.write_text("q,s\na," + "x" * (MAX_RELEASE_LINE + 10) + "\na,1\n", encoding="utf-8")
+    v = verify_release(path, "csv", _expected(records_in=2))
+    assert v.to_dict() == {
+        "passed": False,
+        "records_out": 0,
+        "suppressed_records": 0,
+        "min_class_size": 0,
+        "equivalence_classes": 0,
+        "failures": v.failures,
+        "checks": {},
+    }
+    assert len(v.failures) == 1 and f"longer than {MAX_RELEASE_LINE:,} bytes" in v.failures[0]
+    assert "xxx" not in v.failures[0]
 
 
 def test_without_k_anonymity_a_class_of_one_record_is_allowed(tmp_path: Path) -> None:
@@ -159,6 +179,29 @@ def test_without_k_anonymity_a_class_of_one_record_is_allowed(tmp_path: Path) ->
     models = {"k-anonymity": {"k": 3}, "l-diversity": {"l": 2}}
     assert _expected(models=models).models == models
     assert expectations_any_level(["q"], ["q"], {"q": [("a", "*")]}, 1, 0.0, models).models == models
+
+
+def test_keyed_columns_are_allowed_only_where_their_check_runs() -> None:
+    """A pseudonym or a shifted date is released only where the verifier recomputes it from the
+    key (``identifiers=True``: :func:`with_identifiers`); an identifying column, or one with no
+    role, never."""
+    header = ["mrn", "q", "s", "admitted", "name", "other"]
+    roles = {
+        "mrn": "pseudonym",
+        "q": "quasi",
+        "s": "sensitive",
+        "admitted": "shifted_date",
+        "name": "identifying",
+    }
+    assert allowed_release_columns(header, roles, None) == ["q", "s"]
+    assert allowed_release_columns(header, roles, "insensitive") == ["q", "s", "other"]
+    assert allowed_release_columns(header, roles, None, identifiers=True) == ["mrn", "q", "s", "admitted"]
+    assert allowed_release_columns(header, roles, "identifying", identifiers=True) == [
+        "mrn",
+        "q",
+        "s",
+        "admitted",
+    ]
 
 
 def test_no_solution_is_an_input_error(setup: tuple[MemoryEngine, Schema], tmp_path: Path) -> None:

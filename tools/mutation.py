@@ -126,6 +126,7 @@ TARGETS: dict[str, Target] = {
             "tests/test_hostile_shapes.py",
             "tests/test_control_characters.py",
             "tests/test_identifiers.py",
+            "tests/test_file_scan.py",
         ),
     ),
     "persons": Target(
