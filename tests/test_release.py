@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,7 +16,7 @@ from safeshare.errors import InputError, VerificationError
 from safeshare.hierarchy.hierarchy import Hierarchy
 from safeshare.models import KAnonymity
 from safeshare.verify import allowed_release_columns, expectations_any_level, expectations_for, verify_release
-from safeshare.verify.sql import MAX_RELEASE_LINE
+from safeshare.verify.sql import MAX_RELEASE_LINE, ROW_RECORDS
 from safeshare.workflows.anonymizer import Anonymizer
 from safeshare.workflows.publish import write_release
 from safeshare.workflows.release import ReleaseContext
@@ -160,6 +161,61 @@ def test_a_line_longer_than_the_verifier_reads_fails_with_nothing_counted(tmp_pa
     }
     assert len(v.failures) == 1 and f"longer than {MAX_RELEASE_LINE:,} bytes" in v.failures[0]
     assert "xxx" not in v.failures[0]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_the_distinct_rows_are_handed_on_up_to_the_number_asked(tmp_path: Path, fmt: str) -> None:
+    """``keep_rows``: the release's distinct rows, with their records, when there are no more
+    than asked (the disclosure check's input); a CSV release without quotes is read from its
+    lines, a Parquet one by grouping every column."""
+    from safeshare.verify import csv_lines
+
+    frame = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["1", "1", "1", "1"]})
+    path = tmp_path / f"r.{fmt}"
+    frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path, index=False)
+    taken: list[bool] = []
+    real = csv_lines.distinct_rows
+
+    def recording(*args: Any, **kwargs: Any) -> bool:
+        taken.append(real(*args, **kwargs))
+        return taken[-1]
+
+    import safeshare.verify as verify
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verify, "distinct_rows", recording)
+        for keep, kept in [(0, None), (1, None), (2, 2), (3, 2)]:
+            v = verify_release(path, fmt, _expected(), keep_rows=keep)
+            assert v.passed, v.failures
+            assert (None if v.rows is None else v.rows.num_rows) == kept, (keep, kept)
+        single = tmp_path / f"one.{fmt}"
+        one = frame.assign(q="a")
+        one.to_csv(single, index=False) if fmt == "csv" else one.to_parquet(single, index=False)
+        v = verify_release(single, fmt, _expected(models={"k-anonymity": {"k": 4}}), keep_rows=1)
+        assert (
+            v.passed and v.rows is not None and v.rows.to_pylist() == [{"q": "a", "s": "1", ROW_RECORDS: 4}]
+        )
+    assert taken == ([True] * 5 if fmt == "csv" else [])
+
+
+def test_every_configured_model_after_k_anonymity_is_rechecked_and_reported(tmp_path: Path) -> None:
+    """k-anonymity (checked by the classes) listed first does not end the models' re-checks; each
+    model's scalar parameters, its figure and its verdict are reported, never its list data."""
+    path = _written(tmp_path, pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["1", "1", "1", "2"]}))
+    models = {
+        "k-anonymity": {"k": 2},
+        "risk": {"measure": "B", "threshold": 0.99, "estimator": "pitman", "population_size": 100},
+        "l-diversity": {"l": 2, "columns": ["s"]},
+    }
+    v = verify_release(path, "csv", _expected(models=models))
+    assert len(v.failures) == 1 and v.failures[0].startswith(
+        "l-diversity (distinct, l = 2) fails on column 's'"
+    )
+    report = v.checks["models"]
+    assert list(report) == ["risk", "l-diversity"]
+    assert report["l-diversity"] == {"params": {"l": 2}, "passed": False}  # the column list stays out
+    assert report["risk"]["passed"] is True and 0 < report["risk"]["value"] < 0.99
+    assert report["risk"]["params"] == models["risk"]
 
 
 def test_without_k_anonymity_a_class_of_one_record_is_allowed(tmp_path: Path) -> None:

@@ -127,6 +127,7 @@ TARGETS: dict[str, Target] = {
             "tests/test_control_characters.py",
             "tests/test_identifiers.py",
             "tests/test_file_scan.py",
+            "tests/test_persons.py",
         ),
     ),
     "persons": Target(
