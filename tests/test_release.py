@@ -70,34 +70,18 @@ def test_tampered_release_is_not_published(
     assert not list(tmp_path.glob(".out.staging-*"))
 
 
-def test_verifier_catches_violations_directly(tmp_path: Path) -> None:
-    path = tmp_path / "r.csv"
-    pd.DataFrame({"q": ["a", "a", "b"], "s": ["1", "2", "3"]}).to_csv(path, index=False)
-    expected = expectations_for(
-        columns=["q", "s"],
-        quasi_identifiers=["q"],
-        hierarchy_rows={"q": [("a", "*"), ("b", "*")]},
-        levels={"q": 0},
-        records_in=3,
-        max_suppression=0.0,
-        models={"k-anonymity": {"k": 2}},
-    )
-    v = verify_release(path, "csv", expected)
-    assert not v.passed and "fewer than k = 2" in v.failures[0]
-    expected.k = 1
-    assert verify_release(path, "csv", expected).passed
-    expected.records_in = 5
-    v = verify_release(path, "csv", expected)
-    assert not v.passed and "suppressed" in v.failures[0]
-
-
-def _written(tmp_path: Path, frame: pd.DataFrame) -> Path:
-    path = tmp_path / "r.csv"
-    frame.to_csv(path, index=False)
+def _written(tmp_path: Path, frame: pd.DataFrame, fmt: str = "csv", name: str = "r") -> Path:
+    """``frame`` written as the release file ``name.fmt`` (CSV or Parquet) in ``tmp_path``."""
+    path = tmp_path / f"{name}.{fmt}"
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
     return path
 
 
 def _expected(records_in: int = 4, models: dict[str, dict[str, int]] | None = None, suppression: float = 0.0):
+    """The expectations of a release of ``q`` (labels a, b at level 0) and ``s``, k = 2 by default."""
     return expectations_for(
         columns=["q", "s"],
         quasi_identifiers=["q"],
@@ -107,6 +91,18 @@ def _expected(records_in: int = 4, models: dict[str, dict[str, int]] | None = No
         max_suppression=suppression,
         models={"k-anonymity": {"k": 2}} if models is None else models,
     )
+
+
+def test_verifier_catches_violations_directly(tmp_path: Path) -> None:
+    path = _written(tmp_path, pd.DataFrame({"q": ["a", "a", "b"], "s": ["1", "2", "3"]}))
+    expected = _expected(records_in=3)
+    v = verify_release(path, "csv", expected)
+    assert not v.passed and "fewer than k = 2" in v.failures[0]
+    expected.k = 1
+    assert verify_release(path, "csv", expected).passed
+    expected.records_in = 5
+    v = verify_release(path, "csv", expected)
+    assert not v.passed and "suppressed" in v.failures[0]
 
 
 def test_each_way_a_release_breaks_its_configuration_is_said_in_its_own_line(tmp_path: Path) -> None:
@@ -164,15 +160,16 @@ def test_a_line_longer_than_the_verifier_reads_fails_with_nothing_counted(tmp_pa
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_the_distinct_rows_are_handed_on_up_to_the_number_asked(tmp_path: Path, fmt: str) -> None:
+def test_the_distinct_rows_are_handed_on_up_to_the_number_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
     """``keep_rows``: the release's distinct rows, with their records, when there are no more
     than asked (the disclosure check's input); a CSV release without quotes is read from its
     lines, a Parquet one by grouping every column."""
     from safeshare.verify import csv_lines
 
     frame = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["1", "1", "1", "1"]})
-    path = tmp_path / f"r.{fmt}"
-    frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path, index=False)
+    path = _written(tmp_path, frame, fmt)
     taken: list[bool] = []
     real = csv_lines.distinct_rows
 
@@ -182,19 +179,14 @@ def test_the_distinct_rows_are_handed_on_up_to_the_number_asked(tmp_path: Path, 
 
     import safeshare.verify as verify
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(verify, "distinct_rows", recording)
-        for keep, kept in [(0, None), (1, None), (2, 2), (3, 2)]:
-            v = verify_release(path, fmt, _expected(), keep_rows=keep)
-            assert v.passed, v.failures
-            assert (None if v.rows is None else v.rows.num_rows) == kept, (keep, kept)
-        single = tmp_path / f"one.{fmt}"
-        one = frame.assign(q="a")
-        one.to_csv(single, index=False) if fmt == "csv" else one.to_parquet(single, index=False)
-        v = verify_release(single, fmt, _expected(models={"k-anonymity": {"k": 4}}), keep_rows=1)
-        assert (
-            v.passed and v.rows is not None and v.rows.to_pylist() == [{"q": "a", "s": "1", ROW_RECORDS: 4}]
-        )
+    monkeypatch.setattr(verify, "distinct_rows", recording)
+    for keep, kept in [(0, None), (1, None), (2, 2), (3, 2)]:
+        v = verify_release(path, fmt, _expected(), keep_rows=keep)
+        assert v.passed, v.failures
+        assert (None if v.rows is None else v.rows.num_rows) == kept, (keep, kept)
+    single = _written(tmp_path, frame.assign(q="a"), fmt, "one")
+    v = verify_release(single, fmt, _expected(models={"k-anonymity": {"k": 4}}), keep_rows=1)
+    assert v.passed and v.rows is not None and v.rows.to_pylist() == [{"q": "a", "s": "1", ROW_RECORDS: 4}]
     assert taken == ([True] * 5 if fmt == "csv" else [])
 
 
