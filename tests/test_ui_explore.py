@@ -242,6 +242,22 @@ def test_the_run_history_lists_every_run_and_a_failed_run_hides_none(bench: Benc
     assert 'data-testid="nav-history"' in page.text
 
 
+def test_run_ids_sort_in_start_order_within_one_second() -> None:
+    """Two runs started in the same second (a fast run, then the next) once sorted by their
+    random suffix: the run history listed the older first, and a screen opened the older run as
+    the latest. The id carries the milliseconds before its random digits."""
+    from safeshare.ui.projects import RUN_ID
+    from safeshare.ui.runs import new_run_id
+
+    start = 1_796_000_000.0  # a whole second
+    times = [start + step / 1000 for step in (0, 1, 2, 9, 10, 99, 100, 500, 998, 999)]
+    times += [start + 1, start + 1.001, start + 61]
+    for _ in range(20):  # the random digits change nothing
+        ids = [new_run_id(t) for t in times]
+        assert all(RUN_ID.match(i) for i in ids), ids
+        assert sorted(ids) == ids and len(set(ids)) == len(ids), ids
+
+
 # --------------------------------------------------------------------------- release this node
 def test_release_this_node_is_a_one_off_run_that_leaves_the_project_alone(bench: Bench) -> None:
     """Issue 35: "Release this node" pinned the project to ``algorithm: node`` + ``levels:``;

@@ -196,6 +196,8 @@ class Project:
         return directory
 
     def run_ids(self) -> list[str]:
+        """The project's runs, newest first (a run's id sorts in start order:
+        :func:`safeshare.ui.runs.new_run_id`)."""
         runs = self.directory / "runs"
         if not runs.is_dir():
             return []

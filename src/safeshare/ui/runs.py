@@ -50,8 +50,16 @@ class Run:
     cancelled: bool = False
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+def new_run_id(now: float | None = None) -> str:
+    """A new run's id, ``YYYYMMDD-HHMMSS-mmmrrr``: the local start time to the millisecond
+    (``mmm``, decimal) then three random hex digits, so that ids sort in start order (the run
+    history, "the latest run" of each screen: :meth:`safeshare.ui.projects.Project.run_ids`).
+    With six random digits in place of ``mmmrrr``, two runs started in the same second sorted
+    by chance. ``now``: the time (:func:`time.time`) to use."""
+    stamp = round((time.time() if now is None else now) * 1000)  # ms: one integer for both parts
+    seconds, millis = divmod(stamp, 1000)
+    random_digits = secrets.token_hex(2)[:3]
+    return time.strftime("%Y%m%d-%H%M%S-", time.localtime(seconds)) + f"{millis:03d}{random_digits}"
 
 
 def read_json(path: Path) -> Any:
