@@ -211,6 +211,10 @@ def test_plain_ola_k_anonymity(bench: Bench) -> None:
         f"Population: N = {report['records_in']:,} (the input, taken as the whole population; assumed: no "
         "population size was given). The risks are exact for this population."
     )
+    # B's label says the assumption: "the population is known" was shown for an assumed one
+    assert _b_label(bench, pid, rid) == (
+        "B (exact if the input is the whole population, as assumed: no N was given)"
+    )
 
 
 def test_a_risk_threshold_model_with_a_configured_population(bench: Bench) -> None:
@@ -225,6 +229,15 @@ def test_a_risk_threshold_model_with_a_configured_population(bench: Bench) -> No
     assert _population_line(bench, pid, rid) == (
         "Population: N = 40,000 (a test's census). Journalist and marketer risks are estimated with this N."
     )
+    assert _b_label(bench, pid, rid) == f"B (estimated, {report['risk']['estimator']})"
+
+
+def _b_label(bench: Bench, pid: str, rid: str) -> str:
+    """The Risk table's label of B (its first line, without the meaning under it)."""
+    page = bench.client.get(f"/p/{pid}/risk?run={rid}").text
+    cell = re.search(r"<tr><td>(B [^<]*)<br>", page)
+    assert cell is not None
+    return " ".join(html.unescape(cell.group(1)).split())
 
 
 def _population_line(bench: Bench, pid: str, rid: str) -> str:
