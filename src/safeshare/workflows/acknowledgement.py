@@ -91,15 +91,24 @@ NOT_NAMED = "not named (approved_by: in the configuration)"
 
 @dataclass(frozen=True)
 class WarningMark:
-    """One warning of the run as the certificate lists it (``certificate.warnings[]``)."""
+    """One warning of the run as the certificate lists it (``certificate.warnings[]``): made by
+    :func:`acknowledge` for the certificate, and read back from a published report.json by
+    :func:`safeshare.workflows.run_warnings.run_warnings` for the workbench (one type for both)."""
 
     code: str
     message: str
     columns: tuple[str, ...]
-    contradicts: bool
+    #: it contradicts the headline; ``None`` only when read from a report whose certificate has
+    #: no such check (a report of an earlier version): :func:`acknowledge` always decides it
+    contradicts: bool | None
     reason: str
     acknowledged: bool
     acknowledged_by: str
+
+    @property
+    def needs_acknowledgement(self) -> bool:
+        """It contradicts the headline and the custodian has not acknowledged it."""
+        return bool(self.contradicts) and not self.acknowledged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,7 +134,7 @@ class Acknowledgement:
     @property
     def unacknowledged(self) -> list[str]:
         """The contradicting codes not acknowledged, once each, in the order of the warnings."""
-        return list(dict.fromkeys(m.code for m in self.marks if m.contradicts and not m.acknowledged))
+        return list(dict.fromkeys(m.code for m in self.marks if m.needs_acknowledgement))
 
     @property
     def acknowledged(self) -> list[dict[str, Any]]:

@@ -19,38 +19,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from safeshare import warning_codes
 from safeshare.warning_codes import WarningCode
+from safeshare.workflows.acknowledgement import WarningMark
 
 #: docs/report.md of a source checkout (src/safeshare/workflows/ -> the repository's docs/)
 REPORT_DOCS = Path(__file__).resolve().parents[3] / "docs" / "report.md"
 SECTION = "## Disclosure warnings"
 
 
-@dataclass(frozen=True)
-class ShownWarning:
-    """One warning of a run as the workbench shows it."""
-
-    code: str
-    message: str
-    columns: tuple[str, ...]
-    #: the certificate says it contradicts the headline (None: the report has no such check)
-    contradicts: bool | None
-    reason: str
-    acknowledged: bool
-    acknowledged_by: str
-
-    @property
-    def needs_acknowledgement(self) -> bool:
-        return bool(self.contradicts) and not self.acknowledged
-
-
-def run_warnings(report: Mapping[str, Any] | None) -> list[ShownWarning]:
+def run_warnings(report: Mapping[str, Any] | None) -> list[WarningMark]:
     """The warnings of a run's report.json, marked from its certificate's entries of the same
     code (and message, where two warnings share a code)."""
     if not report:
@@ -69,7 +51,7 @@ def run_warnings(report: Mapping[str, Any] | None) -> list[ShownWarning]:
             mark = next((m for m in same if m.get("message") == message), same[0] if same else None)
         columns = w.get("columns") or []
         shown.append(
-            ShownWarning(
+            WarningMark(
                 code=code,
                 message=message,
                 columns=tuple(str(c) for c in columns) if isinstance(columns, list) else (),
@@ -130,4 +112,4 @@ def explanations(docs: Path = REPORT_DOCS) -> dict[str, tuple[str, str]]:
     return _explanations(docs, docs.stat().st_mtime if docs.is_file() else 0.0)
 
 
-__all__ = ["REPORT_DOCS", "ShownWarning", "explanations", "run_warnings"]
+__all__ = ["REPORT_DOCS", "explanations", "run_warnings"]

@@ -39,6 +39,7 @@ from safeshare.config.vocabulary import (
     SURVEILLANCE_THRESHOLD,
 )
 from safeshare.errors import InputError
+from safeshare.workflows.acknowledgement import WarningMark
 from safeshare.workflows.confine import confine_config, confine_config_file, inside
 from safeshare.workflows.hierarchy_form import WIZARD_TYPES, wizard_shows
 from safeshare.workflows.hierarchy_form import builder_spec as wizard_spec
@@ -54,8 +55,8 @@ from safeshare.workflows.privacy_form import (
     privacy_notes,
 )
 from safeshare.workflows.risk_language import measure_sentence
-from safeshare.workflows.run_warnings import ShownWarning, run_warnings
 from safeshare.workflows.run_warnings import explanations as warning_explanations
+from safeshare.workflows.run_warnings import run_warnings
 from safeshare.workflows.utility_view import utility_view
 
 if TYPE_CHECKING:
@@ -575,7 +576,7 @@ __all__ = [
     "ModelForm",
     "Monitor",
     "NodeFigures",
-    "ShownWarning",
+    "WarningMark",
     "accept_warnings",
     "accepted_warnings",
     "algorithms",
