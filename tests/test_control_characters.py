@@ -134,3 +134,19 @@ def test_the_byte_scan_finds_every_control_character_and_no_other(
         for at in range(len(allowed) + 1):  # every position, so every chunk boundary
             file.write_text(allowed[:at] + char + allowed[at:], encoding="utf-8")
             assert control.csv_holds_control(file), (hex(ord(char)), at)
+
+
+def test_a_csv_release_without_its_byte_test_is_an_error_not_a_pass() -> None:
+    """The verifier takes a CSV release's control-character test from the bytes it read
+    (verify/file_scan.py); a call without it must not read as "no control character"."""
+    import duckdb
+
+    from safeshare.verify import control
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r AS SELECT 'a' || chr(27) AS note")
+    with pytest.raises(ValueError, match="control-character test is missing"):
+        control.control_failures(con, "r", "csv", ["note"], {}, None)
+    assert control.control_failures(con, "r", "csv", ["note"], {}, False) == []  # the byte test rules
+    assert len(control.control_failures(con, "r", "csv", ["note"], {}, True)) == 1
+    assert len(control.control_failures(con, "r", "parquet", ["note"], {}, None)) == 1

@@ -277,8 +277,8 @@ def _verify(
     path: Path,
     fmt: str,
     expected: Expectations,
-    keep_rows: int = 0,
-    scan: FileScan | None = None,
+    keep_rows: int,
+    scan: FileScan,
 ) -> Verification:
     """:func:`verify_release` on the open connection ``con``; ``scan``: the read of the file's
     bytes running beside it (its control-character test is taken from there)."""
@@ -332,10 +332,8 @@ def _verify(
         records_out = int(con.execute(f"SELECT COUNT(*) FROM {rel}").fetchone()[0])  # type: ignore[index]
     suppressed = judge_release(expected, columns, records_out, labels, min_size, failures, checks)
     # no terminal control character in any value (verify/control.py: CSV bytes, Parquet SQL)
-    holds = scan.result().holds_control if scan is not None else None
-    failures.extend(
-        control.control_failures(con, rel, Path(path), fmt, control.text_columns(described), labels, holds)
-    )
+    holds = scan.result().holds_control
+    failures.extend(control.control_failures(con, rel, fmt, control.text_columns(described), labels, holds))
     if expected.identifiers is not None:
         failures.extend(check_identifiers(con, rel, expected.identifiers, checks))
     if expected.truth is not None and records_out and qis:

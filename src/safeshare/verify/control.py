@@ -89,18 +89,21 @@ def csv_holds_control(path: Path) -> bool:
 def control_failures(
     con: duckdb.DuckDBPyConnection,
     rel: str,
-    path: Path,
     fmt: str,
     columns: Sequence[str],
     labels: Mapping[str, set[str]],
-    holds: bool | None = None,
+    holds: bool | None,
 ) -> list[str]:
-    """The failures of the release at ``path`` (read as ``rel``): one per column of ``columns``
-    (its text columns) holding a control character. ``labels``: the distinct values of the
-    quasi-identifiers, already read by the verifier. ``holds``: a CSV release's byte test, when
-    it was made already (:class:`safeshare.verify.file_scan.FileScan`), else it is made here."""
+    """The failures of the release read as ``rel``: one per column of ``columns`` (its text
+    columns) holding a control character. ``labels``: the distinct values of the
+    quasi-identifiers, already read by the verifier. ``holds``: a CSV release's byte test, made
+    on the bytes the verifier read (:class:`safeshare.verify.file_scan.FileScan`, the test of
+    :func:`csv_holds_control` chunk by chunk); ``None`` for Parquet, whose bytes say nothing. A
+    CSV release without that test is an error of the caller, not a release without controls."""
     if fmt != "parquet":
-        if not (csv_holds_control(path) if holds is None else holds):
+        if holds is None:
+            raise ValueError("a CSV release's control-character test is missing (FileScan(control=True))")
+        if not holds:
             return []
         found = _counted(con, rel, columns)
         if not found:
