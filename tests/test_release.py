@@ -329,3 +329,20 @@ def test_verifier_reads_the_release_once(tmp_path: Path, monkeypatch: pytest.Mon
     expected.allowed_labels["q"] = {"a", "b"}
     v = verify_release(path, fmt, expected)
     assert not v.passed and "column 'q' has value" in v.failures[0]
+
+
+def test_a_model_without_an_independent_check_fails_the_release_by_name(tmp_path: Path) -> None:
+    """The verifier re-checks each configured model with code of its own; a model it has no check
+    for is not passed unseen: the release fails, and the line names the model."""
+    path = _written(tmp_path, pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["1", "2", "3", "4"]}))
+    v = verify_release(path, "csv", _expected(models={"k-anonymity": {"k": 2}, "made-up": {"x": 1}}))
+    assert not v.passed
+    assert v.failures == ["no independent check for privacy model 'made-up'"]
+
+
+def test_the_verification_holds_the_released_labels_it_read(tmp_path: Path) -> None:
+    """The evidence's released labels are the verifier's (one read of the file): each QI's
+    distinct labels, sorted; a column that is not a QI is not among them."""
+    frame = pd.DataFrame({"q": ["b", "a", "b", "a"], "s": ["1", "2", "3", "4"]})
+    v = verify_release(_written(tmp_path, frame), "csv", _expected())
+    assert v.passed and v.labels == {"q": ["a", "b"]}, (v.failures, v.labels)
