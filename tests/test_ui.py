@@ -20,8 +20,10 @@ from tests.ui_helpers import (
     ADULT_YAML,
     HIERARCHIES,
     ROOT,
+    SLOW_PHASE,
     adult_project,
     running_server,
+    slow_adult_yaml,
     wait_idle,
     wait_run,
 )
@@ -289,22 +291,12 @@ def test_a_node_picked_in_explore_is_released_as_the_command_line_would(
     assert (out / "release.csv").read_bytes() == release
 
 
-#: The trade-off phase of this configuration (the suppression / loss curve, every point with a risk
-#: estimate) takes about 8 s of CPU before anything is written, against the second's fraction the
-#: search of the demo's configuration takes: Cancel is sent inside it, so it must land before the
-#: release exists. (With the demo's configuration the whole run was sometimes published and
-#: verified before the cancel arrived, on a loaded machine.)
-SLOW_PHASE = "suppression / loss trade-off"
-
-
 def test_cancel_stops_the_child_and_publishes_nothing(server) -> None:
+    """Cancel inside the run's long phase (:data:`~tests.ui_helpers.SLOW_PHASE`), before anything
+    is written: the child exits 143, nothing is published and no staging is left."""
     with server.client() as client:
-        project = adult_project(client)["id"]
+        project = adult_project(client, config=slow_adult_yaml())["id"]
         wait_idle(client, project)
-        config = yaml.safe_load(client.get(f"/api/projects/{project}/config").text)
-        config["privacy"]["risk"] = {"measure": "B", "threshold": 0.0001, "estimator": "hypothesis_test"}
-        saved = client.put(f"/api/projects/{project}/config", json=config)
-        assert saved.status_code == 200, saved.text
         started = client.post(f"/api/projects/{project}/runs", json={"kind": "anonymize"})
         assert started.status_code == 202, started.text
         run = started.json()["id"]

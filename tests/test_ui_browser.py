@@ -19,7 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ui_helpers import ADULT_DIR, ADULT_YAML, ROOT, adult_project, running_server, wait_idle, wait_run
+from tests.ui_helpers import (
+    ADULT_DIR,
+    ADULT_YAML,
+    ROOT,
+    SLOW_PHASE,
+    adult_project,
+    running_server,
+    slow_adult_yaml,
+    wait_idle,
+    wait_run,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -267,13 +277,9 @@ def test_explore_opens_on_the_optimum_and_works_from_the_keyboard(browser: Any, 
 def test_cancel_from_the_page(browser: Any, server: Any, tmp_path: Path) -> None:
     """Cancel while a run is going: the child gets SIGTERM, nothing is published. The Adult
     configuration with a B threshold spends about 8 s on its trade-off curve before anything is
-    written (tests/test_ui.py's cancel test), and Cancel is clicked inside that phase."""
-    from tests.test_ui import SLOW_PHASE
-
-    config = yaml.safe_load(ADULT_YAML.read_text())
-    config["privacy"]["risk"] = {"measure": "B", "threshold": 0.0001, "estimator": "hypothesis_test"}
+    written (:func:`tests.ui_helpers.slow_adult_yaml`), and Cancel is clicked inside that phase."""
     slow = tmp_path / "adult.yaml"
-    slow.write_text(yaml.safe_dump(config, sort_keys=False))
+    slow.write_bytes(slow_adult_yaml())
     page = browser.new_page()
     page.set_default_timeout(120_000)
     page.goto(server.url)
